@@ -1,0 +1,342 @@
+// Package builtins defines the Skein builtins of SPEC §2 (flow, step, edge,
+// chain, router, loop, map and the sentinels START, END, ABORT) as Starlark
+// values that record a graph into a [graphir.Builder].
+//
+// Every argument is checked at the call, so a mistake is reported as an
+// error at the caller's line naming the parameter and what was expected. The
+// builder travels with the Starlark thread ([SetBuilder]); the package holds
+// no state of its own, so any number of loads may run at once.
+package builtins
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
+)
+
+const builderKey = "skein.builder"
+
+// SetBuilder attaches the builder that the builtins called on thread record
+// into.
+func SetBuilder(thread *starlark.Thread, b *graphir.Builder) { thread.SetLocal(builderKey, b) }
+
+// BuilderOf returns the builder attached to thread, or nil.
+func BuilderOf(thread *starlark.Thread) *graphir.Builder {
+	b, _ := thread.Local(builderKey).(*graphir.Builder)
+	return b
+}
+
+var predeclared = func() starlark.StringDict {
+	d := starlark.StringDict{
+		"flow":   starlark.NewBuiltin("flow", flowFn),
+		"step":   starlark.NewBuiltin("step", stepFn),
+		"edge":   starlark.NewBuiltin("edge", edgeFn),
+		"chain":  starlark.NewBuiltin("chain", chainFn),
+		"router": starlark.NewBuiltin("router", routerFn),
+		"loop":   starlark.NewBuiltin("loop", loopFn),
+		"map":    starlark.NewBuiltin("map", mapFn),
+		"range":  starlark.NewBuiltin("range", rangeFn),
+		"START":  &Step{id: graphir.Start, name: "START", kind: "start"},
+		"END":    &Step{id: graphir.End, name: "END", kind: "end"},
+		"ABORT":  &Step{id: graphir.Abort, name: "ABORT", kind: "abort"},
+	}
+	for k, v := range stdlib.Modules() {
+		d[k] = v
+	}
+	d.Freeze()
+	return d
+}()
+
+// Predeclared returns the names predeclared in every flow file and module:
+// the builtins, the sentinels and the standard modules. The dict is frozen
+// and shared.
+func Predeclared() starlark.StringDict { return predeclared }
+
+// Names lists the predeclared names, for completion and hints.
+func Names() []string {
+	names := predeclared.Keys()
+	sort.Strings(names)
+	return names
+}
+
+// Step is the value step(), router(), loop() and map() return, and the type
+// of START, END and ABORT.
+type Step struct {
+	b    *graphir.Builder // nil for the sentinels
+	id   graphir.NodeID
+	name string
+	kind string
+}
+
+var _ starlark.HasAttrs = (*Step)(nil)
+
+// ID returns the node id of the step in its builder.
+func (s *Step) ID() graphir.NodeID { return s.id }
+
+func (s *Step) String() string {
+	if s.b == nil {
+		return s.name
+	}
+	return fmt.Sprintf("<step %s>", s.name)
+}
+func (s *Step) Type() string         { return "step" }
+func (s *Step) Freeze()              {}
+func (s *Step) Truth() starlark.Bool { return true }
+func (s *Step) Hash() (uint32, error) {
+	return uint32(s.id)*2654435761 ^ uint32(len(s.name)), nil
+}
+func (s *Step) Attr(name string) (starlark.Value, error) {
+	switch name {
+	case "name":
+		return starlark.String(s.name), nil
+	case "kind":
+		return starlark.String(s.kind), nil
+	}
+	return nil, nil
+}
+func (s *Step) AttrNames() []string { return []string{"kind", "name"} }
+
+// call holds what every builtin needs about the call being made.
+type call struct {
+	thread *starlark.Thread
+	b      *graphir.Builder
+	fn     string
+	lparen graphir.Pos // position of the "(" of the call, as reported
+	userLP graphir.Pos // the same for the user's frame
+	stack  graphir.Stack
+	pos    graphir.Pos // the user's line
+	what   string      // `step "build"` once the name is known, else the builtin's name
+}
+
+func newCall(thread *starlark.Thread, fn *starlark.Builtin) (*call, error) {
+	b := BuilderOf(thread)
+	if b == nil {
+		return nil, fmt.Errorf("%s: can only be called while a flow is loading", fn.Name())
+	}
+	c := &call{thread: thread, b: b, fn: fn.Name(), what: fn.Name()}
+	cs := thread.CallStack()
+	if len(cs) > 0 {
+		cs = cs[:len(cs)-1] // the builtin's own frame
+	}
+	c.stack = make(graphir.Stack, len(cs))
+	for i, f := range cs {
+		p := graphir.Pos{File: f.Pos.Filename(), Line: int(f.Pos.Line), Col: int(f.Pos.Col)}
+		if i == len(cs)-1 {
+			c.lparen = p
+		}
+		c.stack[i] = graphir.Frame{Func: f.Name, Pos: b.Pos(p)}
+	}
+	if u := c.stack.UserFrame(); u >= 0 {
+		c.pos = c.stack[u].Pos
+		f := cs[u].Pos
+		c.userLP = graphir.Pos{File: f.Filename(), Line: int(f.Line), Col: int(f.Col)}
+	}
+	return c, nil
+}
+
+func (c *call) errorf(format string, args ...any) error {
+	return fmt.Errorf("%s: %s", c.what, fmt.Sprintf(format, args...))
+}
+
+func (c *call) named(kind, name string) {
+	c.what = fmt.Sprintf("%s %q", kind, name)
+}
+
+// step unpacks a Step argument belonging to this load. allow says which
+// sentinels are accepted.
+func (c *call) step(param string, v starlark.Value, allow ...graphir.NodeID) (*Step, error) {
+	s, ok := v.(*Step)
+	if !ok {
+		return nil, c.errorf("%s must be a step, got %s", param, describe(v))
+	}
+	if s.b == nil {
+		for _, a := range allow {
+			if s.id == a {
+				return s, nil
+			}
+		}
+		return nil, c.errorf("%s cannot be %s", param, s.name)
+	}
+	if s.b != c.b {
+		return nil, c.errorf("%s: step %q belongs to another flow", param, s.name)
+	}
+	return s, nil
+}
+
+// target unpacks a router target: a step, END or ABORT, or a step name.
+func (c *call) target(param string, v starlark.Value) (graphir.Target, error) {
+	if s, ok := v.(starlark.String); ok {
+		return graphir.Target{ID: graphir.None, Name: string(s), Pos: c.pos}, nil
+	}
+	s, err := c.step(param, v, graphir.End, graphir.Abort)
+	if err != nil {
+		return graphir.Target{}, c.errorf("%s must be a step or a step name, got %s", param, describe(v))
+	}
+	return graphir.Target{ID: s.id, Pos: c.pos}, nil
+}
+
+// cond unpacks a condition or value expression: a string or a function of
+// one argument r.
+func (c *call) cond(param string, v starlark.Value) (*graphir.Expr, error) {
+	switch v := v.(type) {
+	case starlark.String:
+		pos, exact := c.locate(string(v))
+		return c.b.Compiler.Expr(string(v), pos, exact), nil
+	case starlark.Callable:
+		if err := c.arity(param, v); err != nil {
+			return nil, err
+		}
+		return c.b.Compiler.Func(v, c.pos), nil
+	}
+	return nil, c.errorf("%s must be an expression string or a function of r, got %s", param, describe(v))
+}
+
+// arity checks that a Starlark function takes exactly one parameter.
+func (c *call) arity(param string, v starlark.Callable) error {
+	if f, ok := v.(*starlark.Function); ok {
+		if n := f.NumParams(); n != 1 || f.HasVarargs() || f.HasKwargs() {
+			return c.errorf("%s must be a function of one parameter r; %s takes %d", param, f.Name(), n)
+		}
+	}
+	return nil
+}
+
+func (c *call) template(param string, v starlark.Value) (*graphir.Template, error) {
+	s, ok := v.(starlark.String)
+	if !ok {
+		return nil, c.errorf("%s must be a string, got %s", param, describe(v))
+	}
+	return c.tmpl(string(s)), nil
+}
+
+func (c *call) tmpl(s string) *graphir.Template {
+	pos, exact := c.locate(s)
+	return c.b.Compiler.Template(s, pos, exact)
+}
+
+// locate finds where the string s was written: as a literal argument of
+// this call, else of the user's call that led to it, else it is the user's
+// line.
+func (c *call) locate(s string) (graphir.Pos, bool) {
+	if loc := c.b.Locator; loc != nil {
+		if p, exact, ok := loc.Literal(c.lparen, s); ok {
+			return p, exact
+		}
+		if c.userLP != c.lparen {
+			if p, exact, ok := loc.Literal(c.userLP, s); ok {
+				return p, exact
+			}
+		}
+	}
+	return c.pos, false
+}
+
+func (c *call) strings(param string, v starlark.Value) ([]*graphir.Template, error) {
+	seq, ok := v.(starlark.Indexable)
+	if _, isStr := v.(starlark.String); !ok || isStr {
+		return nil, c.errorf("%s must be a list of strings, got %s", param, describe(v))
+	}
+	out := make([]*graphir.Template, seq.Len())
+	for i := range out {
+		s, ok := seq.Index(i).(starlark.String)
+		if !ok {
+			return nil, c.errorf("%s[%d] must be a string, got %s", param, i, describe(seq.Index(i)))
+		}
+		out[i] = c.tmpl(string(s))
+	}
+	return out, nil
+}
+
+// dict unpacks a dict with string keys, in key order.
+func (c *call) dict(param string, v starlark.Value) ([]string, []starlark.Value, error) {
+	d, ok := v.(*starlark.Dict)
+	if !ok {
+		return nil, nil, c.errorf("%s must be a dict, got %s", param, describe(v))
+	}
+	var keys []string
+	var vals []starlark.Value
+	for _, kv := range d.Items() {
+		k, ok := kv[0].(starlark.String)
+		if !ok {
+			return nil, nil, c.errorf("%s: keys must be strings, got %s", param, describe(kv[0]))
+		}
+		keys = append(keys, string(k))
+		vals = append(vals, kv[1])
+	}
+	return keys, vals, nil
+}
+
+func (c *call) duration(param string, v starlark.Value) (time.Duration, error) {
+	s, ok := v.(starlark.String)
+	if !ok {
+		return 0, c.errorf("%s must be a duration string such as \"30s\", got %s", param, describe(v))
+	}
+	d, err := time.ParseDuration(string(s))
+	if err != nil || d <= 0 {
+		return 0, c.errorf("%s must be a positive duration such as \"30s\" or \"10m\", got %q", param, string(s))
+	}
+	return d, nil
+}
+
+func (c *call) intAtLeast(param string, v starlark.Value, min int) (int, error) {
+	i, ok := v.(starlark.Int)
+	if !ok {
+		return 0, c.errorf("%s must be an int, got %s", param, describe(v))
+	}
+	n, exact := i.Int64()
+	if !exact {
+		return 0, c.errorf("%s is too large: %s", param, i)
+	}
+	if n < int64(min) {
+		return 0, c.errorf("%s must be at least %d, got %d", param, min, n)
+	}
+	if n > 1<<31 {
+		return 0, c.errorf("%s is too large: %d", param, n)
+	}
+	return int(n), nil
+}
+
+// describe names a value's type for an error message, with the value when
+// it is short.
+func describe(v starlark.Value) string {
+	if v == nil {
+		return "nothing"
+	}
+	s := v.String()
+	if len(s) > 40 {
+		return v.Type()
+	}
+	switch v.(type) {
+	case starlark.NoneType:
+		return "None"
+	case *Step:
+		return s
+	}
+	return fmt.Sprintf("%s %s", v.Type(), s)
+}
+
+func isNone(v starlark.Value) bool { return v == nil || v == starlark.None }
+
+// oneOf reports whether s is among choices, for error messages.
+func oneOf(param, s string, choices ...string) error {
+	for _, c := range choices {
+		if s == c {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s must be one of %s, got %q", param, quoteAll(choices), s)
+}
+
+func quoteAll(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = fmt.Sprintf("%q", x)
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,240 @@
+package builtins
+
+// This file defines router(), loop() and map().
+
+import (
+	"fmt"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+)
+
+// router(name, *, by=None, routes=None, cases=None, default=None)
+func routerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	c, err := newCall(thread, fn)
+	if err != nil {
+		return nil, err
+	}
+	if err := positional(c.fn, args, 1, "name"); err != nil {
+		return nil, err
+	}
+	var name, by, routes, cases, dflt, maxVisits, join starlark.Value
+	if err := starlark.UnpackArgs(c.fn, args, kwargs, "name", &name, "by?", &by, "routes?", &routes,
+		"cases?", &cases, "default?", &dflt, "max_visits?", &maxVisits, "join?", &join); err != nil {
+		return nil, err
+	}
+	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindRouter}
+	if n.Name, err = c.name(name); err != nil {
+		return nil, err
+	}
+	c.named("router", n.Name)
+	switch {
+	case isNone(routes) && isNone(cases):
+		return nil, c.errorf("needs routes= (with by=) or cases=")
+	case !isNone(routes) && !isNone(cases):
+		return nil, c.errorf("give routes= (with by=) or cases=, not both")
+	case !isNone(routes) && isNone(by):
+		return nil, c.errorf("routes= needs by=, the expression that picks a label")
+	case !isNone(by) && isNone(routes):
+		return nil, c.errorf("by= needs routes=, the map from labels to steps")
+	}
+	if !isNone(routes) {
+		if n.By, err = c.cond("by", by); err != nil {
+			return nil, err
+		}
+		keys, vals, err := c.dict("routes", routes)
+		if err != nil {
+			return nil, err
+		}
+		if len(keys) == 0 {
+			return nil, c.errorf("routes must have at least one label")
+		}
+		for i, k := range keys {
+			t, err := c.target(fmt.Sprintf("routes[%q]", k), vals[i])
+			if err != nil {
+				return nil, err
+			}
+			if t.Name != "" {
+				t.Pos, _ = c.literal(t.Name)
+			}
+			n.Routes = append(n.Routes, graphir.Route{Label: k, Target: t})
+		}
+	}
+	if !isNone(cases) {
+		seq, ok := cases.(starlark.Indexable)
+		if _, isStr := cases.(starlark.String); !ok || isStr {
+			return nil, c.errorf("cases must be a list of (condition, step) pairs, got %s", describe(cases))
+		}
+		if seq.Len() == 0 {
+			return nil, c.errorf("cases must have at least one (condition, step) pair")
+		}
+		for i := 0; i < seq.Len(); i++ {
+			pair, ok := seq.Index(i).(starlark.Tuple)
+			if !ok || len(pair) != 2 {
+				return nil, c.errorf("cases[%d] must be a (condition, step) pair, got %s", i, describe(seq.Index(i)))
+			}
+			when, err := c.cond(fmt.Sprintf("cases[%d] condition", i), pair[0])
+			if err != nil {
+				return nil, err
+			}
+			t, err := c.target(fmt.Sprintf("cases[%d] target", i), pair[1])
+			if err != nil {
+				return nil, err
+			}
+			if t.Name != "" {
+				t.Pos, _ = c.literal(t.Name)
+			}
+			n.Cases = append(n.Cases, graphir.Case{When: when, Target: t})
+		}
+	}
+	if !isNone(dflt) {
+		t, err := c.target("default", dflt)
+		if err != nil {
+			return nil, err
+		}
+		if t.Name != "" {
+			t.Pos, _ = c.literal(t.Name)
+		}
+		n.Default = &t
+	}
+	if err := c.common(n, maxVisits, nil, nil, nil, join); err != nil {
+		return nil, err
+	}
+	id := c.b.AddStep(n)
+	return &Step{b: c.b, id: id, name: n.Name, kind: "router"}, nil
+}
+
+// literal locates the string literal s written as an argument.
+func (c *call) literal(s string) (graphir.Pos, bool) { return c.locate(s) }
+
+// body unpacks a loop's or map's body: a non-empty list of steps.
+func (c *call) body(v starlark.Value) ([]graphir.NodeID, error) {
+	seq, ok := v.(starlark.Indexable)
+	if _, isStr := v.(starlark.String); !ok || isStr {
+		if s, isStep := v.(*Step); isStep {
+			seq = starlark.Tuple{s}
+		} else {
+			return nil, c.errorf("body must be a list of steps, got %s", describe(v))
+		}
+	}
+	if seq.Len() == 0 {
+		return nil, c.errorf("body must have at least one step")
+	}
+	ids := make([]graphir.NodeID, seq.Len())
+	for i := range ids {
+		s, err := c.step(fmt.Sprintf("body[%d]", i), seq.Index(i))
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = s.id
+	}
+	return ids, nil
+}
+
+// loop(name, *, body, until, max_iterations)
+func loopFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	c, err := newCall(thread, fn)
+	if err != nil {
+		return nil, err
+	}
+	if err := positional(c.fn, args, 1, "name"); err != nil {
+		return nil, err
+	}
+	var name, body, until, maxIter, maxVisits, join, timeout starlark.Value
+	if err := starlark.UnpackArgs(c.fn, args, kwargs, "name", &name, "body?", &body, "until?", &until,
+		"max_iterations?", &maxIter, "max_visits?", &maxVisits, "join?", &join, "timeout?", &timeout); err != nil {
+		return nil, err
+	}
+	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindLoop, UntilPos: c.pos}
+	if n.Name, err = c.name(name); err != nil {
+		return nil, err
+	}
+	c.named("loop", n.Name)
+	if isNone(body) {
+		return nil, c.errorf("missing body=, the list of steps to repeat")
+	}
+	if isNone(maxIter) {
+		return nil, c.errorf("missing max_iterations=: every loop needs a bound (an int >= 1)")
+	}
+	if n.MaxIterations, err = c.intAtLeast("max_iterations", maxIter, 1); err != nil {
+		return nil, err
+	}
+	ids, err := c.body(body)
+	if err != nil {
+		return nil, err
+	}
+	switch u := until.(type) {
+	case nil, starlark.NoneType:
+	case starlark.String:
+		n.UntilName = string(u)
+		n.UntilPos, _ = c.literal(string(u))
+	case starlark.Callable:
+		n.Until = u
+	default:
+		n.UntilBad = describe(u)
+	}
+	if err := c.common(n, maxVisits, nil, nil, timeout, join); err != nil {
+		return nil, err
+	}
+	id := c.b.AddStep(n)
+	if err := c.b.SetBody(id, ids); err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	return &Step{b: c.b, id: id, name: n.Name, kind: "loop"}, nil
+}
+
+// map(name, *, over, body, concurrency=4, item_var="item")
+func mapFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	c, err := newCall(thread, fn)
+	if err != nil {
+		return nil, err
+	}
+	if err := positional(c.fn, args, 1, "name"); err != nil {
+		return nil, err
+	}
+	var name, over, body, concurrency, itemVar, maxVisits, join, timeout starlark.Value
+	if err := starlark.UnpackArgs(c.fn, args, kwargs, "name", &name, "over?", &over, "body?", &body,
+		"concurrency?", &concurrency, "item_var?", &itemVar, "max_visits?", &maxVisits, "join?", &join,
+		"timeout?", &timeout); err != nil {
+		return nil, err
+	}
+	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindMap, Concurrency: 4, ItemVar: "item"}
+	if n.Name, err = c.name(name); err != nil {
+		return nil, err
+	}
+	c.named("map", n.Name)
+	if isNone(over) {
+		return nil, c.errorf("missing over=, the expression giving the list to map over")
+	}
+	if isNone(body) {
+		return nil, c.errorf("missing body=, the list of steps to run per item")
+	}
+	if n.Over, err = c.cond("over", over); err != nil {
+		return nil, err
+	}
+	ids, err := c.body(body)
+	if err != nil {
+		return nil, err
+	}
+	if !isNone(concurrency) {
+		if n.Concurrency, err = c.intAtLeast("concurrency", concurrency, 1); err != nil {
+			return nil, err
+		}
+	}
+	if !isNone(itemVar) {
+		s, ok := itemVar.(starlark.String)
+		if !ok || !graphir.ValidName(string(s)) {
+			return nil, c.errorf("item_var must be a name matching [a-z_][a-z0-9_]*, got %s", describe(itemVar))
+		}
+		n.ItemVar = string(s)
+	}
+	if err := c.common(n, maxVisits, nil, nil, timeout, join); err != nil {
+		return nil, err
+	}
+	id := c.b.AddStep(n)
+	if err := c.b.SetBody(id, ids); err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	return &Step{b: c.b, id: id, name: n.Name, kind: "map"}, nil
+}

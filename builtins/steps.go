@@ -1,0 +1,401 @@
+package builtins
+
+// This file defines flow(), step(), edge() and chain().
+
+import (
+	"fmt"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
+)
+
+// positional refuses more than n positional arguments, since everything
+// after them is keyword-only.
+func positional(fn string, args starlark.Tuple, n int, names string) error {
+	if len(args) > n {
+		return fmt.Errorf("%s: takes %d positional argument%s (%s); give the others by keyword", fn, n, plural(n), names)
+	}
+	return nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// flow(name=None, description="", inputs={}, output=None, max_visits=None, timeout=None)
+func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	c, err := newCall(thread, fn)
+	if err != nil {
+		return nil, err
+	}
+	var name, description, inputs, output, maxVisits, timeout starlark.Value
+	if err := positional(c.fn, args, 1, "name"); err != nil {
+		return nil, err
+	}
+	if err := starlark.UnpackArgs(c.fn, args, kwargs, "name?", &name, "description?", &description,
+		"inputs?", &inputs, "output?", &output, "max_visits?", &maxVisits, "timeout?", &timeout); err != nil {
+		return nil, err
+	}
+	f := graphir.FlowDecl{Pos: c.pos}
+	if !isNone(name) {
+		s, ok := name.(starlark.String)
+		if !ok || s == "" {
+			return nil, c.errorf("name must be a non-empty string, got %s", describe(name))
+		}
+		f.Name = string(s)
+	}
+	if !isNone(description) {
+		s, ok := description.(starlark.String)
+		if !ok {
+			return nil, c.errorf("description must be a string, got %s", describe(description))
+		}
+		f.Description = string(s)
+	}
+	if !isNone(inputs) {
+		keys, vals, err := c.dict("inputs", inputs)
+		if err != nil {
+			return nil, err
+		}
+		for i, k := range keys {
+			if !graphir.ValidName(k) {
+				return nil, c.errorf("inputs: input name %q must match [a-z_][a-z0-9_]*", k)
+			}
+			in := graphir.Input{Name: k, Required: isNone(vals[i])}
+			if !in.Required {
+				d, err := stdlib.Data(vals[i])
+				if err != nil {
+					return nil, c.errorf("inputs: default of %q: %v", k, err)
+				}
+				in.Default = d
+			}
+			f.Inputs = append(f.Inputs, in)
+		}
+	}
+	if !isNone(output) {
+		if f.Output, err = c.cond("output", output); err != nil {
+			return nil, err
+		}
+	}
+	if !isNone(maxVisits) {
+		if f.MaxVisits, err = c.intAtLeast("max_visits", maxVisits, 1); err != nil {
+			return nil, err
+		}
+	}
+	if !isNone(timeout) {
+		if f.Timeout, err = c.duration("timeout", timeout); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.b.SetFlow(f); err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	return starlark.None, nil
+}
+
+// step(name, *, run=None, shell=None, fn=None, flow=None, args=[], env={},
+// stdin=None, dir=None, inputs={}, max_visits=None, retries=0, backoff="1s",
+// timeout=None, join="and")
+func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	c, err := newCall(thread, fn)
+	if err != nil {
+		return nil, err
+	}
+	if err := positional(c.fn, args, 1, "name"); err != nil {
+		return nil, err
+	}
+	var name, run, shell, fnv, flow, argv, env, stdin, dir, inputs, maxVisits, retries, backoff, timeout, join starlark.Value
+	if err := starlark.UnpackArgs(c.fn, args, kwargs, "name", &name, "run?", &run, "shell?", &shell,
+		"fn?", &fnv, "flow?", &flow, "args?", &argv, "env?", &env, "stdin?", &stdin, "dir?", &dir,
+		"inputs?", &inputs, "max_visits?", &maxVisits, "retries?", &retries, "backoff?", &backoff,
+		"timeout?", &timeout, "join?", &join); err != nil {
+		return nil, err
+	}
+	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindNoop, Backoff: defaultBackoff}
+	if n.Name, err = c.name(name); err != nil {
+		return nil, err
+	}
+	c.named("step", n.Name)
+
+	var kinds []string
+	for _, k := range []struct {
+		param string
+		v     starlark.Value
+	}{{"run", run}, {"shell", shell}, {"fn", fnv}, {"flow", flow}} {
+		if !isNone(k.v) {
+			kinds = append(kinds, k.param)
+		}
+	}
+	if len(kinds) > 1 {
+		return nil, c.errorf("give at most one of run, shell, fn, flow; got %s and %s", kinds[0], kinds[1])
+	}
+	switch {
+	case !isNone(run):
+		n.Kind = graphir.KindTask
+		if n.Argv, err = c.strings("run", run); err != nil {
+			return nil, err
+		}
+		if len(n.Argv) == 0 {
+			return nil, c.errorf("run must name a command: want a non-empty list of strings")
+		}
+	case !isNone(shell):
+		n.Kind = graphir.KindShell
+		if n.Shell, err = c.template("shell", shell); err != nil {
+			return nil, err
+		}
+	case !isNone(fnv):
+		n.Kind = graphir.KindFn
+		f, ok := fnv.(starlark.Callable)
+		if !ok {
+			return nil, c.errorf("fn must be a function of one parameter r, got %s", describe(fnv))
+		}
+		if err := c.arity("fn", f); err != nil {
+			return nil, err
+		}
+		n.Fn = f
+	case !isNone(flow):
+		n.Kind = graphir.KindSubflow
+		if n.Flow, err = c.template("flow", flow); err != nil {
+			return nil, err
+		}
+	}
+
+	// Parameters that belong to one kind only.
+	only := func(param string, v starlark.Value, ok bool, kinds string) error {
+		if !isNone(v) && !ok {
+			return c.errorf("%s applies only to %s steps", param, kinds)
+		}
+		return nil
+	}
+	proc := n.Kind.IsProcess()
+	for _, chk := range []error{
+		only("args", argv, n.Kind == graphir.KindTask, "run="),
+		only("env", env, proc, "run= and shell="),
+		only("stdin", stdin, proc, "run= and shell="),
+		only("dir", dir, proc, "run= and shell="),
+		only("inputs", inputs, n.Kind == graphir.KindSubflow, "flow="),
+	} {
+		if chk != nil {
+			return nil, chk
+		}
+	}
+	if !isNone(argv) {
+		more, err := c.strings("args", argv)
+		if err != nil {
+			return nil, err
+		}
+		n.Argv = append(n.Argv, more...)
+	}
+	if !isNone(env) {
+		keys, vals, err := c.dict("env", env)
+		if err != nil {
+			return nil, err
+		}
+		for i, k := range keys {
+			if k == "" || containsAny(k, "=\x00") {
+				return nil, c.errorf("env: %q is not a valid variable name", k)
+			}
+			t, err := c.template(fmt.Sprintf("env[%q]", k), vals[i])
+			if err != nil {
+				return nil, err
+			}
+			n.Env = append(n.Env, graphir.EnvVar{Name: k, Value: t})
+		}
+		graphir.SortedEnv(n.Env)
+	}
+	if !isNone(stdin) {
+		if n.Stdin, err = c.template("stdin", stdin); err != nil {
+			return nil, err
+		}
+	}
+	if !isNone(dir) {
+		if n.Dir, err = c.template("dir", dir); err != nil {
+			return nil, err
+		}
+	}
+	if !isNone(inputs) {
+		keys, vals, err := c.dict("inputs", inputs)
+		if err != nil {
+			return nil, err
+		}
+		for i, k := range keys {
+			var t *graphir.Template
+			if s, ok := vals[i].(starlark.String); ok {
+				t = c.tmpl(string(s))
+			} else {
+				// A non-string value is passed as it is: wrap it as a
+				// constant expression so the child sees its type.
+				d, err := stdlib.Data(vals[i])
+				if err != nil {
+					return nil, c.errorf("inputs[%q]: %v", k, err)
+				}
+				x := c.b.Compiler.Expr(d.String(), c.pos, false)
+				if x.Err != nil {
+					return nil, c.errorf("inputs[%q]: a %s cannot be passed as an input", k, d.Type())
+				}
+				t = &graphir.Template{Src: d.String(), Pos: c.pos, Parts: []graphir.TemplatePart{{X: x}}}
+			}
+			n.Inputs = append(n.Inputs, graphir.NamedTemplate{Name: k, Value: t})
+		}
+	}
+	if err := c.common(n, maxVisits, retries, backoff, timeout, join); err != nil {
+		return nil, err
+	}
+	id := c.b.AddStep(n)
+	return &Step{b: c.b, id: id, name: n.Name, kind: n.Kind.String()}, nil
+}
+
+const defaultBackoff = 1e9 // 1s
+
+// name unpacks a step name. Its validity is the checker's to report, so that
+// one load can show every bad name at once.
+func (c *call) name(v starlark.Value) (string, error) {
+	s, ok := v.(starlark.String)
+	if !ok {
+		return "", c.errorf("name must be a string, got %s", describe(v))
+	}
+	return string(s), nil
+}
+
+// common unpacks the parameters shared by all step kinds.
+func (c *call) common(n *graphir.Node, maxVisits, retries, backoff, timeout, join starlark.Value) error {
+	var err error
+	if !isNone(maxVisits) {
+		if n.MaxVisits, err = c.intAtLeast("max_visits", maxVisits, 1); err != nil {
+			return err
+		}
+	}
+	if !isNone(retries) {
+		if n.Retries, err = c.intAtLeast("retries", retries, 0); err != nil {
+			return err
+		}
+	}
+	if !isNone(backoff) {
+		if n.Backoff, err = c.duration("backoff", backoff); err != nil {
+			return err
+		}
+	}
+	if !isNone(timeout) {
+		if n.Timeout, err = c.duration("timeout", timeout); err != nil {
+			return err
+		}
+	}
+	if !isNone(join) {
+		s, ok := join.(starlark.String)
+		if !ok {
+			return c.errorf("join must be \"and\" or \"or\", got %s", describe(join))
+		}
+		if err := oneOf("join", string(s), "and", "or"); err != nil {
+			return c.errorf("%v", err)
+		}
+		n.JoinSet = true
+		if s == "or" {
+			n.Join = graphir.JoinOr
+		}
+	}
+	return nil
+}
+
+func containsAny(s, chars string) bool {
+	for i := 0; i < len(s); i++ {
+		for j := 0; j < len(chars); j++ {
+			if s[i] == chars[j] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// edge(src, dst, *, when=None, on="success")
+func edgeFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	c, err := newCall(thread, fn)
+	if err != nil {
+		return nil, err
+	}
+	if err := positional(c.fn, args, 2, "src, dst"); err != nil {
+		return nil, err
+	}
+	var src, dst, when, on starlark.Value
+	if err := starlark.UnpackArgs(c.fn, args, kwargs, "src", &src, "dst", &dst, "when?", &when, "on?", &on); err != nil {
+		return nil, err
+	}
+	from, err := c.step("src", src, graphir.Start)
+	if err != nil {
+		return nil, err
+	}
+	to, err := c.step("dst", dst, graphir.End, graphir.Abort)
+	if err != nil {
+		return nil, err
+	}
+	e := &graphir.Edge{From: from.id, To: to.id, Pos: c.pos, Stack: c.stack}
+	if !isNone(when) {
+		if e.When, err = c.cond("when", when); err != nil {
+			return nil, err
+		}
+	}
+	if !isNone(on) {
+		s, ok := on.(starlark.String)
+		if !ok {
+			return nil, c.errorf("on must be \"success\", \"failure\" or \"always\", got %s", describe(on))
+		}
+		switch s {
+		case "success":
+		case "failure":
+			e.On = graphir.OnFailure
+		case "always":
+			e.On = graphir.OnAlways
+		default:
+			return nil, c.errorf("on must be \"success\", \"failure\" or \"always\", got %q", string(s))
+		}
+		if from.id == graphir.Start && e.On != graphir.OnSuccess {
+			return nil, c.errorf("an edge from START cannot have on=%q", string(s))
+		}
+	}
+	c.b.AddEdge(e)
+	return starlark.None, nil
+}
+
+// chain(*steps): an unconditional success edge between each consecutive
+// pair; it may begin with START and end with END or ABORT.
+func chainFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	c, err := newCall(thread, fn)
+	if err != nil {
+		return nil, err
+	}
+	if len(kwargs) > 0 {
+		return nil, c.errorf("takes no keyword arguments")
+	}
+	if len(args) == 1 {
+		if l, ok := args[0].(*starlark.List); ok {
+			args = make(starlark.Tuple, l.Len())
+			for i := range args {
+				args[i] = l.Index(i)
+			}
+		}
+	}
+	if len(args) < 2 {
+		return nil, c.errorf("needs at least two steps, got %d", len(args))
+	}
+	steps := make([]*Step, len(args))
+	for i, a := range args {
+		var allow []graphir.NodeID
+		switch i {
+		case 0:
+			allow = []graphir.NodeID{graphir.Start}
+		case len(args) - 1:
+			allow = []graphir.NodeID{graphir.End, graphir.Abort}
+		}
+		if steps[i], err = c.step(fmt.Sprintf("argument %d", i+1), a, allow...); err != nil {
+			return nil, err
+		}
+	}
+	for i := 1; i < len(steps); i++ {
+		c.b.AddEdge(&graphir.Edge{From: steps[i-1].id, To: steps[i].id, Pos: c.pos, Stack: c.stack})
+	}
+	return starlark.None, nil
+}

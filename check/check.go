@@ -1,0 +1,154 @@
+// Package check proves a frozen flow graph sane before anything runs
+// (SPEC §6): every name real, every step reachable, every branch leading
+// somewhere, every loop bounded. It turns a graph into positioned
+// diagnostics with hints, and prints them the way compilers do.
+//
+// check reads a [graphir.Graph] only; it never loads files or runs steps.
+package check
+
+import (
+	"sort"
+
+	"github.com/skeinlang/skein/graphir"
+)
+
+// Severity says whether a diagnostic stops a run.
+type Severity uint8
+
+const (
+	Error Severity = iota
+	Warning
+)
+
+func (s Severity) String() string {
+	if s == Warning {
+		return "warning"
+	}
+	return "error"
+}
+
+// severities maps each warning code of SPEC §6; every other code is an error.
+var warnings = map[string]bool{
+	"maybe_unmet":       true,
+	"unused_result":     true,
+	"router_no_default": true,
+	"join_single":       true,
+}
+
+// SeverityOf returns the severity of a diagnostic code.
+func SeverityOf(code string) Severity {
+	if warnings[code] {
+		return Warning
+	}
+	return Error
+}
+
+// Diagnostic is one finding: a code of SPEC §6, where, and what to do.
+type Diagnostic struct {
+	Code     string
+	Severity Severity
+	Message  string
+	Pos      graphir.Pos
+	Step     string
+	Hint     string
+	Trace    []string // further frames, innermost first
+}
+
+// FromError turns a load or parse error into a diagnostic.
+func FromError(err *graphir.Error) Diagnostic {
+	code := err.Code
+	if code == "" {
+		code = "load_error"
+	}
+	return Diagnostic{Code: code, Severity: SeverityOf(code), Message: err.Msg, Pos: err.Pos,
+		Step: err.Step, Hint: err.Hint, Trace: err.Trace}
+}
+
+// A rule inspects the graph of a pass and reports what it finds. Rules live
+// one family to a file; add a new one to the list below.
+type rule func(p *pass)
+
+var rules = []rule{
+	checkNames,        // names.go
+	checkReachability, // reach.go
+}
+
+// Graph runs every rule over g and returns the diagnostics sorted by
+// position, without duplicates.
+func Graph(g *graphir.Graph) []Diagnostic {
+	p := &pass{g: g}
+	for _, r := range rules {
+		r(p)
+	}
+	return Sort(p.diags)
+}
+
+// Sort orders diagnostics by file, line, column, then code and message, and
+// drops exact duplicates.
+func Sort(ds []Diagnostic) []Diagnostic {
+	sort.SliceStable(ds, func(i, j int) bool {
+		a, b := ds[i], ds[j]
+		if a.Pos != b.Pos {
+			return a.Pos.Less(b.Pos)
+		}
+		if a.Code != b.Code {
+			return a.Code < b.Code
+		}
+		return a.Message < b.Message
+	})
+	out := ds[:0]
+	for i, d := range ds {
+		if i > 0 && d.Pos == ds[i-1].Pos && d.Code == ds[i-1].Code && d.Message == ds[i-1].Message {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// Count returns the number of errors and warnings in ds.
+func Count(ds []Diagnostic) (errors, warnings int) {
+	for _, d := range ds {
+		if d.Severity == Error {
+			errors++
+		} else {
+			warnings++
+		}
+	}
+	return
+}
+
+// pass is the state of checking one graph.
+type pass struct {
+	g     *graphir.Graph
+	diags []Diagnostic
+}
+
+// report adds a diagnostic about node n (nil for the flow as a whole).
+func (p *pass) report(code string, n *graphir.Node, pos graphir.Pos, msg, hint string) {
+	d := Diagnostic{Code: code, Severity: SeverityOf(code), Message: msg, Pos: pos, Hint: hint}
+	if n != nil {
+		d.Step = n.Name
+		d.Trace = n.Stack.Trace(n.Stack.UserFrame())
+	}
+	p.diags = append(p.diags, d)
+}
+
+// reportEdge adds a diagnostic about edge e.
+func (p *pass) reportEdge(code string, e *graphir.Edge, msg, hint string) {
+	d := Diagnostic{Code: code, Severity: SeverityOf(code), Message: msg, Pos: e.Pos, Hint: hint,
+		Step: p.g.Nodes[e.From].Name, Trace: e.Stack.Trace(e.Stack.UserFrame())}
+	p.diags = append(p.diags, d)
+}
+
+// flowPos is where a diagnostic about the flow as a whole points: the flow()
+// call, else the first step, else the top of the file.
+func (p *pass) flowPos() graphir.Pos {
+	if p.g.Pos.IsValid() {
+		return p.g.Pos
+	}
+	if steps := p.g.Steps(); len(steps) > 0 {
+		return steps[0].Pos
+	}
+	return graphir.Pos{File: p.g.File, Line: 1, Col: 1}
+}

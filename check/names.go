@@ -1,0 +1,87 @@
+package check
+
+// This file checks step names: duplicate_step, invalid_name, reserved_name.
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/skeinlang/skein/graphir"
+)
+
+func checkNames(p *pass) {
+	first := make(map[string]*graphir.Node, len(p.g.Nodes))
+	for _, n := range p.g.Steps() {
+		if prev, dup := first[n.Name]; dup {
+			p.report("duplicate_step", n, n.Pos,
+				fmt.Sprintf("step %q is already declared at %s", n.Name, prev.Pos),
+				"step names are unique in the whole flow, loop and map bodies included")
+			continue
+		}
+		first[n.Name] = n
+		switch {
+		case !graphir.ValidName(n.Name):
+			hint := "names are lower-case letters, digits and _, not starting with a digit"
+			if s := suggestName(n.Name); s != "" && first[s] == nil {
+				hint = fmt.Sprintf("did you mean %q?", s)
+			}
+			p.report("invalid_name", n, n.Pos,
+				fmt.Sprintf("step name %q must match [a-z_][a-z0-9_]*", n.Name), hint)
+		case graphir.Reserved(n.Name):
+			p.report("reserved_name", n, n.Pos,
+				fmt.Sprintf("step name %q is reserved: %s", n.Name, reservedWhy(n.Name)),
+				fmt.Sprintf("rename it, e.g. %q", n.Name+"_step"))
+		}
+	}
+}
+
+// suggestName turns an invalid name into a valid one: lower-case, other
+// characters as _, a leading digit prefixed.
+func suggestName(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	out := strings.Trim(b.String(), "_")
+	if out == "" {
+		return ""
+	}
+	if out[0] >= '0' && out[0] <= '9' {
+		out = "step_" + out
+	}
+	if !graphir.ValidName(out) || graphir.Reserved(out) {
+		return ""
+	}
+	return out
+}
+
+func reservedWhy(name string) string {
+	switch name {
+	case "self", "inputs", "loop", "item", "index", "r":
+		return "expressions use it for " + map[string]string{
+			"self": "the current step", "inputs": "the flow inputs", "loop": "the current loop iteration",
+			"item": "the current map element", "index": "the position of the map element", "r": "the run view",
+		}[name]
+	case "visits", "json", "math", "re", "struct":
+		return "it would shadow the predeclared " + name
+	}
+	if strings.ContainsAny(name[:1], "abcdefghijklmnopqrstuvwxyz") && !isKeyword(name) {
+		return "it would shadow the Starlark builtin " + name
+	}
+	return "it is a Starlark keyword"
+}
+
+func isKeyword(s string) bool {
+	switch s {
+	case "and", "break", "continue", "def", "elif", "else", "for", "if", "in", "lambda", "load",
+		"not", "or", "pass", "return", "while", "as", "assert", "async", "await", "class", "del",
+		"except", "finally", "from", "global", "import", "is", "nonlocal", "raise", "try", "with", "yield":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,68 @@
+package check
+
+// This file prints diagnostics: the compiler form of SPEC §6 and the JSON
+// shape of SPEC §7.
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// String formats the first line of d in compiler form:
+// file:line:col: error: message [code].
+func (d Diagnostic) String() string {
+	return fmt.Sprintf("%s: %s: %s [%s]", d.Pos, d.Severity, d.Message, d.Code)
+}
+
+// WriteText prints ds one per line in compiler form, each followed by its
+// indented hint and trace lines.
+func WriteText(w io.Writer, ds []Diagnostic) error {
+	var b strings.Builder
+	for _, d := range ds {
+		b.WriteString(d.String())
+		b.WriteByte('\n')
+		if d.Hint != "" {
+			fmt.Fprintf(&b, "    hint: %s\n", d.Hint)
+		}
+		for _, t := range d.Trace {
+			fmt.Fprintf(&b, "    %s\n", t)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+type jsonDiag struct {
+	Code     string   `json:"code"`
+	Severity string   `json:"severity"`
+	Message  string   `json:"message"`
+	File     string   `json:"file"`
+	Line     int      `json:"line"`
+	Col      int      `json:"col"`
+	Step     string   `json:"step"`
+	Hint     string   `json:"hint"`
+	Trace    []string `json:"trace,omitempty"`
+}
+
+type jsonReport struct {
+	Diagnostics []jsonDiag `json:"diagnostics"`
+	Errors      int        `json:"errors"`
+	Warnings    int        `json:"warnings"`
+}
+
+// WriteJSON prints ds as the object of SPEC §7:
+// {"diagnostics": [...], "errors": N, "warnings": N}.
+func WriteJSON(w io.Writer, ds []Diagnostic) error {
+	r := jsonReport{Diagnostics: []jsonDiag{}}
+	for _, d := range ds {
+		r.Diagnostics = append(r.Diagnostics, jsonDiag{Code: d.Code, Severity: d.Severity.String(),
+			Message: d.Message, File: d.Pos.File, Line: d.Pos.Line, Col: d.Pos.Col, Step: d.Step,
+			Hint: d.Hint, Trace: d.Trace})
+	}
+	r.Errors, r.Warnings = Count(ds)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/skeinlang/skein/check"
+	"github.com/skeinlang/skein/lang"
+)
+
+type graphOptions struct {
+	format string
+	root   string
+}
+
+func init() {
+	register(&command{
+		name:    "graph",
+		args:    "FLOW [--format dot|mermaid|json]",
+		summary: "draw the frozen graph of a flow",
+		long: `Prints the graph the flow builds, after loading and freezing it: Graphviz DOT
+(pipe it to 'dot -Tsvg'), a Mermaid flowchart, or the JSON IR.
+Conditions label their edges, failure edges are dashed red, back-edges bold
+blue, routers diamonds, and loop and map bodies clusters.
+
+The graph is drawn even when the checker would find errors, so you can see
+them; a flow that does not load exits 2.`,
+		flags: func(fs *pflag.FlagSet) any {
+			o := &graphOptions{}
+			fs.StringVarP(&o.format, "format", "f", "dot", "output format: dot, mermaid or json")
+			fs.StringVar(&o.root, "root", "", "flow root (default: the flow's directory)")
+			return o
+		},
+		run: func(_ context.Context, io stdio, o any, args []string) int {
+			opts := o.(*graphOptions)
+			if len(args) != 1 {
+				fmt.Fprintln(io.err, "skein graph: want exactly one flow\nusage: skein graph FLOW [--format dot|mermaid|json]")
+				return exitUsage
+			}
+			switch opts.format {
+			case "dot", "mermaid", "json":
+			default:
+				fmt.Fprintf(io.err, "skein graph: unknown format %q: want dot, mermaid or json\n", opts.format)
+				return exitUsage
+			}
+			g, err := lang.Load(args[0], lang.Options{Root: opts.root})
+			if err != nil {
+				check.WriteText(io.err, []check.Diagnostic{check.FromError(asError(err))})
+				return exitUsage
+			}
+			switch opts.format {
+			case "dot":
+				fmt.Fprint(io.out, g.DOT())
+			case "mermaid":
+				fmt.Fprint(io.out, g.Mermaid())
+			case "json":
+				b, err := json.MarshalIndent(g, "", "  ")
+				if err != nil {
+					fmt.Fprintf(io.err, "skein graph: %v\n", err)
+					return exitUsage
+				}
+				fmt.Fprintf(io.out, "%s\n", b)
+			}
+			return exitOK
+		},
+	})
+}

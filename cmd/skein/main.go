@@ -1,0 +1,175 @@
+// Command skein checks, draws and runs Skein flows.
+//
+// This package is the only one that knows about terminals, flags, signals
+// and the file system layout of a user's project; everything below it takes
+// plain values.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+func main() {
+	os.Exit(Main(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
+}
+
+// stdio is where a command reads and writes.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	args    string // usage after the name, e.g. "FLOW..."
+	summary string
+	long    string
+	flags   func(fs *pflag.FlagSet) any // defines flags, returns the options they fill
+	run     func(ctx context.Context, io stdio, opts any, args []string) int
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) { commands[c.name] = c }
+
+// Exit statuses (SPEC §7).
+const (
+	exitOK    = 0
+	exitFail  = 1 // a run failed or was cancelled; check found errors
+	exitUsage = 2 // bad usage, or a flow that does not load
+)
+
+// errUsage marks an error whose cure is reading the usage.
+var errUsage = errors.New("usage")
+
+// Main runs the skein command line and returns the exit status.
+func Main(ctx context.Context, args []string, io stdio) int {
+	if len(args) == 0 {
+		printHelp(io.err)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "--help":
+		printHelp(io.out)
+		return exitOK
+	case "--version":
+		name = "version"
+	}
+	c, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(io.err, "skein: unknown command %q%s\n", name, suggestCommand(name))
+		fmt.Fprintln(io.err, "run 'skein help' for the list of commands")
+		return exitUsage
+	}
+	fs := pflag.NewFlagSet("skein "+c.name, pflag.ContinueOnError)
+	fs.SetOutput(io.err)
+	fs.SortFlags = false
+	fs.Usage = func() { printCommandHelp(io.err, c, fs) }
+	var opts any
+	if c.flags != nil {
+		opts = c.flags(fs)
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return exitOK
+		}
+		fmt.Fprintf(io.err, "skein %s: %v\n", c.name, err)
+		return exitUsage
+	}
+	return c.run(ctx, io, opts, fs.Args())
+}
+
+func suggestCommand(name string) string {
+	best, bestD := "", 3
+	for n := range commands {
+		if d := levenshtein(name, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+func printHelp(w io.Writer) {
+	var b strings.Builder
+	b.WriteString("skein: a workflow language whose flows are checked before they run\n\nUsage:\n  skein COMMAND [ARGS]\n\nCommands:\n")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c := commands[n]
+		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+	}
+	b.WriteString("\nRun 'skein help COMMAND' for the details of one.\n")
+	io.WriteString(w, b.String())
+}
+
+func printCommandHelp(w io.Writer, c *command, fs *pflag.FlagSet) {
+	fmt.Fprintf(w, "Usage: skein %s %s\n\n%s\n", c.name, c.args, c.summary)
+	if c.long != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.long))
+	}
+	if fs != nil && fs.HasFlags() {
+		fmt.Fprintf(w, "\nFlags:\n%s", fs.FlagUsages())
+	}
+}
+
+func init() {
+	register(&command{
+		name:    "help",
+		args:    "[COMMAND]",
+		summary: "show help for skein or one command",
+		run: func(_ context.Context, io stdio, _ any, args []string) int {
+			if len(args) == 0 {
+				printHelp(io.out)
+				return exitOK
+			}
+			c, ok := commands[args[0]]
+			if !ok {
+				fmt.Fprintf(io.err, "skein help: unknown command %q%s\n", args[0], suggestCommand(args[0]))
+				return exitUsage
+			}
+			fs := pflag.NewFlagSet(c.name, pflag.ContinueOnError)
+			fs.SortFlags = false
+			if c.flags != nil {
+				c.flags(fs)
+			}
+			printCommandHelp(io.out, c, fs)
+			return exitOK
+		},
+	})
+}

@@ -1,0 +1,348 @@
+package graphir
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Locator maps the positions the Starlark interpreter reports to the ones
+// people expect. The loader implements it from the syntax trees it parsed.
+type Locator interface {
+	// CallStart maps the position of a call's "(" to the start of the call.
+	CallStart(lparen Pos) Pos
+	// Literal finds the string literal with value s among the arguments of
+	// the call whose "(" is at lparen, returning the position of its first
+	// character and whether offsets within s map one-to-one onto the file.
+	Literal(lparen Pos, s string) (pos Pos, exact bool, ok bool)
+}
+
+// FlowDecl is what flow() declares.
+type FlowDecl struct {
+	Name        string
+	Description string
+	Inputs      []Input
+	Output      *Expr
+	MaxVisits   int
+	Timeout     time.Duration
+	Pos         Pos
+}
+
+// Builder collects a graph while a flow loads. The builtins call it; one
+// builder belongs to one load (or one REPL session) and is not safe for
+// concurrent use.
+type Builder struct {
+	File     string
+	Root     string
+	Compiler *Compiler
+	Locator  Locator // nil: positions are used as reported
+
+	nodes    []*Node
+	edges    []*Edge
+	flow     *FlowDecl
+	userEdge int // edges added by edge()/chain(), not counting router routes
+}
+
+// NewBuilder returns a builder for the flow in file, holding only the
+// sentinels.
+func NewBuilder(file, root string) *Builder {
+	b := &Builder{File: file, Root: root, Compiler: NewCompiler()}
+	for i, name := range []string{"START", "END", "ABORT"} {
+		b.nodes = append(b.nodes, &Node{ID: NodeID(i), Name: name, Kind: Kind(i), Parent: None, Decl: -1})
+	}
+	return b
+}
+
+// Node returns the node with the given id.
+func (b *Builder) Node(id NodeID) *Node { return b.nodes[id] }
+
+// Nodes returns all nodes recorded so far, sentinels first. The loader uses
+// it to resolve names and load child flows before freezing.
+func (b *Builder) Nodes() []*Node { return b.nodes }
+
+// NumEdges returns the number of edges recorded so far.
+func (b *Builder) NumEdges() int { return len(b.edges) }
+
+// Flow returns the flow() declaration, or nil.
+func (b *Builder) Flow() *FlowDecl { return b.flow }
+
+// SetFlow records the flow() declaration; it fails on a second call.
+func (b *Builder) SetFlow(f FlowDecl) error {
+	if b.flow != nil {
+		return fmt.Errorf("flow() was already called at %s", b.flow.Pos)
+	}
+	b.flow = &f
+	return nil
+}
+
+// AddStep records a step and returns its id. Its ID, Parent and Decl are set
+// here.
+func (b *Builder) AddStep(n *Node) NodeID {
+	n.ID = NodeID(len(b.nodes))
+	n.Parent = None
+	n.Decl = len(b.nodes) - 3
+	b.nodes = append(b.nodes, n)
+	return n.ID
+}
+
+// AddEdge records an edge from edge() or chain().
+func (b *Builder) AddEdge(e *Edge) {
+	e.ID = EdgeID(len(b.edges))
+	e.Case = -1
+	b.edges = append(b.edges, e)
+	b.userEdge++
+}
+
+// SetBody moves the steps of body into the scope of owner, a loop or map.
+func (b *Builder) SetBody(owner NodeID, body []NodeID) error {
+	seen := map[NodeID]bool{}
+	for _, id := range body {
+		n := b.nodes[id]
+		switch {
+		case id == owner:
+			return fmt.Errorf("step %q cannot be in its own body", n.Name)
+		case seen[id]:
+			return fmt.Errorf("step %q appears twice in body", n.Name)
+		case n.Parent != None:
+			return fmt.Errorf("step %q is already in the body of %q", n.Name, b.nodes[n.Parent].Name)
+		}
+		seen[id] = true
+	}
+	for _, id := range body {
+		b.nodes[id].Parent = owner
+	}
+	b.nodes[owner].Body = body
+	return nil
+}
+
+// Pos maps a reported call position through the locator.
+func (b *Builder) Pos(lparen Pos) Pos {
+	if b.Locator == nil {
+		return lparen
+	}
+	return b.Locator.CallStart(lparen)
+}
+
+// Freeze returns the graph recorded so far as an immutable [Graph]. The
+// builder may go on recording (the REPL does); later freezes see the
+// additions. Freeze never fails: problems such as unknown route targets or
+// duplicate names stay in the graph for the checker to report.
+func (b *Builder) Freeze() *Graph {
+	g := &Graph{
+		File:   b.File,
+		Root:   b.Root,
+		byName: make(map[string]NodeID, len(b.nodes)),
+		scopes: map[NodeID][]NodeID{},
+	}
+	if f := b.flow; f != nil {
+		g.Name, g.Description, g.Pos = f.Name, f.Description, f.Pos
+		g.Inputs, g.Output, g.MaxVisits, g.Timeout = f.Inputs, f.Output, f.MaxVisits, f.Timeout
+	}
+	g.Nodes = make([]*Node, len(b.nodes))
+	copies := make([]Node, len(b.nodes))
+	for i, n := range b.nodes {
+		copies[i] = *n
+		c := &copies[i]
+		c.In, c.Out = nil, nil
+		c.Routes = append([]Route(nil), n.Routes...)
+		c.Cases = append([]Case(nil), n.Cases...)
+		if n.Default != nil {
+			d := *n.Default
+			c.Default = &d
+		}
+		g.Nodes[i] = c
+		if i > int(Abort) {
+			if _, dup := g.byName[c.Name]; !dup {
+				g.byName[c.Name] = c.ID
+			}
+			g.scopes[c.Parent] = append(g.scopes[c.Parent], c.ID)
+		}
+	}
+	g.Edges = make([]*Edge, 0, len(b.edges)+len(b.nodes))
+	for _, e := range b.edges {
+		c := *e
+		g.Edges = append(g.Edges, &c)
+	}
+
+	g.addRouterEdges()
+	g.addImplicitEdges(b.userEdge)
+	for _, e := range g.Edges {
+		g.Nodes[e.From].Out = append(g.Nodes[e.From].Out, e.ID)
+		g.Nodes[e.To].In = append(g.Nodes[e.To].In, e.ID)
+	}
+	g.classifyBackEdges()
+	if g.Name == "" {
+		g.Name = flowNameFromFile(b.File)
+	}
+	return g
+}
+
+func (g *Graph) addEdge(e *Edge) *Edge {
+	e.ID = EdgeID(len(g.Edges))
+	g.Edges = append(g.Edges, e)
+	return e
+}
+
+// addRouterEdges resolves each router's targets and gives each an edge.
+func (g *Graph) addRouterEdges() {
+	for _, n := range g.Nodes {
+		if n.Kind != KindRouter {
+			continue
+		}
+		resolve := func(t *Target) {
+			if t.Name != "" {
+				if id, ok := g.byName[t.Name]; ok {
+					t.ID = id
+				} else {
+					t.ID = None
+				}
+			}
+		}
+		for i := range n.Routes {
+			t := &n.Routes[i].Target
+			resolve(t)
+			if t.ID != None {
+				t.Edge = g.addEdge(&Edge{From: n.ID, To: t.ID, Router: true, Label: n.Routes[i].Label, Case: -1, Pos: t.Pos, Stack: n.Stack}).ID
+			}
+		}
+		for i := range n.Cases {
+			t := &n.Cases[i].Target
+			resolve(t)
+			if t.ID != None {
+				t.Edge = g.addEdge(&Edge{From: n.ID, To: t.ID, Router: true, Case: i, When: n.Cases[i].When, Pos: t.Pos, Stack: n.Stack}).ID
+			}
+		}
+		if t := n.Default; t != nil {
+			resolve(t)
+			if t.ID != None {
+				t.Edge = g.addEdge(&Edge{From: n.ID, To: t.ID, Router: true, Default: true, Case: -1, Pos: t.Pos, Stack: n.Stack}).ID
+			}
+		}
+	}
+}
+
+// addImplicitEdges adds the edges SPEC §2 implies: the linear default of a
+// flow without edges, the entry from START, and the chain of a body without
+// edges among its steps.
+func (g *Graph) addImplicitEdges(userEdges int) {
+	implicit := func(from, to NodeID) {
+		n := g.Nodes[to]
+		g.addEdge(&Edge{From: from, To: to, Implicit: true, Case: -1, Pos: n.Pos, Stack: n.Stack})
+	}
+	top := g.scopes[None]
+	if userEdges == 0 && len(g.Edges) == 0 && len(top) > 0 {
+		prev := Start
+		for _, id := range top {
+			implicit(prev, id)
+			prev = id
+		}
+		implicit(prev, End)
+	} else if len(top) > 0 {
+		fromStart := false
+		for _, e := range g.Edges {
+			if e.From == Start {
+				fromStart = true
+				break
+			}
+		}
+		if !fromStart {
+			implicit(Start, top[0])
+		}
+	}
+
+	// Bodies: a chain in list order unless an edge joins two body steps.
+	inner := map[NodeID]bool{}
+	for _, e := range g.Edges {
+		if p := g.Nodes[e.From].Parent; p != None && g.Nodes[e.To].Parent == p && g.Nodes[e.From].IsStep() {
+			inner[p] = true
+		}
+	}
+	for _, n := range g.Nodes {
+		if !n.HasBody() || inner[n.ID] {
+			continue
+		}
+		for i := 1; i < len(n.Body); i++ {
+			implicit(n.Body[i-1], n.Body[i])
+		}
+	}
+}
+
+// classifyBackEdges marks back-edges: those reaching a node on the stack of a
+// depth-first walk from each scope's entry, following out-edges in
+// declaration order (SPEC §5). Nodes the walk from the entry misses are
+// walked from in declaration order, so every edge is classified.
+func (g *Graph) classifyBackEdges() {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make([]uint8, len(g.Nodes))
+	type item struct {
+		node NodeID
+		next int // index into Out of the next edge to follow
+	}
+	var stack []item
+	walk := func(root NodeID, scope NodeID) {
+		if color[root] != white {
+			return
+		}
+		color[root] = grey
+		stack = append(stack[:0], item{node: root})
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			out := g.Nodes[top.node].Out
+			if top.next == len(out) {
+				color[top.node] = black
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			e := g.Edges[out[top.next]]
+			top.next++
+			to := g.Nodes[e.To]
+			if to.IsStep() && to.Parent != scope {
+				continue // crosses a scope boundary: the checker reports it
+			}
+			switch color[e.To] {
+			case grey:
+				e.Back = true
+			case white:
+				color[e.To] = grey
+				stack = append(stack, item{node: e.To})
+			}
+		}
+	}
+	walk(Start, None)
+	for _, id := range g.scopes[None] {
+		walk(id, None)
+	}
+	for _, n := range g.Nodes {
+		if n.HasBody() && len(n.Body) > 0 {
+			walk(n.Body[0], n.ID)
+			for _, id := range g.scopes[n.ID] {
+				walk(id, n.ID)
+			}
+		}
+	}
+}
+
+// flowNameFromFile derives a default flow name from a file name.
+func flowNameFromFile(file string) string {
+	base := file
+	for i := len(base) - 1; i >= 0; i-- {
+		if base[i] == '/' {
+			base = base[i+1:]
+			break
+		}
+	}
+	if len(base) > 5 && base[len(base)-5:] == ".star" {
+		base = base[:len(base)-5]
+	}
+	return base
+}
+
+// SortedEnv returns env sorted by name, as [Node.Env] keeps it.
+func SortedEnv(env []EnvVar) []EnvVar {
+	sort.Slice(env, func(i, j int) bool { return env[i].Name < env[j].Name })
+	return env
+}

@@ -1,0 +1,421 @@
+package graphir
+
+// This file renders a frozen graph as JSON (SPEC §7), Graphviz DOT and
+// Mermaid.
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/stdlib"
+)
+
+type jsonGraph struct {
+	Name        string         `json:"name"`
+	File        string         `json:"file"`
+	Description string         `json:"description,omitempty"`
+	Inputs      map[string]any `json:"inputs"`
+	Output      *string        `json:"output"`
+	MaxVisits   int            `json:"max_visits,omitempty"`
+	Timeout     string         `json:"timeout,omitempty"`
+	Nodes       []jsonNode     `json:"nodes"`
+	Edges       []jsonEdge     `json:"edges"`
+}
+
+type jsonNode struct {
+	ID            string            `json:"id"`
+	Kind          string            `json:"kind"`
+	File          string            `json:"file,omitempty"`
+	Line          int               `json:"line,omitempty"`
+	Col           int               `json:"col,omitempty"`
+	Parent        string            `json:"parent,omitempty"`
+	Run           []string          `json:"run,omitempty"`
+	Shell         string            `json:"shell,omitempty"`
+	Env           map[string]string `json:"env,omitempty"`
+	Stdin         *string           `json:"stdin,omitempty"`
+	Dir           *string           `json:"dir,omitempty"`
+	Fn            string            `json:"fn,omitempty"`
+	Flow          string            `json:"flow,omitempty"`
+	Inputs        map[string]string `json:"inputs,omitempty"`
+	By            string            `json:"by,omitempty"`
+	Routes        map[string]string `json:"routes,omitempty"`
+	Cases         []jsonCase        `json:"cases,omitempty"`
+	Default       string            `json:"default,omitempty"`
+	Body          []string          `json:"body,omitempty"`
+	Until         string            `json:"until,omitempty"`
+	MaxIterations int               `json:"max_iterations,omitempty"`
+	Over          string            `json:"over,omitempty"`
+	Concurrency   int               `json:"concurrency,omitempty"`
+	ItemVar       string            `json:"item_var,omitempty"`
+	MaxVisits     int               `json:"max_visits,omitempty"`
+	Retries       int               `json:"retries,omitempty"`
+	Backoff       string            `json:"backoff,omitempty"`
+	Timeout       string            `json:"timeout,omitempty"`
+	Join          string            `json:"join,omitempty"`
+}
+
+type jsonCase struct {
+	When string `json:"when"`
+	To   string `json:"to"`
+}
+
+type jsonEdge struct {
+	From     string  `json:"from"`
+	To       string  `json:"to"`
+	On       string  `json:"on"`
+	When     *string `json:"when"`
+	Back     bool    `json:"back"`
+	Implicit bool    `json:"implicit,omitempty"`
+	Route    *string `json:"route,omitempty"`
+}
+
+// MarshalJSON encodes the graph in the shape of SPEC §7.
+func (g *Graph) MarshalJSON() ([]byte, error) {
+	jg := jsonGraph{Name: g.Name, File: g.File, Description: g.Description, Inputs: map[string]any{}, MaxVisits: g.MaxVisits}
+	for _, in := range g.Inputs {
+		jg.Inputs[in.Name] = valueToJSON(in.Default)
+	}
+	if g.Output != nil {
+		s := g.Output.String()
+		jg.Output = &s
+	}
+	if g.Timeout > 0 {
+		jg.Timeout = fmtDuration(g.Timeout)
+	}
+	jg.Nodes = []jsonNode{}
+	for _, n := range g.Nodes {
+		if !n.IsStep() && len(n.In)+len(n.Out) == 0 {
+			continue
+		}
+		jg.Nodes = append(jg.Nodes, g.jsonNode(n))
+	}
+	jg.Edges = []jsonEdge{}
+	for _, e := range g.Edges {
+		je := jsonEdge{From: g.Nodes[e.From].Name, To: g.Nodes[e.To].Name, On: e.On.String(), Back: e.Back, Implicit: e.Implicit}
+		if e.When != nil {
+			s := e.When.String()
+			je.When = &s
+		}
+		if e.Router {
+			r := g.routeLabel(e)
+			je.Route = &r
+		}
+		jg.Edges = append(jg.Edges, je)
+	}
+	return json.Marshal(jg)
+}
+
+func (g *Graph) jsonNode(n *Node) jsonNode {
+	j := jsonNode{ID: n.Name, Kind: n.Kind.String(), File: n.Pos.File, Line: n.Pos.Line, Col: n.Pos.Col,
+		MaxVisits: n.MaxVisits, Retries: n.Retries, Concurrency: n.Concurrency, MaxIterations: n.MaxIterations}
+	if n.Parent != None {
+		j.Parent = g.Nodes[n.Parent].Name
+	}
+	if n.Retries > 0 {
+		j.Backoff = fmtDuration(n.Backoff)
+	}
+	if n.Timeout > 0 {
+		j.Timeout = fmtDuration(n.Timeout)
+	}
+	if n.JoinSet {
+		j.Join = n.Join.String()
+	}
+	for _, t := range n.Argv {
+		j.Run = append(j.Run, t.Src)
+	}
+	if n.Shell != nil {
+		j.Shell = n.Shell.Src
+	}
+	if len(n.Env) > 0 {
+		j.Env = map[string]string{}
+		for _, v := range n.Env {
+			j.Env[v.Name] = v.Value.Src
+		}
+	}
+	if n.Stdin != nil {
+		j.Stdin = &n.Stdin.Src
+	}
+	if n.Dir != nil {
+		j.Dir = &n.Dir.Src
+	}
+	if n.Fn != nil {
+		j.Fn = n.Fn.Name()
+	}
+	if n.Flow != nil {
+		j.Flow = n.Flow.Src
+	}
+	if len(n.Inputs) > 0 {
+		j.Inputs = map[string]string{}
+		for _, in := range n.Inputs {
+			j.Inputs[in.Name] = in.Value.Src
+		}
+	}
+	j.By = n.By.String()
+	if len(n.Routes) > 0 {
+		j.Routes = map[string]string{}
+		for _, r := range n.Routes {
+			j.Routes[r.Label] = g.targetName(r.Target)
+		}
+	}
+	for _, c := range n.Cases {
+		j.Cases = append(j.Cases, jsonCase{When: c.When.String(), To: g.targetName(c.Target)})
+	}
+	if n.Default != nil {
+		j.Default = g.targetName(*n.Default)
+	}
+	for _, id := range n.Body {
+		j.Body = append(j.Body, g.Nodes[id].Name)
+	}
+	switch {
+	case n.UntilName != "":
+		j.Until = n.UntilName
+	case n.Until != nil:
+		j.Until = n.Until.Name()
+	}
+	j.Over = n.Over.String()
+	if n.Kind == KindMap {
+		j.ItemVar = n.ItemVar
+	}
+	return j
+}
+
+func (g *Graph) targetName(t Target) string {
+	if t.ID != None {
+		return g.Nodes[t.ID].Name
+	}
+	return t.Name
+}
+
+// routeLabel describes which route, case or default a router edge stands for.
+func (g *Graph) routeLabel(e *Edge) string {
+	switch {
+	case e.Default:
+		return "default"
+	case e.Case >= 0:
+		return fmt.Sprintf("case %d", e.Case)
+	}
+	return e.Label
+}
+
+func valueToJSON(v starlark.Value) any {
+	if v == nil {
+		return nil
+	}
+	x, err := stdlib.ToGo(v)
+	if err != nil {
+		return v.String()
+	}
+	return x
+}
+
+// fmtDuration prints d the way it would be written in a flow: "30s", "10m",
+// "1h30m", "250ms".
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// DOT renders the graph for Graphviz: routers as diamonds, loop and map
+// bodies as clusters, conditions as edge labels, failure edges dashed red,
+// back-edges bold blue.
+func (g *Graph) DOT() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "digraph %s {\n", dotID(g.Name))
+	b.WriteString("  rankdir=TB;\n  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\", fontsize=10];\n")
+	for _, n := range g.Nodes {
+		if n.Kind.IsSentinel() && len(n.In)+len(n.Out) > 0 {
+			shape := "circle"
+			if n.ID == Abort {
+				shape = "octagon"
+			} else if n.ID == End {
+				shape = "doublecircle"
+			}
+			fmt.Fprintf(&b, "  %s [shape=%s, label=%q];\n", dotID(n.Name), shape, n.Name)
+		}
+	}
+	var cluster func(scope NodeID, indent string)
+	cluster = func(scope NodeID, indent string) {
+		for _, id := range g.scopes[scope] {
+			n := g.Nodes[id]
+			fmt.Fprintf(&b, "%s%s [%s];\n", indent, dotID(n.Name), dotNodeAttrs(n))
+			if n.HasBody() {
+				label := fmt.Sprintf("%s %s", n.Kind, n.Name)
+				if n.Kind == KindLoop {
+					label += fmt.Sprintf(" (max %d)", n.MaxIterations)
+				} else {
+					label += " over " + n.Over.String()
+				}
+				fmt.Fprintf(&b, "%ssubgraph %s {\n%s  label=%q;\n%s  style=dashed;\n", indent, dotID("cluster_"+n.Name), indent, label, indent)
+				cluster(n.ID, indent+"  ")
+				fmt.Fprintf(&b, "%s}\n", indent)
+				if len(n.Body) > 0 {
+					fmt.Fprintf(&b, "%s%s -> %s [style=dotted, arrowhead=none];\n", indent, dotID(n.Name), dotID(g.Nodes[n.Body[0]].Name))
+				}
+			}
+		}
+	}
+	cluster(None, "  ")
+	for _, e := range g.Edges {
+		var attrs []string
+		if label := g.edgeLabel(e); label != "" {
+			attrs = append(attrs, fmt.Sprintf("label=%q", label))
+		}
+		switch e.On {
+		case OnFailure:
+			attrs = append(attrs, "style=dashed", "color=red")
+		case OnAlways:
+			attrs = append(attrs, "style=dashed")
+		}
+		if e.Back {
+			attrs = append(attrs, "color=blue", "penwidth=2", "constraint=false")
+		}
+		fmt.Fprintf(&b, "  %s -> %s", dotID(g.Nodes[e.From].Name), dotID(g.Nodes[e.To].Name))
+		if len(attrs) > 0 {
+			fmt.Fprintf(&b, " [%s]", strings.Join(attrs, ", "))
+		}
+		b.WriteString(";\n")
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+func dotNodeAttrs(n *Node) string {
+	label := n.Name
+	var attrs []string
+	switch n.Kind {
+	case KindRouter:
+		attrs = append(attrs, "shape=diamond")
+	case KindNoop:
+		attrs = append(attrs, "shape=point", "xlabel="+fmt.Sprintf("%q", n.Name))
+	case KindLoop, KindMap:
+		attrs = append(attrs, "shape=box3d")
+	case KindSubflow:
+		attrs = append(attrs, "peripheries=2")
+	}
+	if n.Kind != KindNoop {
+		extra := n.Kind.String()
+		if b := n.MaxVisits; b > 0 {
+			extra += fmt.Sprintf(", max %d", b)
+		}
+		attrs = append([]string{fmt.Sprintf("label=%q", label+"\n("+extra+")")}, attrs...)
+	}
+	return strings.Join(attrs, ", ")
+}
+
+// edgeLabel is the text drawn on an edge: its condition, route and outcome.
+func (g *Graph) edgeLabel(e *Edge) string {
+	var parts []string
+	if e.Router {
+		switch {
+		case e.Default:
+			parts = append(parts, "default")
+		case e.Case < 0:
+			parts = append(parts, fmt.Sprintf("%q", e.Label))
+		}
+	}
+	if e.When != nil {
+		parts = append(parts, e.When.String())
+	}
+	if e.On != OnSuccess {
+		parts = append(parts, "on "+e.On.String())
+	}
+	return strings.Join(parts, " ")
+}
+
+func dotID(s string) string {
+	return fmt.Sprintf("%q", s)
+}
+
+// Mermaid renders the graph as a Mermaid flowchart with the same
+// conventions as [Graph.DOT]: bodies as subgraphs, failure edges dotted,
+// back-edges thick.
+func (g *Graph) Mermaid() string {
+	var b strings.Builder
+	b.WriteString("flowchart TD\n")
+	for _, n := range g.Nodes {
+		if n.Kind.IsSentinel() && len(n.In)+len(n.Out) > 0 {
+			fmt.Fprintf(&b, "  %s((%s))\n", n.Name, n.Name)
+		}
+	}
+	var scope func(s NodeID, indent string)
+	scope = func(s NodeID, indent string) {
+		for _, id := range g.scopes[s] {
+			n := g.Nodes[id]
+			label := mermaidText(n.Name + " · " + n.Kind.String())
+			switch n.Kind {
+			case KindRouter:
+				fmt.Fprintf(&b, "%s%s{\"%s\"}\n", indent, mermaidID(n), label)
+			case KindSubflow:
+				fmt.Fprintf(&b, "%s%s[[\"%s\"]]\n", indent, mermaidID(n), label)
+			default:
+				fmt.Fprintf(&b, "%s%s[\"%s\"]\n", indent, mermaidID(n), label)
+			}
+			if n.HasBody() {
+				title := n.Kind.String() + " " + n.Name
+				fmt.Fprintf(&b, "%ssubgraph %s_body[\"%s\"]\n", indent, mermaidID(n), mermaidText(title))
+				scope(n.ID, indent+"  ")
+				fmt.Fprintf(&b, "%send\n", indent)
+				if len(n.Body) > 0 {
+					fmt.Fprintf(&b, "%s%s -.-o %s\n", indent, mermaidID(n), mermaidID(g.Nodes[n.Body[0]]))
+				}
+			}
+		}
+	}
+	scope(None, "  ")
+	var thick []int
+	link := 0
+	for _, n := range g.Nodes {
+		if n.HasBody() && len(n.Body) > 0 {
+			link++
+		}
+	}
+	for _, e := range g.Edges {
+		arrow := "-->"
+		switch {
+		case e.Back:
+			arrow = "==>"
+		case e.On == OnFailure, e.On == OnAlways:
+			arrow = "-.->"
+		}
+		from, to := mermaidID(g.Nodes[e.From]), mermaidID(g.Nodes[e.To])
+		if label := g.edgeLabel(e); label != "" {
+			fmt.Fprintf(&b, "  %s %s|\"%s\"| %s\n", from, arrow, mermaidText(label), to)
+		} else {
+			fmt.Fprintf(&b, "  %s %s %s\n", from, arrow, to)
+		}
+		if e.On == OnFailure {
+			thick = append(thick, link)
+		}
+		link++
+	}
+	if len(thick) > 0 {
+		var ids []string
+		for _, i := range thick {
+			ids = append(ids, fmt.Sprint(i))
+		}
+		fmt.Fprintf(&b, "  linkStyle %s stroke:#d33\n", strings.Join(ids, ","))
+	}
+	return b.String()
+}
+
+func mermaidID(n *Node) string {
+	if n.Kind.IsSentinel() {
+		return n.Name
+	}
+	return "s_" + n.Name
+}
+
+func mermaidText(s string) string {
+	return strings.NewReplacer(`"`, "#quot;", "<", "#lt;", ">", "#gt;").Replace(s)
+}
+

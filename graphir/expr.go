@@ -1,0 +1,379 @@
+package graphir
+
+// This file defines expressions and templates (SPEC §4): how they are parsed
+// when the graph is frozen, what names they read, and the compiled form the
+// VM calls.
+//
+// A string expression such as `critique.ok and visits("draft") < 3` is
+// compiled once into the function `lambda _S_: (_S_.critique.ok and
+// _S_.visits("draft") < 3)`: every free name that is not a Starlark builtin or
+// predeclared module becomes an attribute of one argument, the run view. So
+// an expression and a user's function `lambda r: r.critique.ok` are called
+// the same way, names are looked up only when evaluation reaches them (a
+// branch not taken never reads its step), and the compiled function is
+// shared by every run and safe to call concurrently.
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"go.starlark.net/resolve"
+	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
+
+	"github.com/skeinlang/skein/stdlib"
+)
+
+// FileOptions is the Starlark dialect of flow files and expressions (SPEC §1).
+var FileOptions = &syntax.FileOptions{
+	Set:             true,
+	TopLevelControl: true,
+	GlobalReassign:  true,
+}
+
+// viewParam names the argument of a compiled expression. It is not a valid
+// step name, so it cannot collide with one.
+const viewParam = "_S_"
+
+// Expr is an expression or function evaluated at run time: a `when`
+// condition, a router's `by` or case, a map's `over`, the flow's `output`, or
+// one `{{ }}` of a template.
+type Expr struct {
+	Src   string            // the source text; "" for a user's function
+	Pos   Pos               // where Src starts in the file, else the call that gave it
+	Exact bool              // offsets in Src map one-to-one onto the file from Pos
+	Func  starlark.Callable // the compiled lambda(view), or the user's function of r
+	User  bool              // Func is the user's own function
+	Refs  []Ref             // free names read, in source order (string expressions only)
+	Err   *Error            // an expr_syntax error; Func is nil then
+}
+
+// Ref is one free name read by an expression, with the attribute or constant
+// key read directly from it, if any (x.attr, x["key"]).
+type Ref struct {
+	Name string
+	Attr string
+	Key  string
+	Pos  Pos // in the file when the expression's position is exact, else the expression's
+}
+
+// String returns the source, or a description of a user's function.
+func (e *Expr) String() string {
+	if e == nil {
+		return ""
+	}
+	if e.User {
+		return "<function " + e.Func.Name() + ">"
+	}
+	return e.Src
+}
+
+// Template is a string with `{{ expr }}` holes (SPEC §2, §4).
+type Template struct {
+	Src   string
+	Pos   Pos
+	Exact bool
+	Parts []TemplatePart
+	Err   *Error // an expr_syntax error in one of the holes
+}
+
+// TemplatePart is literal text (X == nil) or one hole.
+type TemplatePart struct {
+	Lit string
+	X   *Expr
+}
+
+// Whole returns the expression if the template is exactly one hole and
+// nothing else, so its value keeps its type where that matters (inputs).
+func (t *Template) Whole() *Expr {
+	if t != nil && len(t.Parts) == 1 && t.Parts[0].X != nil {
+		return t.Parts[0].X
+	}
+	return nil
+}
+
+// IsLiteral reports whether the template has no holes.
+func (t *Template) IsLiteral() bool {
+	for _, p := range t.Parts {
+		if p.X != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Exprs returns the template's holes.
+func (t *Template) Exprs() []*Expr {
+	var out []*Expr
+	for _, p := range t.Parts {
+		if p.X != nil {
+			out = append(out, p.X)
+		}
+	}
+	return out
+}
+
+// Compiler parses and compiles expressions, caching compiled functions by
+// source so that a flow repeating one condition compiles it once. It is safe
+// for concurrent use.
+type Compiler struct {
+	mu    sync.Mutex
+	cache map[string]*compiled
+}
+
+type compiled struct {
+	fn    starlark.Callable
+	refs  []Ref // positions relative to the source (File empty)
+	err   *Error
+	errAt Pos // relative position of err
+}
+
+// NewCompiler returns an empty compiler.
+func NewCompiler() *Compiler { return &Compiler{cache: make(map[string]*compiled)} }
+
+// Func wraps a user's function of one argument as an expression.
+func (c *Compiler) Func(fn starlark.Callable, pos Pos) *Expr {
+	return &Expr{Func: fn, User: true, Pos: pos}
+}
+
+// Expr parses and compiles src, which starts at pos in its file (exactly
+// there if exact).
+func (c *Compiler) Expr(src string, pos Pos, exact bool) *Expr {
+	c.mu.Lock()
+	cm, ok := c.cache[src]
+	c.mu.Unlock()
+	if !ok {
+		cm = compile(src)
+		c.mu.Lock()
+		c.cache[src] = cm
+		c.mu.Unlock()
+	}
+	e := &Expr{Src: src, Pos: pos, Exact: exact, Func: cm.fn}
+	if cm.err != nil {
+		err := *cm.err
+		err.Pos = offsetPos(pos, exact, cm.errAt)
+		e.Err = &err
+		return e
+	}
+	if len(cm.refs) > 0 {
+		e.Refs = make([]Ref, len(cm.refs))
+		for i, r := range cm.refs {
+			r.Pos = offsetPos(pos, exact, r.Pos)
+			e.Refs[i] = r
+		}
+	}
+	return e
+}
+
+// offsetPos maps rel, a 1-based line and column within an expression's
+// source, to the file, when base maps exactly.
+func offsetPos(base Pos, exact bool, rel Pos) Pos {
+	if !exact || rel.Line == 0 {
+		return base
+	}
+	if rel.Line == 1 {
+		return Pos{File: base.File, Line: base.Line, Col: base.Col + rel.Col - 1}
+	}
+	return Pos{File: base.File, Line: base.Line + rel.Line - 1, Col: rel.Col}
+}
+
+// compile does the work of Expr for one source string.
+func compile(src string) *compiled {
+	if strings.TrimSpace(src) == "" {
+		return &compiled{err: &Error{Code: "expr_syntax", Msg: "empty expression"}}
+	}
+	x, err := FileOptions.ParseExpr("<expr>", src, 0)
+	if err != nil {
+		return syntaxError(err)
+	}
+	universe := func(name string) bool { return starlark.Universe.Has(name) }
+	if _, err := resolve.ExprOptions(FileOptions, x, func(name string) bool { return !universe(name) }, universe); err != nil {
+		return syntaxError(err)
+	}
+
+	// Collect the free names and what is read from each directly.
+	type hit struct {
+		id   *syntax.Ident
+		attr string
+		key  string
+	}
+	var hits []*hit
+	byIdent := map[*syntax.Ident]*hit{}
+	syntax.Walk(x, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Ident:
+			if n.Binding != nil && n.Binding.(*resolve.Binding).Scope == resolve.Predeclared {
+				if _, seen := byIdent[n]; !seen {
+					h := &hit{id: n}
+					byIdent[n] = h
+					hits = append(hits, h)
+				}
+			}
+		case *syntax.DotExpr:
+			if id, ok := n.X.(*syntax.Ident); ok {
+				h := &hit{id: id, attr: n.Name.Name}
+				if _, seen := byIdent[id]; !seen {
+					byIdent[id] = h
+					hits = append(hits, h)
+				}
+			}
+		case *syntax.IndexExpr:
+			if id, ok := n.X.(*syntax.Ident); ok {
+				if lit, ok := n.Y.(*syntax.Literal); ok && lit.Token == syntax.STRING {
+					h := &hit{id: id, key: lit.Value.(string)}
+					if _, seen := byIdent[id]; !seen {
+						byIdent[id] = h
+						hits = append(hits, h)
+					}
+				}
+			}
+		}
+		return true
+	})
+	// DotExpr/IndexExpr hits were recorded before their Ident was visited;
+	// drop those whose Ident turned out not to be free.
+	var refs []Ref
+	var rewrite []*syntax.Ident
+	for _, h := range hits {
+		if h.id.Binding == nil || h.id.Binding.(*resolve.Binding).Scope != resolve.Predeclared {
+			continue
+		}
+		if stdlib.IsModule(h.id.Name) {
+			continue
+		}
+		refs = append(refs, Ref{Name: h.id.Name, Attr: h.attr, Key: h.key,
+			Pos: Pos{Line: int(h.id.NamePos.Line), Col: int(h.id.NamePos.Col)}})
+		rewrite = append(rewrite, h.id)
+	}
+	sort.SliceStable(refs, func(i, j int) bool { return refs[i].Pos.Less(refs[j].Pos) })
+
+	// Rewrite each free name n to _S_.n and compile a function of _S_.
+	sort.Slice(rewrite, func(i, j int) bool {
+		a, b := rewrite[i].NamePos, rewrite[j].NamePos
+		return a.Line < b.Line || a.Line == b.Line && a.Col < b.Col
+	})
+	var b strings.Builder
+	b.WriteString("lambda " + viewParam + ": (\n")
+	last := 0
+	for _, id := range rewrite {
+		off := byteOffset(src, int(id.NamePos.Line), int(id.NamePos.Col))
+		b.WriteString(src[last:off])
+		b.WriteString(viewParam + ".")
+		last = off
+	}
+	b.WriteString(src[last:])
+	b.WriteString("\n)")
+	fn, err := starlark.ExprFuncOptions(FileOptions, "<expr>", b.String(), stdlib.Modules())
+	if err != nil {
+		return syntaxError(err)
+	}
+	lambda, err := starlark.Call(&starlark.Thread{Name: "compile"}, fn, nil, nil)
+	if err != nil {
+		return syntaxError(err)
+	}
+	lambda.Freeze()
+	return &compiled{fn: lambda.(starlark.Callable), refs: refs}
+}
+
+func syntaxError(err error) *compiled {
+	msg := err.Error()
+	var at Pos
+	switch e := err.(type) {
+	case syntax.Error:
+		msg, at = e.Msg, Pos{Line: int(e.Pos.Line), Col: int(e.Pos.Col)}
+	case resolve.ErrorList:
+		if len(e) > 0 {
+			msg, at = e[0].Msg, Pos{Line: int(e[0].Pos.Line), Col: int(e[0].Pos.Col)}
+		}
+	}
+	return &compiled{err: &Error{Code: "expr_syntax", Msg: msg}, errAt: at}
+}
+
+// byteOffset converts a 1-based line and rune column to a byte offset in s.
+func byteOffset(s string, line, col int) int {
+	off := 0
+	for l := 1; l < line; l++ {
+		i := strings.IndexByte(s[off:], '\n')
+		if i < 0 {
+			return len(s)
+		}
+		off += i + 1
+	}
+	for c := 1; c < col && off < len(s); c++ {
+		_, size := utf8.DecodeRuneInString(s[off:])
+		off += size
+	}
+	return off
+}
+
+// relPos returns the 1-based line and rune column of byte offset off in s.
+func relPos(s string, off int) Pos {
+	line, col := 1, 1
+	for _, r := range s[:off] {
+		if r == '\n' {
+			line++
+			col = 1
+		} else {
+			col++
+		}
+	}
+	return Pos{Line: line, Col: col}
+}
+
+// Template parses a template string starting at pos.
+func (c *Compiler) Template(src string, pos Pos, exact bool) *Template {
+	t := &Template{Src: src, Pos: pos, Exact: exact}
+	rest, off := src, 0
+	for {
+		i := strings.Index(rest, "{{")
+		if i < 0 {
+			if rest != "" {
+				t.Parts = append(t.Parts, TemplatePart{Lit: rest})
+			}
+			return t
+		}
+		if i > 0 {
+			t.Parts = append(t.Parts, TemplatePart{Lit: rest[:i]})
+		}
+		body := rest[i+2:]
+		bodyOff := off + i + 2
+		// The hole ends at the first "}}" after which its text parses, so
+		// a hole may contain "}}" inside a string: {{ "}}" }}.
+		var x *Expr
+		end := -1
+		for from := 0; ; {
+			j := strings.Index(body[from:], "}}")
+			if j < 0 {
+				break
+			}
+			j += from
+			cand := body[:j]
+			inner := strings.TrimLeft(cand, " \t\n")
+			lead := len(cand) - len(inner)
+			at := offsetPos(pos, exact, relPos(src, bodyOff+lead))
+			e := c.Expr(strings.TrimRight(inner, " \t\n"), at, exact)
+			if e.Err == nil || x == nil {
+				x, end = e, j
+			}
+			if e.Err == nil {
+				break
+			}
+			from = j + 1
+		}
+		if x == nil {
+			at := offsetPos(pos, exact, relPos(src, off+i))
+			t.Err = &Error{Code: "expr_syntax", Pos: at, Msg: fmt.Sprintf("unclosed {{ in template %q", src)}
+			t.Parts = append(t.Parts, TemplatePart{Lit: rest[i:]})
+			return t
+		}
+		if x.Err != nil && t.Err == nil {
+			t.Err = x.Err
+		}
+		t.Parts = append(t.Parts, TemplatePart{X: x})
+		rest = body[end+2:]
+		off = bodyOff + end + 2
+	}
+}

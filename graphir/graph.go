@@ -1,0 +1,305 @@
+// Package graphir defines Skein's frozen flow graph: the nodes and edges that
+// a flow file's builtins record while it loads, with their parameters,
+// scopes, positions and compiled expressions.
+//
+// A [Builder] collects the graph during loading; [Builder.Freeze] resolves
+// names, adds the implicit edges, classifies back-edges, compiles every
+// expression and returns a [Graph] that never changes again, so any number of
+// checks and runs may share it. The package has no Starlark threads and
+// knows nothing of loading files, checking or running.
+package graphir
+
+import (
+	"time"
+
+	"go.starlark.net/starlark"
+)
+
+// NodeID indexes [Graph.Nodes]. The sentinels come first.
+type NodeID int32
+
+// The sentinel nodes, present in every graph, and the absent node.
+const (
+	Start NodeID = 0
+	End   NodeID = 1
+	Abort NodeID = 2
+	None  NodeID = -1
+)
+
+// Kind is what a node does.
+type Kind uint8
+
+const (
+	KindStart Kind = iota
+	KindEnd
+	KindAbort
+	KindTask
+	KindShell
+	KindFn
+	KindSubflow
+	KindNoop
+	KindRouter
+	KindLoop
+	KindMap
+)
+
+var kindNames = [...]string{"start", "end", "abort", "task", "shell", "fn", "subflow", "noop", "router", "loop", "map"}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// IsSentinel reports whether k is START, END or ABORT.
+func (k Kind) IsSentinel() bool { return k <= KindAbort }
+
+// IsProcess reports whether a step of this kind runs a process.
+func (k Kind) IsProcess() bool { return k == KindTask || k == KindShell }
+
+// On is the outcome an edge follows.
+type On uint8
+
+const (
+	OnSuccess On = iota
+	OnFailure
+	OnAlways
+)
+
+var onNames = [...]string{"success", "failure", "always"}
+
+func (o On) String() string { return onNames[o] }
+
+// Matches reports whether an edge with this On fires for a step that
+// succeeded (ok) or failed.
+func (o On) Matches(ok bool) bool {
+	return o == OnAlways || (o == OnSuccess) == ok
+}
+
+// Join is how a step with several forward in-edges waits (SPEC §5).
+type Join uint8
+
+const (
+	JoinAnd Join = iota
+	JoinOr
+)
+
+func (j Join) String() string {
+	if j == JoinOr {
+		return "or"
+	}
+	return "and"
+}
+
+// Node is one step, or a sentinel.
+type Node struct {
+	ID     NodeID
+	Name   string // "START", "END", "ABORT" for sentinels
+	Kind   Kind
+	Pos    Pos    // the user's line (see [Stack.UserFrame])
+	Stack  Stack  // the call stack of the step() call
+	Parent NodeID // the loop or map whose body holds it, or None at top level
+
+	MaxVisits int           // own bound, 0 if unset
+	Retries   int           // extra attempts after a failure
+	Backoff   time.Duration // delay before the first retry, doubled after each
+	Timeout   time.Duration // per attempt, 0 for none
+	Join      Join
+	JoinSet   bool // join= was given explicitly
+
+	// Task and shell steps.
+	Argv  []*Template // run= followed by args=
+	Shell *Template   // shell=: run verbatim; parsed only so the checker can refuse holes
+	Env   []EnvVar    // env=, sorted by name
+	Stdin *Template
+	Dir   *Template
+
+	// Fn steps.
+	Fn starlark.Callable
+
+	// Subflow steps.
+	Flow      *Template
+	Inputs    []NamedTemplate
+	Child     *Graph // the literal child flow, loaded by the loader; nil if templated or missing
+	ChildPath string // the resolved literal path
+	ChildErr  *Error // why the literal child could not be loaded
+
+	// Routers. Routes and Cases are in declaration order; every one of them
+	// and the default also appear as an out-edge of the router.
+	By      *Expr
+	Routes  []Route
+	Cases   []Case
+	Default *Target
+
+	// Loops.
+	Body          []NodeID // in list order; Body[0] is the entry
+	Until         starlark.Callable
+	UntilName     string // until= given as a name (Until set once resolved)
+	UntilBad      string // until= was neither a function nor a name: the type given
+	UntilPos      Pos
+	MaxIterations int
+
+	// Maps (Body as for loops).
+	Over        *Expr
+	Concurrency int
+	ItemVar     string
+
+	// Computed at freeze.
+	In, Out []EdgeID // all edges in and out, in declaration order
+	Decl    int      // declaration order among steps (sentinels -1)
+}
+
+// EnvVar is one entry of env=.
+type EnvVar struct {
+	Name  string
+	Value *Template
+}
+
+// NamedTemplate is one entry of a subflow's inputs=.
+type NamedTemplate struct {
+	Name  string
+	Value *Template
+}
+
+// Target is where a route, case or default goes: a step given directly, or
+// named by a string and resolved at freeze (ID is None if nothing matched).
+type Target struct {
+	ID   NodeID
+	Name string // as written when given by name
+	Pos  Pos
+	Edge EdgeID // the router's out-edge for it
+}
+
+// Route is one label of a router's routes=.
+type Route struct {
+	Label  string
+	Target Target
+}
+
+// Case is one (condition, target) pair of a router's cases=.
+type Case struct {
+	When   *Expr
+	Target Target
+}
+
+// IsStep reports whether n is a step rather than a sentinel.
+func (n *Node) IsStep() bool { return !n.Kind.IsSentinel() }
+
+// HasBody reports whether n is a loop or map.
+func (n *Node) HasBody() bool { return n.Kind == KindLoop || n.Kind == KindMap }
+
+// EdgeID indexes [Graph.Edges].
+type EdgeID int32
+
+// Edge connects the end of one node to the start of another.
+type Edge struct {
+	ID       EdgeID
+	From, To NodeID
+	On       On
+	When     *Expr // nil: always
+	Back     bool  // a back-edge (SPEC §5): its arrival always triggers
+	Implicit bool  // added by freeze (linear default, body chain, entry)
+	Pos      Pos
+	Stack    Stack
+
+	// Router edges: which route, case (index) or default it stands for.
+	Router  bool
+	Label   string
+	Case    int // -1 unless a case
+	Default bool
+}
+
+// Input is one declared flow input.
+type Input struct {
+	Name     string
+	Default  starlark.Value // nil when required
+	Required bool
+}
+
+// Graph is a frozen flow. Nothing in it changes after [Builder.Freeze].
+type Graph struct {
+	Name        string
+	Description string
+	File        string // the flow file as named to the loader
+	Root        string // the flow root directory
+	Pos         Pos    // the flow() call, if any
+	Inputs      []Input
+	Output      *Expr
+	MaxVisits   int
+	Timeout     time.Duration
+
+	Nodes []*Node
+	Edges []*Edge
+
+	// Funcs lists the function names defined by the flow's modules, for
+	// until= hints.
+	Funcs []string
+	// Files lists every file the load read: the flow first, then its
+	// modules and literal child flows.
+	Files []string
+
+	byName map[string]NodeID
+	scopes map[NodeID][]NodeID
+}
+
+// Node returns the step called name, or nil. With duplicate names it returns
+// the first.
+func (g *Graph) Node(name string) *Node {
+	if id, ok := g.byName[name]; ok {
+		return g.Nodes[id]
+	}
+	return nil
+}
+
+// Steps returns the nodes that are steps, in declaration order.
+func (g *Graph) Steps() []*Node { return g.Nodes[Abort+1:] }
+
+// Scope returns the steps directly in the scope owned by id: the top level
+// for None, else the body of a loop or map, in declaration order.
+func (g *Graph) Scope(id NodeID) []NodeID { return g.scopes[id] }
+
+// StepNames lists all step names in declaration order.
+func (g *Graph) StepNames() []string {
+	names := make([]string, 0, len(g.Nodes)-3)
+	for _, n := range g.Steps() {
+		names = append(names, n.Name)
+	}
+	return names
+}
+
+// Input returns the declared input called name, or nil.
+func (g *Graph) Input(name string) *Input {
+	for i := range g.Inputs {
+		if g.Inputs[i].Name == name {
+			return &g.Inputs[i]
+		}
+	}
+	return nil
+}
+
+// VisitBound returns the visit bound of n: its own, else the flow's default,
+// else 0 (unbounded).
+func (g *Graph) VisitBound(n *Node) int {
+	if n.MaxVisits > 0 {
+		return n.MaxVisits
+	}
+	return g.MaxVisits
+}
+
+// Within reports whether node a is inside the body of node owner, at any
+// depth.
+func (g *Graph) Within(a, owner NodeID) bool {
+	for p := g.Nodes[a].Parent; p != None; p = g.Nodes[p].Parent {
+		if p == owner {
+			return true
+		}
+	}
+	return false
+}
+
+// ForwardIn returns the forward (non-back) in-edges of n.
+func (g *Graph) ForwardIn(n *Node) []*Edge {
+	var out []*Edge
+	for _, id := range n.In {
+		if e := g.Edges[id]; !e.Back {
+			out = append(out, e)
+		}
+	}
+	return out
+}

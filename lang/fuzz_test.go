@@ -1,0 +1,46 @@
+package lang
+
+import (
+	"fmt"
+	"time"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/skeinlang/skein/check"
+)
+
+// FuzzLoad feeds arbitrary bytes to the loader as a flow file: it must
+// return a graph or a positioned error, never panic or hang (the step
+// budget bounds execution).
+func FuzzLoad(f *testing.F) {
+	files, _ := filepath.Glob("../examples/*.star")
+	for _, file := range files {
+		if src, err := os.ReadFile(file); err == nil {
+			f.Add(src)
+		}
+	}
+	f.Add([]byte("step(\"a\")\nstep(\"a\")\n"))
+	f.Add([]byte("for i in range(10):\n  step('s%d' % i)\n"))
+	f.Add([]byte("x = step('x', run=['echo', '{{ x.stdout'])\nedge(x, END, when='x.')\n"))
+	f.Add([]byte("loop('l', body=[step('b')], until='nope', max_iterations=2)\n"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		timer := time.AfterFunc(3*time.Second, func() { panic(fmt.Sprintf("load hangs on %q", src)) })
+		defer timer.Stop()
+		g, err := LoadSource("fuzz/flow.star", src, Options{MaxSteps: 100_000, ReadFile: func(string) ([]byte, error) {
+			return nil, os.ErrNotExist
+		}})
+		if err != nil {
+			if e := asGraphError(err); e == nil || e.Code == "" {
+				t.Fatalf("error without a code: %v", err)
+			}
+			return
+		}
+		check.Graph(g)
+		g.DOT()
+		g.Mermaid()
+		if _, err := g.MarshalJSON(); err != nil {
+			t.Fatalf("graph does not encode: %v", err)
+		}
+	})
+}

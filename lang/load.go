@@ -1,0 +1,422 @@
+// Package lang loads flow files (SPEC §1): it reads and parses them in the
+// Skein dialect, runs their top-level code with the builtins under a step
+// budget, resolves load() of relative and embedded @std modules inside the
+// flow root, loads literal child flows, and returns the frozen graph. Every
+// failure comes back as a *graphir.Error with the user's position and trace.
+//
+// lang knows nothing of checking or running a graph.
+package lang
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
+
+	"github.com/skeinlang/skein/builtins"
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
+)
+
+// DefaultMaxSteps is the default load-time step budget (SPEC §1).
+const DefaultMaxSteps = 10_000_000
+
+// MaxChildDepth is how deep literal child flows are loaded. The checker
+// reports chains deeper than 8 (subflow_depth); loading stops a little
+// beyond so the report can name the chain.
+const MaxChildDepth = 10
+
+// Options controls a load.
+type Options struct {
+	// Root is the flow root: no load() or child flow may leave it. Empty
+	// means the directory of the flow file.
+	Root string
+	// MaxSteps is the load-time step budget; 0 means DefaultMaxSteps.
+	MaxSteps uint64
+	// ReadFile reads a file; nil means os.ReadFile.
+	ReadFile func(name string) ([]byte, error)
+	// Print receives print() output during loading; nil discards it.
+	Print func(pos graphir.Pos, msg string)
+}
+
+func (o *Options) readFile(name string) ([]byte, error) {
+	if o.ReadFile != nil {
+		return o.ReadFile(name)
+	}
+	return os.ReadFile(name)
+}
+
+// Load loads the flow in file and returns its frozen graph. A parse or load
+// error is returned as a *graphir.Error; a partial graph is never returned.
+func Load(file string, opts Options) (*graphir.Graph, error) {
+	src, err := opts.readFile(file)
+	if err != nil {
+		return nil, fileError(file, err)
+	}
+	return LoadSource(file, src, opts)
+}
+
+// LoadSource is like [Load] with the flow's source given.
+func LoadSource(file string, src []byte, opts Options) (*graphir.Graph, error) {
+	root := opts.Root
+	if root == "" {
+		root = filepath.Dir(file)
+	}
+	s := &session{opts: opts, root: root, loc: newLocator(), children: map[string]*child{}}
+	return s.loadFlow(file, src, nil)
+}
+
+func fileError(file string, err error) *graphir.Error {
+	msg := err.Error()
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		msg = fmt.Sprintf("cannot read %s: %v", file, pe.Err)
+	}
+	return &graphir.Error{Code: "load_error", Pos: graphir.Pos{File: file}, Msg: msg, Err: err}
+}
+
+// session is the state shared by a flow's load and the loads of its literal
+// child flows.
+type session struct {
+	opts     Options
+	root     string
+	loc      *locator
+	children map[string]*child // by cleaned path
+}
+
+type child struct {
+	g   *graphir.Graph
+	err *graphir.Error
+}
+
+// loader is the state of loading one flow file and its modules.
+type loader struct {
+	s       *session
+	b       *graphir.Builder
+	modules map[string]*module
+	order   []*module // modules in load order
+	chain   []string  // files being loaded, outermost first
+	budget  uint64
+	used    uint64             // steps of finished threads
+	active  []*starlark.Thread // threads running, outermost first
+	files   []string
+}
+
+type module struct {
+	file    string
+	globals starlark.StringDict
+	err     *graphir.Error
+	loading bool
+}
+
+func (s *session) loadFlow(file string, src []byte, parents []string) (*graphir.Graph, error) {
+	budget := s.opts.MaxSteps
+	if budget == 0 {
+		budget = DefaultMaxSteps
+	}
+	l := &loader{s: s, modules: map[string]*module{}, budget: budget}
+	l.b = graphir.NewBuilder(file, s.root)
+	l.b.Locator = s.loc
+	main := &module{file: file, loading: true}
+	l.modules[filepath.Clean(file)] = main
+	globals, err := l.exec(file, src)
+	main.loading = false
+	if err != nil {
+		return nil, err
+	}
+	main.globals = globals
+
+	l.resolveUntil(globals)
+	l.loadChildren(file, append(parents, filepath.Clean(file)))
+	g := l.b.Freeze()
+	g.Funcs = l.funcNames(globals)
+	g.Files = l.files
+	return g, nil
+}
+
+// exec parses and runs one file with the builtins, returning its globals.
+func (l *loader) exec(file string, src []byte) (starlark.StringDict, error) {
+	l.files = append(l.files, file)
+	f, err := graphir.FileOptions.Parse(file, src, syntax.RetainComments)
+	if err != nil {
+		return nil, convert(err)
+	}
+	prog, err := starlark.FileProgram(f, builtins.Predeclared().Has)
+	if err != nil {
+		return nil, convert(err)
+	}
+	l.s.loc.add(f)
+
+	thread := &starlark.Thread{Name: file, Load: l.load}
+	thread.Print = func(t *starlark.Thread, msg string) {
+		if l.s.opts.Print != nil {
+			fr := t.CallFrame(1)
+			l.s.opts.Print(pos(fr.Pos), msg)
+		}
+	}
+	builtins.SetBuilder(thread, l.b)
+	thread.SetLocal("skein.file", file)
+	remaining := l.remaining()
+	thread.SetMaxExecutionSteps(remaining)
+	thread.OnMaxSteps = func(t *starlark.Thread) {
+		t.Cancel(fmt.Sprintf("load-time step budget of %d steps exceeded (is there an endless or huge computation?)", l.budget))
+	}
+	l.chain = append(l.chain, file)
+	l.active = append(l.active, thread)
+	globals, err := prog.Init(thread, builtins.Predeclared())
+	l.active = l.active[:len(l.active)-1]
+	l.chain = l.chain[:len(l.chain)-1]
+	l.used += thread.ExecutionSteps()
+	if err != nil {
+		return nil, convert(err)
+	}
+	globals.Freeze()
+	return globals, nil
+}
+
+// remaining returns the steps left in the budget, counting threads that are
+// paused in a load().
+func (l *loader) remaining() uint64 {
+	used := l.used
+	for _, t := range l.active {
+		used += t.ExecutionSteps()
+	}
+	if used >= l.budget {
+		return 1
+	}
+	return l.budget - used
+}
+
+// load implements load() for the interpreter.
+func (l *loader) load(thread *starlark.Thread, name string) (starlark.StringDict, error) {
+	from, _ := thread.Local("skein.file").(string)
+	path, err := l.resolve(from, name)
+	if err != nil {
+		return nil, err
+	}
+	if m, ok := l.modules[path]; ok {
+		if m.loading {
+			var chain []string
+			start := 0
+			for i, f := range l.chain {
+				if filepath.Clean(f) == path {
+					start = i
+				}
+			}
+			chain = append(chain, l.chain[start:]...)
+			chain = append(chain, path)
+			return nil, fmt.Errorf("load cycle: %s", strings.Join(chain, " -> "))
+		}
+		if m.err != nil {
+			return nil, &moduleError{m.err}
+		}
+		return m.globals, nil
+	}
+	m := &module{file: path, loading: true}
+	l.modules[path] = m
+	l.order = append(l.order, m)
+
+	var src []byte
+	if strings.HasPrefix(name, graphir.StdPrefix) {
+		src, err = stdlib.StdSource(strings.TrimPrefix(name, graphir.StdPrefix))
+		if err != nil {
+			m.loading = false
+			hint := ""
+			if n := graphir.Nearest(strings.TrimPrefix(name, graphir.StdPrefix), stdlib.StdNames()); n != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", graphir.StdPrefix+n)
+			}
+			delete(l.modules, path)
+			return nil, fmt.Errorf("no standard module %s%s", name, hint)
+		}
+	} else if src, err = l.s.opts.readFile(path); err != nil {
+		m.loading = false
+		delete(l.modules, path)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("cannot read %s: %v", path, pe.Err)
+		}
+		return nil, err
+	}
+
+	// Pause the importer's budget while the module runs on its own thread.
+	globals, gerr := l.exec(path, src)
+	thread.SetMaxExecutionSteps(thread.ExecutionSteps() + l.remaining())
+	m.loading = false
+	if gerr != nil {
+		m.err = convert(gerr)
+		return nil, &moduleError{m.err}
+	}
+	m.globals = globals
+	return globals, nil
+}
+
+// resolve turns a load() argument into a path, refusing absolute paths and
+// paths that leave the flow root.
+func (l *loader) resolve(from, name string) (string, error) {
+	if strings.HasPrefix(name, graphir.StdPrefix) {
+		return name, nil
+	}
+	if name == "" {
+		return "", fmt.Errorf("empty module name")
+	}
+	if filepath.IsAbs(name) {
+		return "", fmt.Errorf("absolute path %q is not allowed: load modules relative to the flow", name)
+	}
+	if strings.HasPrefix(from, graphir.StdPrefix) {
+		return "", fmt.Errorf("standard module %s cannot load %q", from, name)
+	}
+	path := filepath.Join(filepath.Dir(from), name)
+	if err := l.s.confine(path); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// confine refuses a path outside the flow root.
+func (s *session) confine(path string) error {
+	absRoot, err1 := filepath.Abs(s.root)
+	absPath, err2 := filepath.Abs(path)
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("cannot resolve %s", path)
+	}
+	rel, err := filepath.Rel(absRoot, absPath)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s is outside the flow root %s", path, s.root)
+	}
+	return nil
+}
+
+// resolveUntil binds loop until= names to functions defined anywhere in the
+// flow's modules, now that all of them have loaded.
+func (l *loader) resolveUntil(main starlark.StringDict) {
+	for _, n := range l.b.Nodes() {
+		if n.Kind != graphir.KindLoop || n.UntilName == "" {
+			continue
+		}
+		v, ok := main[n.UntilName]
+		for _, m := range l.order {
+			if ok {
+				break
+			}
+			v, ok = m.globals[n.UntilName]
+		}
+		if !ok {
+			continue
+		}
+		if f, isFn := v.(starlark.Callable); isFn {
+			n.Until = f
+		} else {
+			n.UntilBad = fmt.Sprintf("%s (a %s)", n.UntilName, v.Type())
+		}
+	}
+}
+
+// funcNames lists the functions defined by the flow's modules.
+func (l *loader) funcNames(main starlark.StringDict) []string {
+	seen := map[string]bool{}
+	var names []string
+	add := func(g starlark.StringDict) {
+		for name, v := range g {
+			if _, ok := v.(*starlark.Function); ok && !seen[name] {
+				seen[name] = true
+				names = append(names, name)
+			}
+		}
+	}
+	add(main)
+	for _, m := range l.order {
+		add(m.globals)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// loadChildren loads the literal child flow of every subflow step, so the
+// checker can see them; a failure is recorded on the step.
+func (l *loader) loadChildren(file string, chain []string) {
+	for _, n := range l.b.Nodes() {
+		if n.Kind != graphir.KindSubflow || n.Flow == nil || !n.Flow.IsLiteral() || n.Flow.Err != nil {
+			continue
+		}
+		rel := n.Flow.Src
+		path := filepath.Join(filepath.Dir(file), rel)
+		n.ChildPath = path
+		fail := func(code, format string, args ...any) {
+			n.ChildErr = &graphir.Error{Code: code, Pos: n.Flow.Pos, Step: n.Name, Msg: fmt.Sprintf(format, args...)}
+		}
+		if filepath.IsAbs(rel) {
+			fail("subflow_not_found", "child flow %q: absolute paths are not allowed", rel)
+			continue
+		}
+		if err := l.s.confine(path); err != nil {
+			fail("subflow_not_found", "child flow %q: %v", rel, err)
+			continue
+		}
+		clean := filepath.Clean(path)
+		if i := indexOf(chain, clean); i >= 0 {
+			cycle := append(append([]string(nil), chain[i:]...), clean)
+			fail("subflow_cycle", "flow %s reaches itself: %s", clean, strings.Join(cycle, " -> "))
+			continue
+		}
+		if len(chain) > MaxChildDepth {
+			fail("subflow_depth", "child flows nest deeper than %d: %s", MaxChildDepth, strings.Join(append(chain, clean), " -> "))
+			continue
+		}
+		c, ok := l.s.children[clean]
+		if !ok {
+			c = &child{}
+			src, err := l.s.opts.readFile(path)
+			if err != nil {
+				var pe *fs.PathError
+				if errors.As(err, &pe) && errors.Is(pe.Err, fs.ErrNotExist) {
+					c.err = &graphir.Error{Code: "subflow_not_found", Msg: fmt.Sprintf("child flow %s does not exist", path)}
+				} else {
+					c.err = fileError(path, err)
+				}
+			} else {
+				g, err := l.s.loadFlow(path, src, chain)
+				if err != nil {
+					c.err = convert(err)
+				}
+				c.g = g
+			}
+			// A child whose load met a cycle is not cached: another parent
+			// chain may reach it without one.
+			if c.err == nil || c.err.Code != "subflow_cycle" {
+				l.s.children[clean] = c
+			}
+		}
+		n.Child = c.g
+		if c.err != nil {
+			e := *c.err
+			if e.Code == "subflow_not_found" {
+				e.Pos, e.Step = n.Flow.Pos, n.Name
+			}
+			n.ChildErr = &e
+		}
+		if c.g != nil {
+			for _, f := range c.g.Files {
+				if indexOf(l.files, f) < 0 {
+					l.files = append(l.files, f)
+				}
+			}
+		} else if indexOf(l.files, path) < 0 {
+			l.files = append(l.files, path)
+		}
+	}
+}
+
+func indexOf(xs []string, x string) int {
+	for i, y := range xs {
+		if filepath.Clean(y) == x {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,94 @@
+package lang
+
+// This file defines the loader's graphir.Locator: it maps the position of a
+// call's "(" (what the interpreter reports) to the start of the call, and
+// finds a string argument's literal so that a diagnostic about an expression
+// can point inside it.
+
+import (
+	"strings"
+	"sync"
+
+	"go.starlark.net/syntax"
+
+	"github.com/skeinlang/skein/graphir"
+)
+
+type lineCol struct{ line, col int32 }
+
+// locator indexes the calls of every file parsed during one load.
+type locator struct {
+	mu    sync.Mutex
+	files map[string]map[lineCol]*syntax.CallExpr
+}
+
+func newLocator() *locator {
+	return &locator{files: map[string]map[lineCol]*syntax.CallExpr{}}
+}
+
+// add indexes the calls of a parsed file.
+func (l *locator) add(f *syntax.File) {
+	calls := map[lineCol]*syntax.CallExpr{}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if c, ok := n.(*syntax.CallExpr); ok {
+			calls[lineCol{c.Lparen.Line, c.Lparen.Col}] = c
+		}
+		return true
+	})
+	l.mu.Lock()
+	l.files[f.Path] = calls
+	l.mu.Unlock()
+}
+
+func (l *locator) call(p graphir.Pos) *syntax.CallExpr {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.files[p.File][lineCol{int32(p.Line), int32(p.Col)}]
+}
+
+func (l *locator) CallStart(p graphir.Pos) graphir.Pos {
+	c := l.call(p)
+	if c == nil {
+		return p
+	}
+	start, _ := c.Fn.Span()
+	return graphir.Pos{File: p.File, Line: int(start.Line), Col: int(start.Col)}
+}
+
+func (l *locator) Literal(lparen graphir.Pos, s string) (graphir.Pos, bool, bool) {
+	c := l.call(lparen)
+	if c == nil {
+		return graphir.Pos{}, false, false
+	}
+	var found *syntax.Literal
+	for _, arg := range c.Args {
+		syntax.Walk(arg, func(n syntax.Node) bool {
+			if found != nil {
+				return false
+			}
+			if lit, ok := n.(*syntax.Literal); ok && lit.Token == syntax.STRING && lit.Value.(string) == s {
+				found = lit
+			}
+			return true
+		})
+		if found != nil {
+			break
+		}
+	}
+	if found == nil {
+		return graphir.Pos{}, false, false
+	}
+	raw := found.Raw
+	prefix := 0
+	if strings.HasPrefix(raw, "r") || strings.HasPrefix(raw, "R") {
+		prefix = 1
+		raw = raw[1:]
+	}
+	quote := raw[:1]
+	if strings.HasPrefix(raw, `"""`) || strings.HasPrefix(raw, `'''`) {
+		quote = raw[:3]
+	}
+	pos := graphir.Pos{File: lparen.File, Line: int(found.TokenPos.Line), Col: int(found.TokenPos.Col) + prefix + len(quote)}
+	exact := raw == quote+s+quote && (prefix == 1 || !strings.Contains(s, `\`))
+	return pos, exact, true
+}

@@ -1,0 +1,178 @@
+package stdlib
+
+// This file defines the re module: RE2 regular expressions from Go's regexp
+// package, so matching is linear in the input and cannot blow up.
+
+import (
+	"fmt"
+	"regexp"
+	"sync"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+)
+
+var reModule = &starlarkstruct.Module{
+	Name: "re",
+	Members: starlark.StringDict{
+		"match":   starlark.NewBuiltin("re.match", reMatch),
+		"search":  starlark.NewBuiltin("re.search", reSearch),
+		"findall": starlark.NewBuiltin("re.findall", reFindall),
+		"sub":     starlark.NewBuiltin("re.sub", reSub),
+		"split":   starlark.NewBuiltin("re.split", reSplit),
+	},
+}
+
+// Compiled patterns are cached: conditions evaluate the same pattern on
+// every visit.
+var reCache sync.Map // string -> *regexp.Regexp
+
+func compileRE(fn, pattern string) (*regexp.Regexp, error) {
+	if re, ok := reCache.Load(pattern); ok {
+		return re.(*regexp.Regexp), nil
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("%s: bad pattern: %v", fn, err)
+	}
+	reCache.Store(pattern, re)
+	return re, nil
+}
+
+// groups returns the match of re at loc as Starlark: the whole match when the
+// pattern has no groups, else a tuple of groups (None for unmatched ones).
+func groups(s string, loc []int, ngroups int) starlark.Value {
+	if ngroups == 0 {
+		return starlark.String(s[loc[0]:loc[1]])
+	}
+	t := make(starlark.Tuple, 0, ngroups+1)
+	for i := 0; i <= ngroups; i++ {
+		if loc[2*i] < 0 {
+			t = append(t, starlark.None)
+		} else {
+			t = append(t, starlark.String(s[loc[2*i]:loc[2*i+1]]))
+		}
+	}
+	return t
+}
+
+// reMatch(pattern, s): the match anchored at the start of s (whole match, or
+// a tuple of the whole match and its groups), or None.
+func reMatch(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var pattern, s string
+	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 2, &pattern, &s); err != nil {
+		return nil, err
+	}
+	re, err := compileRE(b.Name(), pattern)
+	if err != nil {
+		return nil, err
+	}
+	loc := re.FindStringSubmatchIndex(s)
+	if loc == nil || loc[0] != 0 {
+		// RE2 finds the leftmost match; retry anchored to be exact.
+		anchored, err := compileRE(b.Name(), `^(?:`+pattern+`)`)
+		if err != nil {
+			return nil, err
+		}
+		loc = anchored.FindStringSubmatchIndex(s)
+		if loc == nil {
+			return starlark.None, nil
+		}
+	}
+	return groups(s, loc, re.NumSubexp()), nil
+}
+
+// reSearch(pattern, s): like match, but anywhere in s.
+func reSearch(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var pattern, s string
+	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 2, &pattern, &s); err != nil {
+		return nil, err
+	}
+	re, err := compileRE(b.Name(), pattern)
+	if err != nil {
+		return nil, err
+	}
+	loc := re.FindStringSubmatchIndex(s)
+	if loc == nil {
+		return starlark.None, nil
+	}
+	return groups(s, loc, re.NumSubexp()), nil
+}
+
+// reFindall(pattern, s): every match; strings without groups, else tuples.
+func reFindall(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var pattern, s string
+	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 2, &pattern, &s); err != nil {
+		return nil, err
+	}
+	re, err := compileRE(b.Name(), pattern)
+	if err != nil {
+		return nil, err
+	}
+	var out []starlark.Value
+	for _, loc := range re.FindAllStringSubmatchIndex(s, -1) {
+		if re.NumSubexp() == 0 {
+			out = append(out, starlark.String(s[loc[0]:loc[1]]))
+			continue
+		}
+		t := make(starlark.Tuple, 0, re.NumSubexp())
+		for i := 1; i <= re.NumSubexp(); i++ {
+			if loc[2*i] < 0 {
+				t = append(t, starlark.String(""))
+			} else {
+				t = append(t, starlark.String(s[loc[2*i]:loc[2*i+1]]))
+			}
+		}
+		out = append(out, t)
+	}
+	return starlark.NewList(out), nil
+}
+
+// reSub(pattern, repl, s, count=0): s with matches replaced by repl, which
+// may name groups as $1 or ${name}.
+func reSub(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var pattern, repl, s string
+	count := 0
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "pattern", &pattern, "repl", &repl, "s", &s, "count?", &count); err != nil {
+		return nil, err
+	}
+	re, err := compileRE(b.Name(), pattern)
+	if err != nil {
+		return nil, err
+	}
+	if count <= 0 {
+		count = -1
+	}
+	var out []byte
+	last := 0
+	for _, loc := range re.FindAllStringSubmatchIndex(s, count) {
+		out = append(out, s[last:loc[0]]...)
+		out = re.ExpandString(out, repl, s, loc)
+		last = loc[1]
+	}
+	out = append(out, s[last:]...)
+	return starlark.String(out), nil
+}
+
+// reSplit(pattern, s, maxsplit=0): s split around matches.
+func reSplit(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var pattern, s string
+	maxsplit := 0
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "pattern", &pattern, "s", &s, "maxsplit?", &maxsplit); err != nil {
+		return nil, err
+	}
+	re, err := compileRE(b.Name(), pattern)
+	if err != nil {
+		return nil, err
+	}
+	n := -1
+	if maxsplit > 0 {
+		n = maxsplit + 1
+	}
+	parts := re.Split(s, n)
+	out := make([]starlark.Value, len(parts))
+	for i, p := range parts {
+		out[i] = starlark.String(p)
+	}
+	return starlark.NewList(out), nil
+}

@@ -1,0 +1,486 @@
+package stdlib
+
+// This file defines the values that flow data is made of at run time: Map,
+// a frozen dict whose keys are also attributes (so `review.ok` and
+// `review["ok"]` both work, SPEC §4), and the conversions between Starlark
+// values, JSON and flow data.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+	"go.starlark.net/syntax"
+)
+
+// Map is an immutable mapping from strings to frozen values, keeping
+// insertion order. It behaves like a frozen dict (indexing, `in`, len,
+// iteration over keys, get/keys/values/items) and also exposes its keys as
+// attributes; a key wins over a method of the same name.
+type Map struct {
+	keys  []string
+	vals  []starlark.Value
+	index map[string]int // built for larger maps
+}
+
+var (
+	_ starlark.IterableMapping = (*Map)(nil)
+	_ starlark.HasAttrs        = (*Map)(nil)
+	_ starlark.Sequence        = (*Map)(nil)
+	_ starlark.Comparable      = (*Map)(nil)
+)
+
+// NewMap returns a Map of the given keys and values, which must be frozen and
+// have distinct keys. It takes ownership of the slices.
+func NewMap(keys []string, vals []starlark.Value) *Map {
+	m := &Map{keys: keys, vals: vals}
+	if len(keys) > 8 {
+		m.index = make(map[string]int, len(keys))
+		for i, k := range keys {
+			m.index[k] = i
+		}
+	}
+	return m
+}
+
+func (m *Map) find(k string) int {
+	if m.index != nil {
+		if i, ok := m.index[k]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, key := range m.keys {
+		if key == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// Lookup returns the value for key k.
+func (m *Map) Lookup(k string) (starlark.Value, bool) {
+	if i := m.find(k); i >= 0 {
+		return m.vals[i], true
+	}
+	return nil, false
+}
+
+// Keys returns the keys in order. The caller must not modify the slice.
+func (m *Map) Keys() []string { return m.keys }
+
+func (m *Map) String() string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range m.keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(syntax.Quote(k, false))
+		b.WriteString(": ")
+		b.WriteString(m.vals[i].String())
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+func (m *Map) Type() string          { return "dict" }
+func (m *Map) Freeze()               {}
+func (m *Map) Truth() starlark.Bool  { return len(m.keys) > 0 }
+func (m *Map) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: dict") }
+func (m *Map) Len() int              { return len(m.keys) }
+
+func (m *Map) Get(k starlark.Value) (starlark.Value, bool, error) {
+	s, ok := k.(starlark.String)
+	if !ok {
+		return nil, false, nil
+	}
+	v, found := m.Lookup(string(s))
+	return v, found, nil
+}
+
+func (m *Map) Items() []starlark.Tuple {
+	out := make([]starlark.Tuple, len(m.keys))
+	for i, k := range m.keys {
+		out[i] = starlark.Tuple{starlark.String(k), m.vals[i]}
+	}
+	return out
+}
+
+func (m *Map) Iterate() starlark.Iterator { return &mapIter{m: m} }
+
+type mapIter struct {
+	m *Map
+	i int
+}
+
+func (it *mapIter) Next(p *starlark.Value) bool {
+	if it.i >= len(it.m.keys) {
+		return false
+	}
+	*p = starlark.String(it.m.keys[it.i])
+	it.i++
+	return true
+}
+func (it *mapIter) Done() {}
+
+func (m *Map) Attr(name string) (starlark.Value, error) {
+	if v, ok := m.Lookup(name); ok {
+		return v, nil
+	}
+	switch name {
+	case "get":
+		return starlark.NewBuiltin("get", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			var key, dflt starlark.Value = nil, starlark.None
+			if err := starlark.UnpackPositionalArgs("get", args, kwargs, 1, &key, &dflt); err != nil {
+				return nil, err
+			}
+			if v, ok, _ := m.Get(key); ok {
+				return v, nil
+			}
+			return dflt, nil
+		}), nil
+	case "keys", "values", "items":
+		return starlark.NewBuiltin(name, func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			if err := starlark.UnpackPositionalArgs(name, args, kwargs, 0); err != nil {
+				return nil, err
+			}
+			out := make([]starlark.Value, len(m.keys))
+			for i, k := range m.keys {
+				switch name {
+				case "keys":
+					out[i] = starlark.String(k)
+				case "values":
+					out[i] = m.vals[i]
+				default:
+					out[i] = starlark.Tuple{starlark.String(k), m.vals[i]}
+				}
+			}
+			return starlark.NewList(out), nil
+		}), nil
+	}
+	return nil, nil // starlark reports "dict has no .name field or method"
+}
+
+func (m *Map) AttrNames() []string {
+	names := append([]string(nil), m.keys...)
+	sort.Strings(names)
+	return names
+}
+
+func (m *Map) CompareSameType(op syntax.Token, y starlark.Value, depth int) (bool, error) {
+	o := y.(*Map)
+	switch op {
+	case syntax.EQL, syntax.NEQ:
+		eq := len(m.keys) == len(o.keys)
+		for i := 0; eq && i < len(m.keys); i++ {
+			ov, ok := o.Lookup(m.keys[i])
+			if !ok {
+				eq = false
+				break
+			}
+			e, err := starlark.EqualDepth(m.vals[i], ov, depth-1)
+			if err != nil {
+				return false, err
+			}
+			eq = e
+		}
+		return eq == (op == syntax.EQL), nil
+	}
+	return false, fmt.Errorf("%s %s %s not implemented", m.Type(), op, y.Type())
+}
+
+// maxDepth bounds nesting when converting, so a list containing itself is an
+// error rather than a hang.
+const maxDepth = 64
+
+// Data converts v, a value computed by a flow (a fn step's result, an input
+// default), to flow data: JSON-representable and deep-frozen, with dicts and
+// structs turned into [Map]s. Anything else is an error naming what it is.
+func Data(v starlark.Value) (starlark.Value, error) { return data(v, 0) }
+
+func data(v starlark.Value, depth int) (starlark.Value, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("value nested more than %d deep (is it cyclic?)", maxDepth)
+	}
+	switch x := v.(type) {
+	case starlark.NoneType, starlark.Bool, starlark.Int, starlark.String, *Map:
+		return v, nil
+	case starlark.Float:
+		if math.IsInf(float64(x), 0) || math.IsNaN(float64(x)) {
+			return nil, fmt.Errorf("float %v is not representable in JSON", x)
+		}
+		return v, nil
+	case *starlark.List:
+		elems := make([]starlark.Value, x.Len())
+		for i := range elems {
+			e, err := data(x.Index(i), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			elems[i] = e
+		}
+		l := starlark.NewList(elems)
+		l.Freeze()
+		return l, nil
+	case starlark.Tuple:
+		elems := make(starlark.Tuple, len(x))
+		for i := range x {
+			e, err := data(x[i], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			elems[i] = e
+		}
+		return elems, nil
+	case *starlark.Dict:
+		keys := make([]string, 0, x.Len())
+		vals := make([]starlark.Value, 0, x.Len())
+		for _, kv := range x.Items() {
+			k, ok := kv[0].(starlark.String)
+			if !ok {
+				return nil, fmt.Errorf("dict key %s is a %s, want string", kv[0], kv[0].Type())
+			}
+			e, err := data(kv[1], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			keys = append(keys, string(k))
+			vals = append(vals, e)
+		}
+		return NewMap(keys, vals), nil
+	case *starlarkstruct.Struct:
+		names := x.AttrNames()
+		vals := make([]starlark.Value, len(names))
+		for i, n := range names {
+			a, _ := x.Attr(n)
+			e, err := data(a, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			vals[i] = e
+		}
+		return NewMap(names, vals), nil
+	}
+	return nil, fmt.Errorf("a %s is not JSON-representable", v.Type())
+}
+
+// ToGo converts flow data to Go values for encoding/json: nil, bool, int64
+// (or json.Number for big ints), float64, string, []any, and [Object] for
+// mappings and structs (which keeps key order).
+func ToGo(v starlark.Value) (any, error) { return toGo(v, 0) }
+
+func toGo(v starlark.Value, depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("value nested more than %d deep", maxDepth)
+	}
+	switch x := v.(type) {
+	case nil, starlark.NoneType:
+		return nil, nil
+	case starlark.Bool:
+		return bool(x), nil
+	case starlark.Int:
+		if i, ok := x.Int64(); ok {
+			return i, nil
+		}
+		return json.Number(x.String()), nil
+	case starlark.Float:
+		f := float64(x)
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, fmt.Errorf("float %v is not representable in JSON", x)
+		}
+		return f, nil
+	case starlark.String:
+		return string(x), nil
+	case starlark.IterableMapping:
+		var obj Object
+		for _, kv := range x.Items() {
+			k, ok := kv[0].(starlark.String)
+			if !ok {
+				return nil, fmt.Errorf("dict key %s is a %s, want string", kv[0], kv[0].Type())
+			}
+			e, err := toGo(kv[1], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			obj = append(obj, Member{string(k), e})
+		}
+		return obj, nil
+	case starlark.Iterable:
+		out := []any{}
+		it := x.Iterate()
+		defer it.Done()
+		var e starlark.Value
+		for it.Next(&e) {
+			g, err := toGo(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, g)
+		}
+		return out, nil
+	case starlark.HasAttrs:
+		var obj Object
+		for _, n := range x.AttrNames() {
+			a, err := x.Attr(n)
+			if err != nil || a == nil {
+				continue
+			}
+			if _, isFn := a.(starlark.Callable); isFn {
+				continue
+			}
+			e, err := toGo(a, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			obj = append(obj, Member{n, e})
+		}
+		return obj, nil
+	}
+	return nil, fmt.Errorf("a %s is not JSON-representable", v.Type())
+}
+
+// Object is a JSON object that keeps its members in order.
+type Object []Member
+
+// Member is one name and value of an [Object].
+type Member struct {
+	Name  string
+	Value any
+}
+
+// MarshalJSON encodes the members in order.
+func (o Object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(m.Name)
+		b.Write(k)
+		b.WriteByte(':')
+		v, err := json.Marshal(m.Value)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// FromJSON decodes one JSON value into flow data, keeping object key order.
+func FromJSON(data []byte) (starlark.Value, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := decodeValue(dec, 0)
+	if err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("unexpected data after JSON value")
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, fmt.Errorf("unexpected data after JSON value")
+	}
+	return v, nil
+}
+
+func decodeValue(dec *json.Decoder, depth int) (starlark.Value, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("JSON nested more than %d deep", maxDepth)
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case nil:
+		return starlark.None, nil
+	case bool:
+		return starlark.Bool(t), nil
+	case string:
+		return starlark.String(t), nil
+	case json.Number:
+		return numberValue(string(t))
+	case json.Delim:
+		switch t {
+		case '[':
+			var elems []starlark.Value
+			for dec.More() {
+				e, err := decodeValue(dec, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				elems = append(elems, e)
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, err
+			}
+			l := starlark.NewList(elems)
+			l.Freeze()
+			return l, nil
+		case '{':
+			var keys []string
+			var vals []starlark.Value
+			seen := map[string]int{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				k := kt.(string)
+				v, err := decodeValue(dec, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				if i, dup := seen[k]; dup {
+					vals[i] = v
+					continue
+				}
+				seen[k] = len(keys)
+				keys = append(keys, k)
+				vals = append(vals, v)
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, err
+			}
+			return NewMap(keys, vals), nil
+		}
+	}
+	return nil, fmt.Errorf("unexpected JSON token %v", tok)
+}
+
+func numberValue(s string) (starlark.Value, error) {
+	if !strings.ContainsAny(s, ".eE") {
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return starlark.MakeInt64(i), nil
+		}
+		if b, ok := new(big.Int).SetString(s, 10); ok {
+			return starlark.MakeBigInt(b), nil
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return nil, err
+	}
+	return starlark.Float(f), nil
+}
+
+// FromGo converts a value decoded by encoding/json (or built in Go from
+// strings, numbers, slices and maps) into flow data.
+func FromGo(x any) (starlark.Value, error) {
+	b, err := json.Marshal(x)
+	if err != nil {
+		return nil, err
+	}
+	return FromJSON(b)
+}

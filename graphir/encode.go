@@ -418,4 +418,3 @@ func mermaidID(n *Node) string {
 func mermaidText(s string) string {
 	return strings.NewReplacer(`"`, "#quot;", "<", "#lt;", ">", "#gt;").Replace(s)
 }
-

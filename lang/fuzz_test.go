@@ -2,10 +2,10 @@ package lang
 
 import (
 	"fmt"
-	"time"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/skeinlang/skein/check"
 )

@@ -1,0 +1,774 @@
+package vm
+
+// This file is the deciding half of the VM: given the frozen graph and what
+// has happened (a step finished with this outcome, an iteration ended, the
+// run was interrupted), it decides what happens next: which steps become
+// ready, which are skipped, and when the run ends. It evaluates conditions
+// (pure Starlark on the run's one evaluation thread) but never waits:
+// processes, timers and child flows are exec.go's.
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
+)
+
+// frame is one activation of a scope: the top level of the run, one
+// iteration of a loop body, or one item of a map body. It holds the token
+// and record state of the steps of that scope.
+type frame struct {
+	scope  graphir.NodeID // graphir.None for the top level
+	kind   graphir.Kind   // KindLoop or KindMap for bodies
+	node   *graphir.Node  // the loop or map owning the body
+	parent *frame
+	states []nodeState // by Program.local index
+	ord    uint64      // creation order, the last tie-breaker of the ready queue
+	live   int         // tasks of this frame queued or running
+	dead   bool        // finished or cancelled: its tasks are dropped
+	exec   *execScope  // cancellation of its async work, made on first use
+
+	// Loop bodies.
+	iteration int
+	feedback  starlark.Value
+	history   []starlark.Value
+	loopVal   starlark.Value
+	// Map bodies.
+	itemVar string
+	item    starlark.Value
+	index   int
+	m       *mapRun
+
+	last    starlark.Value // output of the step that finished last in this frame
+	hasLast bool
+}
+
+// nodeState is the state of one step in one frame.
+type nodeState struct {
+	visits  int32
+	arrived int32 // forward in-edge tokens of the current generation
+	liveIn  int32 // of which live
+	fired   bool  // an OR-join already fired this generation
+	done    bool  // has completed in this frame
+	iter    int32 // the loop iteration of the completion
+	started int64 // when the current visit started, in Unix nanoseconds
+	value   starlark.Value
+}
+
+func (f *frame) state(r *run, id graphir.NodeID) *nodeState {
+	return &f.states[r.p.local[id]]
+}
+
+// frameFor returns the frame, among f and its parents, holding the state of
+// step n, or nil when n's scope is not on the way up (a body step read from
+// outside its body).
+func (f *frame) frameFor(n *graphir.Node) *frame {
+	for ; f != nil; f = f.parent {
+		if f.scope == n.Parent {
+			return f
+		}
+	}
+	return nil
+}
+
+// loopValue is what body steps see as `loop`.
+func (f *frame) loopValue() starlark.Value {
+	if f.loopVal == nil {
+		fb := f.feedback
+		if fb == nil {
+			fb = starlark.None
+		}
+		f.loopVal = stdlib.NewMap([]string{"iteration", "index", "feedback", "max_iterations"},
+			[]starlark.Value{starlark.MakeInt(f.iteration), starlark.MakeInt(f.iteration - 1), fb, starlark.MakeInt(f.node.MaxIterations)})
+	}
+	return f.loopVal
+}
+
+// scopePath locates the frame for events: ["polish#2", "per_file[3]"].
+func (f *frame) scopePath() []string {
+	var parts []string
+	for ; f != nil && f.scope != graphir.None; f = f.parent {
+		if f.kind == graphir.KindLoop {
+			parts = append(parts, fmt.Sprintf("%s#%d", f.node.Name, f.iteration))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s[%d]", f.node.Name, f.index))
+		}
+	}
+	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
+		parts[i], parts[j] = parts[j], parts[i]
+	}
+	return parts
+}
+
+// mapRun is the progress of one map step.
+type mapRun struct {
+	f       *frame // where the map step runs
+	n       *graphir.Node
+	items   []starlark.Value
+	outputs []starlark.Value
+	frames  []*frame // item frames still running
+	next    int
+	done    int
+}
+
+// outcome is how a step ended.
+type outcome struct {
+	ok        bool
+	value     starlark.Value // the output; for tasks also when they fail
+	err       string         // the failure's message
+	code      string         // the failure's code: "step_failed" unless e.g. "timeout"
+	task      bool           // value holds task fields
+	trunc     bool           // task output was cut to its tail
+	via       graphir.EdgeID // routers: the edge taken
+	child     *Result        // subflows: the child's run
+	stop      *graphir.Error // a hard stop of the whole run (subflow guards)
+	cancelled bool
+}
+
+// task is a step made ready in a frame, waiting in the ready queue.
+type task struct {
+	f   *frame
+	n   *graphir.Node
+	seq uint64
+}
+
+// readyQueue orders ready steps by readiness, then declaration order, then
+// frame creation (SPEC §5): a binary heap on a slice.
+type readyQueue []task
+
+func (q readyQueue) less(i, j int) bool {
+	a, b := &q[i], &q[j]
+	if a.seq != b.seq {
+		return a.seq < b.seq
+	}
+	if a.n.Decl != b.n.Decl {
+		return a.n.Decl < b.n.Decl
+	}
+	return a.f.ord < b.f.ord
+}
+
+func (q *readyQueue) push(t task) {
+	*q = append(*q, t)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (q *readyQueue) pop() task {
+	h := *q
+	t := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h[last] = task{}
+	h = h[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < len(h) && h.less(l, m) {
+			m = l
+		}
+		if r < len(h) && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return t
+}
+
+// newFrame makes the frame of a body of n (a loop or map) below f.
+func (r *run) newFrame(f *frame, n *graphir.Node) *frame {
+	r.frameOrd++
+	nf := &frame{scope: n.ID, kind: n.Kind, node: n, parent: f, ord: r.frameOrd,
+		states: make([]nodeState, len(r.p.scopes[n.ID]))}
+	if n.Kind == graphir.KindMap {
+		nf.itemVar = n.ItemVar
+	}
+	return nf
+}
+
+// ready queues step n in frame f.
+func (r *run) ready(f *frame, n *graphir.Node) {
+	f.live++
+	r.queue.push(task{f: f, n: n, seq: r.seq})
+}
+
+// enter starts a step taken from the ready queue.
+func (r *run) enter(t task) {
+	f, n := t.f, t.n
+	st := f.state(r, n.ID)
+	if bound := r.g.VisitBound(n); bound > 0 && int(st.visits) >= bound {
+		r.stop(&graphir.Error{Code: "max_visits_exceeded", Step: n.Name,
+			Msg: fmt.Sprintf("step %q: max_visits %d exceeded", n.Name, bound)})
+		return
+	}
+	st.visits++
+	rec := r.recs[n.ID]
+	rec.Visits++
+	rec.Status = StepRunning
+	r.pathAdd(n.Name)
+	st.started = r.now().UnixNano()
+	if r.events {
+		r.emit(Event{Type: StepStarted, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: int(st.visits)})
+	}
+	switch n.Kind {
+	case graphir.KindNoop:
+		r.finish(f, n, &outcome{ok: true, value: starlark.None})
+	case graphir.KindFn:
+		r.callFn(f, n, 1)
+	case graphir.KindRouter:
+		r.route(f, n)
+	case graphir.KindLoop:
+		lf := r.newFrame(f, n)
+		lf.iteration = 1
+		r.startIteration(lf)
+	case graphir.KindMap:
+		r.startMap(f, n)
+	case graphir.KindTask, graphir.KindShell:
+		spec, err := r.taskSpec(f, n)
+		if err != nil {
+			r.evalFailed(n, "", err)
+			return
+		}
+		r.launch(f, n, func(s *execScope) *outcome { return runTask(s.ctx, spec, r.retryEmitter(f, n)) })
+	case graphir.KindSubflow:
+		r.startSubflow(f, n)
+	}
+}
+
+// finish records how step n ended in frame f and follows its edges.
+func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
+	r.seq++
+	st := f.state(r, n.ID)
+	st.done, st.iter = true, int32(f.iteration)
+	st.value = outcomeValue(o)
+	r.values[n.ID] = st.value
+	rec := r.recs[n.ID]
+	rec.Output, rec.Error, rec.Code, rec.Truncated = o.value, o.err, "", o.trunc
+	var took time.Duration
+	if st.started != 0 {
+		took = time.Duration(r.now().UnixNano() - st.started)
+		rec.Duration += took
+	}
+	if o.child != nil {
+		rec.Child = o.child
+	}
+	if o.ok {
+		rec.Status = StepSucceeded
+	} else {
+		rec.Status = StepFailed
+		rec.Code = o.code
+	}
+	if f.scope != graphir.None {
+		f.last, f.hasLast = o.value, true
+	}
+	if r.events {
+		ev := Event{Type: StepFinished, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: int(st.visits),
+			Status: string(rec.Status), Duration: took, Output: o.value}
+		if !o.ok {
+			ev.Code, ev.Error = o.code, o.err
+		}
+		r.emit(ev)
+	}
+	r.follow(f, n, o)
+	f.live--
+	r.settle(f)
+}
+
+// follow sends tokens along the out-edges of n after it ended with o.
+func (r *run) follow(f *frame, n *graphir.Node, o *outcome) {
+	if r.over {
+		return
+	}
+	fired, matching := 0, false
+	for _, eid := range n.Out {
+		e := r.g.Edges[eid]
+		var live bool
+		switch {
+		case n.Kind == graphir.KindRouter:
+			live = eid == o.via
+		case !e.On.Matches(o.ok):
+		case e.When == nil:
+			matching, live = true, true
+		default:
+			matching = true
+			v, err := r.evalCond(f, n, e.When)
+			if err != nil {
+				r.work = r.work[:0]
+				r.evalFailed(n, "when condition "+quoteExpr(e.When), err)
+				return
+			}
+			live = v
+		}
+		if live {
+			fired++
+		}
+		r.work = append(r.work, arrival{e: e, live: live})
+	}
+	r.flush(f)
+	if r.over || fired > 0 {
+		return
+	}
+	switch {
+	case f.scope != graphir.None && !matching && o.ok:
+		// A body step with nowhere to go: the iteration's work on this
+		// branch is done.
+	case f.scope != graphir.None && !matching:
+		r.bodyFailed(f, n, o)
+	case !o.ok:
+		code := o.code
+		if code == "" || code == "step_failed" {
+			code = "step_failed"
+		}
+		r.stop(&graphir.Error{Code: code, Step: n.Name, Msg: fmt.Sprintf("step %q failed: %s", n.Name, o.err)})
+	case matching:
+		r.stop(&graphir.Error{Code: "no_route", Step: n.Name, Msg: fmt.Sprintf("step %q succeeded but none of its edges' conditions held", n.Name)})
+	default:
+		r.stop(&graphir.Error{Code: "no_route", Step: n.Name, Msg: fmt.Sprintf("step %q succeeded but has no edge to follow on success", n.Name)})
+	}
+}
+
+// arrival is a token on its way along an edge.
+type arrival struct {
+	e    *graphir.Edge
+	live bool
+}
+
+// flush delivers pending tokens in frame f, and those the skips they cause
+// send on. It works from a list rather than recursing, so a long chain of
+// skipped steps cannot overflow the stack.
+func (r *run) flush(f *frame) {
+	for i := 0; i < len(r.work) && !r.over; i++ {
+		a := r.work[i]
+		r.arrive(f, a.e, a.live)
+	}
+	r.work = r.work[:0]
+}
+
+// arrive delivers one token along e into frame f.
+func (r *run) arrive(f *frame, e *graphir.Edge, live bool) {
+	switch e.To {
+	case graphir.End:
+		if live {
+			r.reachEnd(f, e)
+		}
+		return
+	case graphir.Abort:
+		if live {
+			from := r.g.Nodes[e.From]
+			r.stop(&graphir.Error{Code: "aborted", Step: from.Name, Msg: fmt.Sprintf("step %q routed the run to ABORT", from.Name)})
+		}
+		return
+	}
+	to := r.g.Nodes[e.To]
+	if e.Back {
+		if live {
+			r.ready(f, to)
+		}
+		return
+	}
+	st := f.state(r, to.ID)
+	st.arrived++
+	if live {
+		st.liveIn++
+		if to.Join == graphir.JoinOr && !st.fired {
+			st.fired = true
+			r.ready(f, to)
+		}
+	}
+	if st.arrived < r.p.fwdIn[to.ID] {
+		return
+	}
+	// Every forward in-edge has delivered its token for this generation.
+	fire := st.liveIn > 0 && to.Join == graphir.JoinAnd
+	skip := st.liveIn == 0
+	st.arrived, st.liveIn, st.fired = 0, 0, false
+	switch {
+	case fire:
+		r.ready(f, to)
+	case skip:
+		r.skip(f, to)
+	}
+}
+
+// skip prunes step n: it will not run on this path, and neither will what
+// only it leads to (dead-path elimination).
+func (r *run) skip(f *frame, n *graphir.Node) {
+	rec := r.recs[n.ID]
+	if rec.Status == StepNotRun {
+		rec.Status = StepSkipped
+	}
+	if r.events {
+		r.emit(Event{Type: StepPruned, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String()})
+	}
+	for _, eid := range n.Out {
+		if e := r.g.Edges[eid]; !e.Back {
+			r.work = append(r.work, arrival{e: e, live: false})
+		}
+	}
+}
+
+// settle ends the frames that have nothing left to do: an iteration of a
+// loop body, or an item of a map.
+func (r *run) settle(f *frame) {
+	if r.over || f.live > 0 || f.dead || f.scope == graphir.None {
+		return
+	}
+	switch f.kind {
+	case graphir.KindLoop:
+		r.iterationDone(f)
+	case graphir.KindMap:
+		r.itemDone(f)
+	}
+}
+
+// bodyFailed ends the body frame f because step n failed with no failure
+// edge: the loop or map owning it fails.
+func (r *run) bodyFailed(f *frame, n *graphir.Node, o *outcome) {
+	owner := f.node
+	f.dead = true
+	f.cancelExec()
+	var msg string
+	if f.kind == graphir.KindLoop {
+		msg = fmt.Sprintf("iteration %d: step %q failed: %s", f.iteration, n.Name, o.err)
+		r.recs[owner.ID].Iterations = f.iteration
+	} else {
+		m := f.m
+		for _, other := range m.frames {
+			if other != f && !other.dead {
+				other.dead = true
+				other.cancelExec()
+			}
+		}
+		m.frames = nil
+		msg = fmt.Sprintf("item %d (%s): step %q failed: %s", f.index, shortValue(f.item), n.Name, o.err)
+		r.recs[owner.ID].Items = len(m.items)
+	}
+	code := o.code
+	if code == "" {
+		code = "step_failed"
+	}
+	r.finish(f.parent, owner, &outcome{ok: false, value: starlark.None, err: msg, code: code})
+}
+
+func shortValue(v starlark.Value) string {
+	s := v.String()
+	if len(s) > 40 {
+		s = s[:37] + "..."
+	}
+	return s
+}
+
+// reachEnd ends the run successfully: a live token reached END.
+func (r *run) reachEnd(f *frame, e *graphir.Edge) {
+	var out starlark.Value = starlark.None
+	if r.g.Output != nil {
+		v, err := r.eval(f, nil, r.g.Output)
+		if err != nil {
+			r.evalFailed(nil, "flow output "+quoteExpr(r.g.Output), err)
+			return
+		}
+		d, err := stdlib.Data(v)
+		if err != nil {
+			r.stop(&graphir.Error{Code: "expr_error", Msg: fmt.Sprintf("flow output %s: %v", quoteExpr(r.g.Output), err)})
+			return
+		}
+		out = d
+	} else if from := r.g.Nodes[e.From]; from.IsStep() {
+		if st := f.state(r, from.ID); st.done {
+			out = r.recs[from.ID].Output
+		}
+	}
+	r.res.Output = out
+	r.end(Succeeded, nil)
+}
+
+// stop ends the run with an error.
+func (r *run) stop(err *graphir.Error) {
+	r.end(Failed, err)
+}
+
+// end marks the run over; the driver then stops what is still running.
+func (r *run) end(s Status, err *graphir.Error) {
+	if r.over {
+		return
+	}
+	r.over = true
+	r.res.Status = s
+	r.res.Error = err
+	r.stopExec()
+}
+
+// evalFailed stops the run because evaluating something for step n (or the
+// flow, when n is nil) failed: dependency_unmet if it read a step that has
+// not completed, else expr_error. A cancelled evaluation is left to the
+// driver, which is already stopping the run.
+func (r *run) evalFailed(n *graphir.Node, what string, err error) {
+	if r.ctx.Err() != nil {
+		return
+	}
+	name := ""
+	subject := "flow " + r.g.Name
+	if n != nil {
+		name = n.Name
+		subject = fmt.Sprintf("step %q", n.Name)
+	}
+	if what != "" {
+		subject += ": " + what
+	}
+	var unmet *unmetError
+	if errors.As(err, &unmet) {
+		r.stop(&graphir.Error{Code: "dependency_unmet", Step: name,
+			Msg: fmt.Sprintf("%s reads %q, which has not completed on the path taken", subject, unmet.step)})
+		return
+	}
+	var ge *graphir.Error
+	if errors.As(err, &ge) && ge.Code != "" {
+		r.stop(ge)
+		return
+	}
+	r.stop(&graphir.Error{Code: "expr_error", Step: name, Msg: fmt.Sprintf("%s: %s", subject, evalMessage(err))})
+}
+
+// evalMessage is the message of an evaluation error without Starlark's
+// backtrace.
+func evalMessage(err error) string {
+	var ee *starlark.EvalError
+	if errors.As(err, &ee) {
+		msg := ee.Msg
+		if strings.Contains(msg, "too many steps") {
+			return "evaluation exceeded its step budget"
+		}
+		return msg
+	}
+	return err.Error()
+}
+
+func quoteExpr(x *graphir.Expr) string {
+	if x.User {
+		return x.String()
+	}
+	return fmt.Sprintf("%q", x.Src)
+}
+
+// evalCond evaluates a condition strictly: it must give a bool.
+func (r *run) evalCond(f *frame, self *graphir.Node, x *graphir.Expr) (bool, error) {
+	v, err := r.eval(f, self, x)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.(starlark.Bool)
+	if !ok {
+		return false, fmt.Errorf("a condition must be True or False, got %s %s", v.Type(), shortValue(v))
+	}
+	return bool(b), nil
+}
+
+// route picks the one branch a router takes.
+func (r *run) route(f *frame, n *graphir.Node) {
+	var label string
+	via := graphir.EdgeID(-1)
+	if n.By != nil {
+		v, err := r.eval(f, n, n.By)
+		if err != nil {
+			r.evalFailed(n, "by "+quoteExpr(n.By), err)
+			return
+		}
+		s, ok := v.(starlark.String)
+		if !ok {
+			r.stop(&graphir.Error{Code: "expr_error", Step: n.Name,
+				Msg: fmt.Sprintf("router %q: by %s must give a string label, got %s %s", n.Name, quoteExpr(n.By), v.Type(), shortValue(v))})
+			return
+		}
+		label = string(s)
+		for _, rt := range n.Routes {
+			if rt.Label == label {
+				via = rt.Target.Edge
+				break
+			}
+		}
+	} else {
+		for i, c := range n.Cases {
+			ok, err := r.evalCond(f, n, c.When)
+			if err != nil {
+				r.evalFailed(n, fmt.Sprintf("case %d %s", i, quoteExpr(c.When)), err)
+				return
+			}
+			if ok {
+				via = c.Target.Edge
+				label = r.g.Nodes[c.Target.ID].Name
+				break
+			}
+		}
+	}
+	if via < 0 && n.Default != nil {
+		via = n.Default.Edge
+		if label == "" {
+			label = r.g.Nodes[n.Default.ID].Name
+		}
+	}
+	if via < 0 {
+		msg := fmt.Sprintf("router %q: no case held and there is no default", n.Name)
+		if n.By != nil {
+			msg = fmt.Sprintf("router %q: no route for label %q and there is no default", n.Name, label)
+		}
+		r.stop(&graphir.Error{Code: "no_route", Step: n.Name, Msg: msg})
+		return
+	}
+	r.finish(f, n, &outcome{ok: true, value: starlark.String(label), via: via})
+}
+
+// startIteration runs the body of a loop once more in frame lf.
+func (r *run) startIteration(lf *frame) {
+	for i := range lf.states {
+		lf.states[i].visits, lf.states[i].arrived, lf.states[i].liveIn, lf.states[i].fired = 0, 0, 0, false
+	}
+	lf.last, lf.hasLast, lf.loopVal = starlark.None, false, nil
+	r.ready(lf, r.g.Nodes[lf.node.Body[0]])
+}
+
+// iterationDone asks until whether the loop of frame lf is done, and
+// either starts the next iteration or finishes the loop.
+func (r *run) iterationDone(lf *frame) {
+	n := lf.node
+	out := lf.last
+	if out == nil {
+		out = starlark.None
+	}
+	stop, reason, err := r.callUntil(lf, out)
+	if err != nil {
+		if r.ctx.Err() == nil {
+			r.stop(&graphir.Error{Code: "until_error", Step: n.Name, Msg: fmt.Sprintf("loop %q: until: %s", n.Name, evalMessage(err))})
+		}
+		return
+	}
+	lf.history = append(lf.history, out)
+	if r.events {
+		ev := Event{Type: LoopIteration, Scope: lf.parent.scopePath(), Step: n.Name, Kind: "loop", Index: lf.iteration, Stop: stop}
+		if s, ok := reason.(starlark.String); ok {
+			ev.Message = string(s)
+		}
+		r.emit(ev)
+	}
+	rec := r.recs[n.ID]
+	if stop || lf.iteration >= n.MaxIterations {
+		rec.Iterations, rec.Exhausted = lf.iteration, !stop
+		lf.dead = true
+		lf.cancelExec()
+		r.finish(lf.parent, n, &outcome{ok: true, value: out})
+		return
+	}
+	lf.feedback = reason
+	lf.iteration++
+	rec.Iterations = lf.iteration
+	r.startIteration(lf)
+}
+
+// startMap evaluates a map's list and starts its first items.
+func (r *run) startMap(f *frame, n *graphir.Node) {
+	v, err := r.eval(f, n, n.Over)
+	if err != nil {
+		r.evalFailed(n, "over "+quoteExpr(n.Over), err)
+		return
+	}
+	seq, ok := v.(starlark.Iterable)
+	if _, isStr := v.(starlark.String); !ok || isStr {
+		r.stop(&graphir.Error{Code: "expr_error", Step: n.Name,
+			Msg: fmt.Sprintf("map %q: over %s must give a list, got %s %s", n.Name, quoteExpr(n.Over), v.Type(), shortValue(v))})
+		return
+	}
+	var items []starlark.Value
+	it := seq.Iterate()
+	var x starlark.Value
+	for it.Next(&x) {
+		d, err := stdlib.Data(x)
+		if err != nil {
+			it.Done()
+			r.stop(&graphir.Error{Code: "expr_error", Step: n.Name, Msg: fmt.Sprintf("map %q: item %d: %v", n.Name, len(items), err)})
+			return
+		}
+		items = append(items, d)
+	}
+	it.Done()
+	m := &mapRun{f: f, n: n, items: items, outputs: make([]starlark.Value, len(items))}
+	r.recs[n.ID].Items = len(items)
+	if len(items) == 0 {
+		r.finish(f, n, &outcome{ok: true, value: frozenList(nil)})
+		return
+	}
+	for len(m.frames) < n.Concurrency && m.next < len(items) {
+		r.startItem(m)
+	}
+}
+
+// startItem starts the next item of map m in a frame of its own.
+func (r *run) startItem(m *mapRun) {
+	itf := r.newFrame(m.f, m.n)
+	itf.m, itf.index, itf.item = m, m.next, m.items[m.next]
+	m.next++
+	m.frames = append(m.frames, itf)
+	r.ready(itf, r.g.Nodes[m.n.Body[0]])
+}
+
+// itemDone records the output of a finished map item and starts the next,
+// or finishes the map.
+func (r *run) itemDone(itf *frame) {
+	m := itf.m
+	itf.dead = true
+	itf.cancelExec()
+	out := itf.last
+	if !itf.hasLast || out == nil {
+		out = starlark.None
+	}
+	m.outputs[itf.index] = out
+	m.done++
+	for i, x := range m.frames {
+		if x == itf {
+			m.frames = append(m.frames[:i], m.frames[i+1:]...)
+			break
+		}
+	}
+	if r.events {
+		r.emit(Event{Type: MapItem, Scope: itf.parent.scopePath(), Step: m.n.Name, Kind: "map", Index: itf.index, Output: out})
+	}
+	if m.done == len(m.items) {
+		r.finish(m.f, m.n, &outcome{ok: true, value: frozenList(m.outputs)})
+		return
+	}
+	if m.next < len(m.items) {
+		r.seq++
+		r.startItem(m)
+	}
+}
+
+func frozenList(elems []starlark.Value) *starlark.List {
+	l := starlark.NewList(elems)
+	l.Freeze()
+	return l
+}
+
+// pathAdd appends a started step to the run's path, keeping the latest
+// MaxPath entries.
+func (r *run) pathAdd(name string) {
+	r.res.PathTotal++
+	if len(r.path) < r.opts.MaxPath {
+		r.path = append(r.path, name)
+		return
+	}
+	r.path[r.pathNext] = name
+	r.pathNext = (r.pathNext + 1) % len(r.path)
+}

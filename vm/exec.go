@@ -1,0 +1,646 @@
+package vm
+
+// This file is the doing half of the VM: the driver loop that hands ready
+// steps to executors and feeds their completions back to core.go, the
+// evaluation of Starlark (conditions, templates, fn steps, until functions)
+// on the run's thread, and child flows.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
+)
+
+// run is the state of one run of a Program.
+type run struct {
+	p      *Program
+	g      *graphir.Graph
+	opts   Options
+	ctx    context.Context // the caller's, with the flow timeout
+	events bool
+
+	// execCtx is the parent of every piece of async work; stopExec
+	// cancels it when the run ends.
+	execCtx  context.Context
+	stopExec context.CancelFunc
+
+	inputs *stdlib.Map
+	res    *Result
+	recs   []*StepRecord    // by node id; nil for sentinels
+	values []starlark.Value // by node id: the latest value expressions see
+
+	root     *frame
+	queue    readyQueue
+	seq      uint64
+	frameOrd uint64
+	work     []arrival
+	over     bool
+
+	running int              // async work in flight, retry timers included
+	done    chan *completion // async work reports here
+	timers  map[*time.Timer]bool
+
+	thread *starlark.Thread // every evaluation runs here, on the driver goroutine
+	cur    *StepRecord      // the fn step print() writes to
+
+	path     []string
+	pathNext int
+	now      func() time.Time
+}
+
+// completion is what async work reports to the driver.
+type completion struct {
+	f     *frame
+	n     *graphir.Node
+	o     *outcome
+	retry int // >0: a fn step's retry timer fired; run this attempt
+	timer *time.Timer
+}
+
+// execScope is the cancellation of a frame's async work.
+type execScope struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// execScope returns the frame's scope for async work, making it (and its
+// parents') on first use.
+func (f *frame) execScope(r *run) *execScope {
+	if f.exec == nil {
+		parent := r.execCtx
+		if f.parent != nil {
+			parent = f.parent.execScope(r).ctx
+		}
+		ctx, cancel := context.WithCancel(parent)
+		f.exec = &execScope{ctx: ctx, cancel: cancel}
+	}
+	return f.exec
+}
+
+func (f *frame) cancelExec() {
+	if f.exec != nil {
+		f.exec.cancel()
+	}
+}
+
+var errFlowTimeout = errors.New("flow timeout")
+
+// Run runs the program with bound inputs (see [BindInputs]).
+func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Result {
+	opts.defaults()
+	g := p.g
+	r := &run{p: p, g: g, opts: opts, inputs: inputs, events: opts.OnEvent != nil,
+		done: make(chan *completion, 16), timers: map[*time.Timer]bool{}, now: time.Now}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = g.Timeout
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errFlowTimeout)
+		defer cancel()
+	}
+	r.ctx = ctx
+	r.execCtx, r.stopExec = context.WithCancel(ctx)
+	defer r.stopExec()
+	r.thread = &starlark.Thread{Name: "skein run"}
+	r.thread.Print = r.print
+	defer context.AfterFunc(ctx, func() { r.thread.Cancel("cancelled") })()
+
+	r.res = &Result{RunID: newRunID(), Flow: g.Name, File: g.File, Inputs: inputs, Started: r.now()}
+	r.recs = make([]*StepRecord, len(g.Nodes))
+	r.values = make([]starlark.Value, len(g.Nodes))
+	r.res.Steps = make([]*StepRecord, 0, len(g.Nodes)-3)
+	for _, n := range g.Steps() {
+		rec := &StepRecord{Name: n.Name, Kind: n.Kind, Status: StepNotRun}
+		r.recs[n.ID] = rec
+		r.res.Steps = append(r.res.Steps, rec)
+	}
+	r.root = &frame{scope: graphir.None, states: make([]nodeState, len(p.scopes[graphir.None]))}
+	if r.events {
+		r.emit(Event{Type: RunStarted, RunID: r.res.RunID, FlowName: g.Name})
+	}
+
+	if len(g.Steps()) == 0 {
+		r.res.Output = starlark.None
+		r.end(Succeeded, nil)
+	} else {
+		r.seq++
+		r.follow(r.root, g.Nodes[graphir.Start], &outcome{ok: true, value: starlark.None})
+	}
+	r.drive()
+	r.drain()
+
+	res := r.res
+	res.Duration = r.now().Sub(res.Started)
+	if len(r.path) == r.opts.MaxPath && r.pathNext > 0 {
+		res.Path = append(append([]string(nil), r.path[r.pathNext:]...), r.path[:r.pathNext]...)
+	} else {
+		res.Path = r.path
+	}
+	if res.Path == nil {
+		res.Path = []string{}
+	}
+	if res.Output == nil {
+		res.Output = starlark.None
+	}
+	if r.events {
+		ev := Event{Type: RunFinished, RunID: res.RunID, FlowName: g.Name, Status: string(res.Status), Duration: res.Duration, Output: res.Output}
+		if res.Error != nil {
+			ev.Code, ev.Error, ev.Step = res.Error.Code, res.Error.Msg, res.Error.Step
+		}
+		r.emit(ev)
+	}
+	return res
+}
+
+// drive is the driver loop: start what is ready, wait for async work or
+// an interruption, feed outcomes back to the core.
+func (r *run) drive() {
+	for !r.over {
+		r.dispatch()
+		if r.over {
+			break
+		}
+		if r.running == 0 && len(r.queue) == 0 {
+			r.stop(&graphir.Error{Code: "no_route", Msg: "the run ended without reaching END: every remaining path was pruned"})
+			break
+		}
+		select {
+		case c := <-r.done:
+			r.running--
+			r.completed(c)
+		case <-r.ctx.Done():
+			r.interrupted()
+		}
+	}
+}
+
+// dispatch starts ready steps in queue order while there is room. With
+// Parallel == 1 nothing starts while anything runs, so the order of SPEC §5
+// is exact.
+func (r *run) dispatch() {
+	for len(r.queue) > 0 && !r.over {
+		if r.opts.Parallel == 1 && r.running > 0 {
+			return
+		}
+		t := r.queue[0]
+		if t.f.dead {
+			r.queue.pop()
+			continue
+		}
+		if isAsync(t.n) && r.running >= r.opts.Parallel {
+			return
+		}
+		r.queue.pop()
+		if r.ctx.Err() != nil {
+			r.interrupted()
+			return
+		}
+		r.enter(t)
+	}
+}
+
+func isAsync(n *graphir.Node) bool {
+	switch n.Kind {
+	case graphir.KindTask, graphir.KindShell, graphir.KindSubflow:
+		return true
+	}
+	return false
+}
+
+// completed feeds finished async work back to the core.
+func (r *run) completed(c *completion) {
+	if c.timer != nil {
+		delete(r.timers, c.timer)
+	}
+	if r.over || c.f.dead {
+		if rec := r.recs[c.n.ID]; rec.Status == StepRunning {
+			rec.Status = StepCancelled
+			if c.o != nil && c.o.child != nil {
+				rec.Child = c.o.child
+			}
+		}
+		return
+	}
+	if c.retry > 0 {
+		r.callFn(c.f, c.n, c.retry)
+		return
+	}
+	if c.o.stop != nil {
+		r.stop(c.o.stop)
+		return
+	}
+	if c.o.cancelled {
+		// Cancelled without the run or frame ending: only the caller's
+		// context does that, and the driver sees it next.
+		r.interrupted()
+		return
+	}
+	r.finish(c.f, c.n, c.o)
+}
+
+// interrupted ends the run because its context is done: the flow timeout,
+// or the caller cancelling.
+func (r *run) interrupted() {
+	if r.over || r.ctx.Err() == nil {
+		return
+	}
+	if context.Cause(r.ctx) == errFlowTimeout {
+		timeout := r.opts.Timeout
+		if timeout == 0 {
+			timeout = r.g.Timeout
+		}
+		r.stop(&graphir.Error{Code: "flow_timeout", Msg: fmt.Sprintf("flow %s did not finish within its timeout of %s", r.g.Name, timeout)})
+		return
+	}
+	r.end(Cancelled, &graphir.Error{Code: "cancelled", Msg: "the run was cancelled"})
+}
+
+// drain stops whatever still runs after the run ended and waits for it, so
+// no process or goroutine outlives the run.
+func (r *run) drain() {
+	r.stopExec()
+	for t := range r.timers {
+		if t.Stop() {
+			r.running--
+			delete(r.timers, t)
+		}
+	}
+	for r.running > 0 {
+		c := <-r.done
+		r.running--
+		r.completed(c)
+	}
+	for _, rec := range r.recs {
+		if rec != nil && rec.Status == StepRunning {
+			rec.Status = StepCancelled
+		}
+	}
+}
+
+// launch runs work for step n on its own goroutine.
+func (r *run) launch(f *frame, n *graphir.Node, work func(s *execScope) *outcome) {
+	s := f.execScope(r)
+	r.running++
+	go func() {
+		r.done <- &completion{f: f, n: n, o: work(s)}
+	}()
+}
+
+func (r *run) emit(ev Event) {
+	ev.Time = r.now()
+	ev.Flow = r.opts.prefix
+	r.opts.OnEvent(ev)
+}
+
+// retryEmitter reports the retries of async work (from its goroutine).
+func (r *run) retryEmitter(f *frame, n *graphir.Node) func(attempt int, err string) {
+	if !r.events {
+		return func(int, string) {}
+	}
+	scope := f.scopePath()
+	return func(attempt int, err string) {
+		r.emit(Event{Type: StepRetrying, Scope: scope, Step: n.Name, Kind: n.Kind.String(), Attempt: attempt, Error: err})
+	}
+}
+
+// print implements print() for fn steps: lines go to the step's record
+// and to the event stream.
+func (r *run) print(_ *starlark.Thread, msg string) {
+	rec := r.cur
+	if rec == nil {
+		return
+	}
+	if len(rec.Log) < maxLog {
+		rec.Log = append(rec.Log, msg)
+	}
+	if r.events {
+		r.emit(Event{Type: StepLog, Step: rec.Name, Kind: rec.Kind.String(), Message: msg})
+	}
+}
+
+// evalThread readies the run's thread for one evaluation: a fresh step
+// budget, and no leftover cancellation unless the run is being stopped.
+func (r *run) evalThread() *starlark.Thread {
+	th := r.thread
+	if r.ctx.Err() == nil {
+		th.Uncancel()
+	}
+	th.Steps = 0
+	th.SetMaxExecutionSteps(r.opts.EvalSteps)
+	return th
+}
+
+// eval evaluates an expression or function of r for step self in frame f.
+func (r *run) eval(f *frame, self *graphir.Node, x *graphir.Expr) (starlark.Value, error) {
+	return starlark.Call(r.evalThread(), x.Func, starlark.Tuple{&view{r: r, f: f, self: self}}, nil)
+}
+
+// callFn runs attempt number attempt of fn step n.
+func (r *run) callFn(f *frame, n *graphir.Node, attempt int) {
+	th := r.evalThread()
+	r.cur = r.recs[n.ID]
+	var timer *time.Timer
+	if n.Timeout > 0 {
+		timer = time.AfterFunc(n.Timeout, func() { th.Cancel("timeout") })
+	}
+	out, err := starlark.Call(th, n.Fn, starlark.Tuple{&view{r: r, f: f, self: n}}, nil)
+	if timer != nil {
+		timer.Stop()
+	}
+	r.cur = nil
+	if err == nil {
+		if out, err = stdlib.Data(out); err != nil {
+			err = fmt.Errorf("returned a value that is not flow data: %v", err)
+		}
+	}
+	if err == nil {
+		r.finish(f, n, &outcome{ok: true, value: out})
+		return
+	}
+	if r.ctx.Err() != nil {
+		return // the driver is stopping the run
+	}
+	var unmet *unmetError
+	if errors.As(err, &unmet) {
+		r.evalFailed(n, "", err)
+		return
+	}
+	msg, code := evalMessage(err), "step_failed"
+	if strings.Contains(msg, "cancelled: timeout") {
+		msg, code = fmt.Sprintf("timed out after %s", n.Timeout), "timeout"
+	} else if strings.Contains(msg, "step budget") {
+		msg = fmt.Sprintf("exceeded its step budget of %d steps", r.opts.EvalSteps)
+	}
+	if attempt <= n.Retries {
+		if r.events {
+			r.emit(Event{Type: StepRetrying, Scope: f.scopePath(), Step: n.Name, Kind: "fn", Attempt: attempt + 1, Error: msg})
+		}
+		c := &completion{f: f, n: n, retry: attempt + 1}
+		r.running++
+		c.timer = time.AfterFunc(backoff(n.Backoff, attempt), func() { r.done <- c })
+		r.timers[c.timer] = true
+		return
+	}
+	r.finish(f, n, &outcome{ok: false, value: starlark.None, err: msg, code: code})
+}
+
+// backoff is the delay before retry number attempt: base doubled after
+// each failure, capped at an hour.
+func backoff(base time.Duration, attempt int) time.Duration {
+	d := base
+	for i := 1; i < attempt && d < time.Hour; i++ {
+		d *= 2
+	}
+	return min(d, time.Hour)
+}
+
+// callUntil asks a loop's until function whether to stop after the
+// iteration of frame lf that produced out.
+func (r *run) callUntil(lf *frame, out starlark.Value) (stop bool, reason starlark.Value, err error) {
+	n := lf.node
+	var keys []string
+	var vals []starlark.Value
+	for _, id := range r.p.scopes[n.ID] {
+		if st := lf.state(r, id); st.done && int(st.iter) == lf.iteration {
+			keys = append(keys, r.g.Nodes[id].Name)
+			vals = append(vals, st.value)
+		}
+	}
+	feedback := lf.feedback
+	if feedback == nil {
+		feedback = starlark.None
+	}
+	it := stdlib.NewMap(
+		[]string{"index", "iteration", "output", "result", "history", "feedback", "max_iterations", "is_last", "inputs"},
+		[]starlark.Value{starlark.MakeInt(lf.iteration - 1), starlark.MakeInt(lf.iteration), out,
+			stdlib.NewMap(keys, vals), history{elems: lf.history[:len(lf.history):len(lf.history)]}, feedback,
+			starlark.MakeInt(n.MaxIterations), starlark.Bool(lf.iteration >= n.MaxIterations), r.inputs})
+	v, err := starlark.Call(r.evalThread(), n.Until, starlark.Tuple{it}, nil)
+	if err != nil {
+		return false, nil, err
+	}
+	switch v := v.(type) {
+	case starlark.Bool:
+		return bool(v), starlark.None, nil
+	case starlark.Tuple:
+		if b, ok := v[0].(starlark.Bool); ok && len(v) == 2 {
+			reason, err := stdlib.Data(v[1])
+			if err != nil {
+				return false, nil, fmt.Errorf("reason: %v", err)
+			}
+			return bool(b), reason, nil
+		}
+	}
+	return false, nil, fmt.Errorf("must return True, False or (stop, reason), got %s %s", v.Type(), shortValue(v))
+}
+
+// render evaluates a template for step n in frame f. Strings are inserted
+// as they are, other values as JSON.
+func (r *run) render(f *frame, n *graphir.Node, t *graphir.Template) (string, error) {
+	if len(t.Parts) == 1 && t.Parts[0].X == nil {
+		return t.Parts[0].Lit, nil
+	}
+	var b strings.Builder
+	for _, part := range t.Parts {
+		if part.X == nil {
+			b.WriteString(part.Lit)
+			continue
+		}
+		v, err := r.eval(f, n, part.X)
+		if err != nil {
+			return "", &templateError{x: part.X, err: err}
+		}
+		s, err := text(v)
+		if err != nil {
+			return "", &templateError{x: part.X, err: err}
+		}
+		b.WriteString(s)
+	}
+	return b.String(), nil
+}
+
+type templateError struct {
+	x   *graphir.Expr
+	err error
+}
+
+func (e *templateError) Error() string {
+	return fmt.Sprintf("template {{ %s }}: %s", e.x.Src, evalMessage(e.err))
+}
+func (e *templateError) Unwrap() error { return e.err }
+
+// text converts a template value to the text inserted.
+func text(v starlark.Value) (string, error) {
+	if s, ok := v.(starlark.String); ok {
+		return string(s), nil
+	}
+	g, err := stdlib.ToGo(v)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(g)
+	return string(b), err
+}
+
+// taskSpec renders everything a task or shell step needs to start.
+func (r *run) taskSpec(f *frame, n *graphir.Node) (*procSpec, error) {
+	s := &procSpec{dir: r.p.dir, env: r.opts.Env, timeout: n.Timeout, retries: n.Retries, backoff: n.Backoff,
+		grace: r.opts.KillGrace, maxOut: r.opts.MaxOutput}
+	if n.Kind == graphir.KindShell {
+		s.argv = []string{"/bin/sh", "-c", n.Shell.Src}
+	} else {
+		s.argv = make([]string, len(n.Argv))
+		for i, t := range n.Argv {
+			a, err := r.render(f, n, t)
+			if err != nil {
+				return nil, err
+			}
+			s.argv[i] = a
+		}
+		if s.argv[0] == "" {
+			return nil, fmt.Errorf("the command (run[0]) is empty")
+		}
+	}
+	if len(n.Env) > 0 {
+		s.env = append([]string(nil), r.opts.Env...)
+		for _, e := range n.Env {
+			v, err := r.render(f, n, e.Value)
+			if err != nil {
+				return nil, err
+			}
+			s.env = append(s.env, e.Name+"="+v)
+		}
+	}
+	if n.Stdin != nil {
+		in, err := r.render(f, n, n.Stdin)
+		if err != nil {
+			return nil, err
+		}
+		s.stdin = &in
+	}
+	if n.Dir != nil {
+		d, err := r.render(f, n, n.Dir)
+		if err != nil {
+			return nil, err
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(r.p.dir, d)
+		}
+		s.dir = d
+	}
+	return s, nil
+}
+
+// startSubflow runs the child flow of step n as a nested run.
+func (r *run) startSubflow(f *frame, n *graphir.Node) {
+	child, path := n.Child, n.ChildPath
+	if !n.Flow.IsLiteral() {
+		rel, err := r.render(f, n, n.Flow)
+		if err != nil {
+			r.evalFailed(n, "flow", err)
+			return
+		}
+		path, child = filepath.Join(r.p.dir, rel), nil
+		if filepath.IsAbs(rel) {
+			path = rel
+		}
+	}
+	if r.opts.depth+1 > MaxDepth {
+		r.stop(&graphir.Error{Code: "subflow_depth", Step: n.Name,
+			Msg: fmt.Sprintf("step %q: child flows nest deeper than %d: %s", n.Name, MaxDepth, strings.Join(append(r.flowChain(), path), " -> "))})
+		return
+	}
+	chain := r.flowChain()
+	abs, _ := filepath.Abs(path)
+	for _, p := range chain {
+		if pa, _ := filepath.Abs(p); pa == abs {
+			r.stop(&graphir.Error{Code: "subflow_cycle", Step: n.Name,
+				Msg: fmt.Sprintf("step %q: flow %s is already running in this chain: %s", n.Name, path, strings.Join(append(chain, path), " -> "))})
+			return
+		}
+	}
+	inputs := map[string]starlark.Value{}
+	for _, in := range n.Inputs {
+		var v starlark.Value
+		if x := in.Value.Whole(); x != nil {
+			val, err := r.eval(f, n, x)
+			if err == nil {
+				val, err = stdlib.Data(val)
+			}
+			if err != nil {
+				r.evalFailed(n, fmt.Sprintf("inputs[%q]", in.Name), err)
+				return
+			}
+			v = val
+		} else {
+			s, err := r.render(f, n, in.Value)
+			if err != nil {
+				r.evalFailed(n, fmt.Sprintf("inputs[%q]", in.Name), err)
+				return
+			}
+			v = starlark.String(s)
+		}
+		inputs[in.Name] = v
+	}
+	opts := r.opts
+	opts.depth++
+	opts.chain = chain
+	opts.prefix = append(append(append([]string(nil), r.opts.prefix...), f.scopePath()...), n.Name)
+	opts.Timeout = 0
+	r.launch(f, n, func(s *execScope) *outcome {
+		g := child
+		if g == nil {
+			if r.opts.LoadFlow == nil {
+				return &outcome{ok: false, value: starlark.None, code: "step_failed",
+					err: fmt.Sprintf("cannot load child flow %s: templated child flows need a loader", path)}
+			}
+			var err error
+			if g, err = r.opts.LoadFlow(s.ctx, path); err != nil {
+				return &outcome{ok: false, value: starlark.None, code: "step_failed", err: fmt.Sprintf("child flow %s: %v", path, err)}
+			}
+		}
+		in, err := BindInputs(g, inputs)
+		if err != nil {
+			return &outcome{ok: false, value: starlark.None, code: "step_failed", err: fmt.Sprintf("child flow %s: %v", path, errMsg(err))}
+		}
+		res := Prepare(g).Run(s.ctx, in, opts)
+		switch res.Status {
+		case Succeeded:
+			return &outcome{ok: true, value: res.Output, child: res}
+		case Cancelled:
+			return &outcome{cancelled: true, child: res}
+		}
+		if res.Error != nil && (res.Error.Code == "subflow_depth" || res.Error.Code == "subflow_cycle") {
+			return &outcome{stop: res.Error, child: res}
+		}
+		msg := "failed"
+		if res.Error != nil {
+			msg = res.Error.Msg
+		}
+		return &outcome{ok: false, value: starlark.None, code: "step_failed", err: fmt.Sprintf("child flow %s failed: %s", g.Name, msg), child: res}
+	})
+}
+
+// flowChain is the files of the runs from the top-level one to this one.
+func (r *run) flowChain() []string {
+	return append(append([]string(nil), r.opts.chain...), r.g.File)
+}
+
+func errMsg(err error) string {
+	var ge *graphir.Error
+	if errors.As(err, &ge) {
+		return ge.Msg
+	}
+	return err.Error()
+}

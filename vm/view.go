@@ -1,0 +1,196 @@
+package vm
+
+// This file defines what expressions and functions see of a run: the view
+// that is `r` in functions and the implicit root of string expressions
+// (SPEC §4), and the value until= functions receive (SPEC §2).
+
+import (
+	"fmt"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
+)
+
+// view is the run as seen from one step in one frame. Reading a step that
+// has not completed on the path taken is an unmetError.
+type view struct {
+	r    *run
+	f    *frame
+	self *graphir.Node // nil outside a step (the flow's output)
+}
+
+var _ starlark.HasAttrs = (*view)(nil)
+
+func (v *view) String() string        { return "<run view>" }
+func (v *view) Type() string          { return "run" }
+func (v *view) Freeze()               {}
+func (v *view) Truth() starlark.Bool  { return true }
+func (v *view) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: run") }
+func (v *view) AttrNames() []string {
+	names := []string{"inputs", "self", "visits"}
+	return append(names, v.r.g.StepNames()...)
+}
+
+// unmetError is the error of reading a step that has not completed on the
+// path taken (dependency_unmet).
+type unmetError struct {
+	step string // the step whose value was read
+}
+
+func (e *unmetError) Error() string {
+	return fmt.Sprintf("step %q has not completed on the path taken", e.step)
+}
+
+func (v *view) Attr(name string) (starlark.Value, error) {
+	// Names bound by an enclosing loop or map come first inside bodies.
+	for f := v.f; f != nil && f.scope != graphir.None; f = f.parent {
+		switch f.kind {
+		case graphir.KindLoop:
+			if name == "loop" {
+				return f.loopValue(), nil
+			}
+		case graphir.KindMap:
+			switch name {
+			case f.itemVar:
+				return f.item, nil
+			case "index":
+				return starlark.MakeInt(f.index), nil
+			}
+		}
+	}
+	switch name {
+	case "inputs":
+		return v.r.inputs, nil
+	case "self":
+		if v.self == nil {
+			return nil, fmt.Errorf("self is only defined in a step")
+		}
+		st := v.f.state(v.r, v.self.ID)
+		return stdlib.NewMap([]string{"name", "visits"}, []starlark.Value{starlark.String(v.self.Name), starlark.MakeInt(int(st.visits))}), nil
+	case "visits":
+		return starlark.NewBuiltin("visits", v.visits), nil
+	case "loop", "item", "index":
+		return nil, fmt.Errorf("%s is only defined inside a %s body", name, map[string]string{"loop": "loop", "item": "map", "index": "map"}[name])
+	}
+	n := v.r.g.Node(name)
+	if n == nil || !n.IsStep() {
+		msg := fmt.Sprintf("no step named %q", name)
+		if s := graphir.Nearest(name, v.r.g.StepNames()); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		return nil, fmt.Errorf("%s", msg)
+	}
+	if rec := v.r.recordValue(v.f, n); rec != nil {
+		return rec, nil
+	}
+	return nil, &unmetError{step: name}
+}
+
+// visits implements visits(name): how many times the step has been entered
+// (in the current iteration or item, for steps of that body).
+func (v *view) visits(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var name string
+	if err := starlark.UnpackPositionalArgs("visits", args, kwargs, 1, &name); err != nil {
+		return nil, err
+	}
+	n := v.r.g.Node(name)
+	if n == nil || !n.IsStep() {
+		return nil, fmt.Errorf("visits: no step named %q", name)
+	}
+	if f := v.f.frameFor(n); f != nil {
+		return starlark.MakeInt(int(f.state(v.r, n.ID).visits)), nil
+	}
+	return starlark.MakeInt(v.r.recs[n.ID].Visits), nil
+}
+
+// recordValue is what an expression sees for step n from frame f: its
+// latest output if it succeeded, a record with `error` if it failed, nil if
+// it has not completed.
+func (r *run) recordValue(f *frame, n *graphir.Node) starlark.Value {
+	if sf := f.frameFor(n); sf != nil {
+		st := sf.state(r, n.ID)
+		if !st.done {
+			return nil
+		}
+		return st.value
+	}
+	// A body step read from outside its body: its latest record anywhere.
+	rec := r.recs[n.ID]
+	switch rec.Status {
+	case StepSucceeded, StepFailed:
+		return r.values[n.ID]
+	}
+	return nil
+}
+
+// outcomeValue builds what expressions see for a finished step: its
+// output when it succeeded; else its task fields (if any) with `error`.
+func outcomeValue(o *outcome) starlark.Value {
+	if o.ok {
+		return o.value
+	}
+	if m, isMap := o.value.(*stdlib.Map); isMap && o.task {
+		keys := m.Keys()
+		vals := make([]starlark.Value, len(keys))
+		for i, k := range keys {
+			vals[i], _ = m.Lookup(k)
+			if k == "error" {
+				vals[i] = starlark.String(o.err)
+			}
+		}
+		return stdlib.NewMap(keys, vals)
+	}
+	return stdlib.NewMap([]string{"error"}, []starlark.Value{starlark.String(o.err)})
+}
+
+// taskOutput is the output of a task or shell step.
+func taskOutput(stdout, stderr string, code int) *stdlib.Map {
+	return stdlib.NewMap(
+		[]string{"stdout", "stderr", "exit_code", "error"},
+		[]starlark.Value{starlark.String(stdout), starlark.String(stderr), starlark.MakeInt(code), starlark.None})
+}
+
+// history is the read-only list of earlier iterations' outputs that until
+// sees. Iterations only append, so one backing slice serves every
+// iteration without copying.
+type history struct{ elems []starlark.Value }
+
+var _ starlark.Indexable = history{}
+
+func (h history) String() string {
+	l := starlark.NewList(h.elems)
+	return l.String()
+}
+func (h history) Type() string               { return "list" }
+func (h history) Freeze()                    {}
+func (h history) Truth() starlark.Bool       { return len(h.elems) > 0 }
+func (h history) Hash() (uint32, error)      { return 0, fmt.Errorf("unhashable: list") }
+func (h history) Len() int                   { return len(h.elems) }
+func (h history) Index(i int) starlark.Value { return h.elems[i] }
+func (h history) Iterate() starlark.Iterator { return &histIter{h: h} }
+func (h history) Slice(start, end, step int) starlark.Value {
+	var out []starlark.Value
+	for i := start; (step > 0 && i < end) || (step < 0 && i > end); i += step {
+		out = append(out, h.elems[i])
+	}
+	l := starlark.NewList(out)
+	l.Freeze()
+	return l
+}
+
+type histIter struct {
+	h history
+	i int
+}
+
+func (it *histIter) Next(p *starlark.Value) bool {
+	if it.i >= len(it.h.elems) {
+		return false
+	}
+	*p = it.h.elems[it.i]
+	it.i++
+	return true
+}
+func (it *histIter) Done() {}

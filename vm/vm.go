@@ -1,0 +1,314 @@
+// Package vm runs frozen flow graphs (SPEC §4–5): tokens along edges,
+// conditions, joins, dead-path elimination, bounded back-edges, routers,
+// loops with until functions, maps, child flows, retries, timeouts and
+// cancellation, producing a stream of events and a [Result].
+//
+// The graph is never modified: all state of a run lives in a per-run value,
+// so any number of runs may share one graph. vm never loads files or checks
+// graphs; a caller that runs child flows given by templated paths supplies
+// [Options.LoadFlow].
+//
+// The package is split the way Temporal splits workflows from activities:
+// core.go decides what happens next from what has happened so far and never
+// touches a clock, a process or a goroutine; exec.go does the work (runs
+// processes, calls Starlark functions, runs child flows) and reports back.
+package vm
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
+)
+
+// Defaults for [Options].
+const (
+	// DefaultParallel is how many task, shell and child-flow steps run at
+	// once unless told otherwise. Such steps mostly wait on processes, so
+	// the default is generous rather than tied to the number of cores.
+	DefaultParallel = 16
+	// DefaultEvalSteps is the step budget of one runtime evaluation (SPEC §4).
+	DefaultEvalSteps = 1_000_000
+	// DefaultMaxOutput is how many bytes of each of a task's stdout and
+	// stderr are kept (the tail).
+	DefaultMaxOutput = 1 << 20
+	// DefaultKillGrace is how long a cancelled task's process group has
+	// between SIGTERM and SIGKILL.
+	DefaultKillGrace = 2 * time.Second
+	// DefaultMaxPath is how many path entries a result keeps (the latest).
+	DefaultMaxPath = 10_000
+	// MaxDepth is the nesting cap for child flows (SPEC §3).
+	MaxDepth = 8
+	// maxLog bounds the print() lines kept per step.
+	maxLog = 200
+)
+
+// Options controls a run. The zero value is ready to use.
+type Options struct {
+	// Parallel bounds the task, shell and child-flow steps running at once.
+	// With 1, the order of SPEC §5 is exactly reproducible. 0 means
+	// DefaultParallel.
+	Parallel int
+	// Timeout bounds the whole run (flow_timeout); 0 means the flow's own
+	// timeout, if any.
+	Timeout time.Duration
+	// OnEvent receives the run's events as they happen. Child flows run on
+	// their own goroutines, so it must be safe for concurrent use.
+	OnEvent func(Event)
+	// LoadFlow loads and checks a child flow named by a templated flow=
+	// (literal ones were loaded with the parent). Nil refuses templated
+	// child flows.
+	LoadFlow func(ctx context.Context, path string) (*graphir.Graph, error)
+	// EvalSteps is the step budget of one evaluation; 0 means
+	// DefaultEvalSteps.
+	EvalSteps uint64
+	// MaxOutput is the bytes of stdout and stderr kept per task; 0 means
+	// DefaultMaxOutput.
+	MaxOutput int
+	// KillGrace is the time between SIGTERM and SIGKILL; 0 means
+	// DefaultKillGrace.
+	KillGrace time.Duration
+	// Env is the environment tasks start from; nil means os.Environ().
+	Env []string
+	// MaxPath is how many path entries the result keeps; 0 means
+	// DefaultMaxPath.
+	MaxPath int
+
+	// Set for child runs.
+	depth  int
+	chain  []string // flow files of the parents, outermost first
+	prefix []string // step names leading to this child, for events
+}
+
+func (o *Options) defaults() {
+	if o.Parallel <= 0 {
+		o.Parallel = DefaultParallel
+	}
+	if o.EvalSteps == 0 {
+		o.EvalSteps = DefaultEvalSteps
+	}
+	if o.MaxOutput <= 0 {
+		o.MaxOutput = DefaultMaxOutput
+	}
+	if o.KillGrace <= 0 {
+		o.KillGrace = DefaultKillGrace
+	}
+	if o.MaxPath <= 0 {
+		o.MaxPath = DefaultMaxPath
+	}
+	if o.Env == nil {
+		o.Env = os.Environ()
+	}
+}
+
+// Status is how a run ended.
+type Status string
+
+const (
+	Succeeded Status = "succeeded"
+	Failed    Status = "failed"
+	Cancelled Status = "cancelled"
+)
+
+// StepStatus is the state of one step in a result.
+type StepStatus string
+
+const (
+	StepNotRun    StepStatus = "not_run"
+	StepSucceeded StepStatus = "succeeded"
+	StepFailed    StepStatus = "failed"
+	StepSkipped   StepStatus = "skipped"
+	StepCancelled StepStatus = "cancelled"
+	StepRunning   StepStatus = "running"
+)
+
+// Result is the record of one run (SPEC §7).
+type Result struct {
+	RunID    string
+	Flow     string
+	File     string
+	Status   Status
+	Error    *graphir.Error // nil when the run succeeded
+	Output   starlark.Value
+	Inputs   *stdlib.Map
+	Started  time.Time
+	Duration time.Duration
+	// Path lists the steps in the order they started; when a long run
+	// started more than Options.MaxPath steps, only the latest are kept
+	// and PathTotal counts them all.
+	Path      []string
+	PathTotal int
+	// Steps holds one record per step, in declaration order.
+	Steps []*StepRecord
+}
+
+// Step returns the record of the step called name, or nil.
+func (r *Result) Step(name string) *StepRecord {
+	for _, s := range r.Steps {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// StepRecord is what a result says about one step: its latest outcome.
+type StepRecord struct {
+	Name      string
+	Kind      graphir.Kind
+	Status    StepStatus
+	Visits    int
+	Output    starlark.Value // nil when it never completed
+	Error     string
+	Code      string // the failure's code, e.g. "timeout"
+	Duration  time.Duration
+	Truncated bool     // a task's output was cut to its tail
+	Log       []string // print() output of fn steps
+	// Loops.
+	Iterations int
+	Exhausted  bool
+	// Maps.
+	Items int
+	// Child flows: the child's run.
+	Child *Result
+}
+
+// BindInputs checks the inputs given for a run against the flow's
+// declaration and fills in defaults. Unknown names and missing required
+// inputs are an error listing what the flow declares.
+func BindInputs(g *graphir.Graph, given map[string]starlark.Value) (*stdlib.Map, error) {
+	declared := make([]string, len(g.Inputs))
+	for i, in := range g.Inputs {
+		declared[i] = in.Name
+	}
+	var unknown []string
+	for name := range given {
+		if g.Input(name) == nil {
+			unknown = append(unknown, name)
+		}
+	}
+	sort.Strings(unknown)
+	if len(unknown) > 0 {
+		e := &graphir.Error{Code: "bad_input", Msg: fmt.Sprintf("flow %s has no input %q; it declares %s", g.Name, unknown[0], describeInputs(g))}
+		if n := graphir.Nearest(unknown[0], declared); n != "" {
+			e.Hint = fmt.Sprintf("did you mean %q?", n)
+		}
+		return nil, e
+	}
+	keys := make([]string, 0, len(g.Inputs))
+	vals := make([]starlark.Value, 0, len(g.Inputs))
+	var missing []string
+	for _, in := range g.Inputs {
+		v, ok := given[in.Name]
+		switch {
+		case ok:
+			d, err := stdlib.Data(v)
+			if err != nil {
+				return nil, &graphir.Error{Code: "bad_input", Msg: fmt.Sprintf("input %q: %v", in.Name, err)}
+			}
+			v = d
+		case in.Required:
+			missing = append(missing, in.Name)
+			continue
+		default:
+			v = in.Default
+		}
+		keys = append(keys, in.Name)
+		vals = append(vals, v)
+	}
+	if len(missing) > 0 {
+		return nil, &graphir.Error{Code: "bad_input",
+			Msg:  fmt.Sprintf("flow %s needs input %s; it declares %s", g.Name, quoteList(missing), describeInputs(g)),
+			Hint: fmt.Sprintf("pass it with --input %s=VALUE", missing[0])}
+	}
+	return stdlib.NewMap(keys, vals), nil
+}
+
+func describeInputs(g *graphir.Graph) string {
+	if len(g.Inputs) == 0 {
+		return "no inputs"
+	}
+	var parts []string
+	for _, in := range g.Inputs {
+		if in.Required {
+			parts = append(parts, in.Name+" (required)")
+		} else {
+			parts = append(parts, fmt.Sprintf("%s (default %s)", in.Name, in.Default))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func quoteList(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = fmt.Sprintf("%q", x)
+	}
+	return strings.Join(q, ", ")
+}
+
+// Run runs the flow g with the given inputs (see [BindInputs]) and returns
+// its result. An error is returned only when the inputs do not fit the flow;
+// every failure of the run itself is in the result.
+func Run(ctx context.Context, g *graphir.Graph, inputs map[string]starlark.Value, opts Options) (*Result, error) {
+	in, err := BindInputs(g, inputs)
+	if err != nil {
+		return nil, err
+	}
+	return Prepare(g).Run(ctx, in, opts), nil
+}
+
+// Program is a graph prepared for running: the per-graph tables the VM
+// needs, computed once. It is immutable and safe for concurrent runs.
+type Program struct {
+	g      *graphir.Graph
+	dir    string  // directory tasks run in and child paths resolve from
+	local  []int32 // node id -> index within its scope
+	fwdIn  []int32 // node id -> number of forward in-edges within its scope
+	scopes map[graphir.NodeID][]graphir.NodeID
+}
+
+// Prepare computes the tables for running g.
+func Prepare(g *graphir.Graph) *Program {
+	p := &Program{g: g, dir: filepath.Dir(g.File), scopes: map[graphir.NodeID][]graphir.NodeID{}}
+	p.local = make([]int32, len(g.Nodes))
+	p.fwdIn = make([]int32, len(g.Nodes))
+	p.scopes[graphir.None] = g.Scope(graphir.None)
+	for i, id := range p.scopes[graphir.None] {
+		p.local[id] = int32(i)
+	}
+	for _, n := range g.Nodes {
+		if n.HasBody() {
+			s := g.Scope(n.ID)
+			p.scopes[n.ID] = s
+			for i, id := range s {
+				p.local[id] = int32(i)
+			}
+		}
+	}
+	for _, e := range g.Edges {
+		if !e.Back {
+			p.fwdIn[e.To]++
+		}
+	}
+	return p
+}
+
+// Graph returns the graph the program runs.
+func (p *Program) Graph() *graphir.Graph { return p.g }
+
+func newRunID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:4])
+}

@@ -1,0 +1,790 @@
+package vm_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm"
+)
+
+// load writes the files of a flow tree into a temporary directory and loads
+// "flow.star" from it.
+func load(t testing.TB, files map[string]string) *graphir.Graph {
+	t.Helper()
+	dir := t.TempDir()
+	for name, src := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := lang.Load(filepath.Join(dir, "flow.star"), lang.Options{})
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	return g
+}
+
+// run loads src as flow.star and runs it with --parallel 1 unless opts say
+// otherwise.
+func run(t testing.TB, src string, inputs map[string]any, opts vm.Options) *vm.Result {
+	t.Helper()
+	return runFiles(t, map[string]string{"flow.star": src}, inputs, opts)
+}
+
+func runFiles(t testing.TB, files map[string]string, inputs map[string]any, opts vm.Options) *vm.Result {
+	t.Helper()
+	g := load(t, files)
+	if opts.Parallel == 0 {
+		opts.Parallel = 1
+	}
+	if opts.LoadFlow == nil {
+		opts.LoadFlow = func(_ context.Context, path string) (*graphir.Graph, error) {
+			return lang.Load(path, lang.Options{Root: g.Root})
+		}
+	}
+	given := map[string]starlark.Value{}
+	for k, v := range inputs {
+		sv, err := stdlib.FromGo(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		given[k] = sv
+	}
+	res, err := vm.Run(context.Background(), g, given, opts)
+	if err != nil {
+		t.Fatalf("inputs: %v", err)
+	}
+	return res
+}
+
+// goValue converts a flow value for comparison.
+func goValue(t testing.TB, v starlark.Value) any {
+	t.Helper()
+	x, err := stdlib.ToGo(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(x)
+	var out any
+	json.Unmarshal(b, &out)
+	return out
+}
+
+type want struct {
+	status vm.Status
+	code   string // error code, "" when succeeded
+	step   string // error step, if checked
+	msg    string // fragment of the error message
+	path   []string
+	output any // compared as JSON when set
+}
+
+func check(t *testing.T, res *vm.Result, w want) {
+	t.Helper()
+	if res.Status != w.status {
+		t.Errorf("status = %s, want %s (error %+v)", res.Status, w.status, res.Error)
+	}
+	code, step, msg := "", "", ""
+	if res.Error != nil {
+		code, step, msg = res.Error.Code, res.Error.Step, res.Error.Msg
+	}
+	if code != w.code {
+		t.Errorf("error code = %q, want %q (message %q)", code, w.code, msg)
+	}
+	if w.step != "" && step != w.step {
+		t.Errorf("error step = %q, want %q", step, w.step)
+	}
+	if !strings.Contains(msg, w.msg) {
+		t.Errorf("error message %q does not contain %q", msg, w.msg)
+	}
+	if w.path != nil {
+		if diff := cmp.Diff(w.path, res.Path); diff != "" {
+			t.Errorf("path (-want +got):\n%s", diff)
+		}
+	}
+	if w.output != nil {
+		if diff := cmp.Diff(w.output, goValue(t, res.Output)); diff != "" {
+			t.Errorf("output (-want +got):\n%s", diff)
+		}
+	}
+}
+
+func stepStatus(res *vm.Result) map[string]vm.StepStatus {
+	m := map[string]vm.StepStatus{}
+	for _, s := range res.Steps {
+		m[s.Name] = s.Status
+	}
+	return m
+}
+
+func TestLinear(t *testing.T) {
+	res := run(t, `
+a = step("a", fn = lambda r: 1)
+b = step("b", fn = lambda r: r.a + 1)
+c = step("c", fn = lambda r: r.b * 10)
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Succeeded, path: []string{"a", "b", "c"}, output: 20.0})
+	if v := res.Step("b").Visits; v != 1 {
+		t.Errorf("b visits = %d", v)
+	}
+}
+
+func TestBranch(t *testing.T) {
+	src := `
+flow(inputs = {"label": "spam"})
+classify = step("classify", fn = lambda r: {"label": r.inputs.label})
+discard = step("discard", fn = lambda r: "discarded")
+respond = step("respond", fn = lambda r: "responded")
+act = step("act", fn = lambda r: "acted", join = "or")
+edge(START, classify)
+edge(classify, discard, when = "classify.label == 'spam'")
+edge(classify, respond, when = "classify.label != 'spam'")
+edge(respond, act)
+edge(discard, END)
+edge(act, END)
+`
+	res := run(t, src, nil, vm.Options{})
+	check(t, res, want{status: vm.Succeeded, path: []string{"classify", "discard"}, output: "discarded"})
+	st := stepStatus(res)
+	if st["respond"] != vm.StepSkipped || st["act"] != vm.StepSkipped {
+		t.Errorf("untaken branch: respond %s, act %s; want skipped", st["respond"], st["act"])
+	}
+	res = run(t, src, map[string]any{"label": "ham"}, vm.Options{})
+	check(t, res, want{status: vm.Succeeded, path: []string{"classify", "respond", "act"}, output: "acted"})
+}
+
+func TestDraftCritiqueRevise(t *testing.T) {
+	res := run(t, `
+flow(output = "draft")
+draft = step("draft", fn = lambda r: "v%d" % r.visits("draft"), max_visits = 5)
+critique = step("critique", fn = lambda r: {"ok": r.draft == "v3"})
+chain(START, draft, critique)
+edge(critique, draft, when = "not critique.ok")
+edge(critique, END, when = "critique.ok")
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Succeeded, output: "v3",
+		path: []string{"draft", "critique", "draft", "critique", "draft", "critique"}})
+	if v := res.Step("draft").Visits; v != 3 {
+		t.Errorf("draft visits = %d, want 3", v)
+	}
+}
+
+func TestLoopUntilFeedbackHistory(t *testing.T) {
+	res := run(t, `
+flow(output = "l")
+def body_fn(r):
+    return {"n": r.loop.iteration, "fb": r.loop.feedback}
+b = step("b", fn = body_fn)
+l = loop("l", body = [b], until = "enough", max_iterations = 10)
+chain(START, l, END)
+def enough(it):
+    if it.iteration == 3:
+        if len(it.history) != 2 or it.history[0]["n"] != 1:
+            fail("bad history %s" % it.history)
+        if it.result["b"]["n"] != 3 or it.output["n"] != 3 or it.index != 2:
+            fail("bad iteration value")
+        return True
+    return (False, "more than %d" % it.iteration)
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Succeeded, output: map[string]any{"n": 3.0, "fb": "more than 2"}})
+	l := res.Step("l")
+	if l.Iterations != 3 || l.Exhausted {
+		t.Errorf("iterations %d exhausted %v, want 3 false", l.Iterations, l.Exhausted)
+	}
+	if b := res.Step("b"); b.Visits != 3 {
+		t.Errorf("b visits %d, want 3", b.Visits)
+	}
+}
+
+func TestLoopExhausted(t *testing.T) {
+	res := run(t, `
+b = step("b", fn = lambda r: r.loop.index)
+l = loop("l", body = [b], until = lambda it: it.is_last and False, max_iterations = 4)
+after = step("after", fn = lambda r: r.l)
+chain(START, l, after, END)
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Succeeded, output: 3.0})
+	if l := res.Step("l"); l.Iterations != 4 || !l.Exhausted {
+		t.Errorf("iterations %d exhausted %v, want 4 true", l.Iterations, l.Exhausted)
+	}
+}
+
+func TestRouterByLabel(t *testing.T) {
+	src := `
+flow(inputs = {"label": "urgent"})
+triage = router("triage", by = "inputs.label", routes = {"urgent": "escalate", "billing": "bill"}, default = "reply")
+escalate = step("escalate", fn = lambda r: "escalated")
+bill = step("bill", fn = lambda r: "billed")
+reply = step("reply", fn = lambda r: "replied")
+done = step("done", fn = lambda r: r.triage, join = "or")
+edge(START, triage)
+edge(escalate, done)
+edge(bill, done)
+edge(reply, done)
+edge(done, END)
+`
+	for _, c := range []struct {
+		label, taken string
+	}{{"urgent", "escalate"}, {"billing", "bill"}, {"other", "reply"}} {
+		res := run(t, src, map[string]any{"label": c.label}, vm.Options{})
+		check(t, res, want{status: vm.Succeeded, path: []string{"triage", c.taken, "done"}, output: c.label})
+		for _, s := range []string{"escalate", "bill", "reply"} {
+			if st := stepStatus(res)[s]; s != c.taken && st != vm.StepSkipped {
+				t.Errorf("label %s: %s is %s, want skipped", c.label, s, st)
+			}
+		}
+	}
+}
+
+func TestRouterCases(t *testing.T) {
+	src := `
+flow(inputs = {"n": 5})
+gate = router("gate", cases = [("inputs.n > 10", "big"), (lambda r: r.inputs.n > 3, "medium")], default = "small")
+big = step("big", fn = lambda r: "big")
+medium = step("medium", fn = lambda r: "medium")
+small = step("small", fn = lambda r: "small")
+edge(START, gate)
+edge(big, END)
+edge(medium, END)
+edge(small, END)
+`
+	for n, taken := range map[int]string{20: "big", 5: "medium", 1: "small"} {
+		res := run(t, src, map[string]any{"n": n}, vm.Options{})
+		check(t, res, want{status: vm.Succeeded, path: []string{"gate", taken}, output: taken})
+	}
+}
+
+func TestRouterNoRoute(t *testing.T) {
+	res := run(t, `
+r1 = router("r1", by = "'nope'", routes = {"a": "a"})
+a = step("a")
+edge(START, r1)
+edge(a, END)
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Failed, code: "no_route", step: "r1", msg: `no route for label "nope"`})
+}
+
+func TestFanOutAndJoin(t *testing.T) {
+	res := run(t, `
+src = step("src", fn = lambda r: 1)
+a = step("a", run = ["sh", "-c", "sleep 0.05; echo a"])
+b = step("b", fn = lambda r: "b")
+c = step("c", run = ["echo", "c"])
+join = step("join", fn = lambda r: [r.a.stdout.strip(), r.b, r.c.stdout.strip()])
+edge(START, src)
+for x in [a, b, c]:
+    edge(src, x)
+    edge(x, join)
+edge(join, END)
+`, nil, vm.Options{Parallel: 4})
+	check(t, res, want{status: vm.Succeeded, output: []any{"a", "b", "c"}})
+	if v := res.Step("join").Visits; v != 1 {
+		t.Errorf("join ran %d times, want 1", v)
+	}
+}
+
+func TestAndJoinDeadBranch(t *testing.T) {
+	res := run(t, `
+src = step("src", fn = lambda r: {"go": False})
+live = step("live", fn = lambda r: "live")
+pruned = step("pruned", fn = lambda r: "pruned")
+after_pruned = step("after_pruned", fn = lambda r: "x")
+join = step("join", fn = lambda r: r.live)
+edge(START, src)
+edge(src, live)
+edge(src, pruned, when = "src.go")
+edge(pruned, after_pruned)
+edge(live, join)
+edge(after_pruned, join)
+edge(join, END)
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Succeeded, path: []string{"src", "live", "join"}, output: "live"})
+	st := stepStatus(res)
+	if st["pruned"] != vm.StepSkipped || st["after_pruned"] != vm.StepSkipped {
+		t.Errorf("pruned %s, after_pruned %s; want skipped", st["pruned"], st["after_pruned"])
+	}
+}
+
+func TestAndJoinAllDead(t *testing.T) {
+	res := run(t, `
+src = step("src", fn = lambda r: 0)
+a = step("a")
+b = step("b")
+join = step("join")
+other = step("other", fn = lambda r: "other")
+edge(START, src)
+edge(src, a, when = "src > 0")
+edge(src, b, when = "src > 0")
+edge(src, other, when = "src == 0")
+edge(a, join)
+edge(b, join)
+edge(join, END)
+edge(other, END)
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Succeeded, path: []string{"src", "other"}, output: "other"})
+	if st := stepStatus(res)["join"]; st != vm.StepSkipped {
+		t.Errorf("join %s, want skipped", st)
+	}
+}
+
+func TestOrJoinFiresOnce(t *testing.T) {
+	res := run(t, `
+src = step("src")
+fast = step("fast", fn = lambda r: "fast")
+slow = step("slow", run = ["sh", "-c", "sleep 0.1"])
+first = step("first", fn = lambda r: "first", join = "or")
+edge(START, src)
+edge(src, fast)
+edge(src, slow)
+edge(fast, first)
+edge(slow, first)
+edge(first, END)
+`, nil, vm.Options{Parallel: 4})
+	check(t, res, want{status: vm.Succeeded, output: "first"})
+	if v := res.Step("first").Visits; v != 1 {
+		t.Errorf("OR-join ran %d times, want once", v)
+	}
+}
+
+func TestMapOrderAndConcurrency(t *testing.T) {
+	res := run(t, `
+flow(inputs = {"xs": [3, 1, 2, 0]}, output = "m")
+work = step("work", run = ["sh", "-c", "sleep 0.0$1; echo $1", "work", "{{ item }}"])
+shape = step("shape", fn = lambda r: {"i": r.index, "x": r.item, "out": r.work.stdout.strip()})
+m = map("m", over = "inputs.xs", body = [work, shape], concurrency = 3)
+chain(START, m, END)
+`, nil, vm.Options{Parallel: 8})
+	check(t, res, want{status: vm.Succeeded, output: []any{
+		map[string]any{"i": 0.0, "x": 3.0, "out": "3"},
+		map[string]any{"i": 1.0, "x": 1.0, "out": "1"},
+		map[string]any{"i": 2.0, "x": 2.0, "out": "2"},
+		map[string]any{"i": 3.0, "x": 0.0, "out": "0"},
+	}})
+	if m := res.Step("m"); m.Items != 4 {
+		t.Errorf("items = %d, want 4", m.Items)
+	}
+	if w := res.Step("work"); w.Visits != 4 {
+		t.Errorf("work visits = %d, want 4", w.Visits)
+	}
+}
+
+func TestMapFailureNamesIndex(t *testing.T) {
+	res := run(t, `
+flow(inputs = {"xs": ["ok", "bad", "slow", "ok"]})
+work = step("work", run = ["sh", "-c", 'if [ "$1" = bad ]; then exit 3; fi; if [ "$1" = slow ]; then sleep 30; fi', "work", "{{ item }}"])
+m = map("m", over = "inputs.xs", body = [work], concurrency = 4)
+chain(START, m, END)
+`, nil, vm.Options{Parallel: 8})
+	check(t, res, want{status: vm.Failed, code: "step_failed", step: "m", msg: `item 1 ("bad"): step "work" failed: exit status 3`})
+	if res.Duration > 20*time.Second {
+		t.Errorf("the slow item was not cancelled: the run took %s", res.Duration)
+	}
+}
+
+func TestMapEmpty(t *testing.T) {
+	res := run(t, `
+flow(output = "m")
+w = step("w", fn = lambda r: r.item)
+m = map("m", over = "[]", body = [w])
+chain(START, m, END)
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Succeeded, output: []any{}})
+}
+
+func TestSubflow(t *testing.T) {
+	res := runFiles(t, map[string]string{
+		"flow.star": `
+flow(output = "use")
+prep = step("prep", fn = lambda r: {"words": ["a", "bb", "ccc"]})
+child = step("child", flow = "sub/child.star", inputs = {"words": "{{ prep.words }}", "title": "n={{ len(prep.words) }}"})
+use = step("use", fn = lambda r: r.child)
+chain(START, prep, child, use, END)
+`,
+		"sub/child.star": `
+flow(inputs = {"words": None, "title": None}, output = "out")
+out = step("out", fn = lambda r: "%s: %s" % (r.inputs.title, "/".join(r.inputs.words)))
+`}, nil, vm.Options{})
+	check(t, res, want{status: vm.Succeeded, output: "n=3: a/bb/ccc"})
+	c := res.Step("child").Child
+	if c == nil || c.Status != vm.Succeeded || c.Step("out") == nil {
+		t.Fatalf("child record missing or wrong: %+v", c)
+	}
+}
+
+func TestSubflowTemplated(t *testing.T) {
+	res := runFiles(t, map[string]string{
+		"flow.star": `
+flow(inputs = {"which": "b"}, output = "child")
+child = step("child", flow = "sub/{{ inputs.which }}.star")
+`,
+		"sub/a.star": `step("x", fn = lambda r: "from a")`,
+		"sub/b.star": `step("x", fn = lambda r: "from b")`,
+	}, nil, vm.Options{})
+	check(t, res, want{status: vm.Succeeded, output: "from b"})
+}
+
+func TestSubflowFailureRoutes(t *testing.T) {
+	res := runFiles(t, map[string]string{
+		"flow.star": `
+child = step("child", flow = "child.star")
+recover = step("recover", fn = lambda r: "recovered from: " + r.child.error)
+edge(START, child)
+edge(child, END)
+edge(child, recover, on = "failure")
+edge(recover, END)
+`,
+		"child.star": `step("boom", run = ["false"])`,
+	}, nil, vm.Options{})
+	check(t, res, want{status: vm.Succeeded})
+	if !strings.Contains(goValue(t, res.Output).(string), `step "boom" failed`) {
+		t.Errorf("output %v does not carry the child's error", res.Output)
+	}
+}
+
+func TestBuildFixRetryBound(t *testing.T) {
+	src := `
+build = step("build", run = ["sh", "-c", 'test "$1" -ge {{ inputs.passes_on }}', "build", "{{ self.visits }}"], max_visits = 3)
+fix = step("fix", fn = lambda r: "fixed " + str(r.build.exit_code))
+edge(START, build)
+edge(build, END)
+edge(build, fix, on = "failure")
+edge(fix, build)
+flow(inputs = {"passes_on": 2})
+`
+	res := run(t, src, nil, vm.Options{})
+	check(t, res, want{status: vm.Succeeded, path: []string{"build", "fix", "build"}})
+	res = run(t, src, map[string]any{"passes_on": 99}, vm.Options{})
+	check(t, res, want{status: vm.Failed, code: "max_visits_exceeded", step: "build", msg: "max_visits 3 exceeded",
+		path: []string{"build", "fix", "build", "fix", "build", "fix"}})
+}
+
+func TestErrorCodes(t *testing.T) {
+	cases := []struct {
+		name string
+		src  string
+		w    want
+	}{
+		{"step_failed", `step("a", run = ["false"])`,
+			want{status: vm.Failed, code: "step_failed", step: "a", msg: "exit status 1"}},
+		{"step_failed_fn", `step("a", fn = lambda r: fail("broken"))`,
+			want{status: vm.Failed, code: "step_failed", step: "a", msg: "broken"}},
+		{"aborted", `a = step("a")
+edge(START, a)
+edge(a, ABORT)`, want{status: vm.Failed, code: "aborted", step: "a"}},
+		{"no_route", `a = step("a", fn = lambda r: 1)
+edge(START, a)
+edge(a, END, when = "a > 5")`, want{status: vm.Failed, code: "no_route", step: "a", msg: "none of its edges' conditions held"}},
+		{"expr_error_not_bool", `a = step("a", fn = lambda r: 1)
+edge(START, a)
+edge(a, END, when = "a")`, want{status: vm.Failed, code: "expr_error", step: "a", msg: "must be True or False, got int"}},
+		{"expr_error_raises", `a = step("a", fn = lambda r: {})
+edge(START, a)
+edge(a, END, when = "a.missing > 1")`, want{status: vm.Failed, code: "expr_error", step: "a", msg: "missing"}},
+		{"dependency_unmet", `a = step("a", fn = lambda r: 1)
+b = step("b", fn = lambda r: 2)
+c = step("c", run = ["echo", "{{ b }}"])
+edge(START, a)
+edge(a, b, when = "a > 1")
+edge(a, c, when = "a == 1")
+edge(c, END)
+edge(b, END)`, want{status: vm.Failed, code: "dependency_unmet", step: "c", msg: `reads "b", which has not completed`}},
+		{"dependency_unmet_fn", `a = step("a", fn = lambda r: r.b)
+b = step("b")`, want{status: vm.Failed, code: "dependency_unmet", step: "a", msg: `reads "b"`}},
+		{"until_error", `b = step("b")
+l = loop("l", body = [b], until = lambda it: "yes", max_iterations = 3)`,
+			want{status: vm.Failed, code: "until_error", step: "l", msg: "must return True, False or (stop, reason)"}},
+		{"until_raises", `b = step("b")
+l = loop("l", body = [b], until = lambda it: it.nope, max_iterations = 3)`,
+			want{status: vm.Failed, code: "until_error", step: "l", msg: "nope"}},
+		{"max_visits_exceeded", `a = step("a", max_visits = 2)
+edge(START, a)
+edge(a, a)`, want{status: vm.Failed, code: "max_visits_exceeded", step: "a", path: []string{"a", "a"}}},
+		{"timeout", `step("slow", run = ["sleep", "30"], timeout = "200ms")`,
+			want{status: vm.Failed, code: "timeout", step: "slow", msg: "timed out after 200ms"}},
+		{"flow_timeout", `flow(timeout = "300ms")
+a = step("a", run = ["sleep", "30"])
+b = step("b", run = ["sleep", "30"])
+edge(START, a)
+edge(START, b)
+edge(a, END)
+edge(b, END)`, want{status: vm.Failed, code: "flow_timeout", msg: "timeout of 300ms"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			res := run(t, c.src, nil, vm.Options{Parallel: 4, KillGrace: 500 * time.Millisecond})
+			check(t, res, c.w)
+			if took := time.Since(start); took > 15*time.Second {
+				t.Errorf("took %s", took)
+			}
+		})
+	}
+}
+
+func TestCancelled(t *testing.T) {
+	g := load(t, map[string]string{"flow.star": `step("a", run = ["sleep", "30"])`})
+	ctx, cancel := context.WithCancel(context.Background())
+	var once sync.Once
+	res, err := vm.Run(ctx, g, nil, vm.Options{OnEvent: func(ev vm.Event) {
+		if ev.Type == vm.StepStarted {
+			once.Do(func() { time.AfterFunc(100*time.Millisecond, cancel) })
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, res, want{status: vm.Cancelled, code: "cancelled"})
+	if st := res.Step("a").Status; st != vm.StepCancelled {
+		t.Errorf("a is %s, want cancelled", st)
+	}
+}
+
+func TestSubflowGuards(t *testing.T) {
+	t.Run("cycle", func(t *testing.T) {
+		res := runFiles(t, map[string]string{
+			"flow.star": `step("again", flow = "{{ 'flow' }}.star")`,
+		}, nil, vm.Options{})
+		check(t, res, want{status: vm.Failed, code: "subflow_cycle", step: "again", msg: "already running"})
+	})
+	t.Run("depth", func(t *testing.T) {
+		files := map[string]string{"flow.star": `step("next", flow = "{{ 'f1' }}.star")`}
+		for i := 1; i <= 10; i++ {
+			files["f"+itoa(i)+".star"] = `step("next", flow = "{{ 'f` + itoa(i+1) + `' }}.star")`
+		}
+		files["f11.star"] = `step("leaf")`
+		res := runFiles(t, files, nil, vm.Options{})
+		check(t, res, want{status: vm.Failed, code: "subflow_depth", msg: "deeper than 8"})
+	})
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func TestInjectionSafety(t *testing.T) {
+	evil := "; rm -rf / $(id) `x` \"q\" 'q' \n&& echo pwned"
+	res := run(t, `
+flow(inputs = {"evil": None})
+a = step("a", run = ["printf", "%s|", "{{ inputs.evil }}", "pre-{{ inputs.evil }}-post"], env = {"EVIL": "{{ inputs.evil }}"})
+b = step("b", shell = 'printf "%s" "$EVIL"', env = {"EVIL": "{{ inputs.evil }}"})
+chain(START, a, b, END)
+`, map[string]any{"evil": evil}, vm.Options{})
+	check(t, res, want{status: vm.Succeeded})
+	out := goValue(t, res.Step("a").Output).(map[string]any)["stdout"]
+	if wantOut := evil + "|pre-" + evil + "-post|"; out != wantOut {
+		t.Errorf("argv was split or expanded:\n got %q\nwant %q", out, wantOut)
+	}
+	if got := goValue(t, res.Step("b").Output).(map[string]any)["stdout"]; got != evil {
+		t.Errorf("env value changed: %q", got)
+	}
+}
+
+func TestTaskDetails(t *testing.T) {
+	res := runFiles(t, map[string]string{"flow.star": `
+a = step("a", run = ["sh", "-c", "pwd; cat; echo err >&2; echo $GREETING; exit 0"], stdin = "fed in\n", dir = "sub", env = {"GREETING": "hi {{ 1 + 1 }}"})
+`, "sub/.keep": ""}, nil, vm.Options{})
+	check(t, res, want{status: vm.Succeeded})
+	out := goValue(t, res.Step("a").Output).(map[string]any)
+	lines := strings.Split(strings.TrimSpace(out["stdout"].(string)), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], "/sub") || lines[1] != "fed in" || lines[2] != "hi 2" {
+		t.Errorf("stdout = %q", out["stdout"])
+	}
+	if out["stderr"] != "err\n" || out["exit_code"] != 0.0 {
+		t.Errorf("stderr %q exit %v", out["stderr"], out["exit_code"])
+	}
+}
+
+func TestMissingDir(t *testing.T) {
+	res := run(t, `step("a", run = ["true"], dir = "nowhere")`, nil, vm.Options{})
+	check(t, res, want{status: vm.Failed, code: "step_failed", msg: "nowhere"})
+}
+
+func TestOutputTruncated(t *testing.T) {
+	res := run(t, `step("a", run = ["sh", "-c", "seq 1 20000"])`, nil, vm.Options{MaxOutput: 100})
+	check(t, res, want{status: vm.Succeeded})
+	rec := res.Step("a")
+	out := goValue(t, rec.Output).(map[string]any)["stdout"].(string)
+	if !rec.Truncated || len(out) != 100 || !strings.HasSuffix(out, "19999\n20000\n") {
+		t.Errorf("truncated=%v len=%d tail=%q", rec.Truncated, len(out), out[max(0, len(out)-20):])
+	}
+}
+
+func TestRetries(t *testing.T) {
+	dir := t.TempDir()
+	res := run(t, `
+flow(inputs = {"dir": None})
+a = step("a", run = ["sh", "-c", 'n=$(cat "$1/n" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$1/n"; test $n -ge 3', "a", "{{ inputs.dir }}"], retries = 3, backoff = "10ms")
+`, map[string]any{"dir": dir}, vm.Options{})
+	check(t, res, want{status: vm.Succeeded, path: []string{"a"}})
+	if v := res.Step("a").Visits; v != 1 {
+		t.Errorf("visits = %d, want 1 (retries are not visits)", v)
+	}
+	n, _ := os.ReadFile(filepath.Join(dir, "n"))
+	if strings.TrimSpace(string(n)) != "3" {
+		t.Errorf("attempts = %s, want 3", n)
+	}
+}
+
+func TestFnPrintGoesToLog(t *testing.T) {
+	res := run(t, `
+def f(r):
+    print("hello from f")
+    return 1
+step("a", fn = f)
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Succeeded})
+	if diff := cmp.Diff([]string{"hello from f"}, res.Step("a").Log); diff != "" {
+		t.Error(diff)
+	}
+}
+
+func TestInputsBinding(t *testing.T) {
+	g := load(t, map[string]string{"flow.star": `flow(inputs = {"topic": None, "count": 3})
+step("a")`})
+	_, err := vm.BindInputs(g, nil)
+	if err == nil || !strings.Contains(err.Error(), `needs input "topic"`) {
+		t.Errorf("missing input: %v", err)
+	}
+	_, err = vm.BindInputs(g, map[string]starlark.Value{"topic": starlark.String("x"), "cuont": starlark.MakeInt(1)})
+	var ge *graphir.Error
+	if err == nil || !errorAs(err, &ge) || ge.Hint != `did you mean "count"?` {
+		t.Errorf("unknown input: %v", err)
+	}
+	m, err := vm.BindInputs(g, map[string]starlark.Value{"topic": starlark.String("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := m.Lookup("count"); c != starlark.MakeInt(3) {
+		t.Errorf("default not applied: %v", c)
+	}
+}
+
+func TestDeterministicPaths(t *testing.T) {
+	for _, name := range []string{"fanout_review", "map_items", "triage_router"} {
+		g, err := lang.Load("../examples/"+name+".star", lang.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var first []string
+		for i := 0; i < 20; i++ {
+			res, err := vm.Run(context.Background(), g, nil, vm.Options{Parallel: 1})
+			if err != nil || res.Status != vm.Succeeded {
+				t.Fatalf("%s: %v %+v", name, err, res.Error)
+			}
+			if i == 0 {
+				first = res.Path
+			} else if diff := cmp.Diff(first, res.Path); diff != "" {
+				t.Fatalf("%s run %d path differs:\n%s", name, i, diff)
+			}
+		}
+	}
+}
+
+func TestExamplesRun(t *testing.T) {
+	files, _ := filepath.Glob("../examples/*.star")
+	if len(files) < 7 {
+		t.Fatalf("found %d examples", len(files))
+	}
+	for _, f := range files {
+		g, err := lang.Load(f, lang.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := vm.Run(context.Background(), g, nil, vm.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != vm.Succeeded {
+			t.Errorf("%s: %s: %+v", f, res.Status, res.Error)
+		}
+	}
+}
+
+func TestConcurrentRunsShareGraph(t *testing.T) {
+	g := load(t, map[string]string{"flow.star": `
+flow(inputs = {"n": 0}, output = "m")
+w = step("w", fn = lambda r: r.item * 2 + r.inputs.n)
+m = map("m", over = "range(50)", body = [w])
+`})
+	p := vm.Prepare(g)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			in, _ := vm.BindInputs(g, map[string]starlark.Value{"n": starlark.MakeInt(i)})
+			res := p.Run(context.Background(), in, vm.Options{})
+			if res.Status != vm.Succeeded {
+				t.Errorf("run %d: %+v", i, res.Error)
+				return
+			}
+			if got := goValue(t, res.Output).([]any)[49]; got != float64(98+i) {
+				t.Errorf("run %d: item 49 = %v", i, got)
+			}
+		}(i)
+	}
+	wg.Wait()
+}
+
+func TestMapStress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress")
+	}
+	res := run(t, `
+flow(output = "total")
+w = step("w", fn = lambda r: r.item % 7)
+m = map("m", over = "range(10000)", body = [w], concurrency = 64)
+total = step("total", fn = lambda r: sum_of(r.m))
+def sum_of(xs):
+    s = 0
+    for x in xs:
+        s += x
+    return s
+chain(START, m, total, END)
+`, nil, vm.Options{Parallel: 64, EvalSteps: 10_000_000})
+	total := 0
+	for i := 0; i < 10000; i++ {
+		total += i % 7
+	}
+	check(t, res, want{status: vm.Succeeded, output: float64(total)})
+}
+
+func TestLongLoopBoundedRecord(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress")
+	}
+	res := run(t, `
+b = step("b", fn = lambda r: r.loop.index)
+l = loop("l", body = [b], until = lambda it: False, max_iterations = 100000)
+`, nil, vm.Options{MaxPath: 100})
+	check(t, res, want{status: vm.Succeeded})
+	if len(res.Path) != 100 || res.PathTotal != 100001 {
+		t.Errorf("path kept %d of %d entries, want 100 of 100001", len(res.Path), res.PathTotal)
+	}
+	if res.Path[99] != "b" {
+		t.Errorf("path tail = %v", res.Path[95:])
+	}
+}
+
+func errorAs(err error, target **graphir.Error) bool {
+	e, ok := err.(*graphir.Error)
+	if ok {
+		*target = e
+	}
+	return ok
+}

@@ -240,4 +240,3 @@ func valueText(v starlark.Value, max int) string {
 	}
 	return s
 }
-

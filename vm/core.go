@@ -211,7 +211,7 @@ func (r *run) ready(f *frame, n *graphir.Node) {
 func (r *run) enter(t task) {
 	f, n := t.f, t.n
 	st := f.state(r, n.ID)
-	if bound := r.g.VisitBound(n); bound > 0 && int(st.visits) >= bound {
+	if bound := r.p.bound[n.ID]; bound > 0 && st.visits >= bound {
 		r.stop(&graphir.Error{Code: "max_visits_exceeded", Step: n.Name,
 			Msg: fmt.Sprintf("step %q: max_visits %d exceeded", n.Name, bound)})
 		return
@@ -221,7 +221,9 @@ func (r *run) enter(t task) {
 	rec.Visits++
 	rec.Status = StepRunning
 	r.pathAdd(n.Name)
-	st.started = r.now().UnixNano()
+	if r.timed(n) {
+		st.started = r.now().UnixNano()
+	}
 	if r.events {
 		r.emit(Event{Type: StepStarted, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: int(st.visits)})
 	}
@@ -250,6 +252,13 @@ func (r *run) enter(t task) {
 	}
 }
 
+// timed reports whether the duration of step n is measured. Reading the
+// clock costs more than a noop step, so steps that finish without waiting
+// are timed only when someone watches the events.
+func (r *run) timed(n *graphir.Node) bool {
+	return r.events || isAsync(n) || n.HasBody()
+}
+
 // finish records how step n ended in frame f and follows its edges.
 func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
 	r.seq++
@@ -263,6 +272,7 @@ func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
 	if st.started != 0 {
 		took = time.Duration(r.now().UnixNano() - st.started)
 		rec.Duration += took
+		st.started = 0
 	}
 	if o.child != nil {
 		rec.Child = o.child

@@ -120,8 +120,10 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 	r.recs = make([]*StepRecord, len(g.Nodes))
 	r.values = make([]starlark.Value, len(g.Nodes))
 	r.res.Steps = make([]*StepRecord, 0, len(g.Nodes)-3)
-	for _, n := range g.Steps() {
-		rec := &StepRecord{Name: n.Name, Kind: n.Kind, Status: StepNotRun}
+	recs := make([]StepRecord, len(g.Nodes)-3)
+	for i, n := range g.Steps() {
+		rec := &recs[i]
+		rec.Name, rec.Kind, rec.Status = n.Name, n.Kind, StepNotRun
 		r.recs[n.ID] = rec
 		r.res.Steps = append(r.res.Steps, rec)
 	}

@@ -275,6 +275,7 @@ type Program struct {
 	dir    string  // directory tasks run in and child paths resolve from
 	local  []int32 // node id -> index within its scope
 	fwdIn  []int32 // node id -> number of forward in-edges within its scope
+	bound  []int32 // node id -> visit bound, 0 for none
 	scopes map[graphir.NodeID][]graphir.NodeID
 }
 
@@ -283,6 +284,10 @@ func Prepare(g *graphir.Graph) *Program {
 	p := &Program{g: g, dir: filepath.Dir(g.File), scopes: map[graphir.NodeID][]graphir.NodeID{}}
 	p.local = make([]int32, len(g.Nodes))
 	p.fwdIn = make([]int32, len(g.Nodes))
+	p.bound = make([]int32, len(g.Nodes))
+	for _, n := range g.Nodes {
+		p.bound[n.ID] = int32(min(g.VisitBound(n), 1<<31-1))
+	}
 	p.scopes[graphir.None] = g.Scope(graphir.None)
 	for i, id := range p.scopes[graphir.None] {
 		p.local[id] = int32(i)

@@ -50,6 +50,8 @@ type run struct {
 	timers  map[*time.Timer]bool
 
 	thread *starlark.Thread // every evaluation runs here, on the driver goroutine
+	view   *view            // the run view of the evaluation under way
+	args   starlark.Tuple   // its arguments: the view
 	cur    *StepRecord      // the fn step print() writes to
 
 	path     []string
@@ -343,9 +345,23 @@ func (r *run) evalThread() *starlark.Thread {
 	return th
 }
 
+// viewArgs returns the arguments of a call that evaluates something for
+// step self in frame f: the run view. Evaluations never nest and never
+// outlive their call (a function's result must be flow data, which a view
+// is not), so one view per run serves them all.
+func (r *run) viewArgs(f *frame, self *graphir.Node) starlark.Tuple {
+	if r.args == nil {
+		r.view = &view{r: r}
+		r.view.visitsFn = starlark.NewBuiltin("visits", r.view.visits)
+		r.args = starlark.Tuple{r.view}
+	}
+	r.view.f, r.view.self = f, self
+	return r.args
+}
+
 // eval evaluates an expression or function of r for step self in frame f.
 func (r *run) eval(f *frame, self *graphir.Node, x *graphir.Expr) (starlark.Value, error) {
-	return starlark.Call(r.evalThread(), x.Func, starlark.Tuple{&view{r: r, f: f, self: self}}, nil)
+	return starlark.Call(r.evalThread(), x.Func, r.viewArgs(f, self), nil)
 }
 
 // callFn runs attempt number attempt of fn step n.
@@ -356,7 +372,7 @@ func (r *run) callFn(f *frame, n *graphir.Node, attempt int) {
 	if n.Timeout > 0 {
 		timer = time.AfterFunc(n.Timeout, func() { th.Cancel("timeout") })
 	}
-	out, err := starlark.Call(th, n.Fn, starlark.Tuple{&view{r: r, f: f, self: n}}, nil)
+	out, err := starlark.Call(th, n.Fn, r.viewArgs(f, n), nil)
 	if timer != nil {
 		timer.Stop()
 	}

@@ -16,9 +16,10 @@ import (
 // view is the run as seen from one step in one frame. Reading a step that
 // has not completed on the path taken is an unmetError.
 type view struct {
-	r    *run
-	f    *frame
-	self *graphir.Node // nil outside a step (the flow's output)
+	r        *run
+	f        *frame
+	self     *graphir.Node // nil outside a step (the flow's output)
+	visitsFn *starlark.Builtin
 }
 
 var _ starlark.HasAttrs = (*view)(nil)
@@ -70,7 +71,7 @@ func (v *view) Attr(name string) (starlark.Value, error) {
 		st := v.f.state(v.r, v.self.ID)
 		return stdlib.NewMap([]string{"name", "visits"}, []starlark.Value{starlark.String(v.self.Name), starlark.MakeInt(int(st.visits))}), nil
 	case "visits":
-		return starlark.NewBuiltin("visits", v.visits), nil
+		return v.visitsFn, nil
 	case "loop", "item", "index":
 		return nil, fmt.Errorf("%s is only defined inside a %s body", name, map[string]string{"loop": "loop", "item": "map", "index": "map"}[name])
 	}

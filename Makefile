@@ -20,13 +20,21 @@ test:
 
 fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 5s ./lang
+	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime 5s ./check
 
 # Longer fuzzing: make fuzz FUZZTIME=10m
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./lang
+	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./check
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Skein next to LangGraph.js and XState (needs node and npm; fetches the pinned
+# packages into bench/peers/node_modules) -> bench/RESULTS.md. See bench/README.md.
+.PHONY: bench-peers
+bench-peers:
+	$(GO) run ./bench/peers/harness -go '$(GO)'
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -68,19 +68,40 @@ func FromError(err *graphir.Error) Diagnostic {
 // one family to a file; add a new one to the list below.
 type rule func(p *pass)
 
-var rules = []rule{
-	checkNames,        // names.go
-	checkReachability, // reach.go
+// rules is set in init because checkSubflows checks child flows with all
+// the rules.
+var rules []rule
+
+func init() {
+	rules = []rule{
+		checkNames,        // names.go
+		checkReachability, // reach.go
+		checkScopes,       // scopes.go
+		checkExprs,        // exprs.go
+		checkCycles,       // cycles.go
+		checkJoins,        // cycles.go
+		checkRouters,      // control.go
+		checkUntil,        // control.go
+		checkSubflows,     // subflows.go
+		checkDataflow,     // dataflow.go
+	}
 }
 
 // Graph runs every rule over g and returns the diagnostics sorted by
 // position, without duplicates.
 func Graph(g *graphir.Graph) []Diagnostic {
-	p := &pass{g: g}
+	return Sort(newPass(g, map[*graphir.Graph]*childCheck{}).run())
+}
+
+func newPass(g *graphir.Graph, children map[*graphir.Graph]*childCheck) *pass {
+	return &pass{g: g, children: children}
+}
+
+func (p *pass) run() []Diagnostic {
 	for _, r := range rules {
 		r(p)
 	}
-	return Sort(p.diags)
+	return p.diags
 }
 
 // Sort orders diagnostics by file, line, column, then code and message, and
@@ -122,16 +143,32 @@ func Count(ds []Diagnostic) (errors, warnings int) {
 type pass struct {
 	g     *graphir.Graph
 	diags []Diagnostic
+
+	// Computed on first use and shared by the rules that need them.
+	sc   *scopeIndex // scopes.go
+	ex   *exprIndex  // exprs.go
+	sets [2]nodeSet  // scratch sets for reach.go
+
+	// children holds the checks of literal child flows, shared with the
+	// passes over those children so each is checked once (subflows.go).
+	children map[*graphir.Graph]*childCheck
+	deepest  []string // the files of the deepest literal child chain below g
 }
 
 // report adds a diagnostic about node n (nil for the flow as a whole).
 func (p *pass) report(code string, n *graphir.Node, pos graphir.Pos, msg, hint string) {
+	p.diags = append(p.diags, p.diag(code, n, pos, msg, hint))
+}
+
+// diag builds a diagnostic about node n (nil for the flow as a whole); a
+// step's diagnostic names it and carries the trace of its creation.
+func (p *pass) diag(code string, n *graphir.Node, pos graphir.Pos, msg, hint string) Diagnostic {
 	d := Diagnostic{Code: code, Severity: SeverityOf(code), Message: msg, Pos: pos, Hint: hint}
-	if n != nil {
+	if n != nil && n.IsStep() {
 		d.Step = n.Name
 		d.Trace = n.Stack.Trace(n.Stack.UserFrame())
 	}
-	p.diags = append(p.diags, d)
+	return d
 }
 
 // reportEdge adds a diagnostic about edge e.

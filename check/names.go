@@ -10,19 +10,24 @@ import (
 )
 
 func checkNames(p *pass) {
-	first := make(map[string]*graphir.Node, len(p.g.Nodes))
+	// The graph indexes each name by its first step.
+	first := func(name string) *graphir.Node {
+		if n := p.g.Node(name); n != nil && n.IsStep() {
+			return n
+		}
+		return nil
+	}
 	for _, n := range p.g.Steps() {
-		if prev, dup := first[n.Name]; dup {
+		if prev := first(n.Name); prev != n {
 			p.report("duplicate_step", n, n.Pos,
 				fmt.Sprintf("step %q is already declared at %s", n.Name, prev.Pos),
 				"step names are unique in the whole flow, loop and map bodies included")
 			continue
 		}
-		first[n.Name] = n
 		switch {
 		case !graphir.ValidName(n.Name):
 			hint := "names are lower-case letters, digits and _, not starting with a digit"
-			if s := suggestName(n.Name); s != "" && first[s] == nil {
+			if s := suggestName(n.Name); s != "" && first(s) == nil {
 				hint = fmt.Sprintf("did you mean %q?", s)
 			}
 			p.report("invalid_name", n, n.Pos,

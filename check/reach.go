@@ -51,16 +51,18 @@ func (p *pass) reachScope(s graphir.NodeID) {
 	}
 
 	// Forward: what the scope's entry reaches.
-	reached := make(map[graphir.NodeID]bool, len(steps)+2)
-	reached[root] = true
+	reached, exits := &p.sets[0], &p.sets[1]
+	reached.clear(len(g.Nodes))
+	exits.clear(len(g.Nodes))
+	reached.add(root)
 	queue := []graphir.NodeID{root}
 	for len(queue) > 0 {
 		id := queue[0]
 		queue = queue[1:]
 		for _, eid := range g.Nodes[id].Out {
 			e := g.Edges[eid]
-			if inScope(g, e, s) && !reached[e.To] {
-				reached[e.To] = true
+			if inScope(g, e, s) && !reached.has(e.To) {
+				reached.add(e.To)
 				queue = append(queue, e.To)
 			}
 		}
@@ -69,11 +71,10 @@ func (p *pass) reachScope(s graphir.NodeID) {
 	// Backward: what reaches an exit. At the top level the exits are END
 	// and ABORT; in a body, ABORT and any step that can finish the
 	// iteration by succeeding with no edge left to follow.
-	exits := make(map[graphir.NodeID]bool, len(steps)+2)
 	queue = queue[:0]
 	mark := func(id graphir.NodeID) {
-		if !exits[id] {
-			exits[id] = true
+		if !exits.has(id) {
+			exits.add(id)
 			queue = append(queue, id)
 		}
 	}
@@ -98,10 +99,10 @@ func (p *pass) reachScope(s graphir.NodeID) {
 		}
 	}
 
-	if s == graphir.None && !reached[graphir.End] && len(steps) > 0 {
+	if s == graphir.None && !reached.has(graphir.End) && len(steps) > 0 {
 		hint := "add an edge to END, e.g. chain(..., END)"
 		for _, id := range steps {
-			if n := g.Nodes[id]; reached[id] && len(n.Out) == 0 {
+			if n := g.Nodes[id]; reached.has(id) && len(n.Out) == 0 {
 				hint = fmt.Sprintf("add edge(%s, END)", n.Name)
 				break
 			}
@@ -110,7 +111,7 @@ func (p *pass) reachScope(s graphir.NodeID) {
 	}
 	for _, id := range steps {
 		n := g.Nodes[id]
-		if !reached[id] {
+		if !reached.has(id) {
 			where := "START"
 			if s != graphir.None {
 				where = fmt.Sprintf("the start of the body of %s %q (its first step, %q)", g.Nodes[s].Kind, g.Nodes[s].Name, g.Nodes[root].Name)
@@ -124,7 +125,7 @@ func (p *pass) reachScope(s graphir.NodeID) {
 			p.report("unreachable_step", n, n.Pos, fmt.Sprintf("step %q is not reachable from %s", n.Name, where), hint)
 			continue
 		}
-		if !exits[id] && (s != graphir.None || reached[graphir.End]) {
+		if !exits.has(id) && (s != graphir.None || reached.has(graphir.End)) {
 			target := "END nor ABORT"
 			hint := fmt.Sprintf("add an edge out of it, e.g. edge(%s, END)", n.Name)
 			if s != graphir.None {
@@ -147,3 +148,21 @@ func (p *pass) continuesOnSuccess(n *graphir.Node, s graphir.NodeID) bool {
 	}
 	return false
 }
+
+// nodeSet is a set of nodes that empties in constant time, so that one
+// allocation serves every scope of a graph.
+type nodeSet struct {
+	stamp []uint32
+	gen   uint32
+}
+
+// clear empties the set, sized for n nodes.
+func (s *nodeSet) clear(n int) {
+	if len(s.stamp) < n {
+		s.stamp, s.gen = make([]uint32, n), 0
+	}
+	s.gen++
+}
+
+func (s *nodeSet) has(id graphir.NodeID) bool { return s.stamp[id] == s.gen }
+func (s *nodeSet) add(id graphir.NodeID)      { s.stamp[id] = s.gen }

@@ -1,0 +1,379 @@
+package check
+
+// This file resolves the names that expressions and templates read (SPEC §4)
+// and reports unknown_name, unknown_input, unknown_output and expr_syntax,
+// and refuses templates inside shell= (shell_interpolation).
+//
+// An expression is checked where it is evaluated: an edge's condition in
+// the scope of the edge's source, a router's by and cases and a step's
+// templates in the scope of the step, a map's over in the scope around the
+// map (its items are not bound yet), the flow's output at the top level.
+// Functions given instead of expressions are opaque here.
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/skeinlang/skein/graphir"
+)
+
+type siteKind uint8
+
+const (
+	siteWhen     siteKind = iota // an edge's condition
+	siteBy                       // a router's by=
+	siteCase                     // a router case's condition
+	siteOver                     // a map's over=
+	siteOutput                   // the flow's output=
+	siteTemplate                 // one {{ }} of a step's template
+)
+
+// site is one string expression and where it is evaluated.
+type site struct {
+	x     *graphir.Expr
+	kind  siteKind
+	at    graphir.NodeID // the node evaluating it: the edge's source, END for output=
+	scope graphir.NodeID // the scope its names resolve in
+	edge  graphir.EdgeID // siteWhen: the edge
+	field string         // siteTemplate: run, env, stdin, dir, flow or inputs
+	key   string         // env and inputs: the key
+	index int            // run: the argument; siteCase: the case
+}
+
+// after reports whether the expression runs once its node has finished
+// (an edge's condition), rather than before the node runs.
+func (s *site) after() bool { return s.kind == siteWhen }
+
+// read is one resolved read of a step's output by an expression.
+type read struct {
+	site int32
+	step graphir.NodeID
+	pos  graphir.Pos
+}
+
+// exprIndex is every expression of the graph with the steps it reads.
+type exprIndex struct {
+	sites    []site
+	reads    []read
+	readStep []bool       // node -> some expression names it
+	problems []Diagnostic // what checkExprs reports
+	visible  map[graphir.NodeID][]string
+}
+
+// taskFields are the fields of a task or shell step's output (SPEC §4).
+var taskFields = []string{"stdout", "stderr", "exit_code", "error"}
+
+// rootNames are the names every expression may read besides steps.
+var rootNames = []string{"inputs", "self", "visits"}
+
+// exprs returns the expression index of the pass's graph, building it on
+// first use.
+func (p *pass) exprs() *exprIndex {
+	if p.ex != nil {
+		return p.ex
+	}
+	g := p.g
+	ix := &exprIndex{readStep: make([]bool, len(g.Nodes)), visible: map[graphir.NodeID][]string{}}
+	ix.sites = make([]site, 0, len(g.Edges)/2+len(g.Nodes)/2)
+	p.ex = ix
+	add := func(s site) {
+		if s.x == nil || s.x.User {
+			return
+		}
+		ix.sites = append(ix.sites, s)
+	}
+	for _, e := range g.Edges {
+		if e.When != nil && !e.Router {
+			add(site{x: e.When, kind: siteWhen, at: e.From, scope: scopeOf(g, e.From), edge: e.ID})
+		}
+	}
+	for _, n := range g.Steps() {
+		tmpl := func(t *graphir.Template, field, key string, index int) {
+			if t == nil {
+				return
+			}
+			for _, part := range t.Parts {
+				if part.X != nil {
+					add(site{x: part.X, kind: siteTemplate, at: n.ID, scope: n.Parent, field: field, key: key, index: index})
+				}
+			}
+			if t.Err != nil && !holeErr(t) {
+				// An unclosed {{: no hole carries the error.
+				ix.problems = append(ix.problems, p.diag("expr_syntax", n, t.Err.Pos,
+					fmt.Sprintf("invalid template in %s: %s", describeField(n, field, key, index), t.Err.Msg),
+					`write a literal "{{" as {{ "{{" }}`))
+			}
+		}
+		for i, t := range n.Argv {
+			tmpl(t, "run", "", i)
+		}
+		for _, v := range n.Env {
+			tmpl(v.Value, "env", v.Name, 0)
+		}
+		tmpl(n.Stdin, "stdin", "", 0)
+		tmpl(n.Dir, "dir", "", 0)
+		tmpl(n.Flow, "flow", "", 0)
+		for _, in := range n.Inputs {
+			tmpl(in.Value, "inputs", in.Name, 0)
+		}
+		switch n.Kind {
+		case graphir.KindRouter:
+			add(site{x: n.By, kind: siteBy, at: n.ID, scope: n.Parent})
+			for i, c := range n.Cases {
+				add(site{x: c.When, kind: siteCase, at: n.ID, scope: n.Parent, index: i})
+			}
+		case graphir.KindMap:
+			add(site{x: n.Over, kind: siteOver, at: n.ID, scope: n.Parent})
+		}
+	}
+	add(site{x: g.Output, kind: siteOutput, at: graphir.End, scope: graphir.None})
+
+	for i := range ix.sites {
+		p.resolveSite(ix, int32(i))
+	}
+	return ix
+}
+
+// holeErr reports whether t's error is one of its holes' own.
+func holeErr(t *graphir.Template) bool {
+	for _, part := range t.Parts {
+		if part.X != nil && part.X.Err == t.Err {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveSite resolves every name read by one site.
+func (p *pass) resolveSite(ix *exprIndex, si int32) {
+	g := p.g
+	s := &ix.sites[si]
+	if s.x.Err != nil {
+		ix.problems = append(ix.problems, p.siteDiag(s, "expr_syntax", s.x.Err.Pos,
+			fmt.Sprintf("invalid expression in %s: %s", p.describe(s), s.x.Err.Msg), ""))
+		return
+	}
+	for _, r := range s.x.Refs {
+		switch r.Name {
+		case "inputs":
+			if name := r.Attr + r.Key; name != "" && g.Input(name) == nil {
+				ix.problems = append(ix.problems, p.siteDiag(s, "unknown_input", r.Pos,
+					fmt.Sprintf("unknown input %q in %s", name, p.describe(s)), p.inputHint(name)))
+			}
+			continue
+		case "self", "visits":
+			continue
+		}
+		if scopeVar(g, s.scope, r.Name) {
+			continue
+		}
+		n := g.Node(r.Name)
+		if n == nil {
+			ix.problems = append(ix.problems, p.unknownName(s, r))
+			continue
+		}
+		if !encloses(g, n.Parent, s.scope) {
+			owner := g.Nodes[n.Parent]
+			for !encloses(g, owner.Parent, s.scope) {
+				owner = g.Nodes[owner.Parent]
+			}
+			ix.problems = append(ix.problems, p.siteDiag(s, "unknown_name", r.Pos,
+				fmt.Sprintf("step %q is inside %s and cannot be read from %s", n.Name, describeScope(g, n.Parent), p.describe(s)),
+				fmt.Sprintf("read the output of %s %q instead", owner.Kind, owner.Name)))
+			continue
+		}
+		ix.readStep[n.ID] = true
+		ix.reads = append(ix.reads, read{site: si, step: n.ID, pos: r.Pos})
+		if field := r.Attr + r.Key; n.Kind.IsProcess() && field != "" && !contains(taskFields, field) {
+			hint := "task outputs have stdout, stderr, exit_code and error"
+			if near := graphir.Nearest(field, taskFields); near != "" {
+				hint = fmt.Sprintf("did you mean %q?", near)
+			}
+			ix.problems = append(ix.problems, p.siteDiag(s, "unknown_output", r.Pos,
+				fmt.Sprintf("step %q is a %s: its output has no field %q (in %s)", n.Name, n.Kind, field, p.describe(s)), hint))
+		}
+	}
+}
+
+// scopeVar reports whether name is bound by a loop or map around scope:
+// loop inside a loop body, a map's item_var and index inside a map body.
+func scopeVar(g *graphir.Graph, scope graphir.NodeID, name string) bool {
+	for s := scope; s != graphir.None; s = g.Nodes[s].Parent {
+		switch n := g.Nodes[s]; n.Kind {
+		case graphir.KindLoop:
+			if name == "loop" {
+				return true
+			}
+		case graphir.KindMap:
+			if name == n.ItemVar || name == "index" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// unknownName explains a name that is neither a step nor bound where it is
+// read.
+func (p *pass) unknownName(s *site, r graphir.Ref) Diagnostic {
+	g := p.g
+	msg := fmt.Sprintf("unknown name %q in %s", r.Name, p.describe(s))
+	hint := ""
+	switch r.Name {
+	case "loop":
+		msg = fmt.Sprintf("%q is only defined inside a loop body (in %s)", r.Name, p.describe(s))
+	case "item", "index":
+		msg = fmt.Sprintf("%q is only defined inside a map body (in %s)", r.Name, p.describe(s))
+		for sc := s.scope; sc != graphir.None; sc = g.Nodes[sc].Parent {
+			if n := g.Nodes[sc]; n.Kind == graphir.KindMap {
+				hint = fmt.Sprintf("map %q names its element %q (item_var)", n.Name, n.ItemVar)
+				break
+			}
+		}
+		if s.kind == siteOver {
+			hint = "over= is evaluated before the map runs, so its items are not bound yet"
+		}
+	case "r":
+		hint = "r is the argument of functions; in an expression name the step directly (critique.ok, not r.critique.ok)"
+	}
+	if hint == "" {
+		cands := append([]string(nil), rootNames...)
+		for sc := s.scope; sc != graphir.None; sc = g.Nodes[sc].Parent {
+			switch n := g.Nodes[sc]; n.Kind {
+			case graphir.KindLoop:
+				cands = append(cands, "loop")
+			case graphir.KindMap:
+				cands = append(cands, n.ItemVar, "index")
+			}
+		}
+		cands = append(cands, p.visibleSteps(s.scope)...)
+		if near := graphir.Nearest(r.Name, cands); near != "" {
+			hint = fmt.Sprintf("did you mean %q?", near)
+		} else {
+			hint = "an expression can read step names, inputs, self, visits and the modules json, math, re and struct"
+		}
+	}
+	return p.siteDiag(s, "unknown_name", r.Pos, msg, hint)
+}
+
+// visibleSteps lists the names of the steps an expression in scope may
+// read, for hints (computed once per scope).
+func (p *pass) visibleSteps(scope graphir.NodeID) []string {
+	if names, ok := p.ex.visible[scope]; ok {
+		return names
+	}
+	var names []string
+	for _, n := range p.g.Steps() {
+		if encloses(p.g, n.Parent, scope) {
+			names = append(names, n.Name)
+		}
+	}
+	p.ex.visible[scope] = names
+	return names
+}
+
+// inputHint suggests the nearest declared input, or declaring it.
+func (p *pass) inputHint(name string) string {
+	names := make([]string, len(p.g.Inputs))
+	for i, in := range p.g.Inputs {
+		names[i] = in.Name
+	}
+	if near := graphir.Nearest(name, names); near != "" {
+		return fmt.Sprintf("did you mean %q?", near)
+	}
+	return fmt.Sprintf(`declare it: flow(inputs = {%q: ...})`, name)
+}
+
+// describe names where a site's expression is written.
+func (p *pass) describe(s *site) string {
+	g := p.g
+	switch s.kind {
+	case siteWhen:
+		e := g.Edges[s.edge]
+		return fmt.Sprintf("the condition of edge %s -> %s", g.Nodes[e.From].Name, g.Nodes[e.To].Name)
+	case siteBy:
+		return fmt.Sprintf("by= of router %q", g.Nodes[s.at].Name)
+	case siteCase:
+		return fmt.Sprintf("case %d of router %q", s.index, g.Nodes[s.at].Name)
+	case siteOver:
+		return fmt.Sprintf("over= of map %q", g.Nodes[s.at].Name)
+	case siteOutput:
+		return "output= of the flow"
+	}
+	return describeField(g.Nodes[s.at], s.field, s.key, s.index)
+}
+
+// describeField names one template parameter of step n.
+func describeField(n *graphir.Node, field, key string, index int) string {
+	switch field {
+	case "run":
+		return fmt.Sprintf("argument %d of step %q", index, n.Name)
+	case "env", "inputs":
+		return fmt.Sprintf("%s[%q] of step %q", field, key, n.Name)
+	}
+	return fmt.Sprintf("%s= of step %q", field, n.Name)
+}
+
+// siteDiag builds a diagnostic about an expression: an edge's condition
+// points at the edge() call's stack, anything else at its step's.
+func (p *pass) siteDiag(s *site, code string, pos graphir.Pos, msg, hint string) Diagnostic {
+	d := p.diag(code, p.g.Nodes[s.at], pos, msg, hint)
+	if s.kind == siteWhen {
+		st := p.g.Edges[s.edge].Stack
+		d.Trace = st.Trace(st.UserFrame())
+	}
+	return d
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// checkExprs reports the problems found while resolving expressions, and
+// every template inside shell=.
+func checkExprs(p *pass) {
+	p.diags = append(p.diags, p.exprs().problems...)
+	for _, n := range p.g.Steps() {
+		if n.Kind != graphir.KindShell || n.Shell == nil {
+			continue
+		}
+		for _, part := range n.Shell.Parts {
+			if part.X == nil {
+				continue
+			}
+			p.report("shell_interpolation", n, part.X.Pos,
+				fmt.Sprintf("shell= of step %q contains the template {{ %s }}: its value would be parsed by the shell", n.Name, part.X.Src),
+				fmt.Sprintf(`pass the value through env (env = {"%s": "{{ %s }}"}) and write "$%s" in the script`,
+					envName(part.X), part.X.Src, envName(part.X)))
+		}
+	}
+}
+
+// envName suggests an environment variable name for the value of x, from
+// the last name it reads: NAME for inputs.name, DRAFT_STDOUT for
+// draft.stdout.
+func envName(x *graphir.Expr) string {
+	name := "VALUE"
+	if len(x.Refs) > 0 {
+		r := x.Refs[len(x.Refs)-1]
+		field := r.Attr + r.Key
+		switch {
+		case field == "":
+			name = r.Name
+		case r.Name == "inputs":
+			name = field
+		default:
+			name = r.Name + "_" + field
+		}
+	}
+	name = strings.ToUpper(name)
+	if !graphir.ValidName(strings.ToLower(name)) {
+		return "VALUE"
+	}
+	return name
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -779,6 +780,49 @@ l = loop("l", body = [b], until = lambda it: False, max_iterations = 100000)
 	if res.Path[99] != "b" {
 		t.Errorf("path tail = %v", res.Path[95:])
 	}
+}
+
+// TestLongBackEdgeLoopMemory runs 100,000 iterations of a back-edge loop and
+// checks that what the run keeps does not grow with the iterations.
+func TestLongBackEdgeLoopMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress")
+	}
+	g := load(t, map[string]string{"flow.star": `
+flow(inputs = {"n": 10}, output = "critique")
+draft = step("draft", fn = lambda r: {"text": "x" * 100, "n": r.visits("draft")}, max_visits = 1000000)
+critique = step("critique", fn = lambda r: r.draft.n)
+chain(START, draft, critique)
+edge(critique, draft, when = "critique < inputs.n")
+edge(critique, END, when = "critique >= inputs.n")
+`})
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	var results []*vm.Result
+	before := heap()
+	for _, n := range []int{1_000, 100_000} {
+		in := map[string]starlark.Value{"n": starlark.MakeInt(n)}
+		res, err := vm.Run(context.Background(), g, in, vm.Options{Parallel: 1, MaxPath: 1000})
+		if err != nil || res.Status != vm.Succeeded {
+			t.Fatalf("n=%d: %v %+v", n, err, res.Error)
+		}
+		results = append(results, res)
+	}
+	grown := int64(heap()) - int64(before)
+	// Two results, each keeping 1,000 path entries and two step records:
+	// far below a megabyte. 100,000 iterations of 100-byte outputs would be
+	// over 10 MB if anything per iteration were kept.
+	if grown > 4<<20 {
+		t.Errorf("heap grew by %d bytes over two runs; per-iteration state is being kept", grown)
+	}
+	if got := goValue(t, results[1].Output); got != 100000.0 {
+		t.Errorf("output = %v", got)
+	}
+	runtime.KeepAlive(results)
 }
 
 func errorAs(err error, target **graphir.Error) bool {

@@ -171,14 +171,43 @@ func (c *call) step(param string, v starlark.Value, allow ...graphir.NodeID) (*S
 
 // target unpacks a router target: a step, END or ABORT, or a step name.
 func (c *call) target(param string, v starlark.Value) (graphir.Target, error) {
-	if s, ok := v.(starlark.String); ok {
-		return graphir.Target{ID: graphir.None, Name: string(s), Pos: c.pos}, nil
+	switch v := v.(type) {
+	case starlark.String:
+		pos, _ := c.locate(param, string(v))
+		return graphir.Target{ID: graphir.None, Name: string(v), Pos: pos}, nil
+	case *Step:
+		s, err := c.step(param, v, graphir.End, graphir.Abort)
+		if err != nil {
+			return graphir.Target{}, err
+		}
+		return graphir.Target{ID: s.id, Pos: c.pos}, nil
 	}
-	s, err := c.step(param, v, graphir.End, graphir.Abort)
-	if err != nil {
-		return graphir.Target{}, c.errorf("%s must be a step or a step name, got %s", param, describe(v))
+	return graphir.Target{}, c.errorf("%s must be a step or a step name, got %s", param, describe(v))
+}
+
+// unpack is [starlark.UnpackArgs] for the builtins. It first refuses an
+// unknown keyword, naming the nearest parameter or else all of them, so a
+// typo such as wehn= gets the hint Starlark's own spelling check misses.
+func (c *call) unpack(args starlark.Tuple, kwargs []starlark.Tuple, pairs ...any) error {
+	var params []string
+	for i := 0; i < len(pairs); i += 2 {
+		params = append(params, strings.TrimSuffix(pairs[i].(string), "?"))
 	}
-	return graphir.Target{ID: s.id, Pos: c.pos}, nil
+	for _, kv := range kwargs {
+		k := string(kv[0].(starlark.String))
+		known := false
+		for _, p := range params {
+			known = known || p == k
+		}
+		if known {
+			continue
+		}
+		if near := graphir.Nearest(k, params); near != "" {
+			return fmt.Errorf("%s: unexpected keyword argument %q (did you mean %q?)", c.fn, k, near)
+		}
+		return fmt.Errorf("%s: unexpected keyword argument %q (want one of %s)", c.fn, k, strings.Join(params, ", "))
+	}
+	return starlark.UnpackArgs(c.fn, args, kwargs, pairs...)
 }
 
 // cond unpacks a condition or value expression: a string or a function of
@@ -186,7 +215,7 @@ func (c *call) target(param string, v starlark.Value) (graphir.Target, error) {
 func (c *call) cond(param string, v starlark.Value) (*graphir.Expr, error) {
 	switch v := v.(type) {
 	case starlark.String:
-		pos, exact := c.locate(string(v))
+		pos, exact := c.locate(param, string(v))
 		return c.b.Compiler.Expr(string(v), pos, exact), nil
 	case starlark.Callable:
 		if err := c.arity(param, v); err != nil {
@@ -212,29 +241,43 @@ func (c *call) template(param string, v starlark.Value) (*graphir.Template, erro
 	if !ok {
 		return nil, c.errorf("%s must be a string, got %s", param, describe(v))
 	}
-	return c.tmpl(string(s)), nil
+	return c.tmpl(param, string(s)), nil
 }
 
-func (c *call) tmpl(s string) *graphir.Template {
-	pos, exact := c.locate(s)
+// tmpl parses the template s given for param.
+func (c *call) tmpl(param, s string) *graphir.Template {
+	pos, exact := c.locate(param, s)
 	return c.b.Compiler.Template(s, pos, exact)
 }
 
-// locate finds where the string s was written: as a literal argument of
-// this call, else of the user's call that led to it, else it is the user's
+// locate finds where the string s given for param was written: as a
+// literal argument of this call (preferably in the keyword argument param
+// names), else of the user's call that led to it, else it is the user's
 // line.
-func (c *call) locate(s string) (graphir.Pos, bool) {
+func (c *call) locate(param, s string) (graphir.Pos, bool) {
+	kw := keyword(param)
 	if loc := c.b.Locator; loc != nil {
-		if p, exact, ok := loc.Literal(c.lparen, s); ok {
+		if p, exact, ok := loc.Literal(c.lparen, kw, s); ok {
 			return p, exact
 		}
 		if c.userLP != c.lparen {
-			if p, exact, ok := loc.Literal(c.userLP, s); ok {
+			if p, exact, ok := loc.Literal(c.userLP, "", s); ok {
 				return p, exact
 			}
 		}
 	}
 	return c.pos, false
+}
+
+// keyword returns the keyword a parameter description starts with:
+// "routes" for `routes["x"]`, "cases" for "cases[0] target".
+func keyword(param string) string {
+	for i := 0; i < len(param); i++ {
+		if c := param[i]; c != '_' && (c < 'a' || c > 'z') {
+			return param[:i]
+		}
+	}
+	return param
 }
 
 func (c *call) strings(param string, v starlark.Value) ([]*graphir.Template, error) {
@@ -248,7 +291,7 @@ func (c *call) strings(param string, v starlark.Value) ([]*graphir.Template, err
 		if !ok {
 			return nil, c.errorf("%s[%d] must be a string, got %s", param, i, describe(seq.Index(i)))
 		}
-		out[i] = c.tmpl(string(s))
+		out[i] = c.tmpl(param, string(s))
 	}
 	return out, nil
 }

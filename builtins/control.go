@@ -20,7 +20,7 @@ func routerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple
 		return nil, err
 	}
 	var name, by, routes, cases, dflt, maxVisits, join starlark.Value
-	if err := starlark.UnpackArgs(c.fn, args, kwargs, "name", &name, "by?", &by, "routes?", &routes,
+	if err := c.unpack(args, kwargs, "name", &name, "by?", &by, "routes?", &routes,
 		"cases?", &cases, "default?", &dflt, "max_visits?", &maxVisits, "join?", &join); err != nil {
 		return nil, err
 	}
@@ -30,14 +30,14 @@ func routerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple
 	}
 	c.named("router", n.Name)
 	switch {
-	case isNone(routes) && isNone(cases):
-		return nil, c.errorf("needs routes= (with by=) or cases=")
 	case !isNone(routes) && !isNone(cases):
 		return nil, c.errorf("give routes= (with by=) or cases=, not both")
 	case !isNone(routes) && isNone(by):
 		return nil, c.errorf("routes= needs by=, the expression that picks a label")
 	case !isNone(by) && isNone(routes):
 		return nil, c.errorf("by= needs routes=, the map from labels to steps")
+	case isNone(routes) && isNone(cases):
+		return nil, c.errorf("needs routes= (with by=) or cases=")
 	}
 	if !isNone(routes) {
 		if n.By, err = c.cond("by", by); err != nil {
@@ -54,9 +54,6 @@ func routerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple
 			t, err := c.target(fmt.Sprintf("routes[%q]", k), vals[i])
 			if err != nil {
 				return nil, err
-			}
-			if t.Name != "" {
-				t.Pos, _ = c.literal(t.Name)
 			}
 			n.Routes = append(n.Routes, graphir.Route{Label: k, Target: t})
 		}
@@ -82,9 +79,6 @@ func routerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple
 			if err != nil {
 				return nil, err
 			}
-			if t.Name != "" {
-				t.Pos, _ = c.literal(t.Name)
-			}
 			n.Cases = append(n.Cases, graphir.Case{When: when, Target: t})
 		}
 	}
@@ -92,9 +86,6 @@ func routerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple
 		t, err := c.target("default", dflt)
 		if err != nil {
 			return nil, err
-		}
-		if t.Name != "" {
-			t.Pos, _ = c.literal(t.Name)
 		}
 		n.Default = &t
 	}
@@ -104,9 +95,6 @@ func routerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple
 	id := c.b.AddStep(n)
 	return &Step{b: c.b, id: id, name: n.Name, kind: "router"}, nil
 }
-
-// literal locates the string literal s written as an argument.
-func (c *call) literal(s string) (graphir.Pos, bool) { return c.locate(s) }
 
 // body unpacks a loop's or map's body: a non-empty list of steps.
 func (c *call) body(v starlark.Value) ([]graphir.NodeID, error) {
@@ -142,7 +130,7 @@ func loopFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		return nil, err
 	}
 	var name, body, until, maxIter, maxVisits, join, timeout starlark.Value
-	if err := starlark.UnpackArgs(c.fn, args, kwargs, "name", &name, "body?", &body, "until?", &until,
+	if err := c.unpack(args, kwargs, "name", &name, "body?", &body, "until?", &until,
 		"max_iterations?", &maxIter, "max_visits?", &maxVisits, "join?", &join, "timeout?", &timeout); err != nil {
 		return nil, err
 	}
@@ -168,7 +156,7 @@ func loopFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	case nil, starlark.NoneType:
 	case starlark.String:
 		n.UntilName = string(u)
-		n.UntilPos, _ = c.literal(string(u))
+		n.UntilPos, _ = c.locate("until", string(u))
 	case starlark.Callable:
 		n.Until = u
 	default:
@@ -194,7 +182,7 @@ func mapFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, k
 		return nil, err
 	}
 	var name, over, body, concurrency, itemVar, maxVisits, join, timeout starlark.Value
-	if err := starlark.UnpackArgs(c.fn, args, kwargs, "name", &name, "over?", &over, "body?", &body,
+	if err := c.unpack(args, kwargs, "name", &name, "over?", &over, "body?", &body,
 		"concurrency?", &concurrency, "item_var?", &itemVar, "max_visits?", &maxVisits, "join?", &join,
 		"timeout?", &timeout); err != nil {
 		return nil, err

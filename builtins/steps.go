@@ -37,7 +37,7 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	if err := starlark.UnpackArgs(c.fn, args, kwargs, "name?", &name, "description?", &description,
+	if err := c.unpack(args, kwargs, "name?", &name, "description?", &description,
 		"inputs?", &inputs, "output?", &output, "max_visits?", &maxVisits, "timeout?", &timeout); err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		}
 	}
 	if err := c.b.SetFlow(f); err != nil {
-		return nil, c.errorf("%v", err)
+		return nil, err
 	}
 	return starlark.None, nil
 }
@@ -109,7 +109,7 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		return nil, err
 	}
 	var name, run, shell, fnv, flow, argv, env, stdin, dir, inputs, maxVisits, retries, backoff, timeout, join starlark.Value
-	if err := starlark.UnpackArgs(c.fn, args, kwargs, "name", &name, "run?", &run, "shell?", &shell,
+	if err := c.unpack(args, kwargs, "name", &name, "run?", &run, "shell?", &shell,
 		"fn?", &fnv, "flow?", &flow, "args?", &argv, "env?", &env, "stdin?", &stdin, "dir?", &dir,
 		"inputs?", &inputs, "max_visits?", &maxVisits, "retries?", &retries, "backoff?", &backoff,
 		"timeout?", &timeout, "join?", &join); err != nil {
@@ -161,6 +161,9 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		n.Kind = graphir.KindSubflow
 		if n.Flow, err = c.template("flow", flow); err != nil {
 			return nil, err
+		}
+		if n.Flow.Src == "" {
+			return nil, c.errorf("flow must name the child flow file, got \"\"")
 		}
 	}
 
@@ -225,7 +228,7 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		for i, k := range keys {
 			var t *graphir.Template
 			if s, ok := vals[i].(starlark.String); ok {
-				t = c.tmpl(string(s))
+				t = c.tmpl("inputs", string(s))
 			} else {
 				// A non-string value is passed as it is: wrap it as a
 				// constant expression so the child sees its type.
@@ -321,7 +324,7 @@ func edgeFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		return nil, err
 	}
 	var src, dst, when, on starlark.Value
-	if err := starlark.UnpackArgs(c.fn, args, kwargs, "src", &src, "dst", &dst, "when?", &when, "on?", &on); err != nil {
+	if err := c.unpack(args, kwargs, "src", &src, "dst", &dst, "when?", &when, "on?", &on); err != nil {
 		return nil, err
 	}
 	from, err := c.step("src", src, graphir.Start)

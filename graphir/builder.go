@@ -12,9 +12,10 @@ type Locator interface {
 	// CallStart maps the position of a call's "(" to the start of the call.
 	CallStart(lparen Pos) Pos
 	// Literal finds the string literal with value s among the arguments of
-	// the call whose "(" is at lparen, returning the position of its first
-	// character and whether offsets within s map one-to-one onto the file.
-	Literal(lparen Pos, s string) (pos Pos, exact bool, ok bool)
+	// the call whose "(" is at lparen, looking first in the argument for
+	// keyword (if not ""), and returns the position of its first character
+	// and whether offsets within s map one-to-one onto the file.
+	Literal(lparen Pos, keyword, s string) (pos Pos, exact bool, ok bool)
 }
 
 // FlowDecl is what flow() declares.

@@ -240,14 +240,14 @@ func (g *Graph) DOT() string {
 			} else if n.ID == End {
 				shape = "doublecircle"
 			}
-			fmt.Fprintf(&b, "  %s [shape=%s, label=%q];\n", dotID(n.Name), shape, n.Name)
+			fmt.Fprintf(&b, "  %s [shape=%s, label=%q];\n", g.dotNode(n), shape, n.Name)
 		}
 	}
 	var cluster func(scope NodeID, indent string)
 	cluster = func(scope NodeID, indent string) {
 		for _, id := range g.scopes[scope] {
 			n := g.Nodes[id]
-			fmt.Fprintf(&b, "%s%s [%s];\n", indent, dotID(n.Name), dotNodeAttrs(n))
+			fmt.Fprintf(&b, "%s%s [%s];\n", indent, g.dotNode(n), dotNodeAttrs(n))
 			if n.HasBody() {
 				label := fmt.Sprintf("%s %s", n.Kind, n.Name)
 				if n.Kind == KindLoop {
@@ -255,11 +255,11 @@ func (g *Graph) DOT() string {
 				} else {
 					label += " over " + n.Over.String()
 				}
-				fmt.Fprintf(&b, "%ssubgraph %s {\n%s  label=%q;\n%s  style=dashed;\n", indent, dotID("cluster_"+n.Name), indent, label, indent)
+				fmt.Fprintf(&b, "%ssubgraph %s {\n%s  label=%q;\n%s  style=dashed;\n", indent, dotID("cluster_"+g.drawnName(n)), indent, label, indent)
 				cluster(n.ID, indent+"  ")
 				fmt.Fprintf(&b, "%s}\n", indent)
 				if len(n.Body) > 0 {
-					fmt.Fprintf(&b, "%s%s -> %s [style=dotted, arrowhead=none];\n", indent, dotID(n.Name), dotID(g.Nodes[n.Body[0]].Name))
+					fmt.Fprintf(&b, "%s%s -> %s [style=dotted, arrowhead=none];\n", indent, g.dotNode(n), g.dotNode(g.Nodes[n.Body[0]]))
 				}
 			}
 		}
@@ -279,7 +279,7 @@ func (g *Graph) DOT() string {
 		if e.Back {
 			attrs = append(attrs, "color=blue", "penwidth=2", "constraint=false")
 		}
-		fmt.Fprintf(&b, "  %s -> %s", dotID(g.Nodes[e.From].Name), dotID(g.Nodes[e.To].Name))
+		fmt.Fprintf(&b, "  %s -> %s", g.dotNode(g.Nodes[e.From]), g.dotNode(g.Nodes[e.To]))
 		if len(attrs) > 0 {
 			fmt.Fprintf(&b, " [%s]", strings.Join(attrs, ", "))
 		}
@@ -336,6 +336,33 @@ func dotID(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
+// canonical reports whether n may be drawn under its own name: it is a
+// sentinel, or the first step of that name that does not pretend to be one.
+// Others (duplicates the checker reports) get an id of their own, so that
+// the drawing of a wrong flow shows what is wrong instead of merging nodes.
+func (g *Graph) canonical(n *Node) bool {
+	if !n.IsStep() {
+		return true
+	}
+	switch n.Name {
+	case "START", "END", "ABORT":
+		return false
+	}
+	return g.byName[n.Name] == n.ID
+}
+
+// drawnName is the name n is drawn under: its own, or for a node that is
+// not canonical its name and id.
+func (g *Graph) drawnName(n *Node) string {
+	if g.canonical(n) {
+		return n.Name
+	}
+	return fmt.Sprintf("%s#%d", n.Name, n.ID)
+}
+
+// dotNode is the DOT id of n.
+func (g *Graph) dotNode(n *Node) string { return dotID(g.drawnName(n)) }
+
 // Mermaid renders the graph as a Mermaid flowchart with the same
 // conventions as [Graph.DOT]: bodies as subgraphs, failure edges dotted,
 // back-edges thick.
@@ -354,19 +381,19 @@ func (g *Graph) Mermaid() string {
 			label := mermaidText(n.Name + " · " + n.Kind.String())
 			switch n.Kind {
 			case KindRouter:
-				fmt.Fprintf(&b, "%s%s{\"%s\"}\n", indent, mermaidID(n), label)
+				fmt.Fprintf(&b, "%s%s{\"%s\"}\n", indent, g.mermaidID(n), label)
 			case KindSubflow:
-				fmt.Fprintf(&b, "%s%s[[\"%s\"]]\n", indent, mermaidID(n), label)
+				fmt.Fprintf(&b, "%s%s[[\"%s\"]]\n", indent, g.mermaidID(n), label)
 			default:
-				fmt.Fprintf(&b, "%s%s[\"%s\"]\n", indent, mermaidID(n), label)
+				fmt.Fprintf(&b, "%s%s[\"%s\"]\n", indent, g.mermaidID(n), label)
 			}
 			if n.HasBody() {
 				title := n.Kind.String() + " " + n.Name
-				fmt.Fprintf(&b, "%ssubgraph %s_body[\"%s\"]\n", indent, mermaidID(n), mermaidText(title))
+				fmt.Fprintf(&b, "%ssubgraph %s_body[\"%s\"]\n", indent, g.mermaidID(n), mermaidText(title))
 				scope(n.ID, indent+"  ")
 				fmt.Fprintf(&b, "%send\n", indent)
 				if len(n.Body) > 0 {
-					fmt.Fprintf(&b, "%s%s -.-o %s\n", indent, mermaidID(n), mermaidID(g.Nodes[n.Body[0]]))
+					fmt.Fprintf(&b, "%s%s -.-o %s\n", indent, g.mermaidID(n), g.mermaidID(g.Nodes[n.Body[0]]))
 				}
 			}
 		}
@@ -387,7 +414,7 @@ func (g *Graph) Mermaid() string {
 		case e.On == OnFailure, e.On == OnAlways:
 			arrow = "-.->"
 		}
-		from, to := mermaidID(g.Nodes[e.From]), mermaidID(g.Nodes[e.To])
+		from, to := g.mermaidID(g.Nodes[e.From]), g.mermaidID(g.Nodes[e.To])
 		if label := g.edgeLabel(e); label != "" {
 			fmt.Fprintf(&b, "  %s %s|\"%s\"| %s\n", from, arrow, mermaidText(label), to)
 		} else {
@@ -408,13 +435,23 @@ func (g *Graph) Mermaid() string {
 	return b.String()
 }
 
-func mermaidID(n *Node) string {
-	if n.Kind.IsSentinel() {
+// mermaidID is the Mermaid id of n: Mermaid ids must be plain words, so a
+// step whose name is not valid (the checker reports it) is drawn by number.
+func (g *Graph) mermaidID(n *Node) string {
+	switch {
+	case n.Kind.IsSentinel():
 		return n.Name
+	case g.canonical(n) && ValidName(n.Name):
+		return "s_" + n.Name
 	}
-	return "s_" + n.Name
+	return fmt.Sprintf("s%d", n.ID)
 }
 
+// mermaidText escapes s for a quoted Mermaid label: entity codes for the
+// characters Mermaid would read as markup (# starts an entity code itself),
+// and spaces for line breaks, which would end the statement.
 func mermaidText(s string) string {
-	return strings.NewReplacer(`"`, "#quot;", "<", "#lt;", ">", "#gt;").Replace(s)
+	return mermaidEscaper.Replace(s)
 }
+
+var mermaidEscaper = strings.NewReplacer(`#`, "#35;", `"`, "#quot;", "<", "#lt;", ">", "#gt;", "\r\n", " ", "\n", " ", "\r", " ")

@@ -187,6 +187,10 @@ func compile(src string) *compiled {
 	}
 	x, err := FileOptions.ParseExpr("<expr>", src, 0)
 	if err != nil {
+		if e, ok := err.(syntax.Error); ok {
+			e.Pos = SyntaxErrorStart(src, e)
+			err = e
+		}
 		return syntaxError(err)
 	}
 	universe := func(name string) bool { return starlark.Universe.Has(name) }
@@ -292,6 +296,90 @@ func syntaxError(err error) *compiled {
 	return &compiled{err: &Error{Code: "expr_syntax", Msg: msg}, errAt: at}
 }
 
+// SyntaxErrorStart returns where a parse error should point. The Starlark
+// parser reports "got X, want Y" at the end of the unexpected token X (the
+// scanner has read past it), which for a missing ":" is the start of the
+// next line; this moves the position back to the start of X, or for an
+// unexpected newline to the end of the line it ends.
+func SyntaxErrorStart(src string, e syntax.Error) syntax.Position {
+	p := e.Pos
+	got, ok := strings.CutPrefix(e.Msg, "got ")
+	if !ok || p.Line < 1 || p.Col < 1 {
+		return p
+	}
+	off := byteOffset(src, int(p.Line), int(p.Col))
+	back := 0 // runes to move back
+	switch {
+	case strings.HasPrefix(got, "newline"):
+		if p.Col != 1 || off == 0 || src[off-1] != '\n' {
+			return p
+		}
+		line := src[:off-1]
+		line = line[strings.LastIndexByte(line, '\n')+1:]
+		if i := strings.IndexByte(line, '#'); i >= 0 && !strings.ContainsAny(line[:i], `"'`) {
+			line = line[:i] // point before a trailing comment
+		}
+		line = strings.TrimRight(line, " \t\r")
+		p.Line--
+		p.Col = int32(utf8.RuneCountInString(line)) + 1
+		return p
+	case strings.HasPrefix(got, "string literal"), strings.HasPrefix(got, "bytes literal"):
+		// Back to the opening quote (or triple quote) and any prefix.
+		before := src[:off]
+		if before == "" || (before[len(before)-1] != '"' && before[len(before)-1] != '\'') {
+			return p
+		}
+		q := before[len(before)-1:]
+		if strings.HasSuffix(before, q+q+q) && len(before) >= 6 {
+			q = q + q + q
+		}
+		open := len(before) - len(q)
+		for {
+			open = strings.LastIndex(before[:open], q)
+			if open < 0 {
+				return p
+			}
+			escapes := 0
+			for i := open - 1; i >= 0 && before[i] == '\\'; i-- {
+				escapes++
+			}
+			if escapes%2 == 0 {
+				break
+			}
+		}
+		prefix := 0 // r, b, rb: not part of a longer word
+		for prefix < 2 && open-prefix > 0 && strings.IndexByte("rRbB", before[open-prefix-1]) >= 0 {
+			prefix++
+		}
+		if open-prefix == 0 || !isWordByte(before[open-prefix-1]) {
+			open -= prefix
+		}
+		lit := before[open:]
+		if strings.Contains(lit, "\n") {
+			return p // a multi-line literal: keep the reported line
+		}
+		back = utf8.RuneCountInString(lit)
+	case strings.HasPrefix(got, "'"):
+		// A punctuation token, quoted: '=' or '**'.
+		if end := strings.IndexByte(got[1:], '\''); end > 0 && strings.HasSuffix(src[:off], got[1:end+1]) {
+			back = end
+		}
+	default:
+		// An identifier, keyword or number: back over its characters.
+		for i := off; i > 0 && isWordByte(src[i-1]); i-- {
+			back++
+		}
+	}
+	if back > 0 && int(p.Col) > back {
+		p.Col -= int32(back)
+	}
+	return p
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c == '.' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
 // byteOffset converts a 1-based line and rune column to a byte offset in s.
 func byteOffset(s string, line, col int) int {
 	off := 0
@@ -311,22 +399,44 @@ func byteOffset(s string, line, col int) int {
 
 // relPos returns the 1-based line and rune column of byte offset off in s.
 func relPos(s string, off int) Pos {
-	line, col := 1, 1
-	for _, r := range s[:off] {
+	return (&cursor{s: s}).at(off)
+}
+
+// cursor converts byte offsets of s to lines and columns, scanning only
+// from the last offset asked for, so that a template with many holes is
+// mapped in one pass.
+type cursor struct {
+	s         string
+	off       int
+	line, col int
+}
+
+func (c *cursor) at(off int) Pos {
+	if c.line == 0 || off < c.off {
+		c.off, c.line, c.col = 0, 1, 1
+	}
+	for _, r := range c.s[c.off:off] {
 		if r == '\n' {
-			line++
-			col = 1
+			c.line++
+			c.col = 1
 		} else {
-			col++
+			c.col++
 		}
 	}
-	return Pos{Line: line, Col: col}
+	c.off = off
+	return Pos{Line: c.line, Col: c.col}
 }
+
+// maxHoleEnds bounds the "}}" tried as the end of one hole. A real hole
+// holds a "}}" only inside a string, once or twice; without a bound, a
+// generated string of many "}}" would take time quadratic in its length.
+const maxHoleEnds = 64
 
 // Template parses a template string starting at pos.
 func (c *Compiler) Template(src string, pos Pos, exact bool) *Template {
 	t := &Template{Src: src, Pos: pos, Exact: exact}
 	rest, off := src, 0
+	cur := &cursor{s: src}
 	for {
 		i := strings.Index(rest, "{{")
 		if i < 0 {
@@ -344,7 +454,7 @@ func (c *Compiler) Template(src string, pos Pos, exact bool) *Template {
 		// a hole may contain "}}" inside a string: {{ "}}" }}.
 		var x *Expr
 		end := -1
-		for from := 0; ; {
+		for from, tries := 0, 0; tries < maxHoleEnds; tries++ {
 			j := strings.Index(body[from:], "}}")
 			if j < 0 {
 				break
@@ -353,7 +463,7 @@ func (c *Compiler) Template(src string, pos Pos, exact bool) *Template {
 			cand := body[:j]
 			inner := strings.TrimLeft(cand, " \t\n")
 			lead := len(cand) - len(inner)
-			at := offsetPos(pos, exact, relPos(src, bodyOff+lead))
+			at := offsetPos(pos, exact, cur.at(bodyOff+lead))
 			e := c.Expr(strings.TrimRight(inner, " \t\n"), at, exact)
 			if e.Err == nil || x == nil {
 				x, end = e, j
@@ -369,11 +479,17 @@ func (c *Compiler) Template(src string, pos Pos, exact bool) *Template {
 			t.Parts = append(t.Parts, TemplatePart{Lit: rest[i:]})
 			return t
 		}
-		if x.Err != nil && t.Err == nil {
-			t.Err = x.Err
-		}
 		t.Parts = append(t.Parts, TemplatePart{X: x})
 		rest = body[end+2:]
 		off = bodyOff + end + 2
+		if x.Err != nil {
+			// The first error is the one reported; what follows a hole
+			// that does not parse is kept as text, unparsed.
+			t.Err = x.Err
+			if rest != "" {
+				t.Parts = append(t.Parts, TemplatePart{Lit: rest})
+			}
+			return t
+		}
 	}
 }

@@ -6,6 +6,7 @@ package lang
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 
+	"github.com/skeinlang/skein/builtins"
 	"github.com/skeinlang/skein/graphir"
 )
 
@@ -46,8 +48,9 @@ type moduleError struct{ err *graphir.Error }
 func (e *moduleError) Error() string { return e.err.Msg }
 
 // convert turns an error from parsing or executing a file into a
-// *graphir.Error.
-func convert(err error) *graphir.Error {
+// *graphir.Error. loc, when not nil, maps the interpreter's call positions
+// (the "(" of a call) to the start of the call.
+func convert(err error, loc graphir.Locator) *graphir.Error {
 	var ge *graphir.Error
 	if errors.As(err, &ge) && !isEval(err) {
 		return ge
@@ -60,6 +63,9 @@ func convert(err error) *graphir.Error {
 	var rerrs resolve.ErrorList
 	if errors.As(err, &rerrs) && len(rerrs) > 0 {
 		msg, hint := splitHint(rerrs[0].Msg)
+		if hint == "" {
+			hint = predeclaredHint(msg)
+		}
 		e := &graphir.Error{Code: "parse_error", Pos: pos(rerrs[0].Pos), Msg: msg, Hint: hint, Err: err}
 		for _, more := range rerrs[1:] {
 			e.Trace = append(e.Trace, pos(more.Pos).String()+": "+more.Msg)
@@ -68,9 +74,25 @@ func convert(err error) *graphir.Error {
 	}
 	var eval *starlark.EvalError
 	if errors.As(err, &eval) {
-		return convertEval(eval)
+		return convertEval(eval, loc)
 	}
 	return &graphir.Error{Code: "load_error", Msg: err.Error(), Err: err}
+}
+
+// predeclaredHint suggests a builtin for "undefined: NAME": the resolver
+// only spell-checks a file's own names, and a misspelled builtin
+// (chian, stpe) is the likelier mistake.
+func predeclaredHint(msg string) string {
+	name, ok := strings.CutPrefix(msg, "undefined: ")
+	if !ok {
+		return ""
+	}
+	names := builtins.Names()
+	names = append(names, starlark.Universe.Keys()...)
+	if n := graphir.Nearest(name, names); n != "" {
+		return fmt.Sprintf("did you mean %q?", n)
+	}
+	return ""
 }
 
 func isEval(err error) bool {
@@ -78,18 +100,23 @@ func isEval(err error) bool {
 	return errors.As(err, &eval)
 }
 
-func convertEval(eval *starlark.EvalError) *graphir.Error {
-	// Frames with a position in a file, innermost first.
-	var frames []starlark.CallFrame
+func convertEval(eval *starlark.EvalError, loc graphir.Locator) *graphir.Error {
+	// Frames with a position in a file, innermost first. A frame stopped
+	// in a call reports the call's "(": point at the start of the call,
+	// as for the nodes the call creates.
+	var frames []graphir.Pos
+	var trace []string
 	for i := len(eval.CallStack) - 1; i >= 0; i-- {
 		f := eval.CallStack[i]
-		if f.Pos.IsValid() && f.Pos.Filename() != "<builtin>" {
-			frames = append(frames, f)
+		if !f.Pos.IsValid() || f.Pos.Filename() == "<builtin>" {
+			continue
 		}
-	}
-	var trace []string
-	for _, f := range frames {
-		trace = append(trace, pos(f.Pos).String()+": in "+f.Name)
+		p := pos(f.Pos)
+		if loc != nil {
+			p = loc.CallStart(p)
+		}
+		frames = append(frames, p)
+		trace = append(trace, p.String()+": in "+f.Name)
 	}
 
 	// A failing module: report its own error, with the load() line of each
@@ -105,9 +132,21 @@ func convertEval(eval *starlark.EvalError) *graphir.Error {
 	msg = strings.TrimPrefix(msg, "Starlark computation cancelled: ")
 	msg, hint := splitHint(msg)
 	e := &graphir.Error{Code: "load_error", Msg: msg, Hint: hint, Err: eval}
-	if len(frames) > 0 {
-		e.Pos = pos(frames[0].Pos)
-		e.Trace = trace[1:]
+	// Point at the innermost frame in a file the user wrote: an error
+	// inside an @std helper is the caller's to fix.
+	at := -1
+	for i, p := range frames {
+		if !strings.HasPrefix(p.File, graphir.StdPrefix) {
+			at = i
+			break
+		}
+	}
+	if at < 0 && len(frames) > 0 {
+		at = 0
+	}
+	if at >= 0 {
+		e.Pos = frames[at]
+		e.Trace = append(append([]string(nil), trace[:at]...), trace[at+1:]...)
 	}
 	return e
 }

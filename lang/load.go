@@ -39,6 +39,9 @@ type Options struct {
 	Root string
 	// MaxSteps is the load-time step budget; 0 means DefaultMaxSteps.
 	MaxSteps uint64
+	// MaxMemory bounds how much the heap may grow while one file runs;
+	// 0 means DefaultMaxMemory.
+	MaxMemory uint64
 	// ReadFile reads a file; nil means os.ReadFile.
 	ReadFile func(name string) ([]byte, error)
 	// Print receives print() output during loading; nil discards it.
@@ -116,13 +119,7 @@ type module struct {
 }
 
 func (s *session) loadFlow(file string, src []byte, parents []string) (*graphir.Graph, error) {
-	budget := s.opts.MaxSteps
-	if budget == 0 {
-		budget = DefaultMaxSteps
-	}
-	l := &loader{s: s, modules: map[string]*module{}, budget: budget}
-	l.b = graphir.NewBuilder(file, s.root)
-	l.b.Locator = s.loc
+	l := s.newLoader(file)
 	main := &module{file: file, loading: true}
 	l.modules[filepath.Clean(file)] = main
 	globals, err := l.exec(file, src)
@@ -131,13 +128,31 @@ func (s *session) loadFlow(file string, src []byte, parents []string) (*graphir.
 		return nil, err
 	}
 	main.globals = globals
+	return l.finish(file, globals, parents), nil
+}
 
-	l.resolveUntil(globals)
+// newLoader returns a loader whose builder records the flow in file.
+func (s *session) newLoader(file string) *loader {
+	budget := s.opts.MaxSteps
+	if budget == 0 {
+		budget = DefaultMaxSteps
+	}
+	l := &loader{s: s, modules: map[string]*module{}, budget: budget}
+	l.b = graphir.NewBuilder(file, s.root)
+	l.b.Locator = s.loc
+	return l
+}
+
+// finish resolves until= names against main (the flow's globals) and its
+// modules, loads the literal child flows and freezes the graph. A REPL
+// session calls it for every snapshot of its graph.
+func (l *loader) finish(file string, main starlark.StringDict, parents []string) *graphir.Graph {
+	l.resolveUntil(main)
 	l.loadChildren(file, append(parents, filepath.Clean(file)))
 	g := l.b.Freeze()
-	g.Funcs = l.funcNames(globals)
+	g.Funcs = l.funcNames(main)
 	g.Files = l.files
-	return g, nil
+	return g
 }
 
 // exec parses and runs one file with the builtins, returning its globals.
@@ -145,14 +160,37 @@ func (l *loader) exec(file string, src []byte) (starlark.StringDict, error) {
 	l.files = append(l.files, file)
 	f, err := graphir.FileOptions.Parse(file, src, syntax.RetainComments)
 	if err != nil {
-		return nil, convert(err)
+		if e, ok := err.(syntax.Error); ok {
+			e.Pos = graphir.SyntaxErrorStart(string(src), e)
+			err = e
+		}
+		return nil, convert(err, nil)
 	}
 	prog, err := starlark.FileProgram(f, builtins.Predeclared().Has)
 	if err != nil {
-		return nil, convert(err)
+		return nil, convert(err, nil)
 	}
 	l.s.loc.add(f)
 
+	thread := l.newThread(file)
+	l.chain = append(l.chain, file)
+	l.active = append(l.active, thread)
+	stop := watchMemory(thread, l.s.opts.MaxMemory)
+	globals, err := prog.Init(thread, builtins.Predeclared())
+	stop()
+	l.active = l.active[:len(l.active)-1]
+	l.chain = l.chain[:len(l.chain)-1]
+	l.used += thread.ExecutionSteps()
+	if err != nil {
+		return nil, convert(err, l.s.loc)
+	}
+	globals.Freeze()
+	return globals, nil
+}
+
+// newThread returns a thread that runs code of file with the builtins,
+// resolves its load() relative to file and stops when the budget runs out.
+func (l *loader) newThread(file string) *starlark.Thread {
 	thread := &starlark.Thread{Name: file, Load: l.load}
 	thread.Print = func(t *starlark.Thread, msg string) {
 		if l.s.opts.Print != nil {
@@ -162,22 +200,11 @@ func (l *loader) exec(file string, src []byte) (starlark.StringDict, error) {
 	}
 	builtins.SetBuilder(thread, l.b)
 	thread.SetLocal("skein.file", file)
-	remaining := l.remaining()
-	thread.SetMaxExecutionSteps(remaining)
+	thread.SetMaxExecutionSteps(l.remaining())
 	thread.OnMaxSteps = func(t *starlark.Thread) {
 		t.Cancel(fmt.Sprintf("load-time step budget of %d steps exceeded (is there an endless or huge computation?)", l.budget))
 	}
-	l.chain = append(l.chain, file)
-	l.active = append(l.active, thread)
-	globals, err := prog.Init(thread, builtins.Predeclared())
-	l.active = l.active[:len(l.active)-1]
-	l.chain = l.chain[:len(l.chain)-1]
-	l.used += thread.ExecutionSteps()
-	if err != nil {
-		return nil, convert(err)
-	}
-	globals.Freeze()
-	return globals, nil
+	return thread
 }
 
 // remaining returns the steps left in the budget, counting threads that are
@@ -249,7 +276,7 @@ func (l *loader) load(thread *starlark.Thread, name string) (starlark.StringDict
 	thread.SetMaxExecutionSteps(thread.ExecutionSteps() + l.remaining())
 	m.loading = false
 	if gerr != nil {
-		m.err = convert(gerr)
+		m.err = convert(gerr, nil)
 		return nil, &moduleError{m.err}
 	}
 	m.globals = globals
@@ -287,7 +314,7 @@ func (s *session) confine(path string) error {
 	}
 	rel, err := filepath.Rel(absRoot, absPath)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return fmt.Errorf("%s is outside the flow root %s", path, s.root)
+		return fmt.Errorf("%s is outside the flow root %q", path, s.root)
 	}
 	return nil
 }
@@ -374,15 +401,19 @@ func (l *loader) loadChildren(file string, chain []string) {
 			src, err := l.s.opts.readFile(path)
 			if err != nil {
 				var pe *fs.PathError
-				if errors.As(err, &pe) && errors.Is(pe.Err, fs.ErrNotExist) {
+				switch {
+				case errors.As(err, &pe) && errors.Is(pe.Err, fs.ErrNotExist):
 					c.err = &graphir.Error{Code: "subflow_not_found", Msg: fmt.Sprintf("child flow %s does not exist", path)}
-				} else {
+				case errors.As(err, &pe):
+					// A directory, say: still the step's flow= that is wrong.
+					c.err = &graphir.Error{Code: "subflow_not_found", Msg: fmt.Sprintf("child flow %s cannot be read: %v", path, pe.Err), Err: err}
+				default:
 					c.err = fileError(path, err)
 				}
 			} else {
 				g, err := l.s.loadFlow(path, src, chain)
 				if err != nil {
-					c.err = convert(err)
+					c.err = convert(err, nil)
 				}
 				c.g = g
 			}

@@ -36,7 +36,15 @@ func (l *locator) add(f *syntax.File) {
 		return true
 	})
 	l.mu.Lock()
-	l.files[f.Path] = calls
+	// A REPL session parses its input in chunks under one file name: they
+	// accumulate (their lines never overlap).
+	if old := l.files[f.Path]; old != nil {
+		for k, c := range calls {
+			old[k] = c
+		}
+	} else {
+		l.files[f.Path] = calls
+	}
 	l.mu.Unlock()
 }
 
@@ -55,13 +63,13 @@ func (l *locator) CallStart(p graphir.Pos) graphir.Pos {
 	return graphir.Pos{File: p.File, Line: int(start.Line), Col: int(start.Col)}
 }
 
-func (l *locator) Literal(lparen graphir.Pos, s string) (graphir.Pos, bool, bool) {
+func (l *locator) Literal(lparen graphir.Pos, keyword, s string) (graphir.Pos, bool, bool) {
 	c := l.call(lparen)
 	if c == nil {
 		return graphir.Pos{}, false, false
 	}
 	var found *syntax.Literal
-	for _, arg := range c.Args {
+	find := func(arg syntax.Expr) {
 		syntax.Walk(arg, func(n syntax.Node) bool {
 			if found != nil {
 				return false
@@ -71,9 +79,23 @@ func (l *locator) Literal(lparen graphir.Pos, s string) (graphir.Pos, bool, bool
 			}
 			return true
 		})
+	}
+	// The same text may be given to two parameters (a route target and
+	// the default): look in the keyword's own argument first.
+	if keyword != "" {
+		for _, arg := range c.Args {
+			if kw, ok := arg.(*syntax.BinaryExpr); ok && kw.Op == syntax.EQ {
+				if id, ok := kw.X.(*syntax.Ident); ok && id.Name == keyword {
+					find(kw.Y)
+				}
+			}
+		}
+	}
+	for _, arg := range c.Args {
 		if found != nil {
 			break
 		}
+		find(arg)
 	}
 	if found == nil {
 		return graphir.Pos{}, false, false

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestREPLScripts runs the sessions in testdata/repl: each pipes a script
+// into `skein repl` and compares what it prints. UPDATE=1 rewrites the
+// expected output.
+func TestREPLScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/repl",
+		RequireExplicitExec: true,
+		UpdateScripts:       os.Getenv("UPDATE") == "1",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("GORACE", "atexit_sleep_ms=0") // a race-enabled skein otherwise waits 1s on exit
+			return nil
+		},
+	})
+}
+
+// skeinExe returns the skein command to run in a subprocess: the test
+// binary itself, which TestMain (testscript.Main) puts on $PATH as "skein".
+func skeinExe(t *testing.T) string {
+	t.Helper()
+	exe, err := exec.LookPath("skein")
+	if err != nil {
+		t.Fatalf("skein is not on $PATH: TestMain must register it with testscript.Main: %v", err)
+	}
+	return exe
+}
+
+const ptyDeadline = 20 * time.Second
+
+// terminal is `skein repl` running on a pseudo-terminal.
+type terminal struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	pty  *os.File
+	out  *syncBuffer
+	read chan struct{} // closed when the output ends
+	mark int           // output before mark has been matched
+}
+
+// startTerminal runs skein with args on a new pseudo-terminal in dir.
+func startTerminal(t *testing.T, dir, state string, args ...string) *terminal {
+	t.Helper()
+	cmd := exec.Command(skeinExe(t), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TERM=xterm", "NO_COLOR=1", "XDG_STATE_HOME="+state, "HOME="+dir,
+		"GORACE=atexit_sleep_ms=0") // a race-enabled binary otherwise waits 1s on exit
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := &terminal{t: t, cmd: cmd, pty: f, out: &syncBuffer{}, read: make(chan struct{})}
+	go func() {
+		defer close(term.read)
+		io.Copy(term.out, f)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		f.Close()
+		<-term.read
+	})
+	return term
+}
+
+// send types s.
+func (term *terminal) send(s string) {
+	term.t.Helper()
+	if _, err := term.pty.Write([]byte(s)); err != nil {
+		term.t.Fatal(err)
+	}
+}
+
+// expect waits for s to appear in the output after what was matched
+// before.
+func (term *terminal) expect(s string) {
+	term.t.Helper()
+	deadline := time.Now().Add(ptyDeadline)
+	for time.Now().Before(deadline) {
+		out := term.out.String()
+		if i := strings.Index(out[term.mark:], s); i >= 0 {
+			term.mark += i + len(s)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	term.t.Fatalf("no %q in the output after %d bytes:\n%q", s, term.mark, term.out.String())
+}
+
+// exit types Ctrl-D and waits for the session to end with status 0.
+func (term *terminal) exit() {
+	term.t.Helper()
+	term.send("\x04")
+	done := make(chan error, 1)
+	go func() { done <- term.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			term.t.Errorf("skein repl: %v; output:\n%q", err, term.out.String())
+		}
+	case <-time.After(ptyDeadline):
+		term.t.Fatalf("skein repl did not exit on Ctrl-D; output:\n%q", term.out.String())
+	}
+}
+
+const (
+	keyLeft  = "\x1b[D"
+	keyUp    = "\x1b[A"
+	keyBack  = "\x7f"
+	keyCtrlA = "\x01"
+	keyCtrlC = "\x03"
+	keyTab   = "\t"
+)
+
+// TestREPLTerminal drives the REPL the way a person does: line editing,
+// multi-line input, Ctrl-C, completion and history across sessions.
+func TestREPLTerminal(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	term := startTerminal(t, dir, state, "repl")
+	term.expect(":help lists the commands")
+	term.expect(">>> ")
+
+	// Line editing: "10 + 5", two left, delete the "+", type "*".
+	term.send("10 + 5" + keyLeft + keyLeft + keyBack + "*\r")
+	term.expect("\r\n50\r\n")
+	term.expect(">>> ")
+	// Ctrl-A goes to the start of the line.
+	term.send("2" + keyCtrlA + "4\r")
+	term.expect("\r\n42\r\n")
+
+	// Ctrl-C drops the line being typed, and a compound statement.
+	term.expect(">>> ")
+	term.send("this is not starlark(" + keyCtrlC)
+	term.expect("^C")
+	term.expect(">>> ")
+	term.send("def f():\r")
+	term.expect("... ")
+	term.send("    return 1" + keyCtrlC)
+	term.expect(">>> ")
+	term.send("def nine():\r")
+	term.expect("... ")
+	term.send("    return 9\r")
+	term.expect("... ")
+	term.send("\r")
+	term.expect(">>> ")
+	term.send("nine()\r")
+	term.expect("\r\n9\r\n")
+
+	// Completion: a module, its members, a global, a step name, a command.
+	term.expect(">>> ")
+	term.send("jso" + keyTab)
+	term.expect("json")
+	term.send(".enc" + keyTab)
+	term.expect("json.encode")
+	term.send(`([1, "x"])` + "\r")
+	term.expect(`"[1,\"x\"]"`)
+	term.expect(">>> ")
+	term.send(`build_all = step("build_all")` + "\r")
+	term.expect(">>> ")
+	term.send("build_a" + keyTab + ".na" + keyTab + "\r")
+	term.expect(`"build_all"`)
+	term.expect(">>> ")
+	term.send(":che" + keyTab + "\r")
+	term.expect("ok: 1 step, 2 edges")
+	term.expect(">>> ")
+	term.send(`"history marker"` + "\r")
+	term.expect(`"history marker"`)
+	term.expect(">>> ")
+	term.exit()
+
+	hist, err := os.ReadFile(filepath.Join(state, "skein", "history"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(hist), "\"history marker\"\n") || !strings.Contains(string(hist), "def nine():\n") {
+		t.Errorf("history file:\n%s", hist)
+	}
+
+	// A new session recalls the last one's lines.
+	term = startTerminal(t, dir, state, "repl")
+	term.expect(">>> ")
+	term.send(keyUp + "\r")
+	term.expect("\r\n\"history marker\"\r\n")
+	term.expect(">>> ")
+	term.exit()
+}
+
+// TestREPLTerminalInterruptRun checks that Ctrl-C during :run cancels the
+// run, kills its processes and leaves the session usable.
+func TestREPLTerminalInterruptRun(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	saveInPlace(t, filepath.Join(dir, "sleep.star"), pidFlow(filepath.Join(dir, "pid")))
+	term := startTerminal(t, dir, state, "repl", "sleep.star")
+	term.expect("loaded sleep.star: 1 step, 2 edges")
+	term.expect(">>> ")
+	term.send(":run who=me\r")
+	w := &watchRun{t: t, dir: dir, out: term.out}
+	pid := w.readPid(filepath.Join(dir, "pid"))
+	term.send(keyCtrlC)
+	term.expect("cancelled in")
+	term.expect(">>> ")
+	waitGroupGone(t, pid)
+	term.send("6 * 7\r")
+	term.expect("\r\n42\r\n")
+	term.expect(">>> ")
+	term.exit()
+}

@@ -1,0 +1,366 @@
+package main
+
+// This file defines `skein watch` (SPEC §9): reload and re-check a flow on
+// every save, show what changed in its graph, and with --run run it again.
+//
+// Editors save in many ways (write in place, write a temporary file and
+// rename it over, delete and recreate), so the watcher watches the
+// directories of the files a load read, not the files, and reacts to any
+// event naming one of them. The set is recomputed after every load, so a
+// new load() is picked up and a dropped one is let go.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/spf13/pflag"
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/check"
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/vm"
+)
+
+// defaultDebounce is how long the files must stay quiet before a reload:
+// one save is often several events (truncate, write, rename, chmod).
+const defaultDebounce = 100 * time.Millisecond
+
+type watchFlags struct {
+	run        bool
+	inputs     []string
+	inputsFile string
+	root       string
+}
+
+func init() {
+	register(&command{
+		name:    "watch",
+		args:    "FLOW [--run] [--input k=v]...",
+		summary: "reload and re-check a flow on every change",
+		long: `Loads and checks the flow, then again whenever it, a module it loads or a
+child flow it names is saved (editors that save by renaming are seen; a
+newly added load() is watched from the next reload on). Each reload prints
+the diagnostics, or one line with the steps, edges and time taken, followed
+by what changed in the graph since the last load without errors (+ added,
+- removed, ~ changed).
+
+On a terminal the screen is cleared before each reload; when stdout is not
+a terminal the reports are appended.
+
+With --run, a flow that checks without errors is then run with live
+progress; a change during a run cancels it (its processes included) and
+starts it again after the re-check. Inputs are given as for 'skein run'.
+
+Ctrl-C stops watching (exit status 0).`,
+		flags: func(fs *pflag.FlagSet) any {
+			o := &watchFlags{}
+			fs.BoolVar(&o.run, "run", false, "run the flow after each clean check")
+			fs.StringArrayVarP(&o.inputs, "input", "i", nil, "an input as name=value for --run (repeatable)")
+			fs.StringVar(&o.inputsFile, "inputs-file", "", "a JSON file with an object of inputs for --run")
+			fs.StringVar(&o.root, "root", "", "flow root that load() and child flows may not leave (default: the flow's directory)")
+			return o
+		},
+		run: runWatch,
+	})
+}
+
+func runWatch(ctx context.Context, sio stdio, o any, args []string) int {
+	opts := o.(*watchFlags)
+	if len(args) != 1 {
+		fmt.Fprintln(sio.err, "skein watch: want exactly one flow\nusage: skein watch FLOW [--run] [--input k=v]...")
+		return exitUsage
+	}
+	if _, err := os.Stat(args[0]); err != nil {
+		fmt.Fprintf(sio.err, "skein watch: %v\n", err)
+		return exitUsage
+	}
+	given, err := parseInputs(opts.inputs, opts.inputsFile)
+	if err != nil {
+		fmt.Fprintf(sio.err, "skein watch: %v\n", err)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg := watchConfig{
+		file: args[0], root: opts.root, run: opts.run, inputs: given,
+		out: sio.out, err: sio.err, tty: isTerminal(sio.out), debounce: defaultDebounce,
+	}
+	if err := watch(ctx, cfg); err != nil {
+		fmt.Fprintf(sio.err, "skein watch: %v\n", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+// watchConfig is what [watch] needs: the flow, what to do after a load and
+// where to print.
+type watchConfig struct {
+	file     string
+	root     string
+	run      bool
+	inputs   map[string]starlark.Value
+	out, err io.Writer
+	tty      bool          // clear the screen before each report
+	debounce time.Duration // quiet time before a reload
+	reported func()        // if set, called after each report (for tests)
+}
+
+// watcher is the state of one watch.
+type watcher struct {
+	cfg   watchConfig
+	fsw   *fsnotify.Watcher
+	files map[string]bool // absolute paths the last load read or tried to
+	good  *graphir.Graph  // the last graph without errors
+
+	// The run in progress, if any.
+	cancelRun context.CancelFunc
+	runDone   chan struct{}
+}
+
+// watch loads and checks cfg.file, then again after every change to the
+// files the load read, until ctx is done. It returns once any run it
+// started has ended and its processes are gone.
+func watch(ctx context.Context, cfg watchConfig) error {
+	fsw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	defer fsw.Close()
+	w := &watcher{cfg: cfg, fsw: fsw}
+	defer w.stopRun()
+
+	w.reload(ctx, nil)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	changed := map[string]bool{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-fsw.Events:
+			if !ok {
+				return nil
+			}
+			if ev.Op == fsnotify.Chmod || !w.interesting(ev.Name) {
+				continue
+			}
+			changed[ev.Name] = true
+			timer.Reset(cfg.debounce)
+		case err, ok := <-fsw.Errors:
+			if !ok {
+				return nil
+			}
+			fmt.Fprintf(cfg.err, "skein watch: %v\n", err)
+		case <-timer.C:
+			names := make([]string, 0, len(changed))
+			for name := range changed {
+				names = append(names, name)
+			}
+			changed = map[string]bool{}
+			w.reload(ctx, names)
+		}
+	}
+}
+
+// interesting reports whether an event on path concerns the flow: path is
+// a file the load read, or a directory on the way to one (created, removed
+// or renamed as a whole).
+func (w *watcher) interesting(path string) bool {
+	path = filepath.Clean(path)
+	if w.files[path] {
+		return true
+	}
+	for f := range w.files {
+		if strings.HasPrefix(f, path+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// reload stops any run, loads and checks the flow, prints the report,
+// watches the directories of the files read, and starts a run if asked.
+func (w *watcher) reload(ctx context.Context, changed []string) {
+	w.stopRun()
+	start := time.Now()
+	read := map[string]bool{}
+	record := func(name string) {
+		if abs, err := filepath.Abs(name); err == nil {
+			read[filepath.Clean(abs)] = true
+		}
+	}
+	record(w.cfg.file)
+	g, err := lang.Load(w.cfg.file, lang.Options{Root: w.cfg.root, ReadFile: func(name string) ([]byte, error) {
+		record(name)
+		return os.ReadFile(name)
+	}})
+	var ds []check.Diagnostic
+	if err != nil {
+		ds = []check.Diagnostic{check.FromError(asError(err))}
+		g = nil
+	} else {
+		ds = check.Graph(g)
+	}
+	took := time.Since(start)
+	w.files = read
+	w.watchDirs()
+
+	out := w.cfg.out
+	if w.cfg.tty {
+		fmt.Fprint(out, "\x1b[H\x1b[2J")
+	}
+	fmt.Fprintf(out, "%s %s\n", paint(w.cfg.tty, "2", "["+start.Format("15:04:05")+"]"), w.what(changed))
+	check.WriteText(out, ds)
+	errs, warns := check.Count(ds)
+	if errs > 0 {
+		fmt.Fprintf(out, "%s %s: %s, checked in %s\n", paint(w.cfg.tty, "1;31", "FAIL"), w.cfg.file, countText(errs, warns), briefDuration(took))
+		if w.cfg.run {
+			fmt.Fprintln(out, "not run: waiting for the errors to be fixed")
+		}
+		w.done()
+		return
+	}
+	counts := fmt.Sprintf("%s, %s", plural(len(g.Steps()), "step"), plural(len(g.Edges), "edge"))
+	if warns > 0 {
+		counts += ", " + plural(warns, "warning")
+	}
+	fmt.Fprintf(out, "%s  %s: %s, checked in %s\n", paint(w.cfg.tty, "1;32", "ok"), w.cfg.file, counts, briefDuration(took))
+	if w.good != nil {
+		if d := graphir.Diff(w.good, g); d.Empty() {
+			fmt.Fprintln(out, paint(w.cfg.tty, "2", "  graph unchanged"))
+		} else {
+			fmt.Fprint(out, d.String())
+		}
+	}
+	w.good = g
+	w.done()
+	if w.cfg.run {
+		w.startRun(ctx, g)
+	}
+}
+
+func (w *watcher) done() {
+	if w.cfg.reported != nil {
+		w.cfg.reported()
+	}
+}
+
+// what says why a report is printed: the first load, or the files changed.
+func (w *watcher) what(changed []string) string {
+	if changed == nil {
+		return fmt.Sprintf("watching %s (%s)", w.cfg.file, plural(len(w.files), "file"))
+	}
+	wd, _ := os.Getwd()
+	names := make([]string, len(changed))
+	for i, c := range changed {
+		names[i] = c
+		if rel, err := filepath.Rel(wd, c); err == nil && !strings.HasPrefix(rel, "..") {
+			names[i] = rel
+		}
+	}
+	sort.Strings(names)
+	return "changed: " + strings.Join(names, ", ")
+}
+
+func countText(errs, warns int) string {
+	s := plural(errs, "error")
+	if warns > 0 {
+		s += ", " + plural(warns, "warning")
+	}
+	return s
+}
+
+// briefDuration prints a load time: 850µs, 3.1ms, 1.2s.
+func briefDuration(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < time.Second:
+		return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000)
+	}
+	return fmt.Sprintf("%.1fs", d.Seconds())
+}
+
+func paint(tty bool, code, s string) string {
+	if !tty || os.Getenv("NO_COLOR") != "" {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+// watchDirs watches the directory of every file the last load read (the
+// nearest one that exists, for a file whose directory is gone) and lets go
+// of the others.
+func (w *watcher) watchDirs() {
+	want := map[string]bool{}
+	for f := range w.files {
+		dir := filepath.Dir(f)
+		for {
+			if st, err := os.Stat(dir); err == nil && st.IsDir() {
+				break
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+		want[dir] = true
+	}
+	for _, d := range w.fsw.WatchList() {
+		if !want[d] {
+			w.fsw.Remove(d)
+		}
+	}
+	for d := range want {
+		// Adding again is harmless, and renews a watch the kernel dropped
+		// when the directory was removed and made again.
+		if err := w.fsw.Add(d); err != nil {
+			fmt.Fprintf(w.cfg.err, "skein watch: cannot watch %s: %v\n", d, err)
+		}
+	}
+}
+
+// startRun runs g in the background with progress, as `skein run` would.
+func (w *watcher) startRun(ctx context.Context, g *graphir.Graph) {
+	inputs, err := vm.BindInputs(g, w.cfg.inputs)
+	if err != nil {
+		writeError(w.cfg.out, err)
+		fmt.Fprintln(w.cfg.out, "not run: fix the inputs and save again")
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	w.cancelRun, w.runDone = cancel, done
+	prog := newProgress(w.cfg.out, w.cfg.tty)
+	opts := vm.Options{OnEvent: prog.event, LoadFlow: childLoader(w.cfg.root)}
+	prog.start()
+	go func() {
+		defer close(done)
+		res := vm.Prepare(g).Run(ctx, inputs, opts)
+		prog.stop()
+		prog.summary(res)
+	}()
+}
+
+// stopRun cancels the run in progress and waits until it has ended, its
+// processes included.
+func (w *watcher) stopRun() {
+	if w.cancelRun == nil {
+		return
+	}
+	w.cancelRun()
+	<-w.runDone
+	w.cancelRun, w.runDone = nil, nil
+}

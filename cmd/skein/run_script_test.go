@@ -1,0 +1,71 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestRunScripts runs the scripts in testdata/run: `skein run` exit
+// statuses, --json, --events, inputs, and Ctrl-C during a run.
+func TestRunScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/run",
+		RequireExplicitExec: true,
+		UpdateScripts:       os.Getenv("UPDATE") == "1",
+		Setup: func(env *testscript.Env) error {
+			// A race-enabled binary otherwise sleeps a second on exit.
+			env.Setenv("GORACE", "atexit_sleep_ms=0")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitfile": cmdWaitFile,
+			"pgone":    cmdProcessGroupGone,
+		},
+	})
+}
+
+// waitfile FILE: wait (up to 20s) until FILE exists and is not empty.
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile FILE")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(ts.MkAbs(args[0])); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ts.Fatalf("%s did not appear", args[0])
+}
+
+// pgone FILE: the process group whose id FILE holds has no process left.
+// Killed processes linger for a moment until their parent (init, for
+// orphans) reaps them, so it polls for a few seconds.
+func cmdProcessGroupGone(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: pgone FILE")
+	}
+	b, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	pgid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	ts.Check(err)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := syscall.Kill(-pgid, 0)
+		if errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("process group %d still has processes (kill -0: %v)", pgid, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

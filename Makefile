@@ -21,11 +21,13 @@ test:
 fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 5s ./lang
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime 5s ./check
+	$(GO) test -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime 5s ./graphir
 
 # Longer fuzzing: make fuzz FUZZTIME=10m
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./lang
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./check
+	$(GO) test -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(FUZZTIME) ./graphir
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

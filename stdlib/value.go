@@ -385,13 +385,17 @@ func FromJSON(data []byte) (starlark.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("unexpected data after JSON value")
-	}
-	if _, err := dec.Token(); err == nil {
-		return nil, fmt.Errorf("unexpected data after JSON value")
+	if rest := bytes.TrimSpace(data[dec.InputOffset():]); len(rest) > 0 {
+		return nil, fmt.Errorf("unexpected data after JSON value: %q", truncate(string(rest), 20))
 	}
 	return v, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }
 
 func decodeValue(dec *json.Decoder, depth int) (starlark.Value, error) {

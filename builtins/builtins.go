@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/stdlib"
@@ -107,45 +108,96 @@ type call struct {
 	thread *starlark.Thread
 	b      *graphir.Builder
 	fn     string
+	*site
+	kind, stepName string // set by named once the name is known
+}
+
+// site is where a builtin is called from: its stack and the positions
+// derived from it. A flow that builds many steps in a loop calls the
+// builtins from a few call sites over and over, so sites are interned per
+// load thread and shared by the nodes they create.
+type site struct {
 	lparen graphir.Pos // position of the "(" of the call, as reported
 	userLP graphir.Pos // the same for the user's frame
 	stack  graphir.Stack
 	pos    graphir.Pos // the user's line
-	what   string      // `step "build"` once the name is known, else the builtin's name
 }
+
+// siteKey identifies a call site by the raw positions of its frames,
+// outermost first, for stacks of up to four frames.
+type siteKey struct {
+	n   int
+	pos [4]syntax.Position
+}
+
+const sitesKey = "skein.sites"
 
 func newCall(thread *starlark.Thread, fn *starlark.Builtin) (*call, error) {
 	b := BuilderOf(thread)
 	if b == nil {
 		return nil, fmt.Errorf("%s: can only be called while a flow is loading", fn.Name())
 	}
-	c := &call{thread: thread, b: b, fn: fn.Name(), what: fn.Name()}
-	cs := thread.CallStack()
-	if len(cs) > 0 {
-		cs = cs[:len(cs)-1] // the builtin's own frame
-	}
-	c.stack = make(graphir.Stack, len(cs))
-	for i, f := range cs {
-		p := graphir.Pos{File: f.Pos.Filename(), Line: int(f.Pos.Line), Col: int(f.Pos.Col)}
-		if i == len(cs)-1 {
-			c.lparen = p
+	c := &call{thread: thread, b: b, fn: fn.Name()}
+	depth := thread.CallStackDepth() - 1 // not the builtin's own frame
+	if depth <= len(siteKey{}.pos) {
+		var key siteKey
+		var frames [4]starlark.CallFrame
+		key.n = depth
+		for i := 0; i < depth; i++ {
+			frames[i] = thread.CallFrame(depth - i)
+			key.pos[i] = frames[i].Pos
 		}
-		c.stack[i] = graphir.Frame{Func: f.Name, Pos: b.Pos(p)}
+		sites, _ := thread.Local(sitesKey).(map[siteKey]*site)
+		if s, ok := sites[key]; ok {
+			c.site = s
+			return c, nil
+		}
+		c.site = newSite(b, frames[:depth])
+		if sites == nil {
+			sites = map[siteKey]*site{}
+			thread.SetLocal(sitesKey, sites)
+		}
+		sites[key] = c.site
+		return c, nil
 	}
-	if u := c.stack.UserFrame(); u >= 0 {
-		c.pos = c.stack[u].Pos
-		f := cs[u].Pos
-		c.userLP = graphir.Pos{File: f.Filename(), Line: int(f.Line), Col: int(f.Col)}
-	}
+	cs := thread.CallStack()
+	c.site = newSite(b, cs[:len(cs)-1])
 	return c, nil
 }
 
+// newSite maps the raw frames of a call site, outermost first.
+func newSite(b *graphir.Builder, frames []starlark.CallFrame) *site {
+	s := &site{stack: make(graphir.Stack, len(frames))}
+	for i, f := range frames {
+		p := graphir.Pos{File: f.Pos.Filename(), Line: int(f.Pos.Line), Col: int(f.Pos.Col)}
+		if i == len(frames)-1 {
+			s.lparen = p
+		}
+		s.stack[i] = graphir.Frame{Func: f.Name, Pos: b.Pos(p)}
+	}
+	if u := s.stack.UserFrame(); u >= 0 {
+		s.pos = s.stack[u].Pos
+		f := frames[u].Pos
+		s.userLP = graphir.Pos{File: f.Filename(), Line: int(f.Line), Col: int(f.Col)}
+	}
+	return s
+}
+
+// what names the call in messages: `step "build"` once the name is known,
+// else the builtin's name.
+func (c *call) what() string {
+	if c.kind == "" {
+		return c.fn
+	}
+	return fmt.Sprintf("%s %q", c.kind, c.stepName)
+}
+
 func (c *call) errorf(format string, args ...any) error {
-	return fmt.Errorf("%s: %s", c.what, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%s: %s", c.what(), fmt.Sprintf(format, args...))
 }
 
 func (c *call) named(kind, name string) {
-	c.what = fmt.Sprintf("%s %q", kind, name)
+	c.kind, c.stepName = kind, name
 }
 
 // step unpacks a Step argument belonging to this load. allow says which
@@ -185,29 +237,50 @@ func (c *call) target(param string, v starlark.Value) (graphir.Target, error) {
 	return graphir.Target{}, c.errorf("%s must be a step or a step name, got %s", param, describe(v))
 }
 
-// unpack is [starlark.UnpackArgs] for the builtins. It first refuses an
-// unknown keyword, naming the nearest parameter or else all of them, so a
-// typo such as wehn= gets the hint Starlark's own spelling check misses.
-func (c *call) unpack(args starlark.Tuple, kwargs []starlark.Tuple, pairs ...any) error {
-	var params []string
-	for i := 0; i < len(pairs); i += 2 {
-		params = append(params, strings.TrimSuffix(pairs[i].(string), "?"))
+// unpack binds the arguments of a call to params, a builtin's parameter
+// names in order (a trailing "?" marks an optional one), storing each in
+// the matching element of out. Unlike starlark.UnpackArgs it allocates
+// nothing, and an unknown keyword gets a did-you-mean or the list of
+// accepted ones.
+func (c *call) unpack(args starlark.Tuple, kwargs []starlark.Tuple, params []string, out []starlark.Value) error {
+	if len(args) > len(params) {
+		return fmt.Errorf("%s: got %d arguments, want at most %d", c.fn, len(args), len(params))
 	}
+	copy(out, args)
 	for _, kv := range kwargs {
 		k := string(kv[0].(starlark.String))
-		known := false
-		for _, p := range params {
-			known = known || p == k
+		i := paramIndex(params, k)
+		if i < 0 {
+			names := make([]string, len(params))
+			for j, p := range params {
+				names[j] = strings.TrimSuffix(p, "?")
+			}
+			if near := graphir.Nearest(k, names); near != "" {
+				return fmt.Errorf("%s: unexpected keyword argument %q (did you mean %q?)", c.fn, k, near)
+			}
+			return fmt.Errorf("%s: unexpected keyword argument %q (want one of %s)", c.fn, k, strings.Join(names, ", "))
 		}
-		if known {
-			continue
+		if out[i] != nil {
+			return fmt.Errorf("%s: got multiple values for parameter %q", c.fn, k)
 		}
-		if near := graphir.Nearest(k, params); near != "" {
-			return fmt.Errorf("%s: unexpected keyword argument %q (did you mean %q?)", c.fn, k, near)
-		}
-		return fmt.Errorf("%s: unexpected keyword argument %q (want one of %s)", c.fn, k, strings.Join(params, ", "))
+		out[i] = kv[1]
 	}
-	return starlark.UnpackArgs(c.fn, args, kwargs, pairs...)
+	for i, p := range params {
+		if out[i] == nil && !strings.HasSuffix(p, "?") {
+			return fmt.Errorf("%s: missing argument for %s", c.fn, p)
+		}
+	}
+	return nil
+}
+
+// paramIndex finds name among params (each possibly ending in "?").
+func paramIndex(params []string, name string) int {
+	for i, p := range params {
+		if len(p) == len(name)+1 && p[len(p)-1] == '?' && p[:len(name)] == name || p == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // cond unpacks a condition or value expression: a string or a function of
@@ -291,7 +364,11 @@ func (c *call) strings(param string, v starlark.Value) ([]*graphir.Template, err
 		if !ok {
 			return nil, c.errorf("%s[%d] must be a string, got %s", param, i, describe(seq.Index(i)))
 		}
-		out[i] = c.tmpl(param, string(s))
+		if strings.Contains(string(s), "{{") {
+			out[i] = c.tmpl(param, string(s))
+		} else {
+			out[i] = c.b.Compiler.Literal(string(s))
+		}
 	}
 	return out, nil
 }

@@ -20,10 +20,11 @@ func routerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple
 		return nil, err
 	}
 	var name, by, routes, cases, dflt, maxVisits, join starlark.Value
-	if err := c.unpack(args, kwargs, "name", &name, "by?", &by, "routes?", &routes,
-		"cases?", &cases, "default?", &dflt, "max_visits?", &maxVisits, "join?", &join); err != nil {
+	var vals [7]starlark.Value
+	if err := c.unpack(args, kwargs, routerParams, vals[:]); err != nil {
 		return nil, err
 	}
+	name, by, routes, cases, dflt, maxVisits, join = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6]
 	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindRouter}
 	if n.Name, err = c.name(name); err != nil {
 		return nil, err
@@ -130,10 +131,11 @@ func loopFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		return nil, err
 	}
 	var name, body, until, maxIter, maxVisits, join, timeout starlark.Value
-	if err := c.unpack(args, kwargs, "name", &name, "body?", &body, "until?", &until,
-		"max_iterations?", &maxIter, "max_visits?", &maxVisits, "join?", &join, "timeout?", &timeout); err != nil {
+	var vals [7]starlark.Value
+	if err := c.unpack(args, kwargs, loopParams, vals[:]); err != nil {
 		return nil, err
 	}
+	name, body, until, maxIter, maxVisits, join, timeout = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6]
 	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindLoop, UntilPos: c.pos}
 	if n.Name, err = c.name(name); err != nil {
 		return nil, err
@@ -182,11 +184,11 @@ func mapFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, k
 		return nil, err
 	}
 	var name, over, body, concurrency, itemVar, maxVisits, join, timeout starlark.Value
-	if err := c.unpack(args, kwargs, "name", &name, "over?", &over, "body?", &body,
-		"concurrency?", &concurrency, "item_var?", &itemVar, "max_visits?", &maxVisits, "join?", &join,
-		"timeout?", &timeout); err != nil {
+	var vals [8]starlark.Value
+	if err := c.unpack(args, kwargs, mapParams, vals[:]); err != nil {
 		return nil, err
 	}
+	name, over, body, concurrency, itemVar, maxVisits, join, timeout = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6], vals[7]
 	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindMap, Concurrency: 4, ItemVar: "item"}
 	if n.Name, err = c.name(name); err != nil {
 		return nil, err
@@ -226,3 +228,10 @@ func mapFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, k
 	}
 	return &Step{b: c.b, id: id, name: n.Name, kind: "map"}, nil
 }
+
+// Parameter names, in order; "?" marks an optional one.
+var (
+	routerParams = []string{"name", "by?", "routes?", "cases?", "default?", "max_visits?", "join?"}
+	loopParams   = []string{"name", "body?", "until?", "max_iterations?", "max_visits?", "join?", "timeout?"}
+	mapParams    = []string{"name", "over?", "body?", "concurrency?", "item_var?", "max_visits?", "join?", "timeout?"}
+)

@@ -37,10 +37,11 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	if err := c.unpack(args, kwargs, "name?", &name, "description?", &description,
-		"inputs?", &inputs, "output?", &output, "max_visits?", &maxVisits, "timeout?", &timeout); err != nil {
+	var vals [6]starlark.Value
+	if err := c.unpack(args, kwargs, flowParams, vals[:]); err != nil {
 		return nil, err
 	}
+	name, description, inputs, output, maxVisits, timeout = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]
 	f := graphir.FlowDecl{Pos: c.pos}
 	if !isNone(name) {
 		s, ok := name.(starlark.String)
@@ -109,12 +110,11 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		return nil, err
 	}
 	var name, run, shell, fnv, flow, argv, env, stdin, dir, inputs, maxVisits, retries, backoff, timeout, join starlark.Value
-	if err := c.unpack(args, kwargs, "name", &name, "run?", &run, "shell?", &shell,
-		"fn?", &fnv, "flow?", &flow, "args?", &argv, "env?", &env, "stdin?", &stdin, "dir?", &dir,
-		"inputs?", &inputs, "max_visits?", &maxVisits, "retries?", &retries, "backoff?", &backoff,
-		"timeout?", &timeout, "join?", &join); err != nil {
+	var vals [15]starlark.Value
+	if err := c.unpack(args, kwargs, stepParams, vals[:]); err != nil {
 		return nil, err
 	}
+	name, run, shell, fnv, flow, argv, env, stdin, dir, inputs, maxVisits, retries, backoff, timeout, join = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6], vals[7], vals[8], vals[9], vals[10], vals[11], vals[12], vals[13], vals[14]
 	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindNoop, Backoff: defaultBackoff}
 	if n.Name, err = c.name(name); err != nil {
 		return nil, err
@@ -324,9 +324,11 @@ func edgeFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		return nil, err
 	}
 	var src, dst, when, on starlark.Value
-	if err := c.unpack(args, kwargs, "src", &src, "dst", &dst, "when?", &when, "on?", &on); err != nil {
+	var vals [4]starlark.Value
+	if err := c.unpack(args, kwargs, edgeParams, vals[:]); err != nil {
 		return nil, err
 	}
+	src, dst, when, on = vals[0], vals[1], vals[2], vals[3]
 	from, err := c.step("src", src, graphir.Start)
 	if err != nil {
 		return nil, err
@@ -402,3 +404,10 @@ func chainFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 	}
 	return starlark.None, nil
 }
+
+// Parameter names, in order; "?" marks an optional one.
+var (
+	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?"}
+	stepParams = []string{"name", "run?", "shell?", "fn?", "flow?", "args?", "env?", "stdin?", "dir?", "inputs?", "max_visits?", "retries?", "backoff?", "timeout?", "join?"}
+	edgeParams = []string{"src", "dst", "when?", "on?"}
+)

@@ -128,7 +128,14 @@ func (b *Builder) Pos(lparen Pos) Pos {
 // builder may go on recording (the REPL does); later freezes see the
 // additions. Freeze never fails: problems such as unknown route targets or
 // duplicate names stay in the graph for the checker to report.
-func (b *Builder) Freeze() *Graph {
+func (b *Builder) Freeze() *Graph { return b.freeze(true) }
+
+// FreezeFinal is [Builder.Freeze] for a builder that records nothing more:
+// the graph takes over the builder's nodes instead of copying them, which
+// matters for flows of many thousands of steps.
+func (b *Builder) FreezeFinal() *Graph { return b.freeze(false) }
+
+func (b *Builder) freeze(copyNodes bool) *Graph {
 	g := &Graph{
 		File:   b.File,
 		Root:   b.Root,
@@ -140,42 +147,78 @@ func (b *Builder) Freeze() *Graph {
 		g.Inputs, g.Output, g.MaxVisits, g.Timeout = f.Inputs, f.Output, f.MaxVisits, f.Timeout
 	}
 	g.Nodes = make([]*Node, len(b.nodes))
-	copies := make([]Node, len(b.nodes))
+	var copies []Node
+	if copyNodes {
+		copies = make([]Node, len(b.nodes))
+	}
+	top := make([]NodeID, 0, len(b.nodes))
 	for i, n := range b.nodes {
-		copies[i] = *n
-		c := &copies[i]
-		c.In, c.Out = nil, nil
-		c.Routes = append([]Route(nil), n.Routes...)
-		c.Cases = append([]Case(nil), n.Cases...)
-		if n.Default != nil {
-			d := *n.Default
-			c.Default = &d
+		c := n
+		if copyNodes {
+			copies[i] = *n
+			c = &copies[i]
+			c.Routes = append([]Route(nil), n.Routes...)
+			c.Cases = append([]Case(nil), n.Cases...)
+			if n.Default != nil {
+				d := *n.Default
+				c.Default = &d
+			}
 		}
+		c.In, c.Out = nil, nil
 		g.Nodes[i] = c
 		if i > int(Abort) {
 			if _, dup := g.byName[c.Name]; !dup {
 				g.byName[c.Name] = c.ID
 			}
-			g.scopes[c.Parent] = append(g.scopes[c.Parent], c.ID)
+			if c.Parent == None {
+				top = append(top, c.ID)
+			} else {
+				g.scopes[c.Parent] = append(g.scopes[c.Parent], c.ID)
+			}
 		}
 	}
-	g.Edges = make([]*Edge, 0, len(b.edges)+len(b.nodes))
-	for _, e := range b.edges {
-		c := *e
-		g.Edges = append(g.Edges, &c)
+	if len(top) > 0 {
+		g.scopes[None] = top
+	}
+	edges := make([]Edge, len(b.edges))
+	g.Edges = make([]*Edge, len(b.edges), len(b.edges)+len(b.nodes))
+	for i, e := range b.edges {
+		edges[i] = *e
+		g.Edges[i] = &edges[i]
 	}
 
 	g.addRouterEdges()
 	g.addImplicitEdges(b.userEdge)
-	for _, e := range g.Edges {
-		g.Nodes[e.From].Out = append(g.Nodes[e.From].Out, e.ID)
-		g.Nodes[e.To].In = append(g.Nodes[e.To].In, e.ID)
-	}
+	g.linkEdges()
 	g.classifyBackEdges()
 	if g.Name == "" {
 		g.Name = flowNameFromFile(b.File)
 	}
 	return g
+}
+
+// linkEdges fills each node's In and Out, carving them from two shared
+// arrays rather than growing a slice per node.
+func (g *Graph) linkEdges() {
+	nin := make([]int32, len(g.Nodes))
+	nout := make([]int32, len(g.Nodes))
+	for _, e := range g.Edges {
+		nout[e.From]++
+		nin[e.To]++
+	}
+	ins := make([]EdgeID, len(g.Edges))
+	outs := make([]EdgeID, len(g.Edges))
+	var io, oo int32
+	for i, n := range g.Nodes {
+		n.In = ins[io : io : io+nin[i]]
+		n.Out = outs[oo : oo : oo+nout[i]]
+		io += nin[i]
+		oo += nout[i]
+	}
+	for _, e := range g.Edges {
+		g.Nodes[e.From].Out = append(g.Nodes[e.From].Out, e.ID)
+		g.Nodes[e.To].In = append(g.Nodes[e.To].In, e.ID)
+	}
 }
 
 func (g *Graph) addEdge(e *Edge) *Edge {

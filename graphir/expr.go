@@ -120,8 +120,10 @@ func (t *Template) Exprs() []*Expr {
 // source so that a flow repeating one condition compiles it once. It is safe
 // for concurrent use.
 type Compiler struct {
-	mu    sync.Mutex
-	cache map[string]*compiled
+	mu        sync.Mutex
+	cache     map[string]*compiled
+	exprs     map[siteKey]*Expr
+	templates map[siteKey]*Template
 }
 
 type compiled struct {
@@ -134,6 +136,13 @@ type compiled struct {
 // NewCompiler returns an empty compiler.
 func NewCompiler() *Compiler { return &Compiler{cache: make(map[string]*compiled)} }
 
+// Literal returns a template for text known to have no holes, without
+// parsing it: it has no Parts (its text is Src) and no position, so use
+// [Compiler.Template] where a position may be reported.
+func (c *Compiler) Literal(s string) *Template {
+	return &Template{Src: s}
+}
+
 // Func wraps a user's function of one argument as an expression.
 func (c *Compiler) Func(fn starlark.Callable, pos Pos) *Expr {
 	return &Expr{Func: fn, User: true, Pos: pos}
@@ -142,9 +151,34 @@ func (c *Compiler) Func(fn starlark.Callable, pos Pos) *Expr {
 // Expr parses and compiles src, which starts at pos in its file (exactly
 // there if exact).
 func (c *Compiler) Expr(src string, pos Pos, exact bool) *Expr {
+	key := siteKey{src, pos, exact}
 	c.mu.Lock()
+	if e, ok := c.exprs[key]; ok {
+		c.mu.Unlock()
+		return e
+	}
 	cm, ok := c.cache[src]
 	c.mu.Unlock()
+	e := c.expr(src, pos, exact, cm, ok)
+	c.mu.Lock()
+	if c.exprs == nil {
+		c.exprs = map[siteKey]*Expr{}
+	}
+	c.exprs[key] = e
+	c.mu.Unlock()
+	return e
+}
+
+// siteKey identifies an expression or template by its text and where it is
+// written. A flow that declares steps in a loop writes the same text at the
+// same place thousands of times; those share one immutable value.
+type siteKey struct {
+	src   string
+	pos   Pos
+	exact bool
+}
+
+func (c *Compiler) expr(src string, pos Pos, exact bool, cm *compiled, ok bool) *Expr {
 	if !ok {
 		cm = compile(src)
 		c.mu.Lock()
@@ -434,6 +468,23 @@ const maxHoleEnds = 64
 
 // Template parses a template string starting at pos.
 func (c *Compiler) Template(src string, pos Pos, exact bool) *Template {
+	key := siteKey{src, pos, exact}
+	c.mu.Lock()
+	t, ok := c.templates[key]
+	c.mu.Unlock()
+	if !ok {
+		t = c.template(src, pos, exact)
+		c.mu.Lock()
+		if c.templates == nil {
+			c.templates = map[siteKey]*Template{}
+		}
+		c.templates[key] = t
+		c.mu.Unlock()
+	}
+	return t
+}
+
+func (c *Compiler) template(src string, pos Pos, exact bool) *Template {
 	t := &Template{Src: src, Pos: pos, Exact: exact}
 	rest, off := src, 0
 	cur := &cursor{s: src}

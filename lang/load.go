@@ -128,7 +128,7 @@ func (s *session) loadFlow(file string, src []byte, parents []string) (*graphir.
 		return nil, err
 	}
 	main.globals = globals
-	return l.finish(file, globals, parents), nil
+	return l.finish(file, globals, parents, true), nil
 }
 
 // newLoader returns a loader whose builder records the flow in file.
@@ -146,10 +146,15 @@ func (s *session) newLoader(file string) *loader {
 // finish resolves until= names against main (the flow's globals) and its
 // modules, loads the literal child flows and freezes the graph. A REPL
 // session calls it for every snapshot of its graph.
-func (l *loader) finish(file string, main starlark.StringDict, parents []string) *graphir.Graph {
+func (l *loader) finish(file string, main starlark.StringDict, parents []string, final bool) *graphir.Graph {
 	l.resolveUntil(main)
 	l.loadChildren(file, append(parents, filepath.Clean(file)))
-	g := l.b.Freeze()
+	var g *graphir.Graph
+	if final {
+		g = l.b.FreezeFinal() // nothing records into this builder again
+	} else {
+		g = l.b.Freeze()
+	}
 	g.Funcs = l.funcNames(main)
 	g.Files = l.files
 	return g

@@ -252,7 +252,7 @@ func (s *Session) Graph() *graphir.Graph {
 	}
 	s.ls.children = map[string]*child{}
 	files := len(s.l.files)
-	g := s.l.finish(s.file, s.Globals(), nil)
+	g := s.l.finish(s.file, s.Globals(), nil, false)
 	g.Files = append([]string(nil), g.Files...)
 	s.l.files = s.l.files[:files]
 	return g

@@ -466,8 +466,8 @@ func (r *run) callUntil(lf *frame, out starlark.Value) (stop bool, reason starla
 // render evaluates a template for step n in frame f. Strings are inserted
 // as they are, other values as JSON.
 func (r *run) render(f *frame, n *graphir.Node, t *graphir.Template) (string, error) {
-	if len(t.Parts) == 1 && t.Parts[0].X == nil {
-		return t.Parts[0].Lit, nil
+	if t.IsLiteral() {
+		return t.Src, nil
 	}
 	var b strings.Builder
 	for _, part := range t.Parts {

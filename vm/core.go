@@ -61,7 +61,7 @@ type nodeState struct {
 }
 
 func (f *frame) state(r *run, id graphir.NodeID) *nodeState {
-	return &f.states[r.p.local[id]]
+	return &f.states[r.p.info[id].local]
 }
 
 // frameFor returns the frame, among f and its parents, holding the state of
@@ -132,9 +132,10 @@ type outcome struct {
 
 // task is a step made ready in a frame, waiting in the ready queue.
 type task struct {
-	f   *frame
-	n   *graphir.Node
-	seq uint64
+	f    *frame
+	n    *graphir.Node
+	seq  uint64
+	decl int32
 }
 
 // readyQueue orders ready steps by readiness, then declaration order, then
@@ -146,8 +147,8 @@ func (q readyQueue) less(i, j int) bool {
 	if a.seq != b.seq {
 		return a.seq < b.seq
 	}
-	if a.n.Decl != b.n.Decl {
-		return a.n.Decl < b.n.Decl
+	if a.decl != b.decl {
+		return a.decl < b.decl
 	}
 	return a.f.ord < b.f.ord
 }
@@ -204,14 +205,14 @@ func (r *run) newFrame(f *frame, n *graphir.Node) *frame {
 // ready queues step n in frame f.
 func (r *run) ready(f *frame, n *graphir.Node) {
 	f.live++
-	r.queue.push(task{f: f, n: n, seq: r.seq})
+	r.queue.push(task{f: f, n: n, seq: r.seq, decl: r.p.info[n.ID].decl})
 }
 
 // enter starts a step taken from the ready queue.
 func (r *run) enter(t task) {
 	f, n := t.f, t.n
 	st := f.state(r, n.ID)
-	if bound := r.p.bound[n.ID]; bound > 0 && st.visits >= bound {
+	if bound := r.p.info[n.ID].bound; bound > 0 && st.visits >= bound {
 		r.stop(&graphir.Error{Code: "max_visits_exceeded", Step: n.Name,
 			Msg: fmt.Sprintf("step %q: max_visits %d exceeded", n.Name, bound)})
 		return
@@ -265,7 +266,12 @@ func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
 	st := f.state(r, n.ID)
 	st.done, st.iter = true, int32(f.iteration)
 	st.value = outcomeValue(o)
-	r.values[n.ID] = st.value
+	if f.scope != graphir.None {
+		if r.values == nil {
+			r.values = make(map[graphir.NodeID]starlark.Value)
+		}
+		r.values[n.ID] = st.value // for reads from outside the body
+	}
 	rec := r.recs[n.ID]
 	rec.Output, rec.Error, rec.Code, rec.Truncated = o.value, o.err, "", o.trunc
 	var took time.Duration
@@ -305,21 +311,23 @@ func (r *run) follow(f *frame, n *graphir.Node, o *outcome) {
 		return
 	}
 	fired, matching := 0, false
-	for _, eid := range n.Out {
-		e := r.g.Edges[eid]
+	router := r.p.info[n.ID].kind == graphir.KindRouter
+	out := r.p.info[n.ID].out
+	for i := range out {
+		e := &out[i]
 		var live bool
 		switch {
-		case n.Kind == graphir.KindRouter:
-			live = eid == o.via
-		case !e.On.Matches(o.ok):
-		case e.When == nil:
+		case router:
+			live = e.id == o.via
+		case !e.on.Matches(o.ok):
+		case e.when == nil:
 			matching, live = true, true
 		default:
 			matching = true
-			v, err := r.evalCond(f, n, e.When)
+			v, err := r.evalCond(f, n, e.when)
 			if err != nil {
 				r.work = r.work[:0]
-				r.evalFailed(n, "when condition "+quoteExpr(e.When), err)
+				r.evalFailed(n, "when condition "+quoteExpr(e.when), err)
 				return
 			}
 			live = v
@@ -327,7 +335,7 @@ func (r *run) follow(f *frame, n *graphir.Node, o *outcome) {
 		if live {
 			fired++
 		}
-		r.work = append(r.work, arrival{e: e, live: live})
+		r.work = append(r.work, arrival{e: e, from: n, live: live})
 	}
 	r.flush(f)
 	if r.over || fired > 0 {
@@ -354,7 +362,8 @@ func (r *run) follow(f *frame, n *graphir.Node, o *outcome) {
 
 // arrival is a token on its way along an edge.
 type arrival struct {
-	e    *graphir.Edge
+	e    *edgeInfo
+	from *graphir.Node
 	live bool
 }
 
@@ -364,47 +373,47 @@ type arrival struct {
 func (r *run) flush(f *frame) {
 	for i := 0; i < len(r.work) && !r.over; i++ {
 		a := r.work[i]
-		r.arrive(f, a.e, a.live)
+		r.arrive(f, a.from, a.e, a.live)
 	}
 	r.work = r.work[:0]
 }
 
-// arrive delivers one token along e into frame f.
-func (r *run) arrive(f *frame, e *graphir.Edge, live bool) {
-	switch e.To {
+// arrive delivers one token along e, from step from, into frame f.
+func (r *run) arrive(f *frame, from *graphir.Node, e *edgeInfo, live bool) {
+	switch e.to {
 	case graphir.End:
 		if live {
-			r.reachEnd(f, e)
+			r.reachEnd(f, from)
 		}
 		return
 	case graphir.Abort:
 		if live {
-			from := r.g.Nodes[e.From]
 			r.stop(&graphir.Error{Code: "aborted", Step: from.Name, Msg: fmt.Sprintf("step %q routed the run to ABORT", from.Name)})
 		}
 		return
 	}
-	to := r.g.Nodes[e.To]
-	if e.Back {
+	to := r.g.Nodes[e.to]
+	if e.back {
 		if live {
 			r.ready(f, to)
 		}
 		return
 	}
-	st := f.state(r, to.ID)
+	info := &r.p.info[e.to]
+	st := &f.states[info.local]
 	st.arrived++
 	if live {
 		st.liveIn++
-		if to.Join == graphir.JoinOr && !st.fired {
+		if info.join == graphir.JoinOr && !st.fired {
 			st.fired = true
 			r.ready(f, to)
 		}
 	}
-	if st.arrived < r.p.fwdIn[to.ID] {
+	if st.arrived < info.fwdIn {
 		return
 	}
 	// Every forward in-edge has delivered its token for this generation.
-	fire := st.liveIn > 0 && to.Join == graphir.JoinAnd
+	fire := st.liveIn > 0 && info.join == graphir.JoinAnd
 	skip := st.liveIn == 0
 	st.arrived, st.liveIn, st.fired = 0, 0, false
 	switch {
@@ -425,9 +434,10 @@ func (r *run) skip(f *frame, n *graphir.Node) {
 	if r.events {
 		r.emit(Event{Type: StepPruned, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String()})
 	}
-	for _, eid := range n.Out {
-		if e := r.g.Edges[eid]; !e.Back {
-			r.work = append(r.work, arrival{e: e, live: false})
+	out := r.p.info[n.ID].out
+	for i := range out {
+		if !out[i].back {
+			r.work = append(r.work, arrival{e: &out[i], from: n, live: false})
 		}
 	}
 }
@@ -483,8 +493,9 @@ func shortValue(v starlark.Value) string {
 	return s
 }
 
-// reachEnd ends the run successfully: a live token reached END.
-func (r *run) reachEnd(f *frame, e *graphir.Edge) {
+// reachEnd ends the run successfully: a live token from step from reached
+// END.
+func (r *run) reachEnd(f *frame, from *graphir.Node) {
 	var out starlark.Value = starlark.None
 	if r.g.Output != nil {
 		v, err := r.eval(f, nil, r.g.Output)
@@ -498,7 +509,7 @@ func (r *run) reachEnd(f *frame, e *graphir.Edge) {
 			return
 		}
 		out = d
-	} else if from := r.g.Nodes[e.From]; from.IsStep() {
+	} else if from.IsStep() {
 		if st := f.state(r, from.ID); st.done {
 			out = r.recs[from.ID].Output
 		}

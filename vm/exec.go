@@ -36,7 +36,7 @@ type run struct {
 	inputs *stdlib.Map
 	res    *Result
 	recs   []*StepRecord    // by node id; nil for sentinels
-	values []starlark.Value // by node id: the latest value expressions see
+	values map[graphir.NodeID]starlark.Value // body steps: the latest value expressions see
 
 	root     *frame
 	queue    readyQueue
@@ -120,7 +120,6 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 
 	r.res = &Result{RunID: newRunID(), Flow: g.Name, File: g.File, Inputs: inputs, Started: r.now()}
 	r.recs = make([]*StepRecord, len(g.Nodes))
-	r.values = make([]starlark.Value, len(g.Nodes))
 	r.res.Steps = make([]*StepRecord, 0, len(g.Nodes)-3)
 	recs := make([]StepRecord, len(g.Nodes)-3)
 	for i, n := range g.Steps() {

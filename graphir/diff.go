@@ -106,18 +106,7 @@ func Diff(old, new *Graph) *GraphDiff {
 
 // flowFields returns what flow() declared, as JSON by field.
 func (g *Graph) flowFields() map[string]json.RawMessage {
-	jg := jsonGraph{Name: g.Name, Description: g.Description, Inputs: map[string]any{}, MaxVisits: g.MaxVisits}
-	for _, in := range g.Inputs {
-		jg.Inputs[in.Name] = valueToJSON(in.Default)
-	}
-	if g.Output != nil {
-		s := g.Output.String()
-		jg.Output = &s
-	}
-	if g.Timeout > 0 {
-		jg.Timeout = fmtDuration(g.Timeout)
-	}
-	m := fields(jg)
+	m := fields(g.jsonHeader())
 	delete(m, "file")
 	delete(m, "nodes")
 	delete(m, "edges")

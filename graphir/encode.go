@@ -73,9 +73,9 @@ type jsonEdge struct {
 	Route    *string `json:"route,omitempty"`
 }
 
-// MarshalJSON encodes the graph in the shape of SPEC §7.
-func (g *Graph) MarshalJSON() ([]byte, error) {
-	jg := jsonGraph{Name: g.Name, File: g.File, Description: g.Description, Inputs: map[string]any{}, MaxVisits: g.MaxVisits}
+// jsonHeader is the JSON of what flow() declared.
+func (g *Graph) jsonHeader() jsonGraph {
+	jg := jsonGraph{Name: g.Name, Description: g.Description, Inputs: map[string]any{}, MaxVisits: g.MaxVisits}
 	for _, in := range g.Inputs {
 		jg.Inputs[in.Name] = valueToJSON(in.Default)
 	}
@@ -86,6 +86,13 @@ func (g *Graph) MarshalJSON() ([]byte, error) {
 	if g.Timeout > 0 {
 		jg.Timeout = fmtDuration(g.Timeout)
 	}
+	return jg
+}
+
+// MarshalJSON encodes the graph in the shape of SPEC §7.
+func (g *Graph) MarshalJSON() ([]byte, error) {
+	jg := g.jsonHeader()
+	jg.File = g.File
 	jg.Nodes = []jsonNode{}
 	for _, n := range g.Nodes {
 		if !n.IsStep() && len(n.In)+len(n.Out) == 0 {

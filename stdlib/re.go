@@ -56,21 +56,27 @@ func groups(s string, loc []int, ngroups int) starlark.Value {
 	return t
 }
 
+// patternArgs unpacks (pattern, s) and compiles the pattern.
+func patternArgs(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (*regexp.Regexp, string, error) {
+	var pattern, s string
+	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 2, &pattern, &s); err != nil {
+		return nil, "", err
+	}
+	re, err := compileRE(b.Name(), pattern)
+	return re, s, err
+}
+
 // reMatch(pattern, s): the match anchored at the start of s (whole match, or
 // a tuple of the whole match and its groups), or None.
 func reMatch(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var pattern, s string
-	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 2, &pattern, &s); err != nil {
-		return nil, err
-	}
-	re, err := compileRE(b.Name(), pattern)
+	re, s, err := patternArgs(b, args, kwargs)
 	if err != nil {
 		return nil, err
 	}
 	loc := re.FindStringSubmatchIndex(s)
 	if loc == nil || loc[0] != 0 {
 		// RE2 finds the leftmost match; retry anchored to be exact.
-		anchored, err := compileRE(b.Name(), `^(?:`+pattern+`)`)
+		anchored, err := compileRE(b.Name(), `^(?:`+re.String()+`)`)
 		if err != nil {
 			return nil, err
 		}
@@ -84,11 +90,7 @@ func reMatch(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwarg
 
 // reSearch(pattern, s): like match, but anywhere in s.
 func reSearch(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var pattern, s string
-	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 2, &pattern, &s); err != nil {
-		return nil, err
-	}
-	re, err := compileRE(b.Name(), pattern)
+	re, s, err := patternArgs(b, args, kwargs)
 	if err != nil {
 		return nil, err
 	}
@@ -101,11 +103,7 @@ func reSearch(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwar
 
 // reFindall(pattern, s): every match; strings without groups, else tuples.
 func reFindall(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var pattern, s string
-	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 2, &pattern, &s); err != nil {
-		return nil, err
-	}
-	re, err := compileRE(b.Name(), pattern)
+	re, s, err := patternArgs(b, args, kwargs)
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ type run struct {
 
 	inputs *stdlib.Map
 	res    *Result
-	recs   []*StepRecord    // by node id; nil for sentinels
+	recs   []*StepRecord                     // by node id; nil for sentinels
 	values map[graphir.NodeID]starlark.Value // body steps: the latest value expressions see
 
 	root     *frame

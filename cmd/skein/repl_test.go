@@ -17,15 +17,7 @@ import (
 // into `skein repl` and compares what it prints. UPDATE=1 rewrites the
 // expected output.
 func TestREPLScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata/repl",
-		RequireExplicitExec: true,
-		UpdateScripts:       os.Getenv("UPDATE") == "1",
-		Setup: func(env *testscript.Env) error {
-			env.Setenv("GORACE", "atexit_sleep_ms=0") // a race-enabled skein otherwise waits 1s on exit
-			return nil
-		},
-	})
+	testscript.Run(t, scriptParams("testdata/repl"))
 }
 
 // skeinExe returns the skein command to run in a subprocess: the test

@@ -15,20 +15,12 @@ import (
 // TestRunScripts runs the scripts in testdata/run: `skein run` exit
 // statuses, --json, --events, inputs, and Ctrl-C during a run.
 func TestRunScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata/run",
-		RequireExplicitExec: true,
-		UpdateScripts:       os.Getenv("UPDATE") == "1",
-		Setup: func(env *testscript.Env) error {
-			// A race-enabled binary otherwise sleeps a second on exit.
-			env.Setenv("GORACE", "atexit_sleep_ms=0")
-			return nil
-		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitfile": cmdWaitFile,
-			"pgone":    cmdProcessGroupGone,
-		},
-	})
+	p := scriptParams("testdata/run")
+	p.Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		"waitfile": cmdWaitFile,
+		"pgone":    cmdProcessGroupGone,
+	}
+	testscript.Run(t, p)
 }
 
 // waitfile FILE: wait (up to 20s) until FILE exists and is not empty.

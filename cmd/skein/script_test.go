@@ -19,9 +19,20 @@ func TestMain(m *testing.M) {
 }
 
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir:                 "testdata/script",
+	testscript.Run(t, scriptParams("testdata/script"))
+}
+
+// scriptParams are the settings every script directory of this package
+// runs with.
+func scriptParams(dir string) testscript.Params {
+	return testscript.Params{
+		Dir:                 dir,
 		RequireExplicitExec: true,
 		UpdateScripts:       os.Getenv("UPDATE") == "1",
-	})
+		Setup: func(env *testscript.Env) error {
+			// A race-enabled skein otherwise waits a second on exit.
+			env.Setenv("GORACE", "atexit_sleep_ms=0")
+			return nil
+		},
+	}
 }

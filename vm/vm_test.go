@@ -832,3 +832,72 @@ func errorAs(err error, target **graphir.Error) bool {
 	}
 	return ok
 }
+
+func TestOnAlways(t *testing.T) {
+	src := `
+flow(inputs = {"code": 0})
+work = step("work", run = ["sh", "-c", "exit $1", "work", "{{ inputs.code }}"])
+cleanup = step("cleanup", fn = lambda r: "cleaned after exit %d" % r.work.exit_code)
+edge(START, work)
+edge(work, cleanup, on = "always")
+edge(cleanup, END)
+`
+	for _, code := range []int{0, 3} {
+		res := run(t, src, map[string]any{"code": code}, vm.Options{})
+		check(t, res, want{status: vm.Succeeded, path: []string{"work", "cleanup"}, output: "cleaned after exit " + strconv.Itoa(code)})
+	}
+}
+
+func TestFnRetriesTimeoutAndBudget(t *testing.T) {
+	var retries int
+	res := run(t, `step("a", fn = lambda r: fail("always"), retries = 2, backoff = "1ms")`, nil, vm.Options{OnEvent: func(ev vm.Event) {
+		if ev.Type == vm.StepRetrying {
+			retries++
+		}
+	}})
+	check(t, res, want{status: vm.Failed, code: "step_failed", step: "a", msg: "always"})
+	if retries != 2 || res.Step("a").Visits != 1 {
+		t.Errorf("retries = %d, visits = %d; want 2 retries in one visit", retries, res.Step("a").Visits)
+	}
+
+	spin := `
+def spin(r):
+    n = 0
+    for i in range(10000000):
+        for j in range(10000000):
+            n += 1
+    return n
+`
+	res = run(t, spin+`step("a", fn = spin, timeout = "100ms")`, nil, vm.Options{EvalSteps: 1 << 62})
+	check(t, res, want{status: vm.Failed, code: "timeout", step: "a", msg: "timed out after 100ms"})
+
+	res = run(t, spin+`step("a", fn = spin)`, nil, vm.Options{EvalSteps: 10_000})
+	check(t, res, want{status: vm.Failed, code: "step_failed", step: "a", msg: "exceeded its step budget of 10000 steps"})
+}
+
+func TestRunTimeoutOption(t *testing.T) {
+	res := run(t, `step("a", run = ["sleep", "30"])`, nil, vm.Options{Timeout: 200 * time.Millisecond, KillGrace: 100 * time.Millisecond})
+	check(t, res, want{status: vm.Failed, code: "flow_timeout", msg: "timeout of 200ms"})
+}
+
+func TestTemplateValuesAsJSON(t *testing.T) {
+	res := run(t, `
+flow(output = "b")
+a = step("a", fn = lambda r: {"xs": [1, "two", None], "ok": True})
+b = step("b", run = ["printf", "%s|%s|%s", "{{ a.xs }}", "{{ a.ok }}", "{{ a }}"])
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Succeeded})
+	out := goValue(t, res.Output).(map[string]any)["stdout"]
+	if want := `[1,"two",null]|true|{"xs":[1,"two",null],"ok":true}`; out != want {
+		t.Errorf("stdout = %q, want %q", out, want)
+	}
+}
+
+func TestMapItemVar(t *testing.T) {
+	res := run(t, `
+flow(output = "m")
+w = step("w", fn = lambda r: "%d:%s" % (r.index, r.file))
+m = map("m", over = "['a.go', 'b.go']", body = [w], item_var = "file")
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Succeeded, output: []any{"0:a.go", "1:b.go"}})
+}

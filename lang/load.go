@@ -311,18 +311,7 @@ func (l *loader) resolve(from, name string) (string, error) {
 }
 
 // confine refuses a path outside the flow root.
-func (s *session) confine(path string) error {
-	absRoot, err1 := filepath.Abs(s.root)
-	absPath, err2 := filepath.Abs(path)
-	if err1 != nil || err2 != nil {
-		return fmt.Errorf("cannot resolve %s", path)
-	}
-	rel, err := filepath.Rel(absRoot, absPath)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return fmt.Errorf("%s is outside the flow root %q", path, s.root)
-	}
-	return nil
-}
+func (s *session) confine(path string) error { return graphir.Confine(s.root, path) }
 
 // resolveUntil binds loop until= names to functions defined anywhere in the
 // flow's modules, now that all of them have loaded.

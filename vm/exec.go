@@ -570,7 +570,14 @@ func (r *run) startSubflow(f *frame, n *graphir.Node) {
 		}
 		path, child = filepath.Join(r.p.dir, rel), nil
 		if filepath.IsAbs(rel) {
-			path = rel
+			err = fmt.Errorf("child flow %q: absolute paths are not allowed", rel)
+		} else if err = graphir.Confine(r.g.Root, path); err != nil {
+			err = fmt.Errorf("child flow %q: %v", rel, err)
+		}
+		if err != nil {
+			// Like any failure of the step, this can be routed.
+			r.finish(f, n, &outcome{ok: false, value: starlark.None, code: "step_failed", err: err.Error()})
+			return
 		}
 	}
 	if r.opts.depth+1 > MaxDepth {
@@ -623,7 +630,7 @@ func (r *run) startSubflow(f *frame, n *graphir.Node) {
 					err: fmt.Sprintf("cannot load child flow %s: templated child flows need a loader", path)}
 			}
 			var err error
-			if g, err = r.opts.LoadFlow(s.ctx, path); err != nil {
+			if g, err = r.opts.LoadFlow(s.ctx, path, r.g.Root); err != nil {
 				return &outcome{ok: false, value: starlark.None, code: "step_failed", err: fmt.Sprintf("child flow %s: %v", path, err)}
 			}
 		}

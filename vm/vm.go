@@ -66,9 +66,10 @@ type Options struct {
 	// their own goroutines, so it must be safe for concurrent use.
 	OnEvent func(Event)
 	// LoadFlow loads and checks a child flow named by a templated flow=
-	// (literal ones were loaded with the parent). Nil refuses templated
-	// child flows.
-	LoadFlow func(ctx context.Context, path string) (*graphir.Graph, error)
+	// (literal ones were loaded with the parent); root is the parent's flow
+	// root, which the child's own loads may not leave either. Nil refuses
+	// templated child flows.
+	LoadFlow func(ctx context.Context, path, root string) (*graphir.Graph, error)
 	// EvalSteps is the step budget of one evaluation; 0 means
 	// DefaultEvalSteps.
 	EvalSteps uint64

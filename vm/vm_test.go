@@ -56,8 +56,8 @@ func runFiles(t testing.TB, files map[string]string, inputs map[string]any, opts
 		opts.Parallel = 1
 	}
 	if opts.LoadFlow == nil {
-		opts.LoadFlow = func(_ context.Context, path string) (*graphir.Graph, error) {
-			return lang.Load(path, lang.Options{Root: g.Root})
+		opts.LoadFlow = func(_ context.Context, path, root string) (*graphir.Graph, error) {
+			return lang.Load(path, lang.Options{Root: root})
 		}
 	}
 	given := map[string]starlark.Value{}
@@ -439,6 +439,33 @@ child = step("child", flow = "sub/{{ inputs.which }}.star")
 		"sub/b.star": `step("x", fn = lambda r: "from b")`,
 	}, nil, vm.Options{})
 	check(t, res, want{status: vm.Succeeded, output: "from b"})
+}
+
+func TestSubflowTemplatedStaysInRoot(t *testing.T) {
+	files := map[string]string{
+		"flow.star": `
+flow(inputs = {"which": None})
+child = step("child", flow = "{{ inputs.which }}")
+refused = step("refused", fn = lambda r: r.child.error)
+edge(START, child)
+edge(child, END)
+edge(child, refused, on = "failure")
+edge(refused, END)
+`,
+		"ok.star": `step("x")`,
+	}
+	for which, msg := range map[string]string{
+		"../outside.star": "is outside the flow root",
+		"/etc/flow.star":  "absolute paths are not allowed",
+	} {
+		res := runFiles(t, files, map[string]any{"which": which}, vm.Options{})
+		check(t, res, want{status: vm.Succeeded, path: []string{"child", "refused"}})
+		if got := goValue(t, res.Output).(string); !strings.Contains(got, msg) {
+			t.Errorf("flow=%q: error %q does not say %q", which, got, msg)
+		}
+	}
+	res := runFiles(t, files, map[string]any{"which": "ok.star"}, vm.Options{})
+	check(t, res, want{status: vm.Succeeded, path: []string{"child"}})
 }
 
 func TestSubflowFailureRoutes(t *testing.T) {

@@ -477,7 +477,7 @@ func (r *repl) run(args []string) {
 		return
 	}
 	prog := newProgress(r.io.out, isTerminal(r.io.out))
-	opts := vm.Options{OnEvent: prog.event, LoadFlow: childLoader(r.root)}
+	opts := vm.Options{OnEvent: prog.event, LoadFlow: loadChild}
 	prog.start()
 	var res *vm.Result
 	r.interruptible(func(ctx context.Context) error {

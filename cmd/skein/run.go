@@ -95,7 +95,7 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	vopts := vm.Options{Parallel: opts.parallel, Timeout: opts.timeout, LoadFlow: childLoader(opts.root)}
+	vopts := vm.Options{Parallel: opts.parallel, Timeout: opts.timeout, LoadFlow: loadChild}
 	var prog *progress
 	switch {
 	case opts.events:
@@ -138,18 +138,16 @@ func loadForRun(io stdio, file, root string) (*graphir.Graph, bool) {
 	return g, true
 }
 
-// childLoader loads and checks the child flows that templated flow= paths
-// name at run time.
-func childLoader(root string) func(ctx context.Context, path string) (*graphir.Graph, error) {
-	return func(_ context.Context, path string) (*graphir.Graph, error) {
-		g, ds := loadAndCheck(path, root)
-		for _, d := range ds {
-			if d.Severity == check.Error {
-				return nil, fmt.Errorf("%s", d.String())
-			}
+// loadChild loads and checks a child flow that a templated flow= path names
+// at run time, inside the parent's flow root.
+func loadChild(_ context.Context, path, root string) (*graphir.Graph, error) {
+	g, ds := loadAndCheck(path, root)
+	for _, d := range ds {
+		if d.Severity == check.Error {
+			return nil, fmt.Errorf("%s", d.String())
 		}
-		return g, nil
 	}
+	return g, nil
 }
 
 // parseInputs reads --inputs-file, then applies each --input name=value.

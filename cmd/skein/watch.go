@@ -344,7 +344,7 @@ func (w *watcher) startRun(ctx context.Context, g *graphir.Graph) {
 	done := make(chan struct{})
 	w.cancelRun, w.runDone = cancel, done
 	prog := newProgress(w.cfg.out, w.cfg.tty)
-	opts := vm.Options{OnEvent: prog.event, LoadFlow: childLoader(w.cfg.root)}
+	opts := vm.Options{OnEvent: prog.event, LoadFlow: loadChild}
 	prog.start()
 	go func() {
 		defer close(done)

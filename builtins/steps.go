@@ -4,6 +4,7 @@ package builtins
 
 import (
 	"fmt"
+	"time"
 
 	"go.starlark.net/starlark"
 
@@ -252,7 +253,7 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	return &Step{b: c.b, id: id, name: n.Name, kind: n.Kind.String()}, nil
 }
 
-const defaultBackoff = 1e9 // 1s
+const defaultBackoff = time.Second
 
 // name unpacks a step name. Its validity is the checker's to report, so that
 // one load can show every bad name at once.

@@ -151,22 +151,26 @@ func (c *Compiler) Func(fn starlark.Callable, pos Pos) *Expr {
 // Expr parses and compiles src, which starts at pos in its file (exactly
 // there if exact).
 func (c *Compiler) Expr(src string, pos Pos, exact bool) *Expr {
-	key := siteKey{src, pos, exact}
-	c.mu.Lock()
-	if e, ok := c.exprs[key]; ok {
-		c.mu.Unlock()
-		return e
+	return memo(&c.mu, &c.exprs, siteKey{src, pos, exact}, func() *Expr { return c.expr(src, pos, exact) })
+}
+
+// memo returns (*m)[key], making and storing it on a miss. The lock is not
+// held while make runs, since making a template compiles expressions.
+func memo[K comparable, V any](mu *sync.Mutex, m *map[K]V, key K, make func() V) V {
+	mu.Lock()
+	v, ok := (*m)[key]
+	mu.Unlock()
+	if ok {
+		return v
 	}
-	cm, ok := c.cache[src]
-	c.mu.Unlock()
-	e := c.expr(src, pos, exact, cm, ok)
-	c.mu.Lock()
-	if c.exprs == nil {
-		c.exprs = map[siteKey]*Expr{}
+	v = make()
+	mu.Lock()
+	if *m == nil {
+		*m = map[K]V{}
 	}
-	c.exprs[key] = e
-	c.mu.Unlock()
-	return e
+	(*m)[key] = v
+	mu.Unlock()
+	return v
 }
 
 // siteKey identifies an expression or template by its text and where it is
@@ -178,13 +182,8 @@ type siteKey struct {
 	exact bool
 }
 
-func (c *Compiler) expr(src string, pos Pos, exact bool, cm *compiled, ok bool) *Expr {
-	if !ok {
-		cm = compile(src)
-		c.mu.Lock()
-		c.cache[src] = cm
-		c.mu.Unlock()
-	}
+func (c *Compiler) expr(src string, pos Pos, exact bool) *Expr {
+	cm := memo(&c.mu, &c.cache, src, func() *compiled { return compile(src) })
 	e := &Expr{Src: src, Pos: pos, Exact: exact, Func: cm.fn}
 	if cm.err != nil {
 		err := *cm.err
@@ -468,20 +467,7 @@ const maxHoleEnds = 64
 
 // Template parses a template string starting at pos.
 func (c *Compiler) Template(src string, pos Pos, exact bool) *Template {
-	key := siteKey{src, pos, exact}
-	c.mu.Lock()
-	t, ok := c.templates[key]
-	c.mu.Unlock()
-	if !ok {
-		t = c.template(src, pos, exact)
-		c.mu.Lock()
-		if c.templates == nil {
-			c.templates = map[siteKey]*Template{}
-		}
-		c.templates[key] = t
-		c.mu.Unlock()
-	}
-	return t
+	return memo(&c.mu, &c.templates, siteKey{src, pos, exact}, func() *Template { return c.template(src, pos, exact) })
 }
 
 func (c *Compiler) template(src string, pos Pos, exact bool) *Template {

@@ -373,7 +373,7 @@ func TestPos(t *testing.T) {
 		t.Error("empty stack")
 	}
 
-	e := graphir.Errorf("load_error", graphir.Pos{File: "a.star", Line: 1, Col: 2}, "step %q: bad", "x")
+	e := &graphir.Error{Code: "load_error", Pos: graphir.Pos{File: "a.star", Line: 1, Col: 2}, Msg: `step "x": bad`}
 	if got, want := e.Error(), `a.star:1:2: step "x": bad [load_error]`; got != want {
 		t.Errorf("%q, want %q", got, want)
 	}

@@ -112,8 +112,3 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
-
-// Errorf returns an *Error with the given code and position.
-func Errorf(code string, pos Pos, format string, args ...any) *Error {
-	return &Error{Code: code, Pos: pos, Msg: fmt.Sprintf(format, args...)}
-}

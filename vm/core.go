@@ -130,6 +130,15 @@ type outcome struct {
 	cancelled bool
 }
 
+// failCode is the code a failure carries: its own (e.g. "timeout"), else
+// "step_failed".
+func (o *outcome) failCode() string {
+	if o.code == "" {
+		return "step_failed"
+	}
+	return o.code
+}
+
 // task is a step made ready in a frame, waiting in the ready queue.
 type task struct {
 	f    *frame
@@ -348,11 +357,7 @@ func (r *run) follow(f *frame, n *graphir.Node, o *outcome) {
 	case f.scope != graphir.None && !matching:
 		r.bodyFailed(f, n, o)
 	case !o.ok:
-		code := o.code
-		if code == "" || code == "step_failed" {
-			code = "step_failed"
-		}
-		r.stop(&graphir.Error{Code: code, Step: n.Name, Msg: fmt.Sprintf("step %q failed: %s", n.Name, o.err)})
+		r.stop(&graphir.Error{Code: o.failCode(), Step: n.Name, Msg: fmt.Sprintf("step %q failed: %s", n.Name, o.err)})
 	case matching:
 		r.stop(&graphir.Error{Code: "no_route", Step: n.Name, Msg: fmt.Sprintf("step %q succeeded but none of its edges' conditions held", n.Name)})
 	default:
@@ -476,13 +481,8 @@ func (r *run) bodyFailed(f *frame, n *graphir.Node, o *outcome) {
 		}
 		m.frames = nil
 		msg = fmt.Sprintf("item %d (%s): step %q failed: %s", f.index, shortValue(f.item), n.Name, o.err)
-		r.recs[owner.ID].Items = len(m.items)
 	}
-	code := o.code
-	if code == "" {
-		code = "step_failed"
-	}
-	r.finish(f.parent, owner, &outcome{ok: false, value: starlark.None, err: msg, code: code})
+	r.finish(f.parent, owner, &outcome{ok: false, value: starlark.None, err: msg, code: o.failCode()})
 }
 
 func shortValue(v starlark.Value) string {

@@ -9,6 +9,7 @@ import (
 
 	"go.starlark.net/starlark"
 
+	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/stdlib"
 )
 
@@ -72,11 +73,11 @@ func (r *Result) object() (stdlib.Object, error) {
 		if len(s.Log) > 0 {
 			add(&so, "log", s.Log)
 		}
-		switch s.Kind.String() {
-		case "loop":
+		switch s.Kind {
+		case graphir.KindLoop:
 			add(&so, "iterations", s.Iterations)
 			add(&so, "exhausted", s.Exhausted)
-		case "map":
+		case graphir.KindMap:
 			add(&so, "items", s.Items)
 		}
 		if s.Child != nil {

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/skeinlang/skein/graphir"
 )
 
 func main() {
@@ -47,9 +49,6 @@ const (
 	exitFail  = 1 // a run failed or was cancelled; check found errors
 	exitUsage = 2 // bad usage, or a flow that does not load
 )
-
-// errUsage marks an error whose cure is reading the usage.
-var errUsage = errors.New("usage")
 
 // Main runs the skein command line and returns the exit status.
 func Main(ctx context.Context, args []string, io stdio) int {
@@ -89,37 +88,17 @@ func Main(ctx context.Context, args []string, io stdio) int {
 	return c.run(ctx, io, opts, fs.Args())
 }
 
+// suggestCommand is the did-you-mean for an unknown command, or "".
 func suggestCommand(name string) string {
-	best, bestD := "", 3
+	names := make([]string, 0, len(commands))
 	for n := range commands {
-		if d := levenshtein(name, n); d < bestD {
-			best, bestD = n, d
-		}
+		names = append(names, n)
 	}
-	if best == "" {
-		return ""
+	sort.Strings(names) // Nearest keeps the first of equally near names
+	if best := graphir.Nearest(name, names); best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return ""
 }
 
 func printHelp(w io.Writer) {

@@ -43,7 +43,7 @@ type activeStep struct {
 }
 
 func newProgress(w io.Writer, tty bool) *progress {
-	return &progress{w: w, tty: tty, color: tty && os.Getenv("NO_COLOR") == "", stopped: make(chan struct{})}
+	return &progress{w: w, tty: tty, color: useColor(tty), stopped: make(chan struct{})}
 }
 
 // start begins redrawing the live block on a terminal.
@@ -80,8 +80,15 @@ func (p *progress) stop() {
 	p.mu.Unlock()
 }
 
-func (p *progress) paint(code, s string) string {
-	if !p.color {
+func (p *progress) paint(code, s string) string { return paint(p.color, code, s) }
+
+// useColor reports whether output to a terminal (tty) may be coloured:
+// yes unless NO_COLOR is set.
+func useColor(tty bool) bool { return tty && os.Getenv("NO_COLOR") == "" }
+
+// paint wraps s in the ANSI SGR code when color is on.
+func paint(color bool, code, s string) string {
+	if !color {
 		return s
 	}
 	return "\x1b[" + code + "m" + s + "\x1b[0m"

@@ -139,7 +139,7 @@ func runRepl(ctx context.Context, sio stdio, o any, args []string) int {
 	}
 
 	if len(args) == 1 {
-		r.load(args[0])
+		r.loaded(args[0], r.sess.LoadFile(args[0]))
 	}
 	for {
 		err := r.step()
@@ -382,7 +382,7 @@ func (r *repl) command(line string) error {
 			fmt.Fprintln(r.io.err, "error: usage: :load FILE")
 			break
 		}
-		r.load(args[0])
+		r.loaded(args[0], r.sess.LoadFile(args[0]))
 	case "reload":
 		if !want(0, "") {
 			break
@@ -391,7 +391,7 @@ func (r *repl) command(line string) error {
 			fmt.Fprintln(r.io.err, "error: no file loaded yet: use :load FILE")
 			break
 		}
-		r.load(r.sess.File())
+		r.loaded(r.sess.File(), r.sess.Reload())
 	case "reset":
 		if want(0, "") {
 			r.sess.Reset()
@@ -428,9 +428,9 @@ func replCommandList() string {
 	return b.String()
 }
 
-// load starts the session over from file.
-func (r *repl) load(file string) {
-	if err := r.sess.LoadFile(file); err != nil {
+// loaded reports the outcome of starting the session over from file.
+func (r *repl) loaded(file string, err error) {
+	if err != nil {
 		r.printError(err)
 		return
 	}

@@ -23,13 +23,12 @@ import (
 )
 
 type runOptions struct {
-	inputs     []string
-	inputsFile string
-	parallel   int
-	timeout    time.Duration
-	json       bool
-	events     bool
-	root       string
+	inputFlags
+	parallel int
+	timeout  time.Duration
+	json     bool
+	events   bool
+	root     string
 }
 
 func init() {
@@ -54,8 +53,7 @@ is the same on every run.
 Exit status: 0 succeeded, 1 failed or cancelled, 2 usage, load or check errors.`, vm.DefaultParallel),
 		flags: func(fs *pflag.FlagSet) any {
 			o := &runOptions{}
-			fs.StringArrayVarP(&o.inputs, "input", "i", nil, "an input as name=value (repeatable)")
-			fs.StringVar(&o.inputsFile, "inputs-file", "", "a JSON file with an object of inputs")
+			o.inputFlags.define(fs, "")
 			fs.IntVarP(&o.parallel, "parallel", "p", 0, fmt.Sprintf("task, shell and child-flow steps run at once (default %d)", vm.DefaultParallel))
 			fs.DurationVar(&o.timeout, "timeout", 0, "stop the run after this long (overrides the flow's timeout)")
 			fs.BoolVar(&o.json, "json", false, "print only the result, as JSON, when the run ends")
@@ -81,7 +79,7 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 	if !ok {
 		return exitUsage
 	}
-	given, err := parseInputs(opts.inputs, opts.inputsFile)
+	given, err := opts.inputFlags.parse()
 	if err != nil {
 		fmt.Fprintf(io.err, "skein run: %v\n", err)
 		return exitUsage
@@ -150,9 +148,22 @@ func loadChild(_ context.Context, path, root string) (*graphir.Graph, error) {
 	return g, nil
 }
 
-// parseInputs reads --inputs-file, then applies each --input name=value.
+// inputFlags are --input and --inputs-file, shared by run and watch.
+type inputFlags struct {
+	inputs     []string
+	inputsFile string
+}
+
+// define adds the flags to fs; purpose ends their help (" for --run").
+func (f *inputFlags) define(fs *pflag.FlagSet, purpose string) {
+	fs.StringArrayVarP(&f.inputs, "input", "i", nil, "an input as name=value"+purpose+" (repeatable)")
+	fs.StringVar(&f.inputsFile, "inputs-file", "", "a JSON file with an object of inputs"+purpose)
+}
+
+// parse reads --inputs-file, then applies each --input name=value.
 // Values are JSON when they parse as JSON, else strings.
-func parseInputs(pairs []string, file string) (map[string]starlark.Value, error) {
+func (f *inputFlags) parse() (map[string]starlark.Value, error) {
+	pairs, file := f.inputs, f.inputsFile
 	given := map[string]starlark.Value{}
 	if file != "" {
 		data, err := os.ReadFile(file)

@@ -36,10 +36,9 @@ import (
 const defaultDebounce = 100 * time.Millisecond
 
 type watchFlags struct {
-	run        bool
-	inputs     []string
-	inputsFile string
-	root       string
+	run bool
+	inputFlags
+	root string
 }
 
 func init() {
@@ -65,8 +64,7 @@ Ctrl-C stops watching (exit status 0).`,
 		flags: func(fs *pflag.FlagSet) any {
 			o := &watchFlags{}
 			fs.BoolVar(&o.run, "run", false, "run the flow after each clean check")
-			fs.StringArrayVarP(&o.inputs, "input", "i", nil, "an input as name=value for --run (repeatable)")
-			fs.StringVar(&o.inputsFile, "inputs-file", "", "a JSON file with an object of inputs for --run")
+			o.inputFlags.define(fs, " for --run")
 			fs.StringVar(&o.root, "root", "", "flow root that load() and child flows may not leave (default: the flow's directory)")
 			return o
 		},
@@ -84,7 +82,7 @@ func runWatch(ctx context.Context, sio stdio, o any, args []string) int {
 		fmt.Fprintf(sio.err, "skein watch: %v\n", err)
 		return exitUsage
 	}
-	given, err := parseInputs(opts.inputs, opts.inputsFile)
+	given, err := opts.inputFlags.parse()
 	if err != nil {
 		fmt.Fprintf(sio.err, "skein watch: %v\n", err)
 		return exitUsage
@@ -220,11 +218,11 @@ func (w *watcher) reload(ctx context.Context, changed []string) {
 	if w.cfg.tty {
 		fmt.Fprint(out, "\x1b[H\x1b[2J")
 	}
-	fmt.Fprintf(out, "%s %s\n", paint(w.cfg.tty, "2", "["+start.Format("15:04:05")+"]"), w.what(changed))
+	fmt.Fprintf(out, "%s %s\n", paint(useColor(w.cfg.tty), "2", "["+start.Format("15:04:05")+"]"), w.what(changed))
 	check.WriteText(out, ds)
 	errs, warns := check.Count(ds)
 	if errs > 0 {
-		fmt.Fprintf(out, "%s %s: %s, checked in %s\n", paint(w.cfg.tty, "1;31", "FAIL"), w.cfg.file, countText(errs, warns), briefDuration(took))
+		fmt.Fprintf(out, "%s %s: %s, checked in %s\n", paint(useColor(w.cfg.tty), "1;31", "FAIL"), w.cfg.file, countText(errs, warns), briefDuration(took))
 		if w.cfg.run {
 			fmt.Fprintln(out, "not run: waiting for the errors to be fixed")
 		}
@@ -235,10 +233,10 @@ func (w *watcher) reload(ctx context.Context, changed []string) {
 	if warns > 0 {
 		counts += ", " + plural(warns, "warning")
 	}
-	fmt.Fprintf(out, "%s  %s: %s, checked in %s\n", paint(w.cfg.tty, "1;32", "ok"), w.cfg.file, counts, briefDuration(took))
+	fmt.Fprintf(out, "%s  %s: %s, checked in %s\n", paint(useColor(w.cfg.tty), "1;32", "ok"), w.cfg.file, counts, briefDuration(took))
 	if w.good != nil {
 		if d := graphir.Diff(w.good, g); d.Empty() {
-			fmt.Fprintln(out, paint(w.cfg.tty, "2", "  graph unchanged"))
+			fmt.Fprintln(out, paint(useColor(w.cfg.tty), "2", "  graph unchanged"))
 		} else {
 			fmt.Fprint(out, d.String())
 		}
@@ -290,13 +288,6 @@ func briefDuration(d time.Duration) string {
 		return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000)
 	}
 	return fmt.Sprintf("%.1fs", d.Seconds())
-}
-
-func paint(tty bool, code, s string) string {
-	if !tty || os.Getenv("NO_COLOR") != "" {
-		return s
-	}
-	return "\x1b[" + code + "m" + s + "\x1b[0m"
 }
 
 // watchDirs watches the directory of every file the last load read (the

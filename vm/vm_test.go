@@ -928,3 +928,20 @@ m = map("m", over = "['a.go', 'b.go']", body = [w], item_var = "file")
 `, nil, vm.Options{})
 	check(t, res, want{status: vm.Succeeded, output: []any{"0:a.go", "1:b.go"}})
 }
+
+// TestPredeclaredModules: json, math and re are available to expressions,
+// conditions and templates at run time (SPEC §4).
+func TestPredeclaredModules(t *testing.T) {
+	res := run(t, `
+flow(output = "b")
+a = step("a", run = ["echo", "version 1.12.3, build 77"])
+b = step("b", run = ["printf", "%s|%s|%s", "{{ re.findall('[0-9]+', a.stdout)[1] }}", "{{ json.encode({'n': math.floor(2.7)}) }}", "{{ json.decode('[1, 2]')[1] }}"])
+edge(START, a)
+edge(a, b, when = "re.search('build [0-9]+', a.stdout) != None and math.sqrt(16) == 4.0")
+edge(b, END)
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Succeeded, path: []string{"a", "b"}})
+	if got := goValue(t, res.Output).(map[string]any)["stdout"]; got != `12|{"n":2}|2` {
+		t.Errorf("stdout = %q", got)
+	}
+}

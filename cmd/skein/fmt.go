@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/skeinlang/skein/lang"
+)
+
+type fmtOptions struct {
+	write, check bool
+}
+
+func init() {
+	register(&command{
+		name:    "fmt",
+		args:    "[-w | --check] PATH...",
+		summary: "format flow files the way buildifier formats Starlark",
+		long: `Formats .star files the way buildifier formats Starlark, keeping comments,
+and never changing what a flow means. A directory stands for the .star files
+under it (hidden directories are skipped). Without a flag the formatted text
+is printed; -w rewrites the files that change; --check lists them instead.
+
+A file that does not parse is reported as file:line:col and left untouched.
+
+Exit status: 0 when all is well, 1 when --check found files to format, 2 on
+bad usage or a file that does not parse.`,
+		flags: func(fs *pflag.FlagSet) any {
+			o := &fmtOptions{}
+			fs.BoolVarP(&o.write, "write", "w", false, "rewrite the files that are not formatted")
+			fs.BoolVar(&o.check, "check", false, "list the files that are not formatted and exit 1 if there are any")
+			return o
+		},
+		run: runFmt,
+	})
+}
+
+func runFmt(_ context.Context, io stdio, o any, args []string) int {
+	opts := o.(*fmtOptions)
+	if len(args) == 0 {
+		fmt.Fprintln(io.err, "skein fmt: no file or directory given\nusage: skein fmt [-w | --check] PATH...")
+		return exitUsage
+	}
+	if opts.write && opts.check {
+		fmt.Fprintln(io.err, "skein fmt: give -w or --check, not both")
+		return exitUsage
+	}
+	files, err := starFiles(args)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein fmt: %v\n", err)
+		return exitUsage
+	}
+	status := exitOK
+	for _, file := range files {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			fmt.Fprintf(io.err, "skein fmt: %v\n", err)
+			status = exitUsage
+			continue
+		}
+		out, err := lang.Format(file, src)
+		if err != nil {
+			fmt.Fprintln(io.err, asError(err))
+			status = exitUsage
+			continue
+		}
+		switch {
+		case opts.check:
+			if !bytes.Equal(src, out) {
+				fmt.Fprintln(io.out, file)
+				if status == exitOK {
+					status = exitFail
+				}
+			}
+		case opts.write:
+			if !bytes.Equal(src, out) {
+				if err := replaceFile(file, out); err != nil {
+					fmt.Fprintf(io.err, "skein fmt: %v\n", err)
+					status = exitUsage
+				}
+			}
+		default:
+			io.out.Write(out)
+		}
+	}
+	return status
+}
+
+// starFiles expands the paths given: a file stands for itself, a directory
+// for the .star files under it, outside hidden directories, sorted.
+func starFiles(paths []string) ([]string, error) {
+	var files []string
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read %s: %v", p, unwrapPath(err))
+		}
+		if !info.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && path != p && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			if !d.IsDir() && strings.HasSuffix(path, ".star") {
+				found = append(found, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		sort.Strings(found)
+		files = append(files, found...)
+	}
+	return files, nil
+}
+
+func unwrapPath(err error) error {
+	if pe, ok := err.(*fs.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// replaceFile writes data to file through a temporary file in the same
+// directory, so that a failure part way leaves the old contents whole. The
+// file keeps its permissions.
+func replaceFile(file string, data []byte) error {
+	info, err := os.Stat(file)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(info.Mode().Perm()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), file)
+}

@@ -3,7 +3,6 @@ package vm
 // This file defines the events a run reports as it goes.
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -64,59 +63,94 @@ func (e *Event) Where() string {
 }
 
 // MarshalJSON encodes an event as one JSON object (the --events format).
-func (e Event) MarshalJSON() ([]byte, error) {
-	o := stdlib.Object{{Name: "event", Value: string(e.Type)}, {Name: "time", Value: e.Time.UTC().Format(time.RFC3339Nano)}}
-	add := func(name string, v any) { o = append(o, stdlib.Member{Name: name, Value: v}) }
+func (e Event) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil), nil }
+
+// AppendJSON appends the event to b as one JSON object on one line (the
+// --events format, without the newline), writing each member once. An
+// output that is not JSON data is left out.
+func (e *Event) AppendJSON(b []byte) []byte {
+	b = append(b, `{"event":`...)
+	b = stdlib.AppendJSONString(b, string(e.Type))
+	b = append(b, `,"time":"`...)
+	b = e.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
 	if e.RunID != "" {
-		add("run_id", e.RunID)
+		b = appendMember(b, "run_id", e.RunID)
 	}
 	if e.FlowName != "" {
-		add("flow", e.FlowName)
+		b = appendMember(b, "flow", e.FlowName)
 	}
 	if len(e.Flow) > 0 {
-		add("subflow", e.Flow)
+		b = appendStrings(append(b, `,"subflow":`...), e.Flow)
 	}
 	if len(e.Scope) > 0 {
-		add("scope", e.Scope)
+		b = appendStrings(append(b, `,"scope":`...), e.Scope)
 	}
 	if e.Step != "" {
-		add("step", e.Step)
+		b = appendMember(b, "step", e.Step)
 	}
 	if e.Kind != "" {
-		add("kind", e.Kind)
+		b = appendMember(b, "kind", e.Kind)
 	}
 	if e.Visit > 0 {
-		add("visit", e.Visit)
+		b = strconv.AppendInt(append(b, `,"visit":`...), int64(e.Visit), 10)
 	}
 	if e.Attempt > 0 {
-		add("attempt", e.Attempt)
+		b = strconv.AppendInt(append(b, `,"attempt":`...), int64(e.Attempt), 10)
 	}
 	switch e.Type {
 	case MapItem, LoopIteration:
-		add("index", e.Index)
+		b = strconv.AppendInt(append(b, `,"index":`...), int64(e.Index), 10)
 	}
 	if e.Type == LoopIteration {
-		add("stop", e.Stop)
+		b = strconv.AppendBool(append(b, `,"stop":`...), e.Stop)
 	}
 	if e.Status != "" {
-		add("status", e.Status)
+		b = appendMember(b, "status", e.Status)
 	}
 	if e.Code != "" {
-		add("code", e.Code)
+		b = appendMember(b, "code", e.Code)
 	}
 	if e.Error != "" {
-		add("error", e.Error)
+		b = appendMember(b, "error", e.Error)
 	}
 	if e.Type == StepFinished || e.Type == RunFinished {
-		add("duration_ms", json.Number(strconv.FormatFloat(float64(e.Duration)/float64(time.Millisecond), 'f', 3, 64)))
+		b = appendMillis(append(b, `,"duration_ms":`...), e.Duration)
 	}
 	if e.Message != "" {
-		add("message", e.Message)
+		b = appendMember(b, "message", e.Message)
 	}
 	if e.Output != nil {
-		if v, err := stdlib.ToGo(e.Output); err == nil {
-			add("output", v)
+		mark := len(b)
+		var err error
+		if b, err = stdlib.AppendJSON(append(b, `,"output":`...), e.Output, "", 0); err != nil {
+			b = b[:mark]
 		}
 	}
-	return json.Marshal(o)
+	return append(b, '}')
+}
+
+// appendMember appends ,"name":"value" with value escaped.
+func appendMember(b []byte, name, value string) []byte {
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return stdlib.AppendJSONString(b, value)
+}
+
+// appendStrings appends a JSON array of strings.
+func appendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = stdlib.AppendJSONString(b, s)
+	}
+	return append(b, ']')
+}
+
+// appendMillis appends d in milliseconds with three decimals.
+func appendMillis(b []byte, d time.Duration) []byte {
+	return strconv.AppendFloat(b, float64(d)/float64(time.Millisecond), 'f', 3, 64)
 }

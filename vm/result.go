@@ -3,11 +3,9 @@ package vm
 // This file encodes a Result as the JSON of SPEC §7.
 
 import (
-	"encoding/json"
 	"fmt"
-	"time"
-
-	"go.starlark.net/starlark"
+	"io"
+	"strconv"
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/stdlib"
@@ -18,91 +16,189 @@ import (
 // "duration_ms", and where they apply "code", "truncated", "log",
 // "iterations"/"exhausted" (loops), "items" (maps) and "child" (the child
 // flow's run).
-func (r *Result) MarshalJSON() ([]byte, error) {
-	o, err := r.object()
+func (r *Result) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil, "") }
+
+// WriteJSON writes the result as MarshalJSON encodes it, indented by indent
+// per level (compact when indent is ""), followed by a newline. The result
+// is encoded in full before anything is written, so an error writes
+// nothing.
+func (r *Result) WriteJSON(w io.Writer, indent string) error {
+	b, err := r.AppendJSON(make([]byte, 0, 256+len(r.Steps)*128), indent)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return json.Marshal(o)
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
-func (r *Result) object() (stdlib.Object, error) {
-	add := func(o *stdlib.Object, name string, v any) { *o = append(*o, stdlib.Member{Name: name, Value: v}) }
-	var o stdlib.Object
-	add(&o, "run_id", r.RunID)
-	add(&o, "flow", r.Flow)
-	add(&o, "file", r.File)
-	add(&o, "status", string(r.Status))
+// AppendJSON appends the result's JSON to b in one pass: the bytes
+// json.MarshalIndent(r, "", indent) would give (json.Marshal with indent
+// ""), without building an intermediate tree or re-indenting.
+func (r *Result) AppendJSON(b []byte, indent string) ([]byte, error) {
+	e := resultEncoder{b: b, indent: indent}
+	if err := e.result(r, 0); err != nil {
+		return b, err
+	}
+	return e.b, nil
+}
+
+type resultEncoder struct {
+	b      []byte
+	indent string
+	n      []int // members written so far, per open object
+}
+
+func (e *resultEncoder) open() {
+	e.b = append(e.b, '{')
+	e.n = append(e.n, 0)
+}
+
+// close ends the object opened last, at nesting level.
+func (e *resultEncoder) close(level int) {
+	if e.n[len(e.n)-1] > 0 {
+		e.newline(level)
+	}
+	e.n = e.n[:len(e.n)-1]
+	e.b = append(e.b, '}')
+}
+
+func (e *resultEncoder) newline(level int) {
+	if e.indent == "" {
+		return
+	}
+	e.b = append(e.b, '\n')
+	for range level {
+		e.b = append(e.b, e.indent...)
+	}
+}
+
+// key starts a member of the innermost open object, at nesting level.
+func (e *resultEncoder) key(level int, name string) {
+	top := &e.n[len(e.n)-1]
+	if *top > 0 {
+		e.b = append(e.b, ',')
+	}
+	*top++
+	e.newline(level)
+	e.b = stdlib.AppendJSONString(e.b, name)
+	e.b = append(e.b, ':')
+	if e.indent != "" {
+		e.b = append(e.b, ' ')
+	}
+}
+
+func (e *resultEncoder) str(level int, name, v string) {
+	e.key(level, name)
+	e.b = stdlib.AppendJSONString(e.b, v)
+}
+
+func (e *resultEncoder) int(level int, name string, v int) {
+	e.key(level, name)
+	e.b = strconv.AppendInt(e.b, int64(v), 10)
+}
+
+func (e *resultEncoder) bool(level int, name string, v bool) {
+	e.key(level, name)
+	e.b = strconv.AppendBool(e.b, v)
+}
+
+func (e *resultEncoder) null(level int, name string) {
+	e.key(level, name)
+	e.b = append(e.b, "null"...)
+}
+
+// strings writes a member that is a list of strings; a nil list is null,
+// as encoding/json writes it.
+func (e *resultEncoder) strings(level int, name string, ss []string) {
+	e.key(level, name)
+	if ss == nil {
+		e.b = append(e.b, "null"...)
+		return
+	}
+	if len(ss) == 0 {
+		e.b = append(e.b, "[]"...)
+		return
+	}
+	e.b = append(e.b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.newline(level + 1)
+		e.b = stdlib.AppendJSONString(e.b, s)
+	}
+	e.newline(level)
+	e.b = append(e.b, ']')
+}
+
+func (e *resultEncoder) result(r *Result, level int) error {
+	l := level + 1
+	e.open()
+	e.str(l, "run_id", r.RunID)
+	e.str(l, "flow", r.Flow)
+	e.str(l, "file", r.File)
+	e.str(l, "status", string(r.Status))
 	if r.Error == nil {
-		add(&o, "error", nil)
+		e.null(l, "error")
 	} else {
-		var e stdlib.Object
-		add(&e, "code", r.Error.Code)
-		add(&e, "step", r.Error.Step)
-		add(&e, "message", r.Error.Msg)
-		add(&o, "error", e)
+		e.key(l, "error")
+		e.open()
+		e.str(l+1, "code", r.Error.Code)
+		e.str(l+1, "step", r.Error.Step)
+		e.str(l+1, "message", r.Error.Msg)
+		e.close(l)
 	}
-	out, err := jsonValue(r.Output)
-	if err != nil {
-		return nil, fmt.Errorf("output: %v", err)
+	e.key(l, "output")
+	var err error
+	if e.b, err = stdlib.AppendJSON(e.b, r.Output, e.indent, l); err != nil {
+		return fmt.Errorf("output: %v", err)
 	}
-	add(&o, "output", out)
-	add(&o, "path", r.Path)
-	add(&o, "path_total", r.PathTotal)
-	add(&o, "duration_ms", millis(r.Duration))
-	var steps stdlib.Object
+	e.strings(l, "path", r.Path)
+	e.int(l, "path_total", r.PathTotal)
+	e.key(l, "duration_ms")
+	e.b = appendMillis(e.b, r.Duration)
+	e.key(l, "steps")
+	e.open()
 	for _, s := range r.Steps {
-		var so stdlib.Object
-		add(&so, "status", string(s.Status))
-		add(&so, "visits", s.Visits)
-		v, err := jsonValue(s.Output)
-		if err != nil {
-			return nil, fmt.Errorf("step %s output: %v", s.Name, err)
+		sl := l + 2
+		e.key(l+1, s.Name)
+		e.open()
+		e.str(sl, "status", string(s.Status))
+		e.int(sl, "visits", s.Visits)
+		e.key(sl, "output")
+		if e.b, err = stdlib.AppendJSON(e.b, s.Output, e.indent, sl); err != nil {
+			return fmt.Errorf("step %s output: %v", s.Name, err)
 		}
-		add(&so, "output", v)
 		if s.Error == "" {
-			add(&so, "error", nil)
+			e.null(sl, "error")
 		} else {
-			add(&so, "error", s.Error)
-			add(&so, "code", s.Code)
+			e.str(sl, "error", s.Error)
+			e.str(sl, "code", s.Code)
 		}
-		add(&so, "duration_ms", millis(s.Duration))
+		e.key(sl, "duration_ms")
+		e.b = appendMillis(e.b, s.Duration)
 		if s.Truncated {
-			add(&so, "truncated", true)
+			e.bool(sl, "truncated", true)
 		}
 		if len(s.Log) > 0 {
-			add(&so, "log", s.Log)
+			e.strings(sl, "log", s.Log)
 		}
 		switch s.Kind {
 		case graphir.KindLoop:
-			add(&so, "iterations", s.Iterations)
-			add(&so, "exhausted", s.Exhausted)
+			e.int(sl, "iterations", s.Iterations)
+			e.bool(sl, "exhausted", s.Exhausted)
 		case graphir.KindMap:
-			add(&so, "items", s.Items)
+			e.int(sl, "items", s.Items)
 		}
 		if s.Child != nil {
-			child, err := s.Child.object()
-			if err != nil {
-				return nil, err
+			e.key(sl, "child")
+			if err := e.result(s.Child, sl); err != nil {
+				return err
 			}
-			add(&so, "child", child)
 		}
-		add(&steps, s.Name, so)
+		e.close(l + 1)
 	}
-	if steps == nil {
-		steps = stdlib.Object{}
-	}
-	add(&o, "steps", steps)
-	return o, nil
-}
-
-func jsonValue(v starlark.Value) (any, error) {
-	if v == nil {
-		return nil, nil
-	}
-	return stdlib.ToGo(v)
-}
-
-func millis(d time.Duration) json.Number {
-	return json.Number(fmt.Sprintf("%.3f", float64(d)/float64(time.Millisecond)))
+	e.close(l)
+	e.close(level)
+	return nil
 }

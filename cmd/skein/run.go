@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -99,6 +100,7 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 	case opts.events:
 		enc := newEventWriter(io.out)
 		vopts.OnEvent = enc.write
+		defer enc.close()
 	case !opts.json:
 		prog = newProgress(io.out, isTerminal(io.out))
 		vopts.OnEvent = prog.event
@@ -110,12 +112,10 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		prog.summary(res)
 	}
 	if opts.json {
-		b, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
+		if err := res.WriteJSON(io.out, "  "); err != nil {
 			fmt.Fprintf(io.err, "skein run: cannot encode the result: %v\n", err)
 			return exitFail
 		}
-		fmt.Fprintf(io.out, "%s\n", b)
 	}
 	if res.Status != vm.Succeeded {
 		return exitFail
@@ -212,23 +212,89 @@ func printInputError(w io.Writer, err error) {
 	fmt.Fprintf(w, "skein run: %v\n", err)
 }
 
-// eventWriter prints events as JSON lines. Child flows report from their
-// own goroutines, so writes are serialized.
+// eventWriter prints events as JSON lines through one buffer, flushed on
+// a short tick, at once when a step fails or retries, and at the end.
+// Child flows report from their own goroutines, so writes are serialized.
 type eventWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu    sync.Mutex
+	w     *bufio.Writer
+	buf   []byte // reused for each event
+	flush *flusher
 }
 
-func newEventWriter(w io.Writer) *eventWriter { return &eventWriter{w: w} }
+func newEventWriter(w io.Writer) *eventWriter {
+	e := &eventWriter{w: bufio.NewWriterSize(w, 64<<10)}
+	e.flush = startFlusher(flushEvery, func() {
+		e.mu.Lock()
+		e.w.Flush()
+		e.mu.Unlock()
+	})
+	return e
+}
 
 func (e *eventWriter) write(ev vm.Event) {
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return
-	}
 	e.mu.Lock()
-	e.w.Write(append(b, '\n'))
+	e.buf = append(ev.AppendJSON(e.buf[:0]), '\n')
+	e.w.Write(e.buf)
+	if mustShow(&ev) {
+		e.w.Flush()
+	}
 	e.mu.Unlock()
+}
+
+// close stops the tick and flushes what is left.
+func (e *eventWriter) close() {
+	e.flush.stop()
+	e.mu.Lock()
+	e.w.Flush()
+	e.mu.Unlock()
+}
+
+// mustShow reports whether an event is one a person must see at once: a
+// step failed or is being retried, or the run ended.
+func mustShow(ev *vm.Event) bool {
+	switch ev.Type {
+	case vm.StepRetrying, vm.RunFinished:
+		return true
+	case vm.StepFinished:
+		return ev.Status != string(vm.StepSucceeded)
+	}
+	return false
+}
+
+// flushEvery is how often buffered run output is flushed (and a terminal's
+// live block redrawn): 20 times a second.
+const flushEvery = 50 * time.Millisecond
+
+// flusher calls a function on a tick until stopped.
+type flusher struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func startFlusher(every time.Duration, fn func()) *flusher {
+	f := &flusher{done: make(chan struct{})}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-f.done:
+				return
+			case <-t.C:
+				fn()
+			}
+		}
+	}()
+	return f
+}
+
+// stop ends the tick; fn is not running when it returns.
+func (f *flusher) stop() {
+	close(f.done)
+	f.wg.Wait()
 }
 
 // valueText renders a flow value for people: strings as they are, anything

@@ -1,0 +1,310 @@
+package vm_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm"
+)
+
+// hostile are strings that JSON encoders get wrong.
+var hostile = []string{
+	"", `"q"`, `a\b`, "\x00\x01\x1f\x7f", "\b\f\n\r\t", "<b>&amp;</b>", "\u2028\u2029",
+	"\xff\xfe", "a\xc3", "\xed\xa0\x80", "日本", "🧶", "\ufffd", "mixed \x00 \u2028 \xff <",
+}
+
+// oldEventJSON is the events encoder this package had before it wrote
+// events in one pass: the reference the new encoder must match.
+func oldEventJSON(e vm.Event) ([]byte, error) {
+	o := stdlib.Object{{Name: "event", Value: string(e.Type)}, {Name: "time", Value: e.Time.UTC().Format(time.RFC3339Nano)}}
+	add := func(name string, v any) { o = append(o, stdlib.Member{Name: name, Value: v}) }
+	if e.RunID != "" {
+		add("run_id", e.RunID)
+	}
+	if e.FlowName != "" {
+		add("flow", e.FlowName)
+	}
+	if len(e.Flow) > 0 {
+		add("subflow", e.Flow)
+	}
+	if len(e.Scope) > 0 {
+		add("scope", e.Scope)
+	}
+	if e.Step != "" {
+		add("step", e.Step)
+	}
+	if e.Kind != "" {
+		add("kind", e.Kind)
+	}
+	if e.Visit > 0 {
+		add("visit", e.Visit)
+	}
+	if e.Attempt > 0 {
+		add("attempt", e.Attempt)
+	}
+	switch e.Type {
+	case vm.MapItem, vm.LoopIteration:
+		add("index", e.Index)
+	}
+	if e.Type == vm.LoopIteration {
+		add("stop", e.Stop)
+	}
+	if e.Status != "" {
+		add("status", e.Status)
+	}
+	if e.Code != "" {
+		add("code", e.Code)
+	}
+	if e.Error != "" {
+		add("error", e.Error)
+	}
+	if e.Type == vm.StepFinished || e.Type == vm.RunFinished {
+		add("duration_ms", json.Number(strconv.FormatFloat(float64(e.Duration)/float64(time.Millisecond), 'f', 3, 64)))
+	}
+	if e.Message != "" {
+		add("message", e.Message)
+	}
+	if e.Output != nil {
+		if v, err := stdlib.ToGo(e.Output); err == nil {
+			add("output", v)
+		}
+	}
+	return json.Marshal(o)
+}
+
+// TestEventJSON checks the one-pass events encoder against the old one,
+// byte for byte, over events full of hostile strings; every line must be
+// valid JSON that decodes to the strings (invalid UTF-8 as U+FFFD).
+func TestEventJSON(t *testing.T) {
+	at := time.Date(2026, 12, 1, 11, 0, 0, 123456789, time.FixedZone("x", 3600))
+	types := []vm.EventType{vm.RunStarted, vm.RunFinished, vm.StepStarted, vm.StepFinished, vm.StepPruned,
+		vm.StepRetrying, vm.StepLog, vm.LoopIteration, vm.MapItem}
+	var events []vm.Event
+	for i, s := range hostile {
+		events = append(events, vm.Event{
+			Type: types[i%len(types)], Time: at.Add(time.Duration(i) * time.Millisecond),
+			Flow: []string{s, "child"}, Scope: []string{"l#2", s}, Step: s, Kind: "fn", Visit: i,
+			Attempt: i % 3, Status: s, Code: s, Error: s, Duration: time.Duration(i) * 1234567,
+			Message: s, Output: starlark.NewList([]starlark.Value{starlark.String(s), starlark.MakeInt(i)}),
+			RunID: s, FlowName: s, Index: i, Stop: i%2 == 0,
+		})
+	}
+	self := starlark.NewList(nil)
+	self.Append(self)
+	events = append(events,
+		vm.Event{Type: vm.StepFinished, Time: at, Step: "a", Output: starlark.Float(1e-7), Duration: -time.Second},
+		vm.Event{Type: vm.StepFinished, Time: at, Step: "b", Output: self}, // not JSON data: left out
+		vm.Event{Type: vm.LoopIteration, Time: at, Step: "l", Output: stdlib.NewMap([]string{"z", "a"}, []starlark.Value{starlark.None, starlark.True})},
+		vm.Event{},
+	)
+	var buf []byte
+	for _, ev := range events {
+		want, err := oldEventJSON(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf = ev.AppendJSON(buf[:0])
+		if diff := cmp.Diff(string(want), string(buf)); diff != "" {
+			t.Errorf("event %s %q (-old +new):\n%s", ev.Type, ev.Step, diff)
+		}
+		if !json.Valid(buf) {
+			t.Errorf("event %s %q: not valid JSON: %s", ev.Type, ev.Step, buf)
+		}
+		var got struct{ Step, Message string }
+		if err := json.Unmarshal(buf, &got); err != nil {
+			t.Fatal(err)
+		}
+		var w string
+		q, _ := json.Marshal(ev.Step)
+		json.Unmarshal(q, &w)
+		if got.Step != w || (ev.Message != "" && got.Message != w) {
+			t.Errorf("step and message decode to %q and %q, want %q", got.Step, got.Message, w)
+		}
+		if m, _ := ev.MarshalJSON(); string(m) != string(buf) {
+			t.Errorf("MarshalJSON differs from AppendJSON: %s vs %s", m, buf)
+		}
+	}
+}
+
+// oldResultJSON is the result encoder this package had before it wrote
+// results in one pass: a tree of stdlib.Object, then json.MarshalIndent.
+func oldResultJSON(r *vm.Result, indent string) ([]byte, error) {
+	o, err := oldResultObject(r)
+	if err != nil {
+		return nil, err
+	}
+	if indent == "" {
+		return json.Marshal(o)
+	}
+	return json.MarshalIndent(o, "", indent)
+}
+
+func oldResultObject(r *vm.Result) (stdlib.Object, error) {
+	add := func(o *stdlib.Object, name string, v any) { *o = append(*o, stdlib.Member{Name: name, Value: v}) }
+	jsonValue := func(v starlark.Value) (any, error) {
+		if v == nil {
+			return nil, nil
+		}
+		return stdlib.ToGo(v)
+	}
+	millis := func(d time.Duration) json.Number {
+		return json.Number(fmt.Sprintf("%.3f", float64(d)/float64(time.Millisecond)))
+	}
+	var o stdlib.Object
+	add(&o, "run_id", r.RunID)
+	add(&o, "flow", r.Flow)
+	add(&o, "file", r.File)
+	add(&o, "status", string(r.Status))
+	if r.Error == nil {
+		add(&o, "error", nil)
+	} else {
+		var e stdlib.Object
+		add(&e, "code", r.Error.Code)
+		add(&e, "step", r.Error.Step)
+		add(&e, "message", r.Error.Msg)
+		add(&o, "error", e)
+	}
+	out, err := jsonValue(r.Output)
+	if err != nil {
+		return nil, fmt.Errorf("output: %v", err)
+	}
+	add(&o, "output", out)
+	add(&o, "path", r.Path)
+	add(&o, "path_total", r.PathTotal)
+	add(&o, "duration_ms", millis(r.Duration))
+	var steps stdlib.Object
+	for _, s := range r.Steps {
+		var so stdlib.Object
+		add(&so, "status", string(s.Status))
+		add(&so, "visits", s.Visits)
+		v, err := jsonValue(s.Output)
+		if err != nil {
+			return nil, fmt.Errorf("step %s output: %v", s.Name, err)
+		}
+		add(&so, "output", v)
+		if s.Error == "" {
+			add(&so, "error", nil)
+		} else {
+			add(&so, "error", s.Error)
+			add(&so, "code", s.Code)
+		}
+		add(&so, "duration_ms", millis(s.Duration))
+		if s.Truncated {
+			add(&so, "truncated", true)
+		}
+		if len(s.Log) > 0 {
+			add(&so, "log", s.Log)
+		}
+		switch s.Kind {
+		case graphir.KindLoop:
+			add(&so, "iterations", s.Iterations)
+			add(&so, "exhausted", s.Exhausted)
+		case graphir.KindMap:
+			add(&so, "items", s.Items)
+		}
+		if s.Child != nil {
+			child, err := oldResultObject(s.Child)
+			if err != nil {
+				return nil, err
+			}
+			add(&so, "child", child)
+		}
+		add(&steps, s.Name, so)
+	}
+	if steps == nil {
+		steps = stdlib.Object{}
+	}
+	add(&o, "steps", steps)
+	return o, nil
+}
+
+// TestResultJSON checks the one-pass result encoder against the old one
+// over results of real runs (loops, maps, child flows, failures, logs,
+// truncated output) and a synthetic one full of hostile strings: the
+// same bytes compact and indented, and the same value when decoded.
+func TestResultJSON(t *testing.T) {
+	results := []*vm.Result{
+		run(t, `
+flow(name = "shape", output = "l")
+a = step("a", fn = lambda r: {"x<": [1, 2.5, None, True], "\u2028": "é"})
+b = step("b", fn = lambda r: r.loop.iteration)
+l = loop("l", body = [b], until = lambda it: False, max_iterations = 3)
+m = map("m", over = "[1, 2, 3]", body = [step("sq", fn = lambda r: r.item * r.item)])
+p = step("p", fn = lambda r: print("a \"log\" <line>"))
+chain(START, a, l, m, p, END)
+`, nil, vm.Options{}),
+		run(t, `
+again = step("again", max_visits = 2)
+edge(START, again)
+edge(again, again, when = "visits('again') < 5")
+edge(again, END, when = "visits('again') >= 5")
+`, nil, vm.Options{}),
+		run(t, `
+big = step("big", run = ["sh", "-c", "head -c 300000 /dev/zero | tr '\\0' x; printf '\\001\\377'"])
+chain(START, big, END)
+`, nil, vm.Options{}),
+		runFiles(t, map[string]string{
+			"flow.star": `
+flow(output = "use")
+child = step("child", flow = "sub/child.star", inputs = {"w": "x\u2028y"})
+use = step("use", fn = lambda r: r.child)
+chain(START, child, use, END)
+`,
+			"sub/child.star": `
+flow(inputs = {"w": None}, output = "out")
+out = step("out", fn = lambda r: fail("no <" + r.inputs.w))
+`}, nil, vm.Options{}),
+		run(t, `chain(START, END)`, nil, vm.Options{}),
+	}
+	s := hostile[len(hostile)-1]
+	results = append(results, &vm.Result{RunID: s, Flow: s, File: s, Status: vm.Failed,
+		Error: &graphir.Error{Code: s, Step: s, Msg: s}, Output: starlark.String(s), Path: hostile, PathTotal: 99,
+		Duration: 1500 * time.Microsecond,
+		Steps: []*vm.StepRecord{
+			{Name: s, Kind: graphir.KindLoop, Status: vm.StepFailed, Error: s, Code: s, Log: hostile, Truncated: true},
+			{Name: "nil-output", Kind: graphir.KindMap, Items: 3},
+			{Name: "child", Kind: graphir.KindSubflow, Child: &vm.Result{Output: starlark.None}},
+		}})
+	for i, res := range results {
+		for _, indent := range []string{"", "  ", "\t"} {
+			want, err := oldResultJSON(res, indent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := res.AppendJSON(nil, indent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("result %d, indent %q (-old +new):\n%s", i, indent, diff)
+			}
+			var a, b any
+			if err := json.Unmarshal(want, &a); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(got, &b); err != nil {
+				t.Fatalf("result %d: new encoding does not decode: %v", i, err)
+			}
+			if diff := cmp.Diff(a, b); diff != "" {
+				t.Errorf("result %d decoded (-old +new):\n%s", i, diff)
+			}
+		}
+	}
+	// What is not JSON data fails the encoding, with the step named.
+	self := starlark.NewList(nil)
+	self.Append(self)
+	bad := &vm.Result{Steps: []*vm.StepRecord{{Name: "loop", Output: self}}}
+	var w strings.Builder
+	if err := bad.WriteJSON(&w, "  "); err == nil || !strings.Contains(err.Error(), "step loop output") || w.Len() > 0 {
+		t.Errorf("WriteJSON of a self-containing output: err %v, wrote %q", err, w.String())
+	}
+}

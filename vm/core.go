@@ -251,12 +251,12 @@ func (r *run) enter(t task) {
 	case graphir.KindMap:
 		r.startMap(f, n)
 	case graphir.KindTask, graphir.KindShell:
-		spec, err := r.taskSpec(f, n)
+		req, err := r.taskRequest(f, n)
 		if err != nil {
 			r.evalFailed(n, "", err)
 			return
 		}
-		r.launch(f, n, func(s *execScope) *outcome { return runTask(s.ctx, spec, r.retryEmitter(f, n)) })
+		r.startEffect(f, n, req)
 	case graphir.KindSubflow:
 		r.startSubflow(f, n)
 	}

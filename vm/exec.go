@@ -45,8 +45,8 @@ type run struct {
 	work     []arrival
 	over     bool
 
-	running int              // async work in flight, retry timers included
-	done    chan *completion // async work reports here
+	running int   // async work in flight, retry timers included
+	inbox   inbox // async work reports here
 	timers  map[*time.Timer]bool
 
 	thread *starlark.Thread // every evaluation runs here, on the driver goroutine
@@ -59,12 +59,14 @@ type run struct {
 	now      func() time.Time
 }
 
-// completion is what async work reports to the driver.
+// completion is what async work reports to the driver: an effect's
+// completion, or a retry timer firing.
 type completion struct {
 	f     *frame
 	n     *graphir.Node
-	o     *outcome
-	retry int // >0: a fn step's retry timer fired; run this attempt
+	c     *EffectCompletion
+	req   *EffectRequest // the effect's request, for its retries
+	retry int            // >0: a retry timer fired; start this attempt
 	timer *time.Timer
 }
 
@@ -101,7 +103,8 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 	opts.defaults()
 	g := p.g
 	r := &run{p: p, g: g, opts: opts, inputs: inputs, events: opts.OnEvent != nil,
-		done: make(chan *completion, 16), timers: map[*time.Timer]bool{}, now: time.Now}
+		timers: map[*time.Timer]bool{}, now: time.Now}
+	r.inbox.wake = make(chan struct{}, 1)
 	timeout := opts.Timeout
 	if timeout == 0 {
 		timeout = g.Timeout
@@ -178,10 +181,13 @@ func (r *run) drive() {
 			r.stop(&graphir.Error{Code: "no_route", Msg: "the run ended without reaching END: every remaining path was pruned"})
 			break
 		}
-		select {
-		case c := <-r.done:
+		if c := r.take(); c != nil {
 			r.running--
 			r.completed(c)
+			continue
+		}
+		select {
+		case <-r.inbox.wake:
 		case <-r.ctx.Done():
 			r.interrupted()
 		}
@@ -226,30 +232,56 @@ func (r *run) completed(c *completion) {
 	if c.timer != nil {
 		delete(r.timers, c.timer)
 	}
+	var o *outcome
+	if c.c != nil {
+		o = effectOutcome(c.n, c.c)
+	}
 	if r.over || c.f.dead {
 		if rec := r.recs[c.n.ID]; rec.Status == StepRunning {
 			rec.Status = StepCancelled
-			if c.o != nil && c.o.child != nil {
-				rec.Child = c.o.child
+			if o != nil && o.child != nil {
+				rec.Child = o.child
 			}
 		}
 		return
 	}
 	if c.retry > 0 {
+		if c.req != nil {
+			req := *c.req
+			req.Attempt = c.retry
+			r.startEffect(c.f, c.n, &req)
+			return
+		}
 		r.callFn(c.f, c.n, c.retry)
 		return
 	}
-	if c.o.stop != nil {
-		r.stop(c.o.stop)
+	if o.stop != nil {
+		r.stop(o.stop)
 		return
 	}
-	if c.o.cancelled {
+	if o.cancelled {
 		// Cancelled without the run or frame ending: only the caller's
 		// context does that, and the driver sees it next.
 		r.interrupted()
 		return
 	}
-	r.finish(c.f, c.n, c.o)
+	if !o.ok && o.task && c.req.Attempt <= c.n.Retries {
+		r.retryLater(c.f, c.n, c.req, c.req.Attempt, o.err)
+		return
+	}
+	r.finish(c.f, c.n, o)
+}
+
+// retryLater schedules attempt+1 of step n after its backoff; req is the
+// effect's request (nil for fn steps).
+func (r *run) retryLater(f *frame, n *graphir.Node, req *EffectRequest, attempt int, msg string) {
+	if r.events {
+		r.emit(Event{Type: StepRetrying, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Attempt: attempt + 1, Error: msg})
+	}
+	c := &completion{f: f, n: n, req: req, retry: attempt + 1}
+	r.running++
+	c.timer = time.AfterFunc(backoff(n.Backoff, attempt), func() { r.post(c) })
+	r.timers[c.timer] = true
 }
 
 // interrupted ends the run because its context is done: the flow timeout,
@@ -280,7 +312,11 @@ func (r *run) drain() {
 		}
 	}
 	for r.running > 0 {
-		c := <-r.done
+		c := r.take()
+		if c == nil {
+			<-r.inbox.wake
+			continue
+		}
 		r.running--
 		r.completed(c)
 	}
@@ -291,30 +327,10 @@ func (r *run) drain() {
 	}
 }
 
-// launch runs work for step n on its own goroutine.
-func (r *run) launch(f *frame, n *graphir.Node, work func(s *execScope) *outcome) {
-	s := f.execScope(r)
-	r.running++
-	go func() {
-		r.done <- &completion{f: f, n: n, o: work(s)}
-	}()
-}
-
 func (r *run) emit(ev Event) {
 	ev.Time = r.now()
 	ev.Flow = r.opts.prefix
 	r.opts.OnEvent(ev)
-}
-
-// retryEmitter reports the retries of async work (from its goroutine).
-func (r *run) retryEmitter(f *frame, n *graphir.Node) func(attempt int, err string) {
-	if !r.events {
-		return func(int, string) {}
-	}
-	scope := f.scopePath()
-	return func(attempt int, err string) {
-		r.emit(Event{Type: StepRetrying, Scope: scope, Step: n.Name, Kind: n.Kind.String(), Attempt: attempt, Error: err})
-	}
 }
 
 // print implements print() for fn steps: lines go to the step's record
@@ -400,13 +416,7 @@ func (r *run) callFn(f *frame, n *graphir.Node, attempt int) {
 		msg = fmt.Sprintf("exceeded its step budget of %d steps", r.opts.EvalSteps)
 	}
 	if attempt <= n.Retries {
-		if r.events {
-			r.emit(Event{Type: StepRetrying, Scope: f.scopePath(), Step: n.Name, Kind: "fn", Attempt: attempt + 1, Error: msg})
-		}
-		c := &completion{f: f, n: n, retry: attempt + 1}
-		r.running++
-		c.timer = time.AfterFunc(backoff(n.Backoff, attempt), func() { r.done <- c })
-		r.timers[c.timer] = true
+		r.retryLater(f, n, nil, attempt, msg)
 		return
 	}
 	r.finish(f, n, &outcome{ok: false, value: starlark.None, err: msg, code: code})
@@ -510,33 +520,33 @@ func text(v starlark.Value) (string, error) {
 	return string(b), err
 }
 
-// taskSpec renders everything a task or shell step needs to start.
-func (r *run) taskSpec(f *frame, n *graphir.Node) (*procSpec, error) {
-	s := &procSpec{dir: r.p.dir, env: r.opts.Env, timeout: n.Timeout, retries: n.Retries, backoff: n.Backoff,
-		grace: r.opts.KillGrace, maxOut: r.opts.MaxOutput}
+// taskRequest renders everything a task or shell step needs to start.
+func (r *run) taskRequest(f *frame, n *graphir.Node) (*EffectRequest, error) {
+	s := r.request(f, n)
+	s.Dir, s.Env, s.Timeout, s.KillGrace, s.MaxOutput = r.p.dir, r.opts.Env, n.Timeout, r.opts.KillGrace, r.opts.MaxOutput
 	if n.Kind == graphir.KindShell {
-		s.argv = []string{"/bin/sh", "-c", n.Shell.Src}
+		s.Argv = []string{"/bin/sh", "-c", n.Shell.Src}
 	} else {
-		s.argv = make([]string, len(n.Argv))
+		s.Argv = make([]string, len(n.Argv))
 		for i, t := range n.Argv {
 			a, err := r.render(f, n, t)
 			if err != nil {
 				return nil, err
 			}
-			s.argv[i] = a
+			s.Argv[i] = a
 		}
-		if s.argv[0] == "" {
+		if s.Argv[0] == "" {
 			return nil, fmt.Errorf("the command (run[0]) is empty")
 		}
 	}
 	if len(n.Env) > 0 {
-		s.env = append([]string(nil), r.opts.Env...)
+		s.Env = append([]string(nil), r.opts.Env...)
 		for _, e := range n.Env {
 			v, err := r.render(f, n, e.Value)
 			if err != nil {
 				return nil, err
 			}
-			s.env = append(s.env, e.Name+"="+v)
+			s.Env = append(s.Env, e.Name+"="+v)
 		}
 	}
 	if n.Stdin != nil {
@@ -544,7 +554,7 @@ func (r *run) taskSpec(f *frame, n *graphir.Node) (*procSpec, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.stdin = &in
+		s.Stdin = &in
 	}
 	if n.Dir != nil {
 		d, err := r.render(f, n, n.Dir)
@@ -554,7 +564,7 @@ func (r *run) taskSpec(f *frame, n *graphir.Node) (*procSpec, error) {
 		if !filepath.IsAbs(d) {
 			d = filepath.Join(r.p.dir, d)
 		}
-		s.dir = d
+		s.Dir = d
 	}
 	return s, nil
 }
@@ -622,38 +632,10 @@ func (r *run) startSubflow(f *frame, n *graphir.Node) {
 	opts.chain = chain
 	opts.prefix = append(append(append([]string(nil), r.opts.prefix...), f.scopePath()...), n.Name)
 	opts.Timeout = 0
-	r.launch(f, n, func(s *execScope) *outcome {
-		g := child
-		if g == nil {
-			if r.opts.LoadFlow == nil {
-				return &outcome{ok: false, value: starlark.None, code: "step_failed",
-					err: fmt.Sprintf("cannot load child flow %s: templated child flows need a loader", path)}
-			}
-			var err error
-			if g, err = r.opts.LoadFlow(s.ctx, path, r.g.Root); err != nil {
-				return &outcome{ok: false, value: starlark.None, code: "step_failed", err: fmt.Sprintf("child flow %s: %v", path, err)}
-			}
-		}
-		in, err := BindInputs(g, inputs)
-		if err != nil {
-			return &outcome{ok: false, value: starlark.None, code: "step_failed", err: fmt.Sprintf("child flow %s: %v", path, errMsg(err))}
-		}
-		res := Prepare(g).Run(s.ctx, in, opts)
-		switch res.Status {
-		case Succeeded:
-			return &outcome{ok: true, value: res.Output, child: res}
-		case Cancelled:
-			return &outcome{cancelled: true, child: res}
-		}
-		if res.Error != nil && (res.Error.Code == "subflow_depth" || res.Error.Code == "subflow_cycle") {
-			return &outcome{stop: res.Error, child: res}
-		}
-		msg := "failed"
-		if res.Error != nil {
-			msg = res.Error.Msg
-		}
-		return &outcome{ok: false, value: starlark.None, code: "step_failed", err: fmt.Sprintf("child flow %s failed: %s", g.Name, msg), child: res}
-	})
+	req := r.request(f, n)
+	req.ChildPath, req.ChildGraph, req.ChildInputs = path, child, inputs
+	req.child = &childRun{r: r, opts: opts}
+	r.startEffect(f, n, req)
 }
 
 // flowChain is the files of the runs from the top-level one to this one.

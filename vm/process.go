@@ -18,54 +18,21 @@ import (
 	"time"
 )
 
-// procSpec is a rendered task: everything needed to start its process.
-type procSpec struct {
-	argv    []string
-	env     []string
-	stdin   *string
-	dir     string
-	timeout time.Duration
-	retries int
-	backoff time.Duration
-	grace   time.Duration
-	maxOut  int
-}
-
-// runTask runs a task's attempts until one succeeds, the retries are used
-// up, or ctx is done.
-func runTask(ctx context.Context, spec *procSpec, onRetry func(attempt int, err string)) *outcome {
-	for attempt := 1; ; attempt++ {
-		o := runOnce(ctx, spec)
-		if o.ok || o.cancelled || attempt > spec.retries {
-			return o
-		}
-		onRetry(attempt+1, o.err)
-		t := time.NewTimer(backoff(spec.backoff, attempt))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			o.cancelled = true
-			return o
-		}
-	}
-}
-
-// runOnce runs one attempt of a task.
-func runOnce(ctx context.Context, spec *procSpec) *outcome {
+// runProcess runs one attempt of a task or shell step.
+func runProcess(ctx context.Context, spec *EffectRequest) *EffectCompletion {
 	actx := ctx
-	if spec.timeout > 0 {
+	if spec.Timeout > 0 {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, spec.timeout)
+		actx, cancel = context.WithTimeout(ctx, spec.Timeout)
 		defer cancel()
 	}
-	cmd := exec.Command(spec.argv[0], spec.argv[1:]...)
-	cmd.Dir = spec.dir
-	cmd.Env = spec.env
-	if spec.stdin != nil {
-		cmd.Stdin = strings.NewReader(*spec.stdin)
+	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
+	cmd.Dir = spec.Dir
+	cmd.Env = spec.Env
+	if spec.Stdin != nil {
+		cmd.Stdin = strings.NewReader(*spec.Stdin)
 	}
-	stdout, stderr := &tailBuffer{max: spec.maxOut}, &tailBuffer{max: spec.maxOut}
+	stdout, stderr := &tailBuffer{max: spec.MaxOutput}, &tailBuffer{max: spec.MaxOutput}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// If the process exits but something it left behind still holds its
@@ -73,11 +40,11 @@ func runOnce(ctx context.Context, spec *procSpec) *outcome {
 	cmd.WaitDelay = 500 * time.Millisecond
 
 	if err := cmd.Start(); err != nil {
-		msg := fmt.Sprintf("cannot start %q: %v", spec.argv[0], unwrapExec(err))
-		if _, serr := os.Stat(spec.dir); serr != nil {
-			msg = fmt.Sprintf("cannot start %q: directory %s: %v", spec.argv[0], spec.dir, unwrapExec(serr))
+		msg := fmt.Sprintf("cannot start %q: %v", spec.Argv[0], unwrapExec(err))
+		if _, serr := os.Stat(spec.Dir); serr != nil {
+			msg = fmt.Sprintf("cannot start %q: directory %s: %v", spec.Argv[0], spec.Dir, unwrapExec(serr))
 		}
-		return &outcome{ok: false, task: true, code: "step_failed", err: msg, value: taskOutput("", msg, 127)}
+		return &EffectCompletion{Code: "step_failed", Error: msg, Stderr: msg, ExitCode: 127}
 	}
 	pgid := cmd.Process.Pid
 	exited := make(chan struct{})
@@ -91,7 +58,7 @@ func runOnce(ctx context.Context, spec *procSpec) *outcome {
 		case <-actx.Done():
 		}
 		syscall.Kill(-pgid, syscall.SIGTERM)
-		t := time.NewTimer(spec.grace)
+		t := time.NewTimer(spec.KillGrace)
 		defer t.Stop()
 		select {
 		case <-exited:
@@ -106,27 +73,27 @@ func runOnce(ctx context.Context, spec *procSpec) *outcome {
 	syscall.Kill(-pgid, syscall.SIGKILL)
 
 	code := cmd.ProcessState.ExitCode()
-	o := &outcome{task: true, value: taskOutput(stdout.String(), stderr.String(), code),
-		trunc: stdout.truncated || stderr.truncated}
+	o := &EffectCompletion{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: code,
+		Truncated: stdout.truncated || stderr.truncated}
 	switch {
 	case ctx.Err() != nil:
-		o.cancelled = true
-		o.err = "cancelled"
+		o.Cancelled = true
+		o.Error = "cancelled"
 	case actx.Err() != nil:
-		o.code, o.err = "timeout", fmt.Sprintf("timed out after %s", spec.timeout)
+		o.Code, o.Error = "timeout", fmt.Sprintf("timed out after %s", spec.Timeout)
 	case err == nil || code == 0 && errors.Is(err, exec.ErrWaitDelay):
-		o.ok = true
+		o.OK = true
 	default:
-		o.code = "step_failed"
+		o.Code = "step_failed"
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				o.err = fmt.Sprintf("killed by signal %s", ws.Signal())
+				o.Error = fmt.Sprintf("killed by signal %s", ws.Signal())
 			} else {
-				o.err = fmt.Sprintf("exit status %d", code)
+				o.Error = fmt.Sprintf("exit status %d", code)
 			}
 		} else {
-			o.err = err.Error()
+			o.Error = err.Error()
 		}
 	}
 	return o

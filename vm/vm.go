@@ -10,8 +10,35 @@
 //
 // The package is split the way Temporal splits workflows from activities:
 // core.go decides what happens next from what has happened so far and never
-// touches a clock, a process or a goroutine; exec.go does the work (runs
-// processes, calls Starlark functions, runs child flows) and reports back.
+// touches a clock, a process or a goroutine; exec.go drives it, evaluating
+// Starlark (conditions, templates, fn steps, until functions) on the run's
+// one thread and handing everything else to the effect seam.
+//
+// # Effects
+//
+// An effect is a step whose outcome comes from outside the deterministic
+// core: a task or shell process and a child flow today; a model call, an
+// approval or a timer as those kinds arrive. For each attempt of one, the
+// core builds an [EffectRequest] (where it is: flow chain, scope, step,
+// visit, attempt; and what to do, rendered: argv, env, dir and stdin of a
+// process, the path and inputs of a child flow) and hands it to
+// [Options.Effects], an [EffectProducer]. Later the producer reports an
+// [EffectCompletion] (ok or failed with a code and message, or cancelled;
+// a task's exit code and captured output; a child flow's result), and the
+// core acts on it as if it had done the work itself: it never knows who
+// produced it. Retries are the core's: a failed attempt with retries left
+// is followed, after its backoff, by a request for the next attempt.
+//
+// fn steps, conditions, routers and until functions are not effects: they
+// are deterministic and computed again wherever a run is replayed.
+//
+// [Local], the default, runs processes and child flows on this machine.
+// Other producers wrap it or replace it: a journal that commits each
+// completion to the run store before passing it on; a replay that answers
+// from that journal and falls through to Local at the first effect it has
+// no record of (resume); a mock that answers from a script (flow tests and
+// dry runs); a remote engine that runs activities. Completions reach the
+// driver in the order the producer reports them.
 package vm
 
 import (
@@ -84,6 +111,10 @@ type Options struct {
 	// MaxPath is how many path entries the result keeps; 0 means
 	// DefaultMaxPath.
 	MaxPath int
+	// Effects produces the completions of the run's effects (tasks,
+	// shells, child flows); nil means [Local]. Child flows use the
+	// parent's.
+	Effects EffectProducer
 
 	// Set for child runs.
 	depth  int
@@ -109,6 +140,9 @@ func (o *Options) defaults() {
 	}
 	if o.Env == nil {
 		o.Env = os.Environ()
+	}
+	if o.Effects == nil {
+		o.Effects = Local{}
 	}
 }
 

@@ -1,0 +1,242 @@
+package vm
+
+// This file is the effect seam: the one interface through which the
+// deterministic core asks for the outcome of anything that comes from
+// outside it (a process, a child flow, later a model call, an approval, a
+// timer), and the local producer that does the work on this machine.
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+)
+
+// EffectProducer produces the completions of effects. The VM calls Start on
+// the goroutine driving the run, once per attempt of an effect; the
+// producer calls done exactly once with the completion, from any goroutine,
+// possibly before Start returns. done never blocks. Start itself must not
+// block for long: it hands work to a goroutine (or a journal, or a
+// workflow engine) and returns.
+//
+// ctx is cancelled when the effect is no longer wanted (the run ended, the
+// loop iteration or map item it belongs to was abandoned, the caller
+// cancelled); the producer then stops the work and completes with
+// Cancelled set.
+//
+// A producer may wrap another and fall through to it: a replay producer
+// answers from a journal and hands the first effect it has no record of to
+// [Local]; a journaling producer records each completion before passing it
+// on.
+type EffectProducer interface {
+	Start(ctx context.Context, req *EffectRequest, done func(*EffectCompletion))
+}
+
+// EffectRequest asks for one attempt of an effect. Producers must not
+// modify it; they may keep it after done is called.
+type EffectRequest struct {
+	// RunID is the id of the top-level run; child flows share it.
+	RunID string
+	// Flow is the chain of child-flow steps leading to the run that asks,
+	// each with its scope, e.g. ["per_file[2]", "lint"]; empty for the
+	// top-level run.
+	Flow []string
+	// Scope locates the step inside loop iterations and map items, e.g.
+	// ["polish#2", "per_file[3]"], outermost first.
+	Scope []string
+	Step  string
+	Node  *graphir.Node
+	Kind  graphir.Kind
+	// Visit counts the step's visits in its frame (1 for the first);
+	// Attempt counts the attempts of this visit (1 for the first, 2 for
+	// the first retry).
+	Visit   int
+	Attempt int
+
+	// Tasks and shells: the rendered process. Shells are ["/bin/sh", "-c",
+	// script].
+	Argv      []string
+	Env       []string
+	Dir       string
+	Stdin     *string
+	Timeout   time.Duration // per attempt; 0 for none
+	KillGrace time.Duration // between SIGTERM and SIGKILL
+	MaxOutput int           // bytes of the tail of stdout and of stderr kept
+
+	// Child flows: the file and the bound-by-name inputs (the child binds
+	// them against its own declaration). ChildGraph is nil for a templated
+	// flow= path, which RunChild loads.
+	ChildPath   string
+	ChildGraph  *graphir.Graph
+	ChildInputs map[string]starlark.Value
+
+	child *childRun
+}
+
+// EffectCompletion is how one attempt of an effect ended.
+type EffectCompletion struct {
+	OK bool
+	// Cancelled: ctx ended before the effect did.
+	Cancelled bool
+	// Output is the output of effects other than tasks and shells, whose
+	// output the VM builds from Stdout, Stderr and ExitCode.
+	Output starlark.Value
+	// Error and Code describe a failure; Code is "step_failed" unless e.g.
+	// "timeout".
+	Error string
+	Code  string
+	// Tasks and shells.
+	ExitCode  int
+	Stdout    string
+	Stderr    string
+	Truncated bool // stdout or stderr was cut to its tail
+	// Child flows: the child's run, when it ran.
+	Child *Result
+	// Stop ends the whole run with this error (a child flow nesting too
+	// deep or in a cycle).
+	Stop *graphir.Error
+}
+
+// Local is the producer that does the work on this machine: tasks and
+// shells run as processes, child flows run as nested runs.
+type Local struct{}
+
+// Start implements [EffectProducer].
+func (Local) Start(ctx context.Context, req *EffectRequest, done func(*EffectCompletion)) {
+	switch req.Kind {
+	case graphir.KindTask, graphir.KindShell:
+		go func() { done(runProcess(ctx, req)) }()
+	case graphir.KindSubflow:
+		go func() { done(req.RunChild(ctx)) }()
+	default:
+		done(&EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("step %q: %s steps cannot run here", req.Step, req.Kind)})
+	}
+}
+
+// childRun is what RunChild needs: the parent's run and the child's
+// options.
+type childRun struct {
+	r    *run
+	opts Options
+}
+
+// RunChild runs the child flow of a child-flow request as a nested run on
+// this machine, loading it first when its path was templated, and reports
+// how it ended. The child's own effects go through the same producer as
+// the parent's.
+func (req *EffectRequest) RunChild(ctx context.Context) *EffectCompletion {
+	if req.child == nil {
+		return &EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("step %q is not a child flow", req.Step)}
+	}
+	r, path := req.child.r, req.ChildPath
+	g := req.ChildGraph
+	if g == nil {
+		if r.opts.LoadFlow == nil {
+			return &EffectCompletion{Code: "step_failed",
+				Error: fmt.Sprintf("cannot load child flow %s: templated child flows need a loader", path)}
+		}
+		var err error
+		if g, err = r.opts.LoadFlow(ctx, path, r.g.Root); err != nil {
+			return &EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("child flow %s: %v", path, err)}
+		}
+	}
+	in, err := BindInputs(g, req.ChildInputs)
+	if err != nil {
+		return &EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("child flow %s: %v", path, errMsg(err))}
+	}
+	res := Prepare(g).Run(ctx, in, req.child.opts)
+	switch res.Status {
+	case Succeeded:
+		return &EffectCompletion{OK: true, Output: res.Output, Child: res}
+	case Cancelled:
+		return &EffectCompletion{Cancelled: true, Child: res}
+	}
+	if res.Error != nil && (res.Error.Code == "subflow_depth" || res.Error.Code == "subflow_cycle") {
+		return &EffectCompletion{Stop: res.Error, Child: res}
+	}
+	msg := "failed"
+	if res.Error != nil {
+		msg = res.Error.Msg
+	}
+	return &EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("child flow %s failed: %s", g.Name, msg), Child: res}
+}
+
+// request makes the request for the first attempt of effect step n in
+// frame f.
+func (r *run) request(f *frame, n *graphir.Node) *EffectRequest {
+	return &EffectRequest{RunID: r.res.RunID, Flow: r.opts.prefix, Scope: f.scopePath(), Step: n.Name, Node: n, Kind: n.Kind,
+		Visit: int(f.state(r, n.ID).visits), Attempt: 1}
+}
+
+// startEffect asks the producer for an attempt of effect step n in frame
+// f; its completion reaches the driver through the inbox.
+func (r *run) startEffect(f *frame, n *graphir.Node, req *EffectRequest) {
+	s := f.execScope(r)
+	r.running++
+	c := &completion{f: f, n: n, req: req}
+	r.opts.Effects.Start(s.ctx, req, func(ec *EffectCompletion) {
+		c.c = ec
+		r.post(c)
+	})
+}
+
+// effectOutcome turns an effect's completion into the outcome the core
+// acts on.
+func effectOutcome(n *graphir.Node, c *EffectCompletion) *outcome {
+	o := &outcome{ok: c.OK, err: c.Error, code: c.Code, trunc: c.Truncated, child: c.Child, stop: c.Stop, cancelled: c.Cancelled}
+	switch n.Kind {
+	case graphir.KindTask, graphir.KindShell:
+		o.task = true
+		o.value = taskOutput(c.Stdout, c.Stderr, c.ExitCode)
+	default:
+		o.value = c.Output
+		if o.value == nil {
+			o.value = starlark.None
+		}
+	}
+	if !o.ok && o.code == "" && !o.cancelled {
+		o.code = "step_failed"
+	}
+	return o
+}
+
+// inbox is where completions and timers report to the driver, in the
+// order they arrive. Posting never blocks.
+type inbox struct {
+	mu    sync.Mutex
+	queue []*completion
+	head  int
+	wake  chan struct{}
+}
+
+func (r *run) post(c *completion) {
+	b := &r.inbox
+	b.mu.Lock()
+	b.queue = append(b.queue, c)
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the oldest posted completion, or nil.
+func (r *run) take() *completion {
+	b := &r.inbox
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.head == len(b.queue) {
+		return nil
+	}
+	c := b.queue[b.head]
+	b.queue[b.head] = nil
+	b.head++
+	if b.head == len(b.queue) {
+		b.queue, b.head = b.queue[:0], 0
+	}
+	return c
+}

@@ -1,0 +1,188 @@
+package vm_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/vm"
+)
+
+// scripted is a producer that answers every effect from a script, keyed by
+// "flow/scope/step#visit.attempt", and records the requests it saw. It
+// starts no process: every argv in the flows below would fail if run.
+type scripted struct {
+	mu     sync.Mutex
+	script map[string]*vm.EffectCompletion
+	seen   []string
+	reqs   []*vm.EffectRequest
+	inner  vm.EffectProducer // falls through to it for unscripted effects
+}
+
+func effectKey(q *vm.EffectRequest) string {
+	return fmt.Sprintf("%s/%s/%s#%d.%d", strings.Join(q.Flow, ">"), strings.Join(q.Scope, ">"), q.Step, q.Visit, q.Attempt)
+}
+
+func (s *scripted) Start(ctx context.Context, q *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	k := effectKey(q)
+	s.mu.Lock()
+	s.seen = append(s.seen, k)
+	s.reqs = append(s.reqs, q)
+	c, ok := s.script[k]
+	s.mu.Unlock()
+	if !ok && s.inner != nil {
+		s.inner.Start(ctx, q, done)
+		return
+	}
+	if !ok {
+		c = &vm.EffectCompletion{Code: "step_failed", Error: "unscripted " + k}
+	}
+	done(c)
+}
+
+func TestScriptedProducerDrivesRun(t *testing.T) {
+	src := `
+flow(inputs = {"who": "world"}, output = "shout")
+hello = step("hello", run = ["/nonexistent/echo", "hello {{ inputs.who }}"], retries = 1)
+count = step("count", fn = lambda r: len(r.hello.stdout))
+sh = step("sh", shell = "/nonexistent/sh", env = {"N": "{{ count }}"})
+shout = step("shout", fn = lambda r: r.hello.stdout.upper() + r.sh.stdout)
+chain(START, hello, count, sh, shout, END)
+`
+	p := &scripted{script: map[string]*vm.EffectCompletion{
+		// The first attempt fails; the retry succeeds.
+		"//hello#1.1": {Code: "step_failed", Error: "exit status 1", ExitCode: 1, Stderr: "flaky"},
+		"//hello#1.2": {OK: true, Stdout: "hello world"},
+		"//sh#1.1":    {OK: true, Stdout: "!"},
+	}}
+	res := run(t, src, nil, vm.Options{Effects: p})
+	if res.Status != vm.Succeeded {
+		t.Fatalf("status %s: %+v", res.Status, res.Error)
+	}
+	if got := goValue(t, res.Output); got != "HELLO WORLD!" {
+		t.Errorf("output = %v", got)
+	}
+	if diff := cmp.Diff([]string{"//hello#1.1", "//hello#1.2", "//sh#1.1"}, p.seen); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	// The requests carry the rendered process.
+	if got := p.reqs[0].Argv; !cmp.Equal(got, []string{"/nonexistent/echo", "hello world"}) {
+		t.Errorf("argv = %q", got)
+	}
+	if p.reqs[0].Kind != graphir.KindTask || p.reqs[2].Kind != graphir.KindShell || p.reqs[0].RunID != res.RunID {
+		t.Errorf("kinds/run id: %v %v %q", p.reqs[0].Kind, p.reqs[2].Kind, p.reqs[0].RunID)
+	}
+	if got := p.reqs[2].Env[len(p.reqs[2].Env)-1]; got != "N=11" {
+		t.Errorf("sh env ends with %q, want N=11", got)
+	}
+	if res.Step("hello").Visits != 1 {
+		t.Errorf("hello visits = %d", res.Step("hello").Visits)
+	}
+}
+
+// Effects inside loops, maps and child flows carry their scope and flow
+// chain, and a failed scripted completion routes like a real failure.
+func TestScriptedProducerScopes(t *testing.T) {
+	files := map[string]string{
+		"flow.star": `
+t = step("t", run = ["/nonexistent/t", "{{ item }}"])
+m = map("m", over = "[1, 2]", body = [t])
+body = step("b", run = ["/nonexistent/b"])
+l = loop("l", body = [body], until = lambda it: it.iteration == 2, max_iterations = 5)
+sub = step("sub", flow = "child.star")
+fix = step("fix", run = ["/nonexistent/fix"])
+chain(START, m, l, sub, END)
+edge(sub, fix, on = "failure")
+edge(fix, END)
+`,
+		"child.star": `
+c = step("c", run = ["/nonexistent/c"])
+chain(START, c, END)
+`,
+	}
+	p := &scripted{script: map[string]*vm.EffectCompletion{
+		"/m[0]/t#1.1": {OK: true, Stdout: "0"},
+		"/m[1]/t#1.1": {OK: true, Stdout: "1"},
+		"/l#1/b#1.1":  {OK: true},
+		"/l#2/b#1.1":  {OK: true},
+		"sub//c#1.1":  {Code: "step_failed", Error: "exit status 2", ExitCode: 2},
+		"//fix#1.1":   {OK: true, Stdout: "fixed"},
+	}}
+	// sub is not scripted: it falls through to Local, which runs the child
+	// flow, whose effects come back to the scripted producer.
+	p.inner = vm.Local{}
+	res := runFiles(t, files, nil, vm.Options{Effects: p})
+	if res.Status != vm.Succeeded {
+		t.Fatalf("status %s: %+v", res.Status, res.Error)
+	}
+	want := []string{"/m[0]/t#1.1", "/m[1]/t#1.1", "/l#1/b#1.1", "/l#2/b#1.1", "//sub#1.1", "sub//c#1.1", "//fix#1.1"}
+	if diff := cmp.Diff(want, p.seen); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	if s := res.Step("sub"); s.Status != vm.StepFailed || s.Child == nil || s.Child.Step("c").Status != vm.StepFailed {
+		t.Errorf("sub = %+v", s)
+	}
+	if diff := cmp.Diff(map[string]any{"stdout": "fixed", "stderr": "", "exit_code": 0.0, "error": nil}, goValue(t, res.Output)); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
+	}
+	if s := res.Step("fix"); s.Status != vm.StepSucceeded {
+		t.Errorf("fix = %s", s.Status)
+	}
+}
+
+// A producer that answers synchronously and one that answers from another
+// goroutine give the same run.
+func TestProducerAsync(t *testing.T) {
+	src := `
+a = step("a", run = ["/nonexistent/a"])
+b = step("b", run = ["/nonexistent/b"])
+j = step("j", fn = lambda r: r.a.stdout + r.b.stdout)
+edge(START, a)
+edge(START, b)
+edge(a, j)
+edge(b, j)
+edge(j, END)
+`
+	script := map[string]*vm.EffectCompletion{"//a#1.1": {OK: true, Stdout: "A"}, "//b#1.1": {OK: true, Stdout: "B"}}
+	async := producerFunc(func(ctx context.Context, q *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+		go done(script[effectKey(q)])
+	})
+	for _, par := range []int{1, 4} {
+		res := run(t, src, nil, vm.Options{Effects: async, Parallel: par})
+		if res.Status != vm.Succeeded || goValue(t, res.Output) != "AB" {
+			t.Errorf("parallel %d: %s %v %+v", par, res.Status, res.Output, res.Error)
+		}
+	}
+}
+
+type producerFunc func(ctx context.Context, q *vm.EffectRequest, done func(*vm.EffectCompletion))
+
+func (f producerFunc) Start(ctx context.Context, q *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	f(ctx, q, done)
+}
+
+// A producer that holds an effect until it is cancelled sees the
+// cancellation, and the run ends cancelled.
+func TestProducerCancellation(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	hold := producerFunc(func(ectx context.Context, q *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+		go func() {
+			close(started)
+			<-ectx.Done()
+			done(&vm.EffectCompletion{Cancelled: true, Error: "cancelled"})
+		}()
+	})
+	g := load(t, map[string]string{"flow.star": `step("t", run = ["/nonexistent"])`})
+	in, _ := vm.BindInputs(g, nil)
+	go func() { <-started; cancel() }()
+	res := vm.Prepare(g).Run(ctx, in, vm.Options{Effects: hold})
+	if res.Status != vm.Cancelled || res.Step("t").Status != vm.StepCancelled {
+		t.Errorf("status %s, t %s", res.Status, res.Step("t").Status)
+	}
+}

@@ -1,0 +1,335 @@
+package graphir
+
+// This file defines the JSON Schema subset that llm= steps may give as
+// schema=: checked once when a flow is checked (is the schema in the
+// subset?) and used on every model reply (does the reply validate?).
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Schema types of the supported subset.
+var schemaTypes = []string{"object", "array", "string", "number", "integer", "boolean", "null"}
+
+// schemaKeys are the keywords of the supported subset.
+var schemaKeys = []string{"type", "properties", "required", "items", "enum", "description", "additionalProperties"}
+
+// CheckSchema reports whether s, a JSON value (map[string]any, []any,
+// string, float64, bool, nil), is a schema of the supported subset: type
+// object/array/string/number/integer/boolean/null, properties, required,
+// items, enum, description, additionalProperties. The error names the path
+// of the offending part ("properties.patch.type").
+func CheckSchema(s any) error {
+	m, ok := s.(map[string]any)
+	if !ok {
+		return fmt.Errorf("a schema must be a dict, got %s", jsonTypeName(s))
+	}
+	return checkSchema(m, "")
+}
+
+func checkSchema(m map[string]any, path string) error {
+	at := func(key string) string {
+		if path == "" {
+			return key
+		}
+		return path + "." + key
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !contains(schemaKeys, k) {
+			hint := ""
+			if near := Nearest(k, schemaKeys); near != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", near)
+			}
+			return fmt.Errorf("%s: keyword %q is not in the supported subset (%s)%s", orRoot(at(k)), k, strings.Join(schemaKeys, ", "), hint)
+		}
+	}
+	t, hasType := m["type"]
+	if hasType {
+		ts, ok := t.(string)
+		if !ok || !contains(schemaTypes, ts) {
+			return fmt.Errorf("%s: type must be one of %s, got %s", at("type"), strings.Join(schemaTypes, ", "), jsonRepr(t))
+		}
+	} else if _, ok := m["enum"]; !ok {
+		return fmt.Errorf("%s: needs a type or an enum", orRoot(path))
+	}
+	ts, _ := t.(string)
+	if d, ok := m["description"]; ok {
+		if _, ok := d.(string); !ok {
+			return fmt.Errorf("%s: description must be a string", at("description"))
+		}
+	}
+	if e, ok := m["enum"]; ok {
+		l, ok := e.([]any)
+		if !ok || len(l) == 0 {
+			return fmt.Errorf("%s: enum must be a non-empty list", at("enum"))
+		}
+		for i, v := range l {
+			if hasType && !typeMatches(ts, v) {
+				return fmt.Errorf("%s[%d]: %s is not of type %s", at("enum"), i, jsonRepr(v), ts)
+			}
+		}
+	}
+	for _, k := range []string{"properties", "required", "additionalProperties"} {
+		if _, ok := m[k]; ok && ts != "object" {
+			return fmt.Errorf("%s: %s applies only to type object", at(k), k)
+		}
+	}
+	if _, ok := m["items"]; ok && ts != "array" {
+		return fmt.Errorf("%s: items applies only to type array", at("items"))
+	}
+	var props map[string]any
+	if p, ok := m["properties"]; ok {
+		if props, ok = p.(map[string]any); !ok {
+			return fmt.Errorf("%s: properties must be a dict of schemas", at("properties"))
+		}
+		names := make([]string, 0, len(props))
+		for k := range props {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			sub, ok := props[k].(map[string]any)
+			if !ok {
+				return fmt.Errorf("%s: a property's schema must be a dict, got %s", at("properties."+k), jsonTypeName(props[k]))
+			}
+			if err := checkSchema(sub, at("properties."+k)); err != nil {
+				return err
+			}
+		}
+	}
+	if r, ok := m["required"]; ok {
+		l, ok := r.([]any)
+		if !ok {
+			return fmt.Errorf("%s: required must be a list of property names", at("required"))
+		}
+		for i, v := range l {
+			s, ok := v.(string)
+			if !ok {
+				return fmt.Errorf("%s[%d]: a required name must be a string", at("required"), i)
+			}
+			if _, ok := props[s]; !ok {
+				return fmt.Errorf("%s[%d]: %q is not among the properties", at("required"), i, s)
+			}
+		}
+	}
+	if a, ok := m["additionalProperties"]; ok {
+		switch a := a.(type) {
+		case bool:
+		case map[string]any:
+			if err := checkSchema(a, at("additionalProperties")); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%s: additionalProperties must be a bool or a schema", at("additionalProperties"))
+		}
+	}
+	if it, ok := m["items"]; ok {
+		sub, ok := it.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s: items must be a schema (a dict)", at("items"))
+		}
+		if err := checkSchema(sub, at("items")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func orRoot(path string) string {
+	if path == "" {
+		return "schema"
+	}
+	return path
+}
+
+// ValidateSchema reports whether v, a decoded JSON value, satisfies schema
+// s (one that [CheckSchema] accepts). The error names the first offending
+// path ("$.patch.file: want a string, got 3").
+func ValidateSchema(s any, v any) error {
+	m, _ := s.(map[string]any)
+	return validate(m, v, "$")
+}
+
+func validate(s map[string]any, v any, path string) error {
+	if s == nil {
+		return nil
+	}
+	if t, ok := s["type"].(string); ok && !typeMatches(t, v) {
+		return fmt.Errorf("%s: want %s %s, got %s", path, article(t), t, jsonRepr(v))
+	}
+	if e, ok := s["enum"].([]any); ok {
+		found := false
+		for _, x := range e {
+			if jsonEqual(x, v) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			alts := make([]string, len(e))
+			for i, x := range e {
+				alts[i] = jsonRepr(x)
+			}
+			return fmt.Errorf("%s: %s is not one of %s", path, jsonRepr(v), strings.Join(alts, ", "))
+		}
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		props, _ := s["properties"].(map[string]any)
+		if r, ok := s["required"].([]any); ok {
+			for _, name := range r {
+				n, _ := name.(string)
+				if _, ok := v[n]; !ok {
+					return fmt.Errorf("%s: missing required property %q", path, n)
+				}
+			}
+		}
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if sub, ok := props[k].(map[string]any); ok {
+				if err := validate(sub, v[k], path+"."+k); err != nil {
+					return err
+				}
+				continue
+			}
+			switch a := s["additionalProperties"].(type) {
+			case bool:
+				if !a {
+					return fmt.Errorf("%s: property %q is not allowed", path, k)
+				}
+			case map[string]any:
+				if err := validate(a, v[k], path+"."+k); err != nil {
+					return err
+				}
+			}
+		}
+	case []any:
+		if sub, ok := s["items"].(map[string]any); ok {
+			for i, x := range v {
+				if err := validate(sub, x, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func typeMatches(t string, v any) bool {
+	switch t {
+	case "object":
+		_, ok := v.(map[string]any)
+		return ok
+	case "array":
+		_, ok := v.([]any)
+		return ok
+	case "string":
+		_, ok := v.(string)
+		return ok
+	case "number":
+		_, ok := v.(float64)
+		return ok
+	case "integer":
+		f, ok := v.(float64)
+		return ok && f == math.Trunc(f) && !math.IsInf(f, 0)
+	case "boolean":
+		_, ok := v.(bool)
+		return ok
+	case "null":
+		return v == nil
+	}
+	return false
+}
+
+func article(t string) string {
+	if strings.ContainsRune("aeiou", rune(t[0])) {
+		return "an"
+	}
+	return "a"
+}
+
+func jsonEqual(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		bm, ok := b.(map[string]any)
+		if !ok || len(a) != len(bm) {
+			return false
+		}
+		for k, v := range a {
+			if w, ok := bm[k]; !ok || !jsonEqual(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		bl, ok := b.([]any)
+		if !ok || len(a) != len(bl) {
+			return false
+		}
+		for i := range a {
+			if !jsonEqual(a[i], bl[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return a == b
+	}
+}
+
+func jsonTypeName(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a bool"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// jsonRepr shows a JSON value briefly, for messages.
+func jsonRepr(v any) string {
+	switch v := v.(type) {
+	case string:
+		if len(v) > 40 {
+			v = v[:40] + "..."
+		}
+		return fmt.Sprintf("%q", v)
+	case float64:
+		return fmt.Sprint(v)
+	case bool:
+		return fmt.Sprint(v)
+	case nil:
+		return "null"
+	}
+	return jsonTypeName(v)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

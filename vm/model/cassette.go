@@ -1,0 +1,162 @@
+package model
+
+// This file defines cassettes: model exchanges recorded to a JSON file the
+// first time and replayed from it afterwards.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// cassetteVersion is the format of the file.
+const cassetteVersion = 1
+
+// Exchange is one recorded request and the provider's response body. The
+// request holds what is matched on (model, messages, schema, parameters);
+// no endpoint, header or key is ever part of it.
+type Exchange struct {
+	Request  Request         `json:"request"`
+	Response json.RawMessage `json:"response"`
+}
+
+type cassetteFile struct {
+	Version   int        `json:"skein_cassette"`
+	Exchanges []Exchange `json:"exchanges"`
+}
+
+// Cassette is a [Provider] that answers from recorded exchanges. A request
+// is matched on its model, messages, schema and parameters; the n-th
+// identical request of a run gets the n-th recorded answer to it. A request
+// the cassette lacks goes to Inner and is recorded (the file is rewritten
+// after each new exchange), or with ReplayOnly fails with CodeReplay. It is
+// safe for concurrent use.
+type Cassette struct {
+	Path       string
+	ReplayOnly bool
+	Inner      Provider
+
+	mu        sync.Mutex
+	exchanges []Exchange
+	byKey     map[string][]int // key -> indexes into exchanges
+	used      map[string]int   // key -> answers handed out this run
+}
+
+// OpenCassette reads the cassette at path; a missing file is an empty
+// cassette (unless replayOnly, where it is an error).
+func OpenCassette(path string, replayOnly bool, inner Provider) (*Cassette, error) {
+	c := &Cassette{Path: path, ReplayOnly: replayOnly, Inner: inner, byKey: map[string][]int{}, used: map[string]int{}}
+	data, err := os.ReadFile(path)
+	switch {
+	case os.IsNotExist(err) && !replayOnly:
+		return c, nil
+	case err != nil:
+		return nil, fmt.Errorf("cassette: %v", err)
+	}
+	var f cassetteFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("cassette %s: not a Skein cassette: %v", path, err)
+	}
+	if f.Version != cassetteVersion {
+		return nil, fmt.Errorf("cassette %s: format version %d, want %d", path, f.Version, cassetteVersion)
+	}
+	for _, e := range f.Exchanges {
+		c.add(e)
+	}
+	return c, nil
+}
+
+func (c *Cassette) add(e Exchange) {
+	k := matchKey(e.Request)
+	c.byKey[k] = append(c.byKey[k], len(c.exchanges))
+	c.exchanges = append(c.exchanges, e)
+}
+
+// matchKey is the canonical JSON of what a request is matched on.
+func matchKey(r Request) string {
+	r.Endpoint = Endpoint{}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Sprintf("%#v", r)
+	}
+	// Round-trip so that a schema decoded from the file and one built in
+	// memory encode alike (map keys sorted, numbers as JSON numbers).
+	var v any
+	if json.Unmarshal(b, &v) == nil {
+		b, _ = json.Marshal(v)
+	}
+	return string(b)
+}
+
+// Complete answers req from the cassette, or records it.
+func (c *Cassette) Complete(ctx context.Context, req Request) (*Reply, error) {
+	k := matchKey(req)
+	c.mu.Lock()
+	n := c.used[k]
+	if idx := c.byKey[k]; n < len(idx) {
+		c.used[k] = n + 1
+		raw := c.exchanges[idx[n]].Response
+		c.mu.Unlock()
+		return ParseResponse(req.Model, raw)
+	}
+	c.mu.Unlock()
+	if c.ReplayOnly || c.Inner == nil {
+		return nil, &Error{Code: CodeReplay, Msg: fmt.Sprintf("model %q: the cassette %s has no recorded answer for this request (%d message%s, last: %s)", req.Model, c.Path, len(req.Messages), plural(len(req.Messages)), lastMessage(req))}
+	}
+	rep, err := c.Inner.Complete(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	rec := req
+	rec.Endpoint = Endpoint{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.add(Exchange{Request: rec, Response: append(json.RawMessage(nil), rep.Raw...)})
+	c.used[k]++
+	if err := c.save(); err != nil {
+		return nil, &Error{Code: CodeModel, Msg: err.Error()}
+	}
+	return rep, nil
+}
+
+// save writes the cassette atomically.
+func (c *Cassette) save() error {
+	data, err := json.MarshalIndent(cassetteFile{Version: cassetteVersion, Exchanges: c.exchanges}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("cassette: %v", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(c.Path), ".cassette-*")
+	if err != nil {
+		return fmt.Errorf("cassette: %v", err)
+	}
+	_, werr := tmp.Write(append(data, '\n'))
+	cerr := tmp.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), c.Path)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("cassette: %v", werr)
+	}
+	return nil
+}
+
+func lastMessage(r Request) string {
+	if len(r.Messages) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%q", clip(r.Messages[len(r.Messages)-1].Content, 80))
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,247 @@
+// Package model calls language models for Skein's llm= steps, LLM routers
+// and judge() loops: one [Provider] interface (messages, an optional JSON
+// schema and parameters in; text or an object, token usage and the raw reply
+// out), one OpenAI-compatible chat-completions client ([Client]), retries
+// that honour Retry-After ([Call]), schema validation with one repair retry
+// ([Generate]), the prompts and readers for routers and judges, a run-wide
+// token [Budget], and record/replay cassettes ([Cassette]).
+//
+// The package knows nothing of graphs or runs; the VM builds a [Request]
+// from a step and hands the [Reply] back to its core. API keys are read from
+// the environment variable a model names at the moment a request is sent and
+// are never kept in a value of this package, an error, or a cassette.
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/skeinlang/skein/graphir"
+)
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"` // "system", "user" or "assistant"
+	Content string `json:"content"`
+}
+
+// Endpoint says where a request goes and which environment variable holds
+// its key. It is not part of what a cassette matches or records.
+type Endpoint struct {
+	BaseURL string // e.g. https://api.openai.com/v1
+	KeyEnv  string // e.g. OPENAI_API_KEY; "" sends no key
+}
+
+// Request is one chat completion request.
+type Request struct {
+	Endpoint    Endpoint  `json:"-"`
+	Model       string    `json:"model"`
+	Messages    []Message `json:"messages"`
+	Schema      any       `json:"schema,omitempty"`      // a JSON schema (decoded JSON); nil asks for text
+	SchemaName  string    `json:"schema_name,omitempty"` // response_format's name
+	Temperature *float64  `json:"temperature,omitempty"`
+	MaxTokens   int       `json:"max_tokens,omitempty"`
+}
+
+// Usage is the token count of one or more calls.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+// Total is the tokens spent, prompt and completion.
+func (u Usage) Total() int { return u.PromptTokens + u.CompletionTokens }
+
+// Add returns the sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{u.PromptTokens + v.PromptTokens, u.CompletionTokens + v.CompletionTokens}
+}
+
+// Reply is what a model answered.
+type Reply struct {
+	Text   string          // the message content
+	Object any             // the decoded, validated object when the request had a schema ([Generate] only)
+	Usage  Usage           // tokens of this reply (summed over repair attempts by [Generate])
+	Raw    json.RawMessage // the provider's response body
+}
+
+// Provider answers chat completion requests, one attempt per call.
+type Provider interface {
+	Complete(ctx context.Context, req Request) (*Reply, error)
+}
+
+// Error codes of [Error].
+const (
+	CodeModel  = "model_error"
+	CodeBudget = "budget_exceeded"
+	CodeReplay = "replay_miss"
+)
+
+// Error is a failed model call.
+type Error struct {
+	Code       string // CodeModel, CodeBudget or CodeReplay
+	Msg        string
+	Status     int           // HTTP status, 0 if none
+	Retryable  bool          // a transport error, a timeout, 429 or 5xx
+	RetryAfter time.Duration // what the server asked for, 0 if nothing
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// CodeOf returns the code of err: an [Error]'s own, "cancelled" for a
+// cancelled context, else CodeModel.
+func CodeOf(err error) string {
+	var me *Error
+	switch {
+	case errors.As(err, &me):
+		return me.Code
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	}
+	return CodeModel
+}
+
+// Policy is how [Call] retries.
+type Policy struct {
+	Retries int           // extra attempts after a retryable failure
+	Backoff time.Duration // the first wait, doubled after each retry
+	// OnRetry, if set, is told about each retry before its wait.
+	OnRetry func(attempt int, err error, wait time.Duration)
+	// Budget, if set, is checked before each attempt and charged after it.
+	Budget *Budget
+}
+
+// maxWait caps a Retry-After a server asks for.
+const maxWait = 5 * time.Minute
+
+// Call sends req through p, retrying transport errors, timeouts, 429 and
+// 5xx up to pol.Retries times: the wait is the server's Retry-After when it
+// gives one, else pol.Backoff doubled per retry. Cancelling ctx ends a
+// request or a wait at once.
+func Call(ctx context.Context, p Provider, req Request, pol Policy) (*Reply, error) {
+	wait := pol.Backoff
+	for attempt := 1; ; attempt++ {
+		if err := pol.Budget.check(); err != nil {
+			return nil, err
+		}
+		rep, err := p.Complete(ctx, req)
+		if err == nil {
+			pol.Budget.charge(rep.Usage)
+			return rep, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var me *Error
+		if !errors.As(err, &me) || !me.Retryable || attempt > pol.Retries {
+			return nil, err
+		}
+		d := wait
+		if me.RetryAfter > 0 {
+			d = min(me.RetryAfter, maxWait)
+		}
+		if pol.OnRetry != nil {
+			pol.OnRetry(attempt, err, d)
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		wait *= 2
+	}
+}
+
+// Generate is one model step: [Call], and when req has a schema, the reply
+// parsed as JSON and validated against it. A reply that does not validate is
+// asked for once more with the validation error appended to the
+// conversation; a second invalid reply is a CodeModel error. The returned
+// usage covers every attempt.
+func Generate(ctx context.Context, p Provider, req Request, pol Policy) (*Reply, error) {
+	rep, err := Call(ctx, p, req, pol)
+	if err != nil || req.Schema == nil {
+		return rep, err
+	}
+	obj, verr := decodeValid(req.Schema, rep.Text)
+	if verr == nil {
+		rep.Object = obj
+		return rep, nil
+	}
+	repair := req
+	repair.Messages = append(append([]Message(nil), req.Messages...),
+		Message{Role: "assistant", Content: rep.Text},
+		Message{Role: "user", Content: "Your reply does not match the required JSON schema: " + verr.Error() + ". Reply again with only a JSON value that matches the schema."})
+	used := rep.Usage
+	rep2, err := Call(ctx, p, repair, pol)
+	if err != nil {
+		return nil, err
+	}
+	rep2.Usage = used.Add(rep2.Usage)
+	obj, verr2 := decodeValid(req.Schema, rep2.Text)
+	if verr2 != nil {
+		return rep2, &Error{Code: CodeModel, Msg: "the reply does not match the schema, also after one repair: " + verr2.Error()}
+	}
+	rep2.Object = obj
+	return rep2, nil
+}
+
+// decodeValid decodes text as JSON (a Markdown code fence around it is
+// tolerated) and validates it against schema.
+func decodeValid(schema any, text string) (any, error) {
+	t := strings.TrimSpace(text)
+	if strings.HasPrefix(t, "```") {
+		t = strings.TrimPrefix(t, "```json")
+		t = strings.TrimPrefix(t, "```")
+		t = strings.TrimSuffix(strings.TrimSpace(t), "```")
+	}
+	var v any
+	if err := json.Unmarshal([]byte(t), &v); err != nil {
+		return nil, fmt.Errorf("the reply is not JSON (%v)", err)
+	}
+	if err := graphir.ValidateSchema(schema, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// Budget bounds the tokens a run tree may spend. A nil *Budget is no bound.
+// It is safe for concurrent use.
+type Budget struct {
+	Limit int64
+	used  atomic.Int64
+}
+
+// NewBudget returns a budget of limit tokens; limit <= 0 is no bound but
+// still counts.
+func NewBudget(limit int64) *Budget { return &Budget{Limit: limit} }
+
+// Used returns the tokens spent so far.
+func (b *Budget) Used() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.used.Load()
+}
+
+func (b *Budget) check() error {
+	if b == nil || b.Limit <= 0 {
+		return nil
+	}
+	if u := b.used.Load(); u >= b.Limit {
+		return &Error{Code: CodeBudget, Msg: fmt.Sprintf("token budget of %d exhausted (%d used)", b.Limit, u)}
+	}
+	return nil
+}
+
+func (b *Budget) charge(u Usage) {
+	if b != nil {
+		b.used.Add(int64(u.Total()))
+	}
+}

@@ -1,0 +1,454 @@
+package model_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/skeinlang/skein/vm/model"
+	"github.com/skeinlang/skein/vm/model/modeltest"
+)
+
+const secret = "sk-test-SECRET-0123456789"
+
+func env(vals map[string]string) func(string) string {
+	return func(k string) string { return vals[k] }
+}
+
+func request(s *modeltest.Server, user string) model.Request {
+	return model.Request{
+		Endpoint: model.Endpoint{BaseURL: s.BaseURL(), KeyEnv: "TEST_KEY"},
+		Model:    "m1",
+		Messages: []model.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: user}},
+	}
+}
+
+func code(err error) string {
+	var me *model.Error
+	if errors.As(err, &me) {
+		return me.Code
+	}
+	return ""
+}
+
+func TestWireRequest(t *testing.T) {
+	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: `{"file":"a.go"}`, Prompt: 11, Completion: 5}}})
+	defer s.Close()
+	key := secret
+	c := &model.Client{Getenv: func(k string) string {
+		if k == "TEST_KEY" {
+			return key
+		}
+		return ""
+	}}
+	temp := 0.2
+	req := request(s, "fix it")
+	req.Schema = map[string]any{"type": "object", "properties": map[string]any{"file": map[string]any{"type": "string"}}, "required": []any{"file"}, "additionalProperties": false}
+	req.SchemaName = "patch"
+	req.Temperature = &temp
+	req.MaxTokens = 100
+	rep, err := model.Generate(context.Background(), c, req, model.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]any{"file": "a.go"}, rep.Object); diff != "" {
+		t.Errorf("object (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(model.Usage{PromptTokens: 11, CompletionTokens: 5}, rep.Usage); diff != "" {
+		t.Errorf("usage (-want +got):\n%s", diff)
+	}
+	// The key is read when the call is made, not kept.
+	key = "sk-other"
+	req.Schema = nil
+	if _, err := model.Call(context.Background(), c, req, model.Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	got := s.Requests()
+	if len(got) != 2 {
+		t.Fatalf("got %d requests, want 2", len(got))
+	}
+	want := map[string]any{
+		"model": "m1",
+		"messages": []any{
+			map[string]any{"role": "system", "content": "be brief"},
+			map[string]any{"role": "user", "content": "fix it"},
+		},
+		"temperature": 0.2,
+		"max_tokens":  100.0,
+		"response_format": map[string]any{
+			"type": "json_schema",
+			"json_schema": map[string]any{
+				"name":   "patch",
+				"strict": true,
+				"schema": map[string]any{"type": "object", "properties": map[string]any{"file": map[string]any{"type": "string"}}, "required": []any{"file"}, "additionalProperties": false},
+			},
+		},
+	}
+	if diff := cmp.Diff(want, got[0].Body); diff != "" {
+		t.Errorf("request body (-want +got):\n%s", diff)
+	}
+	if got[0].Path != "/v1/chat/completions" || got[0].Authorization != "Bearer "+secret {
+		t.Errorf("path %q, authorization %q", got[0].Path, got[0].Authorization)
+	}
+	if got[1].Authorization != "Bearer sk-other" {
+		t.Errorf("second call used %q, want the key as it was at the call", got[1].Authorization)
+	}
+	if _, ok := got[1].Body["response_format"]; ok {
+		t.Errorf("a text request asked for a response_format: %s", got[1].Raw)
+	}
+}
+
+func TestNoKeyVariableSendsNoHeader(t *testing.T) {
+	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "hi"}}})
+	defer s.Close()
+	c := &model.Client{Getenv: env(nil)}
+	if _, err := model.Call(context.Background(), c, request(s, "x"), model.Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	if a := s.Requests()[0].Authorization; a != "" {
+		t.Errorf("authorization %q, want none", a)
+	}
+}
+
+func TestRetries(t *testing.T) {
+	type want struct {
+		text    string
+		code    string
+		msg     string
+		waits   []time.Duration
+		reqs    int
+		retries int
+	}
+	cases := []struct {
+		name    string
+		replies []modeltest.Reply
+		retries int
+		want    want
+	}{
+		{"429 honours Retry-After", []modeltest.Reply{{Status: 429, RetryAfter: "0.05"}, {Content: "ok"}}, 2,
+			want{text: "ok", waits: []time.Duration{50 * time.Millisecond}, reqs: 2}},
+		{"500 then backoff", []modeltest.Reply{{Status: 500}, {Status: 503}, {Content: "ok"}}, 2,
+			want{text: "ok", waits: []time.Duration{time.Millisecond, 2 * time.Millisecond}, reqs: 3}},
+		{"retries run out", []modeltest.Reply{{Status: 500}}, 2,
+			want{code: "model_error", msg: `model "m1": HTTP 500: scripted status 500`, waits: []time.Duration{time.Millisecond, 2 * time.Millisecond}, reqs: 3}},
+		{"400 is not retried", []modeltest.Reply{{Status: 400, Raw: `{"error":{"message":"bad model"}}`}}, 2,
+			want{code: "model_error", msg: `model "m1": HTTP 400: bad model`, reqs: 1}},
+		{"malformed JSON is retried", []modeltest.Reply{{Raw: `{"choices": [`}, {Content: "ok"}}, 1,
+			want{text: "ok", waits: []time.Duration{time.Millisecond}, reqs: 2}},
+		{"no retries", []modeltest.Reply{{Status: 429}, {Content: "ok"}}, 0,
+			want{code: "model_error", msg: `model "m1": HTTP 429: scripted status 429`, reqs: 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := modeltest.New(modeltest.Rule{Replies: tc.replies})
+			defer s.Close()
+			var waits []time.Duration
+			pol := model.Policy{Retries: tc.retries, Backoff: time.Millisecond, OnRetry: func(_ int, _ error, d time.Duration) { waits = append(waits, d) }}
+			rep, err := model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s, "x"), pol)
+			var got want
+			if err != nil {
+				got.code, got.msg = code(err), err.Error()
+			} else {
+				got.text = rep.Text
+			}
+			got.waits, got.reqs = waits, len(s.Requests())
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSlowReplyTimesOut(t *testing.T) {
+	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "late", Delay: 10 * time.Second}}})
+	defer s.Close()
+	c := &model.Client{Getenv: env(nil), Timeout: 20 * time.Millisecond}
+	_, err := model.Call(context.Background(), c, request(s, "x"), model.Policy{Retries: 1, Backoff: time.Millisecond})
+	if code(err) != "model_error" || !strings.Contains(err.Error(), "no reply within 20ms") {
+		t.Fatalf("got %v, want a timeout model_error", err)
+	}
+	if n := len(s.Requests()); n != 2 {
+		t.Errorf("%d requests, want 2 (a timeout is retried)", n)
+	}
+}
+
+func TestCancelMidRequest(t *testing.T) {
+	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "late", Delay: time.Minute}}})
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		_, err := model.Call(ctx, &model.Client{Getenv: env(nil)}, request(s, "x"), model.Policy{Retries: 2})
+		done <- err
+	}()
+	for len(s.Requests()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	if n := len(s.Requests()); n != 1 {
+		t.Errorf("%d requests after cancel, want 1", n)
+	}
+}
+
+func TestCancelDuringRetryWait(t *testing.T) {
+	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Status: 429, RetryAfter: "3600"}}})
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	pol := model.Policy{Retries: 2, OnRetry: func(_ int, _ error, d time.Duration) {
+		if d != 5*time.Minute {
+			t.Errorf("wait %s, want Retry-After capped at 5m", d)
+		}
+		cancel()
+	}}
+	_, err := model.Call(ctx, &model.Client{Getenv: env(nil)}, request(s, "x"), pol)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}
+
+func schemaFile() map[string]any {
+	return map[string]any{"type": "object", "properties": map[string]any{"file": map[string]any{"type": "string"}}, "required": []any{"file"}}
+}
+
+func TestRepairRetry(t *testing.T) {
+	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: `{"file": 3}`, Prompt: 10, Completion: 2}, {Content: "```json\n{\"file\": \"a.go\"}\n```", Prompt: 20, Completion: 3}}})
+	defer s.Close()
+	req := request(s, "fix")
+	req.Schema = schemaFile()
+	rep, err := model.Generate(context.Background(), &model.Client{Getenv: env(nil)}, req, model.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]any{"file": "a.go"}, rep.Object); diff != "" {
+		t.Errorf("object (-want +got):\n%s", diff)
+	}
+	if rep.Usage != (model.Usage{PromptTokens: 30, CompletionTokens: 5}) {
+		t.Errorf("usage %+v, want the sum of both attempts", rep.Usage)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	msgs := reqs[1].Body["messages"].([]any)
+	want := []any{
+		map[string]any{"role": "system", "content": "be brief"},
+		map[string]any{"role": "user", "content": "fix"},
+		map[string]any{"role": "assistant", "content": `{"file": 3}`},
+		map[string]any{"role": "user", "content": `Your reply does not match the required JSON schema: $.file: want a string, got 3. Reply again with only a JSON value that matches the schema.`},
+	}
+	if diff := cmp.Diff(want, msgs); diff != "" {
+		t.Errorf("repair messages (-want +got):\n%s", diff)
+	}
+}
+
+func TestRepairFails(t *testing.T) {
+	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "not json"}, {Content: `{"other": 1}`}}})
+	defer s.Close()
+	req := request(s, "fix")
+	req.Schema = schemaFile()
+	_, err := model.Generate(context.Background(), &model.Client{Getenv: env(nil)}, req, model.Policy{})
+	want := `the reply does not match the schema, also after one repair: $: missing required property "file"`
+	if code(err) != "model_error" || err.Error() != want {
+		t.Fatalf("got %v, want %s", err, want)
+	}
+}
+
+func TestBudget(t *testing.T) {
+	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "a", Prompt: 7, Completion: 3}}})
+	defer s.Close()
+	b := model.NewBudget(15)
+	c := &model.Client{Getenv: env(nil)}
+	for i := 0; i < 2; i++ {
+		if _, err := model.Call(context.Background(), c, request(s, "x"), model.Policy{Budget: b}); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	_, err := model.Call(context.Background(), c, request(s, "x"), model.Policy{Budget: b})
+	if code(err) != "budget_exceeded" || err.Error() != "token budget of 15 exhausted (20 used)" {
+		t.Fatalf("got %v", err)
+	}
+	if n := len(s.Requests()); n != 2 {
+		t.Errorf("%d requests, want 2: a call past the budget is never sent", n)
+	}
+}
+
+func TestCassette(t *testing.T) {
+	s := modeltest.New(
+		modeltest.Rule{Match: "one", Replies: []modeltest.Reply{{Content: "first"}, {Content: "second"}}},
+		modeltest.Rule{Match: "two", Replies: []modeltest.Reply{{Content: `{"file":"b.go"}`}}},
+	)
+	path := filepath.Join(t.TempDir(), "c.json")
+	c := &model.Client{Getenv: env(map[string]string{"TEST_KEY": secret})}
+	cas, err := model.OpenCassette(path, false, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := request(s, "two")
+	two.Schema = schemaFile()
+	run := func(p model.Provider) []string {
+		var out []string
+		for _, r := range []model.Request{request(s, "one"), two, request(s, "one")} {
+			rep, err := model.Generate(context.Background(), p, r, model.Policy{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, rep.Text)
+		}
+		return out
+	}
+	want := []string{"first", `{"file":"b.go"}`, "second"}
+	if diff := cmp.Diff(want, run(cas)); diff != "" {
+		t.Errorf("recording (-want +got):\n%s", diff)
+	}
+	s.Close() // replay needs no server
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{secret, "TEST_KEY", "Authorization", "127.0.0.1"} {
+		if strings.Contains(string(data), bad) {
+			t.Errorf("cassette contains %q:\n%s", bad, data)
+		}
+	}
+	rep, err := model.OpenCassette(path, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, run(rep)); diff != "" {
+		t.Errorf("replay (-want +got):\n%s", diff)
+	}
+	// A different base URL or key still matches; a different prompt or a
+	// further identical call does not.
+	other := request(s, "one")
+	other.Endpoint = model.Endpoint{BaseURL: "http://elsewhere.invalid/v1", KeyEnv: "X"}
+	rep2, _ := model.OpenCassette(path, true, nil)
+	if r, err := model.Call(context.Background(), rep2, other, model.Policy{}); err != nil || r.Text != "first" {
+		t.Errorf("endpoint change: %v %v", r, err)
+	}
+	for _, r := range []model.Request{request(s, "three"), request(s, "one"), request(s, "one")} {
+		_, err = model.Call(context.Background(), rep2, r, model.Policy{Retries: 2})
+	}
+	if code(err) != "replay_miss" || !strings.Contains(err.Error(), `has no recorded answer for this request (2 messages, last: "one")`) {
+		t.Errorf("got %v, want replay_miss", err)
+	}
+	if _, err := model.OpenCassette(filepath.Join(t.TempDir(), "missing.json"), true, nil); err == nil {
+		t.Error("replay-only with a missing cassette: no error")
+	}
+	var f struct {
+		Exchanges []json.RawMessage `json:"exchanges"`
+	}
+	json.Unmarshal(data, &f)
+	if len(f.Exchanges) != 3 {
+		t.Errorf("%d exchanges recorded, want 3", len(f.Exchanges))
+	}
+}
+
+func TestCassetteConcurrent(t *testing.T) {
+	var n atomic.Int32
+	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "x"}}})
+	defer s.Close()
+	cas, _ := model.OpenCassette(filepath.Join(t.TempDir(), "c.json"), false, &model.Client{Getenv: env(nil)})
+	done := make(chan bool)
+	for i := 0; i < 8; i++ {
+		go func(i int) {
+			if _, err := model.Call(context.Background(), cas, request(s, strings.Repeat("q", i+1)), model.Policy{}); err == nil {
+				n.Add(1)
+			}
+			done <- true
+		}(i)
+	}
+	for i := 0; i < 8; i++ {
+		<-done
+	}
+	if n.Load() != 8 {
+		t.Errorf("%d of 8 calls succeeded", n.Load())
+	}
+}
+
+func TestReadLabel(t *testing.T) {
+	labels := []string{"urgent", "routine", "Needs Info"}
+	for _, tc := range []struct{ answer, want string }{
+		{`{"label": "urgent"}`, "urgent"},
+		{"Urgent.", "urgent"},
+		{"  **ROUTINE**\n", "routine"},
+		{`"needs info"`, "Needs Info"},
+		{`{"label": "spam"}`, ""},
+		{"I think it is urgent", ""},
+	} {
+		got, ok := model.ReadLabel(tc.answer, labels)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("ReadLabel(%q) = %q, %v; want %q", tc.answer, got, ok, tc.want)
+		}
+	}
+}
+
+func TestReadVerdict(t *testing.T) {
+	for _, tc := range []struct{ answer, verdict, reason string }{
+		{`{"verdict": "STOP", "reason": "approved"}`, "STOP", "approved"},
+		{`{"verdict": "continue", "reason": "too long"}`, "CONTINUE", "too long"},
+		{`{"verdict": "UNRELATED", "reason": ""}`, "UNRELATED", ""},
+		{"STOP: looks good", "STOP", "looks good"},
+		{"Continue.\nshorten it", "CONTINUE", "shorten it"},
+		{`{"verdict": "MAYBE"}`, "", ""},
+		{"I cannot tell", "", ""},
+		{"", "", ""},
+	} {
+		v, r, ok := model.ReadVerdict(tc.answer)
+		if v != tc.verdict || r != tc.reason || ok != (tc.verdict != "") {
+			t.Errorf("ReadVerdict(%q) = %q, %q, %v; want %q, %q", tc.answer, v, r, ok, tc.verdict, tc.reason)
+		}
+	}
+}
+
+func TestRouteRequest(t *testing.T) {
+	r := model.RouteRequest(model.Request{Model: "m"}, "", "ticket: down", []string{"urgent", "routine"})
+	b, _ := model.WireBody(r)
+	var got map[string]any
+	json.Unmarshal(b, &got)
+	want := map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "route", "strict": true, "schema": map[string]any{
+		"type": "object", "properties": map[string]any{"label": map[string]any{"type": "string", "enum": []any{"urgent", "routine"}}},
+		"required": []any{"label"}, "additionalProperties": false}}}
+	if diff := cmp.Diff(want, got["response_format"]); diff != "" {
+		t.Errorf("response_format (-want +got):\n%s", diff)
+	}
+}
+
+func TestUsable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		decl *model.Decl
+		env  map[string]string
+		want string
+	}{
+		{"default without SKEIN_MODEL", nil, nil, "no model configured: set SKEIN_MODEL to a model id (with OPENAI_API_KEY for its key, and SKEIN_BASE_URL for a server other than OpenAI), or declare one with model()"},
+		{"default without key", nil, map[string]string{"SKEIN_MODEL": "gpt-4o-mini"}, `model "gpt-4o-mini" at https://api.openai.com/v1: set OPENAI_API_KEY to its API key`},
+		{"default with key", nil, map[string]string{"SKEIN_MODEL": "gpt-4o-mini", "OPENAI_API_KEY": "k"}, ""},
+		{"local server needs no key", nil, map[string]string{"SKEIN_MODEL": "llama3", "SKEIN_BASE_URL": "http://localhost:11434/v1"}, ""},
+		{"OPENAI_BASE_URL", nil, map[string]string{"SKEIN_MODEL": "x", "OPENAI_BASE_URL": "https://example.com/v1"}, `model "x" at https://example.com/v1: set OPENAI_API_KEY to its API key`},
+		{"declared key variable", &model.Decl{Name: "fast", Model: "claude", BaseURL: "https://api.anthropic.com/v1/", KeyEnv: "ANTHROPIC_API_KEY"}, nil, `model "fast" (claude) at https://api.anthropic.com/v1/: set ANTHROPIC_API_KEY to its API key`},
+		{"bad base_url", &model.Decl{Name: "x", Model: "m", BaseURL: "ftp://h"}, nil, `model "x" (m): base_url "ftp://h" is not an http(s) URL`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			getenv := env(tc.env)
+			err := model.Resolve(tc.decl, getenv).Usable(getenv)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -138,7 +138,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (*Reply, error) {
 	}
 	if resp.StatusCode != http.StatusOK {
 		e := &Error{Code: CodeModel, Status: resp.StatusCode,
-			Retryable: resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500,
+			Retryable:  resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500,
 			RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
 		e.Msg = fmt.Sprintf("model %q: HTTP %d%s", req.Model, resp.StatusCode, errorDetail(raw))
 		return nil, e

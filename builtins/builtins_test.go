@@ -162,8 +162,8 @@ func TestStepBad(t *testing.T) {
 		{src: `step("x", backoff = "0s")`, frag: `step "x": backoff must be a positive duration such as "30s" or "10m", got "0s"`},
 		{src: `step("x", backoff = 1)`, frag: `step "x": backoff must be a duration string such as "30s", got int 1`},
 		{src: `step("x", timeout = "10")`, frag: `step "x": timeout must be a positive duration such as "30s" or "10m", got "10"`},
-		{src: `step("x", join = "xor")`, frag: `step "x": join must be one of "and", "or", got "xor"`},
-		{src: `step("x", join = True)`, frag: `step "x": join must be "and" or "or", got bool True`},
+		{src: `step("x", join = "xor")`, frag: `step "x": join must be one of "and", "or", "all", "done", got "xor"`},
+		{src: `step("x", join = True)`, frag: `step "x": join must be "and", "or", "all" or "done", got bool True`},
 	})
 }
 

@@ -291,15 +291,13 @@ func (c *call) common(n *graphir.Node, maxVisits, retries, backoff, timeout, joi
 	if !isNone(join) {
 		s, ok := join.(starlark.String)
 		if !ok {
-			return c.errorf("join must be \"and\" or \"or\", got %s", describe(join))
+			return c.errorf("join must be \"and\", \"or\", \"all\" or \"done\", got %s", describe(join))
 		}
-		if err := oneOf("join", string(s), "and", "or"); err != nil {
+		if err := oneOf("join", string(s), "and", "or", "all", "done"); err != nil {
 			return c.errorf("%v", err)
 		}
 		n.JoinSet = true
-		if s == "or" {
-			n.Join = graphir.JoinOr
-		}
+		n.Join, _ = graphir.ParseJoin(string(s))
 	}
 	return nil
 }

@@ -210,7 +210,9 @@ func checkJoins(p *pass) {
 		if !n.JoinSet {
 			continue
 		}
-		if fwd := forwardIn(g, n); fwd < 2 {
+		// join="done" with one in-edge still means something: run
+		// whether that edge arrives live or dead.
+		if fwd := forwardIn(g, n); fwd < 2 && !(fwd == 1 && n.Join == graphir.JoinDone) {
 			p.report("join_single", n, n.Pos,
 				fmt.Sprintf("step %q sets join=%q but has %s", n.Name, n.Join, plural(fwd, "forward in-edge")),
 				"join= matters only where two or more forward edges meet (back-edges always trigger); remove it")
@@ -222,7 +224,7 @@ func checkJoins(p *pass) {
 		for i, id := range sg.nodes {
 			n := g.Nodes[id]
 			c := comp[i]
-			if !n.IsStep() || n.Join != graphir.JoinAnd || !cyclic[c] || forwardIn(g, n) < 2 {
+			if !n.IsStep() || n.Join == graphir.JoinOr || !cyclic[c] || forwardIn(g, n) < 2 {
 				continue
 			}
 			// Arrivals from inside the cycle come again on every pass; one
@@ -265,8 +267,8 @@ func checkJoins(p *pass) {
 				}
 			}
 			p.report("join_in_cycle", n, n.Pos,
-				fmt.Sprintf("step %q waits for all its forward in-edges (join=\"and\") but is in the cycle%s and has one from %q outside it, which arrives only once",
-					n.Name, cycle, g.Nodes[outside.From].Name),
+				fmt.Sprintf("step %q waits for all its forward in-edges (join=%q) but is in the cycle%s and has one from %q outside it, which arrives only once",
+					n.Name, n.Join, cycle, g.Nodes[outside.From].Name),
 				fmt.Sprintf(`give %q join = "or" so that any arrival runs it`, n.Name))
 		}
 	}

@@ -61,10 +61,10 @@ type exprIndex struct {
 }
 
 // taskFields are the fields of a task or shell step's output (SPEC §4).
-var taskFields = []string{"stdout", "stderr", "exit_code", "error"}
+var taskFields = []string{"stdout", "stderr", "exit_code", "error", "code"}
 
 // rootNames are the names every expression may read besides steps.
-var rootNames = []string{"inputs", "self", "visits"}
+var rootNames = []string{"inputs", "self", "visits", "status"}
 
 // exprs returns the expression index of the pass's graph, building it on
 // first use.
@@ -161,7 +161,7 @@ func (p *pass) resolveSite(ix *exprIndex, si int32) {
 					fmt.Sprintf("unknown input %q in %s", name, p.describe(s)), p.inputHint(name)))
 			}
 			continue
-		case "self", "visits":
+		case "self", "visits", "status":
 			continue
 		}
 		if scopeVar(g, s.scope, r.Name) {
@@ -185,7 +185,7 @@ func (p *pass) resolveSite(ix *exprIndex, si int32) {
 		ix.readStep[n.ID] = true
 		ix.reads = append(ix.reads, read{site: si, step: n.ID, pos: r.Pos})
 		if field := r.Attr + r.Key; n.Kind.IsProcess() && field != "" && !contains(taskFields, field) {
-			hint := "task outputs have stdout, stderr, exit_code and error"
+			hint := "task outputs have stdout, stderr, exit_code, error and code"
 			if near := graphir.Nearest(field, taskFields); near != "" {
 				hint = fmt.Sprintf("did you mean %q?", near)
 			}

@@ -67,12 +67,13 @@ func suggestName(s string) string {
 
 func reservedWhy(name string) string {
 	switch name {
-	case "self", "inputs", "loop", "item", "index", "r":
+	case "self", "inputs", "loop", "item", "index", "r", "run", "args":
 		return "expressions use it for " + map[string]string{
 			"self": "the current step", "inputs": "the flow inputs", "loop": "the current loop iteration",
 			"item": "the current map element", "index": "the position of the map element", "r": "the run view",
+			"run": "the run's outcome in an exit handler", "args": "the arguments of a tool call",
 		}[name]
-	case "visits", "json", "math", "re", "struct":
+	case "visits", "status", "json", "math", "re", "struct":
 		return "it would shadow the predeclared " + name
 	}
 	if strings.ContainsAny(name[:1], "abcdefghijklmnopqrstuvwxyz") && !isKeyword(name) {

@@ -76,15 +76,24 @@ func (o On) Matches(ok bool) bool {
 type Join uint8
 
 const (
-	JoinAnd Join = iota
-	JoinOr
+	JoinAnd  Join = iota // every forward in-edge arrived, at least one live
+	JoinOr               // the first live arrival
+	JoinAll              // every forward in-edge arrived live
+	JoinDone             // every forward in-edge arrived, live or dead
 )
 
-func (j Join) String() string {
-	if j == JoinOr {
-		return "or"
+var joinNames = [...]string{"and", "or", "all", "done"}
+
+func (j Join) String() string { return joinNames[j] }
+
+// ParseJoin returns the join mode called s.
+func ParseJoin(s string) (Join, bool) {
+	for i, name := range joinNames {
+		if name == s {
+			return Join(i), true
+		}
 	}
-	return "and"
+	return 0, false
 }
 
 // Node is one step, or a sentinel.

@@ -43,9 +43,6 @@ type frame struct {
 	item    starlark.Value
 	index   int
 	m       *mapRun
-
-	last    starlark.Value // output of the step that finished last in this frame
-	hasLast bool
 }
 
 // nodeState is the state of one step in one frame.
@@ -55,10 +52,19 @@ type nodeState struct {
 	liveIn  int32 // of which live
 	fired   bool  // an OR-join already fired this generation
 	done    bool  // has completed in this frame
+	last    uint8 // how its latest visit ended in this frame: lastNone, lastOK, ...
 	iter    int32 // the loop iteration of the completion
 	started int64 // when the current visit started, in Unix nanoseconds
 	value   starlark.Value
 }
+
+// How a step's latest visit in a frame ended (nodeState.last).
+const (
+	lastNone uint8 = iota
+	lastOK
+	lastFailed
+	lastSkipped
+)
 
 func (f *frame) state(r *run, id graphir.NodeID) *nodeState {
 	return &f.states[r.p.info[id].local]
@@ -275,11 +281,9 @@ func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
 	st := f.state(r, n.ID)
 	st.done, st.iter = true, int32(f.iteration)
 	st.value = outcomeValue(o)
-	if f.scope != graphir.None {
-		if r.values == nil {
-			r.values = make(map[graphir.NodeID]starlark.Value)
-		}
-		r.values[n.ID] = st.value // for reads from outside the body
+	st.last = lastOK
+	if !o.ok {
+		st.last = lastFailed
 	}
 	rec := r.recs[n.ID]
 	rec.Output, rec.Error, rec.Code, rec.Truncated = o.value, o.err, "", o.trunc
@@ -297,9 +301,6 @@ func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
 	} else {
 		rec.Status = StepFailed
 		rec.Code = o.code
-	}
-	if f.scope != graphir.None {
-		f.last, f.hasLast = o.value, true
 	}
 	if r.events {
 		ev := Event{Type: StepFinished, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: int(st.visits),
@@ -319,7 +320,7 @@ func (r *run) follow(f *frame, n *graphir.Node, o *outcome) {
 	if r.over {
 		return
 	}
-	fired, matching := 0, false
+	fired := 0
 	router := r.p.info[n.ID].kind == graphir.KindRouter
 	out := r.p.info[n.ID].out
 	for i := range out {
@@ -330,9 +331,8 @@ func (r *run) follow(f *frame, n *graphir.Node, o *outcome) {
 			live = e.id == o.via
 		case !e.on.Matches(o.ok):
 		case e.when == nil:
-			matching, live = true, true
+			live = true
 		default:
-			matching = true
 			v, err := r.evalCond(f, n, e.when)
 			if err != nil {
 				r.work = r.work[:0]
@@ -351,18 +351,29 @@ func (r *run) follow(f *frame, n *graphir.Node, o *outcome) {
 		return
 	}
 	switch {
-	case f.scope != graphir.None && !matching && o.ok:
-		// A body step with nowhere to go: the iteration's work on this
-		// branch is done.
-	case f.scope != graphir.None && !matching:
+	case !o.ok && f.scope != graphir.None:
+		// A failure no edge of the body catches fails the iteration or
+		// item, and so the loop or map, whatever edges did not fire.
 		r.bodyFailed(f, n, o)
 	case !o.ok:
 		r.stop(&graphir.Error{Code: o.failCode(), Step: n.Name, Msg: fmt.Sprintf("step %q failed: %s", n.Name, o.err)})
-	case matching:
-		r.stop(&graphir.Error{Code: "no_route", Step: n.Name, Msg: fmt.Sprintf("step %q succeeded but none of its edges' conditions held", n.Name)})
-	default:
-		r.stop(&graphir.Error{Code: "no_route", Step: n.Name, Msg: fmt.Sprintf("step %q succeeded but has no edge to follow on success", n.Name)})
+	case f.scope == graphir.None:
+		// A success with nowhere to go ends this branch; the dead tokens
+		// are on their way and the run goes on with its other branches.
+		r.branchEnded(n)
 	}
+}
+
+// branchEnded notes a top-level step where a live branch stopped without
+// reaching END, for the no_route error of a run that never does.
+func (r *run) branchEnded(n *graphir.Node) {
+	for i, name := range r.stopped {
+		if name == n.Name {
+			r.stopped = append(r.stopped[:i], r.stopped[i+1:]...)
+			break
+		}
+	}
+	r.stopped = append(r.stopped, n.Name)
 }
 
 // arrival is a token on its way along an edge.
@@ -418,13 +429,23 @@ func (r *run) arrive(f *frame, from *graphir.Node, e *edgeInfo, live bool) {
 		return
 	}
 	// Every forward in-edge has delivered its token for this generation.
-	fire := st.liveIn > 0 && info.join == graphir.JoinAnd
-	skip := st.liveIn == 0
+	var fire bool
+	switch info.join {
+	case graphir.JoinAnd:
+		fire = st.liveIn > 0
+	case graphir.JoinOr:
+		fire = st.fired // it ran already; skipped if nothing arrived live
+	case graphir.JoinAll:
+		fire = st.liveIn == st.arrived
+	case graphir.JoinDone:
+		fire = true
+	}
 	st.arrived, st.liveIn, st.fired = 0, 0, false
 	switch {
+	case fire && info.join == graphir.JoinOr:
 	case fire:
 		r.ready(f, to)
-	case skip:
+	default:
 		r.skip(f, to)
 	}
 }
@@ -432,6 +453,7 @@ func (r *run) arrive(f *frame, from *graphir.Node, e *edgeInfo, live bool) {
 // skip prunes step n: it will not run on this path, and neither will what
 // only it leads to (dead-path elimination).
 func (r *run) skip(f *frame, n *graphir.Node) {
+	f.state(r, n.ID).last = lastSkipped
 	rec := r.recs[n.ID]
 	if rec.Status == StepNotRun {
 		rec.Status = StepSkipped
@@ -493,12 +515,45 @@ func shortValue(v starlark.Value) string {
 	return s
 }
 
-// reachEnd ends the run successfully: a live token from step from reached
+// reachEnd notes a live token from step from at END. It does not end the
+// run: work still running on other branches goes on (and may still fail
+// it). Without output=, the result is the output of the last step to reach
 // END.
 func (r *run) reachEnd(f *frame, from *graphir.Node) {
-	var out starlark.Value = starlark.None
+	r.reached = true
 	if r.g.Output != nil {
-		v, err := r.eval(f, nil, r.g.Output)
+		return
+	}
+	var out starlark.Value = starlark.None
+	if from.IsStep() {
+		if st := f.state(r, from.ID); st.done {
+			out = r.recs[from.ID].Output
+		}
+	}
+	r.res.Output = out
+}
+
+// complete ends a run that has nothing left ready or running: it succeeded
+// if END received a live token, else no branch got there (no_route).
+func (r *run) complete() {
+	if !r.reached {
+		msg := "the run ended without reaching END: every remaining path was pruned"
+		var step string
+		if k := len(r.stopped); k > 0 {
+			step = r.stopped[k-1]
+			names := r.stopped
+			more := ""
+			if len(names) > 5 {
+				names, more = names[len(names)-5:], fmt.Sprintf(" (and %d more)", len(names)-5)
+			}
+			msg = fmt.Sprintf("the run ended without reaching END: the last live branches stopped at %s%s, where no out-edge fired",
+				quoteList(names), more)
+		}
+		r.stop(&graphir.Error{Code: "no_route", Step: step, Msg: msg})
+		return
+	}
+	if r.g.Output != nil {
+		v, err := r.eval(r.root, nil, r.g.Output)
 		if err != nil {
 			r.evalFailed(nil, "flow output "+quoteExpr(r.g.Output), err)
 			return
@@ -508,13 +563,8 @@ func (r *run) reachEnd(f *frame, from *graphir.Node) {
 			r.stop(&graphir.Error{Code: "expr_error", Msg: fmt.Sprintf("flow output %s: %v", quoteExpr(r.g.Output), err)})
 			return
 		}
-		out = d
-	} else if from.IsStep() {
-		if st := f.state(r, from.ID); st.done {
-			out = r.recs[from.ID].Output
-		}
+		r.res.Output = d
 	}
-	r.res.Output = out
 	r.end(Succeeded, nil)
 }
 
@@ -658,7 +708,7 @@ func (r *run) startIteration(lf *frame) {
 	for i := range lf.states {
 		lf.states[i].visits, lf.states[i].arrived, lf.states[i].liveIn, lf.states[i].fired = 0, 0, 0, false
 	}
-	lf.last, lf.hasLast, lf.loopVal = starlark.None, false, nil
+	lf.loopVal = nil
 	r.ready(lf, r.g.Nodes[lf.node.Body[0]])
 }
 
@@ -666,10 +716,7 @@ func (r *run) startIteration(lf *frame) {
 // either starts the next iteration or finishes the loop.
 func (r *run) iterationDone(lf *frame) {
 	n := lf.node
-	out := lf.last
-	if out == nil {
-		out = starlark.None
-	}
+	out := r.bodyOutput(lf)
 	stop, reason, err := r.callUntil(lf, out)
 	if err != nil {
 		if r.ctx.Err() == nil {
@@ -751,10 +798,7 @@ func (r *run) itemDone(itf *frame) {
 	m := itf.m
 	itf.dead = true
 	itf.cancelExec()
-	out := itf.last
-	if !itf.hasLast || out == nil {
-		out = starlark.None
-	}
+	out := r.bodyOutput(itf)
 	m.outputs[itf.index] = out
 	m.done++
 	for i, x := range m.frames {
@@ -774,6 +818,20 @@ func (r *run) itemDone(itf *frame) {
 		r.seq++
 		r.startItem(m)
 	}
+}
+
+// bodyOutput is the output of the iteration or item of body frame f: that
+// of the last step in the body's list order that completed in it, so it
+// does not depend on which parallel step finished last.
+func (r *run) bodyOutput(f *frame) starlark.Value {
+	body := f.node.Body
+	for i := len(body) - 1; i >= 0; i-- {
+		st := f.state(r, body[i])
+		if st.done && (f.kind != graphir.KindLoop || int(st.iter) == f.iteration) && st.value != nil {
+			return st.value
+		}
+	}
+	return starlark.None
 }
 
 func frozenList(elems []starlark.Value) *starlark.List {

@@ -127,7 +127,7 @@ chain(START, c, END)
 	if s := res.Step("sub"); s.Status != vm.StepFailed || s.Child == nil || s.Child.Step("c").Status != vm.StepFailed {
 		t.Errorf("sub = %+v", s)
 	}
-	if diff := cmp.Diff(map[string]any{"stdout": "fixed", "stderr": "", "exit_code": 0.0, "error": nil}, goValue(t, res.Output)); diff != "" {
+	if diff := cmp.Diff(map[string]any{"stdout": "fixed", "stderr": "", "exit_code": 0.0, "error": nil, "code": nil}, goValue(t, res.Output)); diff != "" {
 		t.Errorf("output (-want +got):\n%s", diff)
 	}
 	if s := res.Step("fix"); s.Status != vm.StepSucceeded {

@@ -35,8 +35,7 @@ type run struct {
 
 	inputs *stdlib.Map
 	res    *Result
-	recs   []*StepRecord                     // by node id; nil for sentinels
-	values map[graphir.NodeID]starlark.Value // body steps: the latest value expressions see
+	recs   []*StepRecord // by node id; nil for sentinels
 
 	root     *frame
 	queue    readyQueue
@@ -44,6 +43,8 @@ type run struct {
 	frameOrd uint64
 	work     []arrival
 	over     bool
+	reached  bool     // END has received a live token
+	stopped  []string // top-level steps where live branches ended, latest last
 
 	running int   // async work in flight, retry timers included
 	inbox   inbox // async work reports here
@@ -178,7 +179,7 @@ func (r *run) drive() {
 			break
 		}
 		if r.running == 0 && len(r.queue) == 0 {
-			r.stop(&graphir.Error{Code: "no_route", Msg: "the run ended without reaching END: every remaining path was pruned"})
+			r.complete()
 			break
 		}
 		if c := r.take(); c != nil {
@@ -368,6 +369,7 @@ func (r *run) viewArgs(f *frame, self *graphir.Node) starlark.Tuple {
 	if r.args == nil {
 		r.view = &view{r: r}
 		r.view.visitsFn = starlark.NewBuiltin("visits", r.view.visits)
+		r.view.statusFn = starlark.NewBuiltin("status", r.view.status)
 		r.args = starlark.Tuple{r.view}
 	}
 	r.view.f, r.view.self = f, self

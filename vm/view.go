@@ -20,6 +20,7 @@ type view struct {
 	f        *frame
 	self     *graphir.Node // nil outside a step (the flow's output)
 	visitsFn *starlark.Builtin
+	statusFn *starlark.Builtin
 }
 
 var _ starlark.HasAttrs = (*view)(nil)
@@ -30,7 +31,7 @@ func (v *view) Freeze()               {}
 func (v *view) Truth() starlark.Bool  { return true }
 func (v *view) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: run") }
 func (v *view) AttrNames() []string {
-	names := []string{"inputs", "self", "visits"}
+	names := []string{"inputs", "self", "visits", "status"}
 	return append(names, v.r.g.StepNames()...)
 }
 
@@ -72,6 +73,8 @@ func (v *view) Attr(name string) (starlark.Value, error) {
 		return stdlib.NewMap([]string{"name", "visits"}, []starlark.Value{starlark.String(v.self.Name), starlark.MakeInt(int(st.visits))}), nil
 	case "visits":
 		return v.visitsFn, nil
+	case "status":
+		return v.statusFn, nil
 	case "loop", "item", "index":
 		return nil, fmt.Errorf("%s is only defined inside a %s body", name, map[string]string{"loop": "loop", "item": "map", "index": "map"}[name])
 	}
@@ -106,28 +109,66 @@ func (v *view) visits(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	return starlark.MakeInt(v.r.recs[n.ID].Visits), nil
 }
 
-// recordValue is what an expression sees for step n from frame f: its
-// latest output if it succeeded, a record with `error` if it failed, nil if
-// it has not completed.
-func (r *run) recordValue(f *frame, n *graphir.Node) starlark.Value {
-	if sf := f.frameFor(n); sf != nil {
-		st := sf.state(r, n.ID)
-		if !st.done {
-			return nil
+// status implements status(name): how the step's latest visit ended, as
+// one of "succeeded", "failed", "skipped", "cancelled" or "not_run". It
+// never fails for a step that has not run, so it is how a teardown asks
+// about a branch that may not have.
+func (v *view) status(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var name string
+	if err := starlark.UnpackPositionalArgs("status", args, kwargs, 1, &name); err != nil {
+		return nil, err
+	}
+	n := v.r.g.Node(name)
+	if n == nil || !n.IsStep() {
+		msg := fmt.Sprintf("status: no step named %q", name)
+		if s := graphir.Nearest(name, v.r.g.StepNames()); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
-		return st.value
+		return nil, fmt.Errorf("%s", msg)
 	}
-	// A body step read from outside its body: its latest record anywhere.
-	rec := r.recs[n.ID]
-	switch rec.Status {
-	case StepSucceeded, StepFailed:
-		return r.values[n.ID]
+	return starlark.String(v.r.stepStatus(v.f, n)), nil
+}
+
+// stepStatus is what status() says of step n seen from frame f. Inside a
+// body it is the step's state in this iteration or item; elsewhere the
+// step's record. A step still running has no outcome yet: "not_run".
+func (r *run) stepStatus(f *frame, n *graphir.Node) StepStatus {
+	if sf := f.frameFor(n); sf != nil && sf.scope != graphir.None {
+		switch sf.state(r, n.ID).last {
+		case lastOK:
+			return StepSucceeded
+		case lastFailed:
+			return StepFailed
+		case lastSkipped:
+			return StepSkipped
+		}
+		return StepNotRun
 	}
-	return nil
+	if s := r.recs[n.ID].Status; s != StepRunning {
+		return s
+	}
+	return StepNotRun
+}
+
+// recordValue is what an expression sees for step n from frame f: its
+// latest output if it succeeded, a record with `error` and `code` if it
+// failed, nil if it has not completed on the path taken. A step inside a
+// loop or map body is not readable from outside it (nil).
+func (r *run) recordValue(f *frame, n *graphir.Node) starlark.Value {
+	sf := f.frameFor(n)
+	if sf == nil {
+		return nil
+	}
+	st := sf.state(r, n.ID)
+	if !st.done {
+		return nil
+	}
+	return st.value
 }
 
 // outcomeValue builds what expressions see for a finished step: its
-// output when it succeeded; else its task fields (if any) with `error`.
+// output when it succeeded; else its task fields (if any) with `error` and
+// `code`.
 func outcomeValue(o *outcome) starlark.Value {
 	if o.ok {
 		return o.value
@@ -137,20 +178,23 @@ func outcomeValue(o *outcome) starlark.Value {
 		vals := make([]starlark.Value, len(keys))
 		for i, k := range keys {
 			vals[i], _ = m.Lookup(k)
-			if k == "error" {
+			switch k {
+			case "error":
 				vals[i] = starlark.String(o.err)
+			case "code":
+				vals[i] = starlark.String(o.failCode())
 			}
 		}
 		return stdlib.NewMap(keys, vals)
 	}
-	return stdlib.NewMap([]string{"error"}, []starlark.Value{starlark.String(o.err)})
+	return stdlib.NewMap([]string{"error", "code"}, []starlark.Value{starlark.String(o.err), starlark.String(o.failCode())})
 }
 
 // taskOutput is the output of a task or shell step.
 func taskOutput(stdout, stderr string, code int) *stdlib.Map {
 	return stdlib.NewMap(
-		[]string{"stdout", "stderr", "exit_code", "error"},
-		[]starlark.Value{starlark.String(stdout), starlark.String(stderr), starlark.MakeInt(code), starlark.None})
+		[]string{"stdout", "stderr", "exit_code", "error", "code"},
+		[]starlark.Value{starlark.String(stdout), starlark.String(stderr), starlark.MakeInt(code), starlark.None, starlark.None})
 }
 
 // history is the read-only list of earlier iterations' outputs that until

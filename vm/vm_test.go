@@ -518,7 +518,7 @@ edge(START, a)
 edge(a, ABORT)`, want{status: vm.Failed, code: "aborted", step: "a"}},
 		{"no_route", `a = step("a", fn = lambda r: 1)
 edge(START, a)
-edge(a, END, when = "a > 5")`, want{status: vm.Failed, code: "no_route", step: "a", msg: "none of its edges' conditions held"}},
+edge(a, END, when = "a > 5")`, want{status: vm.Failed, code: "no_route", step: "a", msg: `the last live branches stopped at "a"`}},
 		{"expr_error_not_bool", `a = step("a", fn = lambda r: 1)
 edge(START, a)
 edge(a, END, when = "a")`, want{status: vm.Failed, code: "expr_error", step: "a", msg: "must be True or False, got int"}},

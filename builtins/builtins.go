@@ -42,6 +42,7 @@ var predeclared = func() starlark.StringDict {
 		"router": starlark.NewBuiltin("router", routerFn),
 		"loop":   starlark.NewBuiltin("loop", loopFn),
 		"map":    starlark.NewBuiltin("map", mapFn),
+		"input":  starlark.NewBuiltin("input", inputFn),
 		"range":  starlark.NewBuiltin("range", rangeFn),
 		"START":  &Step{id: graphir.Start, name: "START", kind: "start"},
 		"END":    &Step{id: graphir.End, name: "END", kind: "end"},

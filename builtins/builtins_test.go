@@ -364,20 +364,8 @@ func TestFlowParams(t *testing.T) {
 )
 last = step("last", run = ["echo"])
 `)
-	type input struct {
-		Name     string
-		Default  string
-		Required bool
-	}
-	var inputs []input
-	for _, in := range g.Inputs {
-		d := ""
-		if in.Default != nil {
-			d = in.Default.String()
-		}
-		inputs = append(inputs, input{in.Name, d, in.Required})
-	}
-	want := []input{{"topic", `"loops"`, false}, {"n", "3", false}, {"need", "", true}, {"opts", `{"a": [1, 2]}`, false}}
+	want := []input{{"topic", `"loops"`, false, "string"}, {"n", "3", false, "int"}, {"need", "", true, "any"}, {"opts", `{"a": [1, 2]}`, false, "dict"}}
+	inputs := inputsOf(g)
 	if diff := cmp.Diff(want, inputs); diff != "" {
 		t.Errorf("inputs (-want +got):\n%s", diff)
 	}
@@ -402,6 +390,86 @@ last = step("last", run = ["echo"])
 	if !g.Output.User || g.Output.Func == nil {
 		t.Errorf("output %+v", g.Output)
 	}
+}
+
+type input struct {
+	Name     string
+	Default  string
+	Required bool
+	Type     string
+}
+
+func inputsOf(g *graphir.Graph) []input {
+	var inputs []input
+	for _, in := range g.Inputs {
+		d := ""
+		if in.Default != nil {
+			d = in.Default.String()
+		}
+		inputs = append(inputs, input{in.Name, d, in.Required, in.Type})
+	}
+	return inputs
+}
+
+// TestInputDecl covers input(): a type given or inferred from the default,
+// help and choices, and a plain default meaning input(default).
+func TestInputDecl(t *testing.T) {
+	g := mustLoad(t, `flow(inputs = {
+    "version": input("latest", help = "release tag"),
+    "n": input(type = "int"),
+    "ratio": input(0.5),
+    "flag": input(False),
+    "xs": input([1], help = "numbers"),
+    "opts": input({"a": 1}),
+    "blob": input(),
+    "env": input("dev", choices = ["dev", "prod"]),
+    "plain": 7,
+    "tuple": input((1, 2)),
+    "req_str": input(type = "string", help = "who"),
+    "mismatch": input("3", type = "int"),
+})
+s = step("s")
+`)
+	want := []input{
+		{"version", `"latest"`, false, "string"}, {"n", "", true, "int"}, {"ratio", "0.5", false, "float"},
+		{"flag", "False", false, "bool"}, {"xs", "[1]", false, "list"}, {"opts", `{"a": 1}`, false, "dict"},
+		{"blob", "", true, "any"}, {"env", `"dev"`, false, "string"}, {"plain", "7", false, "int"},
+		{"tuple", "(1, 2)", false, "list"}, {"req_str", "", true, "string"},
+		// The default's type is not the declared one: the checker reports it.
+		{"mismatch", `"3"`, false, "int"},
+	}
+	if diff := cmp.Diff(want, inputsOf(g)); diff != "" {
+		t.Errorf("inputs (-want +got):\n%s", diff)
+	}
+	if in := g.Input("version"); in.Help != "release tag" || in.Pos.String() != "flow.star:2:16" {
+		t.Errorf("version: help %q at %s", in.Help, in.Pos)
+	}
+	if in := g.Input("plain"); in.Pos.String() != "flow.star:1:1" {
+		t.Errorf("a plain default is declared at the flow() call, got %s", in.Pos)
+	}
+	if in := g.Input("env"); len(in.Choices) != 2 || in.Choices[1].String() != `"prod"` {
+		t.Errorf("env choices %v", in.Choices)
+	}
+	// input() is a value that only flow(inputs=) takes.
+	if _, err := load(`x = input(1)
+s = step("s", flow = "c.star", inputs = {"x": x})`); err == nil || !strings.Contains(err.Error(), "input") {
+		t.Errorf("input() passed as a child input: %v", err)
+	}
+}
+
+func TestInputBad(t *testing.T) {
+	runBad(t, []badCall{
+		{src: `input(type = "integer")`, frag: `input: type must be one of "string", "int", "float", "bool", "list", "dict", "any", got "integer"`},
+		{src: `input(type = "strng")`, frag: `got "strng"`, hint: `did you mean "string"?`},
+		{src: `input(type = int)`, frag: `input: type must be a string such as "int", got builtin_function_or_method`},
+		{src: `input(1, 2)`, frag: `input: takes 1 positional argument (default); give the others by keyword`},
+		{src: `input(helpp = "x")`, frag: `input: unexpected keyword argument "helpp"`, hint: `did you mean "help"?`},
+		{src: `input(help = 3)`, frag: `input: help must be a string, got int 3`},
+		{src: `input("a", choices = "ab")`, frag: `input: choices must be a list of values, got string "ab"`},
+		{src: `input("a", choices = [])`, frag: `input: choices must not be empty`},
+		{src: `input("a", choices = ["a", 2])`, frag: `input: choices[1] must be a string like the input, got int 2`},
+		{src: `input(a)`, frag: `input: default: a step is not JSON-representable`},
+	})
 }
 
 func TestStepParams(t *testing.T) {

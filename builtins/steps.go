@@ -67,13 +67,9 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 			if !graphir.ValidName(k) {
 				return nil, c.errorf("inputs: input name %q must match [a-z_][a-z0-9_]*", k)
 			}
-			in := graphir.Input{Name: k, Required: isNone(vals[i])}
-			if !in.Required {
-				d, err := stdlib.Data(vals[i])
-				if err != nil {
-					return nil, c.errorf("inputs: default of %q: %v", k, err)
-				}
-				in.Default = d
+			in, err := c.flowInput(k, vals[i])
+			if err != nil {
+				return nil, err
 			}
 			f.Inputs = append(f.Inputs, in)
 		}

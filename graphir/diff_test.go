@@ -61,7 +61,7 @@ build = step("build", run = ["make", "-j", "{{ inputs.jobs }}"])
 test = step("test", shell = "make test", retries = 2)
 chain(START, build, test, END)
 edge(build, ABORT, on = "always", when = "build.exit_code > 1")
-`, `  ~ flow: inputs {"target":"all"} → {"jobs":4,"target":"all"}
+`, `  ~ flow: inputs {"target":{"type":"string","default":"all"}} → {"jobs":{"type":"int","default":4},"target":{"type":"string","default":"all"}}
   - step "fetch" (task)
   ~ step "build": run ["make","{{ inputs.target }}"] → ["make","-j","{{ inputs.jobs }}"]
   ~ step "test": kind "task" → "shell"; run ["make","test"] → (none); shell (none) → "make test"; retries 1 → 2

@@ -18,7 +18,7 @@ type jsonGraph struct {
 	Name        string         `json:"name"`
 	File        string         `json:"file"`
 	Description string         `json:"description,omitempty"`
-	Inputs      map[string]any `json:"inputs"`
+	Inputs      map[string]jsonInput `json:"inputs"`
 	Output      *string        `json:"output"`
 	MaxVisits   int            `json:"max_visits,omitempty"`
 	Timeout     string         `json:"timeout,omitempty"`
@@ -58,6 +58,16 @@ type jsonNode struct {
 	Join          string            `json:"join,omitempty"`
 }
 
+// jsonInput is one declared input: its type, default (absent when
+// required), help and choices.
+type jsonInput struct {
+	Type     string `json:"type"`
+	Required bool   `json:"required,omitempty"`
+	Default  any    `json:"default,omitempty"`
+	Help     string `json:"help,omitempty"`
+	Choices  []any  `json:"choices,omitempty"`
+}
+
 type jsonCase struct {
 	When string `json:"when"`
 	To   string `json:"to"`
@@ -75,9 +85,19 @@ type jsonEdge struct {
 
 // jsonHeader is the JSON of what flow() declared.
 func (g *Graph) jsonHeader() jsonGraph {
-	jg := jsonGraph{Name: g.Name, Description: g.Description, Inputs: map[string]any{}, MaxVisits: g.MaxVisits}
+	jg := jsonGraph{Name: g.Name, Description: g.Description, Inputs: map[string]jsonInput{}, MaxVisits: g.MaxVisits}
 	for _, in := range g.Inputs {
-		jg.Inputs[in.Name] = valueToJSON(in.Default)
+		ji := jsonInput{Type: in.TypeName(), Required: in.Required, Help: in.Help}
+		if !in.Required {
+			ji.Default = valueToJSON(in.Default)
+			if ji.Default == nil {
+				ji.Default = json.RawMessage("null")
+			}
+		}
+		for _, c := range in.Choices {
+			ji.Choices = append(ji.Choices, valueToJSON(c))
+		}
+		jg.Inputs[in.Name] = ji
 	}
 	if g.Output != nil {
 		s := g.Output.String()

@@ -214,13 +214,6 @@ type Edge struct {
 	Default bool
 }
 
-// Input is one declared flow input.
-type Input struct {
-	Name     string
-	Default  starlark.Value // nil when required
-	Required bool
-}
-
 // Graph is a frozen flow. Nothing in it changes after [Builder.Freeze].
 type Graph struct {
 	Name        string

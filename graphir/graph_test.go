@@ -399,7 +399,7 @@ edge(b, END)
 	edges := got["edges"].([]any)
 	want := map[string]any{
 		"name": "j", "file": "flow.star", "output": "b", "timeout": "1m30s",
-		"inputs": map[string]any{"n": 1.0, "need": nil},
+		"inputs": map[string]any{"n": map[string]any{"default": 1.0, "type": "int"}, "need": map[string]any{"required": true, "type": "any"}},
 		"nodes":  nodes, "edges": edges,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -219,8 +219,11 @@ type StepRecord struct {
 }
 
 // BindInputs checks the inputs given for a run against the flow's
-// declaration and fills in defaults. Unknown names and missing required
-// inputs are an error listing what the flow declares.
+// declaration and fills in defaults. The values are flow data (JSON, or
+// what a parent flow passes) and must already have each input's type
+// (text from a command line is converted first, see [graphir.Input.Parse]).
+// Unknown names, missing required inputs, values of the wrong type and
+// values not among an input's choices are an error naming the input.
 func BindInputs(g *graphir.Graph, given map[string]starlark.Value) (*stdlib.Map, error) {
 	declared := make([]string, len(g.Inputs))
 	for i, in := range g.Inputs {
@@ -251,6 +254,9 @@ func BindInputs(g *graphir.Graph, given map[string]starlark.Value) (*stdlib.Map,
 			if err != nil {
 				return nil, &graphir.Error{Code: "bad_input", Msg: fmt.Sprintf("input %q: %v", in.Name, err)}
 			}
+			if d, err = in.Check(d); err != nil {
+				return nil, &graphir.Error{Code: "bad_input", Msg: err.Error(), Hint: in.Describe()}
+			}
 			v = d
 		case in.Required:
 			missing = append(missing, in.Name)
@@ -276,9 +282,9 @@ func describeInputs(g *graphir.Graph) string {
 	var parts []string
 	for _, in := range g.Inputs {
 		if in.Required {
-			parts = append(parts, in.Name+" (required)")
+			parts = append(parts, fmt.Sprintf("%s (%s, required)", in.Name, in.TypeName()))
 		} else {
-			parts = append(parts, fmt.Sprintf("%s (default %s)", in.Name, in.Default))
+			parts = append(parts, fmt.Sprintf("%s (%s, default %s)", in.Name, in.TypeName(), graphir.ValueString(in.Default)))
 		}
 	}
 	return strings.Join(parts, ", ")

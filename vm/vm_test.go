@@ -702,6 +702,81 @@ step("a")`})
 	}
 }
 
+// TestTypedInputs: values given as JSON (a file, a parent flow) must
+// already have each input's type and be among its choices; an int is a
+// float too.
+func TestTypedInputs(t *testing.T) {
+	g := load(t, map[string]string{"flow.star": `flow(inputs = {
+    "version": input("latest", help = "release tag"),
+    "n": input(type = "int"),
+    "ratio": input(0.5),
+    "env": input("dev", choices = ["dev", "prod"]),
+    "xs": [],
+    "blob": input(None, type = "any"),
+})
+step("a")`})
+	list := func(vs ...starlark.Value) starlark.Value { return starlark.NewList(vs) }
+	cases := []struct {
+		name  string
+		given map[string]starlark.Value
+		err   string // "" for success
+		hint  string
+	}{
+		{"all typed", map[string]starlark.Value{"n": starlark.MakeInt(2), "version": starlark.String("1.10"), "xs": list(starlark.MakeInt(1)), "blob": list()}, "", ""},
+		{"missing", map[string]starlark.Value{"n": starlark.MakeInt(2)}, `flow flow needs input "blob"; it declares version (string, default "latest"), n (int, required), ratio (float, default 0.5), env (string, default "dev"), xs (list, default []), blob (any, required)`, "pass it with --input blob=VALUE"},
+		{"int for float", map[string]starlark.Value{"n": starlark.MakeInt(2), "blob": starlark.None, "ratio": starlark.MakeInt(1)}, "", ""},
+		{"any takes anything", map[string]starlark.Value{"n": starlark.MakeInt(2), "blob": starlark.String("x")}, "", ""},
+		{"string for int", map[string]starlark.Value{"blob": starlark.None, "n": starlark.String("2")}, `input "n" must be an int, got a string "2"`, "n (int, required)"},
+		{"float for int", map[string]starlark.Value{"blob": starlark.None, "n": starlark.Float(2.5)}, `input "n" must be an int, got a float 2.5`, "n (int, required)"},
+		{"int for string", map[string]starlark.Value{"n": starlark.MakeInt(1), "version": starlark.MakeInt(3)}, `input "version" must be a string, got an int 3`, `version (string, default "latest"): release tag`},
+		{"bool for int", map[string]starlark.Value{"blob": starlark.None, "n": starlark.True}, `input "n" must be an int, got a bool true`, "n (int, required)"},
+		{"not a choice", map[string]starlark.Value{"n": starlark.MakeInt(1), "env": starlark.String("stage")}, `input "env" must be one of "dev", "prod", got "stage"`, `env (string, default "dev", one of "dev", "prod")`},
+		{"string for list", map[string]starlark.Value{"n": starlark.MakeInt(1), "xs": starlark.String("[]")}, `input "xs" must be a list, got a string "[]"`, "xs (list, default [])"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := vm.BindInputs(g, tc.given)
+			if tc.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r, _ := m.Lookup("ratio"); r.Type() != "float" {
+					t.Errorf("ratio is a %s", r.Type())
+				}
+				return
+			}
+			var ge *graphir.Error
+			if err == nil || !errorAs(err, &ge) {
+				t.Fatalf("got %v, want %s", err, tc.err)
+			}
+			if ge.Msg != tc.err || ge.Hint != tc.hint || ge.Code != "bad_input" {
+				t.Errorf("got %s %q (hint %q), want %q (hint %q)", ge.Code, ge.Msg, ge.Hint, tc.err, tc.hint)
+			}
+		})
+	}
+}
+
+// TestChildInputTypes: a parent passes a value of the wrong type to a
+// child flow whose path is templated (so the checker cannot see it): the
+// step fails naming the input.
+func TestChildInputTypes(t *testing.T) {
+	g := load(t, map[string]string{
+		"flow.star": `flow(inputs = {"which": "child"})
+step("c", flow = "{{ inputs.which }}.star", inputs = {"n": "{{ 'x' + 'y' }}"})`,
+		"child.star": `flow(inputs = {"n": input(type = "int")})
+step("a")`,
+	})
+	res, err := vm.Run(context.Background(), g, nil, vm.Options{LoadFlow: func(_ context.Context, path, root string) (*graphir.Graph, error) {
+		return lang.Load(path, lang.Options{Root: root})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != vm.Failed || !strings.Contains(res.Step("c").Error, `input "n" must be an int, got a string "xy"`) {
+		t.Errorf("status %s, error %q", res.Status, res.Step("c").Error)
+	}
+}
+
 func TestDeterministicPaths(t *testing.T) {
 	for _, name := range []string{"fanout_review", "map_items", "triage_router"} {
 		g, err := lang.Load("../examples/"+name+".star", lang.Options{})

@@ -37,6 +37,10 @@ type command struct {
 	long    string
 	flags   func(fs *pflag.FlagSet) any // defines flags, returns the options they fill
 	run     func(ctx context.Context, io stdio, opts any, args []string) int
+	// help, if set, adds to the help that --help prints, given the
+	// arguments before it (run lists the inputs of FLOW); it returns the
+	// exit status.
+	help func(w io.Writer, opts any, args []string) int
 }
 
 var commands = map[string]*command{}
@@ -80,6 +84,9 @@ func Main(ctx context.Context, args []string, io stdio) int {
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
+			if c.help != nil {
+				return c.help(io.err, opts, fs.Args())
+			}
 			return exitOK
 		}
 		fmt.Fprintf(io.err, "skein %s: %v\n", c.name, err)

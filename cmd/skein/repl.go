@@ -454,14 +454,14 @@ func (r *repl) check() {
 // run checks the session's flow and runs it with progress. Ctrl-C cancels
 // the run and its processes, and the session goes on.
 func (r *repl) run(args []string) {
-	given := map[string]starlark.Value{}
+	given := &flagInputs{text: map[string]string{}}
 	for _, a := range args {
 		name, value, ok := strings.Cut(a, "=")
 		if !ok || name == "" {
 			fmt.Fprintf(r.io.err, "error: input %q: want name=value\n", a)
 			return
 		}
-		given[name] = inputValue(value)
+		given.add(name, value)
 	}
 	g := r.sess.Graph()
 	ds := check.Graph(g)
@@ -471,7 +471,7 @@ func (r *repl) run(args []string) {
 		return
 	}
 	check.WriteText(r.io.err, ds)
-	inputs, err := vm.BindInputs(g, given)
+	inputs, err := given.bind(g)
 	if err != nil {
 		r.printError(err)
 		return

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 )
@@ -39,8 +41,11 @@ func init() {
 		summary: "check a flow, then run it",
 		long: fmt.Sprintf(`Checks the flow first: errors are printed and nothing runs (exit 2); warnings
 are printed to stderr and the run goes ahead. Inputs are given with --input
-name=value (the value is JSON when it parses as JSON, else a string) or as a
-JSON object in --inputs-file; --input wins over the file.
+name=value, converted by the input's declared type (a string input keeps the
+text exactly, an int input must be an int, list and dict inputs are JSON, an
+input of type any is JSON when it parses as JSON, else the text), or as a
+JSON object in --inputs-file whose values must already have the types;
+--input wins over the file. 'skein run FLOW --help' lists the flow's inputs.
 
 On a terminal the run shows live progress and a summary; when stdout is not a
 terminal it prints plain lines. --json prints only the result object at the
@@ -62,8 +67,57 @@ Exit status: 0 succeeded, 1 failed or cancelled, 2 usage, load or check errors.`
 			fs.StringVar(&o.root, "root", "", "flow root that load() and child flows may not leave (default: the flow's directory)")
 			return o
 		},
-		run: runRun,
+		run:  runRun,
+		help: runHelp,
 	})
+}
+
+// runHelp lists the inputs of the flow named before --help.
+func runHelp(w io.Writer, o any, args []string) int {
+	if len(args) == 0 {
+		return exitOK
+	}
+	opts := o.(*runOptions)
+	g, err := lang.Load(args[0], lang.Options{Root: opts.root})
+	if err != nil {
+		fmt.Fprintf(w, "\nskein run: cannot list the inputs of %s:\n", args[0])
+		check.WriteText(w, []check.Diagnostic{check.FromError(asError(err))})
+		return exitUsage
+	}
+	writeInputs(w, g)
+	return exitOK
+}
+
+// writeInputs lists a flow's inputs with their types, defaults and help.
+func writeInputs(w io.Writer, g *graphir.Graph) {
+	if len(g.Inputs) == 0 {
+		fmt.Fprintf(w, "\nFlow %s (%s) has no inputs.\n", g.Name, g.File)
+		return
+	}
+	fmt.Fprintf(w, "\nInputs of flow %s (%s), given with --input NAME=VALUE:\n", g.Name, g.File)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, in := range g.Inputs {
+		dflt := "required"
+		if !in.Required {
+			dflt = "default " + graphir.ValueString(in.Default)
+		}
+		help := in.Help
+		if len(in.Choices) > 0 {
+			var cs []string
+			for _, c := range in.Choices {
+				cs = append(cs, graphir.ValueString(c))
+			}
+			if help != "" {
+				help += "; "
+			}
+			help += "one of " + strings.Join(cs, ", ")
+		}
+		if help != "" {
+			help = "\t" + help
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s%s\n", in.Name, in.TypeName(), dflt, help)
+	}
+	tw.Flush()
 }
 
 func runRun(ctx context.Context, io stdio, o any, args []string) int {
@@ -85,7 +139,7 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintf(io.err, "skein run: %v\n", err)
 		return exitUsage
 	}
-	inputs, err := vm.BindInputs(g, given)
+	inputs, err := given.bind(g)
 	if err != nil {
 		printInputError(io.err, err)
 		return exitUsage
@@ -160,11 +214,20 @@ func (f *inputFlags) define(fs *pflag.FlagSet, purpose string) {
 	fs.StringVar(&f.inputsFile, "inputs-file", "", "a JSON file with an object of inputs"+purpose)
 }
 
-// parse reads --inputs-file, then applies each --input name=value.
-// Values are JSON when they parse as JSON, else strings.
-func (f *inputFlags) parse() (map[string]starlark.Value, error) {
+// flagInputs are the inputs given on a command line: values from
+// --inputs-file (JSON, already typed) and texts from --input name=text,
+// which win and are converted by each input's declared type once the flow
+// is known.
+type flagInputs struct {
+	json  map[string]starlark.Value
+	text  map[string]string
+	order []string // names of text, in the order given
+}
+
+// parse reads --inputs-file and collects each --input name=value.
+func (f *inputFlags) parse() (*flagInputs, error) {
 	pairs, file := f.inputs, f.inputsFile
-	given := map[string]starlark.Value{}
+	fi := &flagInputs{json: map[string]starlark.Value{}, text: map[string]string{}}
 	if file != "" {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -179,7 +242,7 @@ func (f *inputFlags) parse() (map[string]starlark.Value, error) {
 			return nil, fmt.Errorf("--inputs-file %s: want a JSON object, got %s", file, v.Type())
 		}
 		for _, k := range m.Keys() {
-			given[k], _ = m.Lookup(k)
+			fi.json[k], _ = m.Lookup(k)
 		}
 	}
 	for _, p := range pairs {
@@ -187,17 +250,45 @@ func (f *inputFlags) parse() (map[string]starlark.Value, error) {
 		if !ok || name == "" {
 			return nil, fmt.Errorf("--input %q: want name=value", p)
 		}
-		given[name] = inputValue(value)
+		if err := fi.add(name, value); err != nil {
+			return nil, err
+		}
 	}
-	return given, nil
+	return fi, nil
 }
 
-// inputValue parses an --input value: JSON if it is JSON, else the string.
-func inputValue(s string) starlark.Value {
-	if v, err := stdlib.FromJSON([]byte(s)); err == nil {
-		return v
+// add records --input name=text.
+func (fi *flagInputs) add(name, text string) error {
+	if _, dup := fi.text[name]; !dup {
+		fi.order = append(fi.order, name)
 	}
-	return starlark.String(s)
+	fi.text[name] = text
+	return nil
+}
+
+// bind converts the texts by the flow's declared input types (SPEC §2: a
+// string keeps the text exactly, an int must parse as one, ...) and binds
+// them with the file's values. A name the flow does not declare is
+// converted as "any" and left for [vm.BindInputs] to refuse with a
+// did-you-mean. Errors name the input, its type and its help.
+func (fi *flagInputs) bind(g *graphir.Graph) (*stdlib.Map, error) {
+	given := make(map[string]starlark.Value, len(fi.json)+len(fi.text))
+	for k, v := range fi.json {
+		given[k] = v
+	}
+	for _, name := range fi.order {
+		text := fi.text[name]
+		in := g.Input(name)
+		if in == nil {
+			in = &graphir.Input{Name: name, Type: "any"}
+		}
+		v, err := in.Parse(text)
+		if err != nil {
+			return nil, &graphir.Error{Code: "bad_input", Msg: err.Error(), Hint: in.Describe()}
+		}
+		given[name] = v
+	}
+	return vm.BindInputs(g, given)
 }
 
 func printInputError(w io.Writer, err error) {

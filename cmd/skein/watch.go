@@ -23,7 +23,6 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/spf13/pflag"
-	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
@@ -106,7 +105,7 @@ type watchConfig struct {
 	file     string
 	root     string
 	run      bool
-	inputs   map[string]starlark.Value
+	inputs   *flagInputs
 	out, err io.Writer
 	tty      bool          // clear the screen before each report
 	debounce time.Duration // quiet time before a reload
@@ -325,7 +324,11 @@ func (w *watcher) watchDirs() {
 
 // startRun runs g in the background with progress, as `skein run` would.
 func (w *watcher) startRun(ctx context.Context, g *graphir.Graph) {
-	inputs, err := vm.BindInputs(g, w.cfg.inputs)
+	fi := w.cfg.inputs
+	if fi == nil {
+		fi = &flagInputs{}
+	}
+	inputs, err := fi.bind(g)
 	if err != nil {
 		writeError(w.cfg.out, err)
 		fmt.Fprintln(w.cfg.out, "not run: fix the inputs and save again")

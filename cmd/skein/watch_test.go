@@ -16,8 +16,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"go.starlark.net/starlark"
 )
 
 // These tests run the watch loop in-process on a temporary directory and
@@ -347,7 +345,7 @@ func TestWatchRun(t *testing.T) {
 hi = step("hi", run = ["echo", "hi {{ inputs.who }}"])
 `}, func(c *watchConfig) {
 		c.run = true
-		c.inputs = map[string]starlark.Value{"who": inputValue("tests")}
+		c.inputs = &flagInputs{text: map[string]string{"who": "tests"}, order: []string{"who"}}
 	})
 	w.next(`ok  `)
 	w.output(`(?m)^succeeded in .*\n  path:   hi\n  output: \{"stdout":"hi tests\\n"`)

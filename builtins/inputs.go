@@ -1,0 +1,126 @@
+package builtins
+
+// This file defines input() (SPEC §2): the declaration of one typed flow
+// input, given as a value of flow(inputs=).
+
+import (
+	"fmt"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
+)
+
+// InputDecl is the value input() returns: a declaration waiting for
+// flow(inputs=) to give it a name.
+type InputDecl struct {
+	decl graphir.Input // Name unset; a default of the wrong type is the checker's to report (input_type)
+}
+
+var _ starlark.Value = (*InputDecl)(nil)
+
+func (d *InputDecl) String() string {
+	return fmt.Sprintf("input(type=%q)", d.decl.Type)
+}
+func (d *InputDecl) Type() string         { return "input" }
+func (d *InputDecl) Freeze()              {}
+func (d *InputDecl) Truth() starlark.Bool { return true }
+func (d *InputDecl) Hash() (uint32, error) {
+	return 0, fmt.Errorf("unhashable type: input")
+}
+
+// input(default=<required>, *, type=None, help="", choices=None)
+func inputFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	c, err := newCall(thread, fn)
+	if err != nil {
+		return nil, err
+	}
+	if err := positional(c.fn, args, 1, "default"); err != nil {
+		return nil, err
+	}
+	var vals [4]starlark.Value
+	if err := c.unpack(args, kwargs, inputParams, vals[:]); err != nil {
+		return nil, err
+	}
+	dflt, typ, help, choices := vals[0], vals[1], vals[2], vals[3]
+	in := graphir.Input{Required: isNone(dflt), Pos: c.pos}
+	if !in.Required {
+		if in.Default, err = stdlib.Data(dflt); err != nil {
+			return nil, c.errorf("default: %v", err)
+		}
+	}
+	switch t := typ.(type) {
+	case nil, starlark.NoneType:
+		in.Type = "any"
+		if !in.Required {
+			in.Type = graphir.InferType(in.Default)
+		}
+	case starlark.String:
+		if err := oneOf("type", string(t), graphir.InputTypes...); err != nil {
+			if near := graphir.Nearest(string(t), graphir.InputTypes); near != "" {
+				return nil, c.errorf("type must be one of %s, got %q (did you mean %q?)", quoteAll(graphir.InputTypes), string(t), near)
+			}
+			return nil, c.errorf("%v", err)
+		}
+		in.Type = string(t)
+	default:
+		return nil, c.errorf("type must be a string such as \"int\", got %s", describe(typ))
+	}
+	if !isNone(help) {
+		s, ok := help.(starlark.String)
+		if !ok {
+			return nil, c.errorf("help must be a string, got %s", describe(help))
+		}
+		in.Help = string(s)
+	}
+	if !isNone(choices) {
+		seq, ok := choices.(starlark.Indexable)
+		if _, isStr := choices.(starlark.String); !ok || isStr {
+			return nil, c.errorf("choices must be a list of values, got %s", describe(choices))
+		}
+		if seq.Len() == 0 {
+			return nil, c.errorf("choices must not be empty")
+		}
+		for i := 0; i < seq.Len(); i++ {
+			v, err := stdlib.Data(seq.Index(i))
+			if err != nil {
+				return nil, c.errorf("choices[%d]: %v", i, err)
+			}
+			if !graphir.HasType(in.Type, v) {
+				return nil, c.errorf("choices[%d] must be %s like the input, got %s", i, typeArticle(in.Type), describe(v))
+			}
+			in.Choices = append(in.Choices, v)
+		}
+	}
+	return &InputDecl{decl: in}, nil
+}
+
+func typeArticle(t string) string {
+	if t == "int" {
+		return "an int"
+	}
+	return "a " + t
+}
+
+// flowInput turns one entry of flow(inputs=) into a declaration: an
+// input() value, or a plain default meaning input(default).
+func (c *call) flowInput(name string, v starlark.Value) (graphir.Input, error) {
+	if d, ok := v.(*InputDecl); ok {
+		in := d.decl
+		in.Name = name
+		return in, nil
+	}
+	in := graphir.Input{Name: name, Required: isNone(v), Type: "any", Pos: c.pos}
+	if !in.Required {
+		d, err := stdlib.Data(v)
+		if err != nil {
+			return in, c.errorf("inputs: default of %q: %v", name, err)
+		}
+		in.Default = d
+		in.Type = graphir.InferType(d)
+	}
+	return in, nil
+}
+
+var inputParams = []string{"default?", "type?", "help?", "choices?"}

@@ -1,0 +1,82 @@
+package graphir_test
+
+import (
+	"testing"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+)
+
+// TestInputParse: text from a command line is converted by the input's
+// type; a string keeps the text exactly.
+func TestInputParse(t *testing.T) {
+	cases := []struct {
+		typ, text string
+		want      string // the value's repr, or the error
+		wantType  string
+		choices   []starlark.Value
+	}{
+		{"string", "1.10", `"1.10"`, "string", nil},
+		{"string", "2.0", `"2.0"`, "string", nil},
+		{"string", `"quoted"`, `"\"quoted\""`, "string", nil},
+		{"string", "", `""`, "string", nil},
+		{"int", "42", "42", "int", nil},
+		{"int", " -7 ", "-7", "int", nil},
+		{"int", "123456789012345678901234567890", "123456789012345678901234567890", "int", nil},
+		{"int", "4.0", `input "x" must be an int, got "4.0"`, "", nil},
+		{"int", "forty", `input "x" must be an int, got "forty"`, "", nil},
+		{"float", "2", "2.0", "float", nil},
+		{"float", "1e3", "1000.0", "float", nil},
+		{"float", "NaN", `input "x" must be a float, got "NaN"`, "", nil},
+		{"float", "x", `input "x" must be a float, got "x"`, "", nil},
+		{"bool", "true", "True", "bool", nil},
+		{"bool", "False", "False", "bool", nil},
+		{"bool", "yes", `input "x" must be a bool, got "yes"`, "", nil},
+		{"list", `["a", 1]`, `["a", 1]`, "list", nil},
+		{"list", `{"a": 1}`, `input "x" must be a list as JSON, got "{\"a\": 1}"`, "", nil},
+		{"list", `a,b`, `input "x" must be a list as JSON, got "a,b"`, "", nil},
+		{"dict", `{"a": [1]}`, `{"a": [1]}`, "dict", nil},
+		{"dict", `[]`, `input "x" must be a dict as JSON, got "[]"`, "", nil},
+		{"any", "3", "3", "int", nil},
+		{"any", "2.0", "2.0", "float", nil},
+		{"any", "hello", `"hello"`, "string", nil},
+		{"any", `[1]`, `[1]`, "list", nil},
+		{"string", "stage", `input "x" must be one of "dev", "prod", got "stage"`, "", []starlark.Value{starlark.String("dev"), starlark.String("prod")}},
+		{"string", "prod", `"prod"`, "string", []starlark.Value{starlark.String("dev"), starlark.String("prod")}},
+		{"int", "2", "2", "int", []starlark.Value{starlark.MakeInt(1), starlark.MakeInt(2)}},
+		{"int", "3", `input "x" must be one of 1, 2, got 3`, "", []starlark.Value{starlark.MakeInt(1), starlark.MakeInt(2)}},
+	}
+	for _, tc := range cases {
+		in := &graphir.Input{Name: "x", Type: tc.typ, Choices: tc.choices}
+		v, err := in.Parse(tc.text)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		} else {
+			got = v.String()
+			if gt := graphir.InferType(v); gt != tc.wantType {
+				t.Errorf("%s %q: type %s, want %s", tc.typ, tc.text, gt, tc.wantType)
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%s %q: got %s, want %s", tc.typ, tc.text, got, tc.want)
+		}
+	}
+}
+
+func TestInputDescribe(t *testing.T) {
+	for _, tc := range []struct {
+		in   graphir.Input
+		want string
+	}{
+		{graphir.Input{Name: "n", Type: "int", Required: true, Help: "how many"}, "n (int, required): how many"},
+		{graphir.Input{Name: "v", Type: "string", Default: starlark.String("1.0")}, `v (string, default "1.0")`},
+		{graphir.Input{Name: "e", Type: "string", Default: starlark.String("a"), Choices: []starlark.Value{starlark.String("a"), starlark.String("b")}}, `e (string, default "a", one of "a", "b")`},
+		{graphir.Input{Name: "z", Required: true}, "z (any, required)"},
+	} {
+		if got := tc.in.Describe(); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+}

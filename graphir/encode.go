@@ -15,15 +15,15 @@ import (
 )
 
 type jsonGraph struct {
-	Name        string         `json:"name"`
-	File        string         `json:"file"`
-	Description string         `json:"description,omitempty"`
+	Name        string               `json:"name"`
+	File        string               `json:"file"`
+	Description string               `json:"description,omitempty"`
 	Inputs      map[string]jsonInput `json:"inputs"`
-	Output      *string        `json:"output"`
-	MaxVisits   int            `json:"max_visits,omitempty"`
-	Timeout     string         `json:"timeout,omitempty"`
-	Nodes       []jsonNode     `json:"nodes"`
-	Edges       []jsonEdge     `json:"edges"`
+	Output      *string              `json:"output"`
+	MaxVisits   int                  `json:"max_visits,omitempty"`
+	Timeout     string               `json:"timeout,omitempty"`
+	Nodes       []jsonNode           `json:"nodes"`
+	Edges       []jsonEdge           `json:"edges"`
 }
 
 type jsonNode struct {

@@ -129,7 +129,7 @@ func ValueString(v starlark.Value) string {
 // use.
 func (in *Input) Check(v starlark.Value) (starlark.Value, error) {
 	if !HasType(in.TypeName(), v) {
-		return nil, fmt.Errorf("input %q must be %s, got %s", in.Name, article(in.TypeName()), describeValue(v))
+		return nil, fmt.Errorf("input %q must be %s, got %s", in.Name, typeArticle(in.TypeName()), describeValue(v))
 	}
 	if i, ok := v.(starlark.Int); ok && in.TypeName() == "float" {
 		v = starlark.Float(i.Float())
@@ -156,7 +156,7 @@ func (in *Input) checkChoice(v starlark.Value) error {
 func (in *Input) Parse(text string) (starlark.Value, error) {
 	var v starlark.Value
 	bad := func() error {
-		return fmt.Errorf("input %q must be %s, got %q", in.Name, article(in.TypeName()), text)
+		return fmt.Errorf("input %q must be %s, got %q", in.Name, typeArticle(in.TypeName()), text)
 	}
 	switch in.TypeName() {
 	case "string":
@@ -185,7 +185,7 @@ func (in *Input) Parse(text string) (starlark.Value, error) {
 	case "list", "dict":
 		j, err := stdlib.FromJSON([]byte(text))
 		if err != nil || InferType(j) != in.TypeName() {
-			return nil, fmt.Errorf("input %q must be %s as JSON, got %q", in.Name, article(in.TypeName()), text)
+			return nil, fmt.Errorf("input %q must be %s as JSON, got %q", in.Name, typeArticle(in.TypeName()), text)
 		}
 		v = j
 	default:
@@ -198,8 +198,8 @@ func (in *Input) Parse(text string) (starlark.Value, error) {
 	return v, in.checkChoice(v)
 }
 
-// article names a type with its article: "an int", "a string", "any value".
-func article(typ string) string {
+// typeArticle names a type with its article: "an int", "a string", "any value".
+func typeArticle(typ string) string {
 	switch typ {
 	case "int":
 		return "an int"
@@ -222,7 +222,7 @@ func describeValue(v starlark.Value) string {
 	if v == starlark.None {
 		return "None"
 	}
-	return fmt.Sprintf("%s %s", article(t), s)
+	return fmt.Sprintf("%s %s", typeArticle(t), s)
 }
 
 // jsonText encodes a Go value as compact JSON without HTML escapes.

@@ -237,11 +237,13 @@ func (r *run) enter(t task) {
 	rec.Visits++
 	rec.Status = StepRunning
 	r.pathAdd(n.Name)
+	var now time.Time // one clock read per transition, for the record and the event
 	if r.timed(n) {
-		st.started = r.now().UnixNano()
+		now = r.now()
+		st.started = now.UnixNano()
 	}
 	if r.events {
-		r.emit(Event{Type: StepStarted, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: int(st.visits)})
+		r.emit(Event{Type: StepStarted, Time: now, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: int(st.visits)})
 	}
 	switch n.Kind {
 	case graphir.KindNoop:
@@ -288,8 +290,10 @@ func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
 	rec := r.recs[n.ID]
 	rec.Output, rec.Error, rec.Code, rec.Truncated = o.value, o.err, "", o.trunc
 	var took time.Duration
+	var now time.Time // one clock read per transition, for the record and the event
 	if st.started != 0 {
-		took = time.Duration(r.now().UnixNano() - st.started)
+		now = r.now()
+		took = time.Duration(now.UnixNano() - st.started)
 		rec.Duration += took
 		st.started = 0
 	}
@@ -303,7 +307,7 @@ func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
 		rec.Code = o.code
 	}
 	if r.events {
-		ev := Event{Type: StepFinished, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: int(st.visits),
+		ev := Event{Type: StepFinished, Time: now, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: int(st.visits),
 			Status: string(rec.Status), Duration: took, Output: o.value}
 		if !o.ok {
 			ev.Code, ev.Error = o.code, o.err

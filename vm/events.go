@@ -4,7 +4,6 @@ package vm
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"go.starlark.net/starlark"
@@ -54,12 +53,28 @@ type Event struct {
 }
 
 // Where returns the step's location for display: "per_file[3] › check_one".
-func (e *Event) Where() string {
-	parts := append(append([]string(nil), e.Flow...), e.Scope...)
-	if e.Step != "" {
-		parts = append(parts, e.Step)
+func (e *Event) Where() string { return string(e.AppendWhere(nil)) }
+
+// AppendWhere appends the step's location, as Where returns it, to b.
+func (e *Event) AppendWhere(b []byte) []byte {
+	n := 0
+	add := func(s string) {
+		if n > 0 {
+			b = append(b, " › "...)
+		}
+		b = append(b, s...)
+		n++
 	}
-	return strings.Join(parts, " › ")
+	for _, s := range e.Flow {
+		add(s)
+	}
+	for _, s := range e.Scope {
+		add(s)
+	}
+	if e.Step != "" {
+		add(e.Step)
+	}
+	return b
 }
 
 // MarshalJSON encodes an event as one JSON object (the --events format).

@@ -328,8 +328,11 @@ func (r *run) drain() {
 	}
 }
 
+// emit reports ev, stamped with the time now unless it has one already.
 func (r *run) emit(ev Event) {
-	ev.Time = r.now()
+	if ev.Time.IsZero() {
+		ev.Time = r.now()
+	}
 	ev.Flow = r.opts.prefix
 	r.opts.OnEvent(ev)
 }

@@ -4,11 +4,18 @@ package main
 // running with their elapsed time under the lines of the steps finished;
 // elsewhere plain lines, one per event. Both end with a summary of the path
 // and the result.
+//
+// Output goes through one buffer, flushed on a short tick, at once when a
+// step fails or is retried, and at the end, so a fast run costs one write
+// per tick rather than one per line. On a terminal the live block is
+// redrawn on the tick (20 times a second), not per event.
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,14 +32,16 @@ func isTerminal(w io.Writer) bool {
 
 type progress struct {
 	mu      sync.Mutex
-	w       io.Writer
+	w       *bufio.Writer
 	tty     bool
 	color   bool
-	running []*activeStep
-	drawn   int // lines of the live block now on screen
-	stopped chan struct{}
-	ticker  sync.WaitGroup
-	frame   int
+	running []activeStep // terminal only
+	drawn   int          // lines of the live block now on screen
+	ticks   int
+	flush   *flusher
+	buf     []byte // the line being built, reused
+	wbuf    []byte // the event's location, reused
+	dbuf    []byte // the live block, reused
 }
 
 type activeStep struct {
@@ -43,40 +52,32 @@ type activeStep struct {
 }
 
 func newProgress(w io.Writer, tty bool) *progress {
-	return &progress{w: w, tty: tty, color: useColor(tty), stopped: make(chan struct{})}
+	return &progress{w: bufio.NewWriterSize(w, 64<<10), tty: tty, color: useColor(tty)}
 }
 
-// start begins redrawing the live block on a terminal.
+// start begins flushing the output on a tick, and on a terminal redrawing
+// the live block.
 func (p *progress) start() {
-	if !p.tty {
-		return
-	}
-	p.ticker.Add(1)
-	go func() {
-		defer p.ticker.Done()
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stopped:
-				return
-			case <-t.C:
-				p.mu.Lock()
-				p.frame++
-				p.redraw()
-				p.mu.Unlock()
-			}
+	p.flush = startFlusher(flushEvery, func() {
+		p.mu.Lock()
+		if p.tty {
+			p.ticks++
+			p.redraw()
 		}
-	}()
+		p.w.Flush()
+		p.mu.Unlock()
+	})
 }
 
-// stop ends the live block.
+// stop ends the live block and flushes the output.
 func (p *progress) stop() {
-	close(p.stopped)
-	p.ticker.Wait()
+	if p.flush != nil {
+		p.flush.stop()
+	}
 	p.mu.Lock()
 	p.clear()
 	p.running = nil
+	p.w.Flush()
 	p.mu.Unlock()
 }
 
@@ -94,11 +95,22 @@ func paint(color bool, code, s string) string {
 	return "\x1b[" + code + "m" + s + "\x1b[0m"
 }
 
+// appendPaint appends s, wrapped in the ANSI SGR code when color is on.
+func appendPaint(b []byte, color bool, code, s string) []byte {
+	if !color {
+		return append(b, s...)
+	}
+	b = append(b, "\x1b["...)
+	b = append(b, code...)
+	b = append(b, 'm')
+	b = append(b, s...)
+	return append(b, "\x1b[0m"...)
+}
+
 // clear erases the live block.
 func (p *progress) clear() {
-	if p.drawn > 0 {
-		fmt.Fprint(p.w, strings.Repeat("\x1b[1A\x1b[2K", p.drawn))
-		p.drawn = 0
+	for ; p.drawn > 0; p.drawn-- {
+		p.w.WriteString("\x1b[1A\x1b[2K")
 	}
 }
 
@@ -107,78 +119,152 @@ var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "
 // redraw draws the live block: one line per running step.
 func (p *progress) redraw() {
 	p.clear()
-	var b strings.Builder
+	if len(p.running) == 0 {
+		return
+	}
 	now := time.Now()
+	spin := spinner[(p.ticks/2)%len(spinner)] // a frame per 100 ms
+	b := p.dbuf[:0]
 	for _, a := range p.running {
-		extra := ""
+		b = append(b, ' ', ' ')
+		b = appendPaint(b, p.color, "36", spin)
+		b = append(b, ' ')
+		b = append(b, a.where...)
+		b = append(b, ' ')
+		b = p.appendDim(b, func(b []byte) []byte { return appendDuration(b, now.Sub(a.started)) })
 		if a.attempt > 1 {
-			extra = fmt.Sprintf(" (attempt %d)", a.attempt)
+			b = append(b, " (attempt "...)
+			b = strconv.AppendInt(b, int64(a.attempt), 10)
+			b = append(b, ')')
 		}
-		fmt.Fprintf(&b, "  %s %s %s%s\n", p.paint("36", spinner[p.frame%len(spinner)]), a.where,
-			p.paint("2", formatDuration(now.Sub(a.started))), extra)
+		b = append(b, '\n')
 	}
 	p.drawn = len(p.running)
-	fmt.Fprint(p.w, b.String())
+	p.w.Write(b)
+	p.dbuf = b
 }
 
-// line prints a permanent line above the live block.
-func (p *progress) line(format string, args ...any) {
-	if p.tty {
-		p.clear()
+// appendDim appends what add appends, dimmed when color is on.
+func (p *progress) appendDim(b []byte, add func([]byte) []byte) []byte {
+	if !p.color {
+		return add(b)
 	}
-	fmt.Fprintf(p.w, format+"\n", args...)
+	b = append(b, "\x1b[2m"...)
+	return append(add(b), "\x1b[0m"...)
+}
+
+// line writes b and a newline as a permanent line, above the live block
+// (which the next tick redraws).
+func (p *progress) line(b []byte) {
+	p.clear()
+	p.w.Write(append(b, '\n'))
+}
+
+// show makes what was written visible at once: the live block is redrawn
+// and the buffer flushed.
+func (p *progress) show() {
 	if p.tty {
 		p.redraw()
 	}
+	p.w.Flush()
+}
+
+// find returns the index of the running step at where, or -1.
+func (p *progress) find(where []byte) int {
+	for i := range p.running {
+		if p.running[i].where == string(where) {
+			return i
+		}
+	}
+	return -1
 }
 
 func (p *progress) event(ev vm.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	where := ev.Where()
+	where := ev.AppendWhere(p.wbuf[:0])
+	p.wbuf = where
+	b := p.buf[:0]
+	defer func() { p.buf = b[:0] }()
 	switch ev.Type {
 	case vm.RunStarted:
-		if len(ev.Flow) == 0 {
-			p.line("%s %s", p.paint("1", "run"), ev.FlowName)
+		if len(ev.Flow) != 0 {
+			return
 		}
+		b = appendPaint(b, p.color, "1", "run")
+		b = append(append(b, ' '), ev.FlowName...)
 	case vm.StepStarted:
-		p.running = append(p.running, &activeStep{where: where, kind: ev.Kind, started: ev.Time, attempt: 1})
-		if !p.tty {
-			p.line("start %s", where)
+		if p.tty {
+			p.running = append(p.running, activeStep{where: string(where), kind: ev.Kind, started: ev.Time, attempt: 1})
+			return
 		}
+		b = append(append(b, "start "...), where...)
 	case vm.StepRetrying:
-		for _, a := range p.running {
-			if a.where == where {
-				a.attempt = ev.Attempt
+		if p.tty {
+			for i := range p.running {
+				if p.running[i].where == string(where) {
+					p.running[i].attempt = ev.Attempt
+				}
 			}
 		}
-		p.line("%s %s: %s; retrying (attempt %d)", p.paint("33", "retry"), where, ev.Error, ev.Attempt)
+		b = appendPaint(b, p.color, "33", "retry")
+		b = append(append(b, ' '), where...)
+		b = append(append(b, ": "...), ev.Error...)
+		b = append(b, "; retrying (attempt "...)
+		b = append(strconv.AppendInt(b, int64(ev.Attempt), 10), ')')
+		p.line(b)
+		p.show()
+		return
 	case vm.StepFinished:
-		for i, a := range p.running {
-			if a.where == where {
+		if p.tty {
+			if i := p.find(where); i >= 0 {
 				p.running = append(p.running[:i], p.running[i+1:]...)
-				break
 			}
 		}
-		if ev.Status == string(vm.StepSucceeded) {
-			p.line("%s %s %s", p.paint("32", "ok   "), where, p.paint("2", formatDuration(ev.Duration)))
+		failed := ev.Status != string(vm.StepSucceeded)
+		if failed {
+			b = appendPaint(b, p.color, "31", "FAIL ")
+			b = append(append(b, ' '), where...)
+			b = append(append(b, ' '), ev.Error...)
 		} else {
-			p.line("%s %s %s %s", p.paint("31", "FAIL "), where, ev.Error, p.paint("2", formatDuration(ev.Duration)))
+			b = appendPaint(b, p.color, "32", "ok   ")
+			b = append(append(b, ' '), where...)
 		}
+		b = append(b, ' ')
+		b = p.appendDim(b, func(b []byte) []byte { return appendDuration(b, ev.Duration) })
+		p.line(b)
+		if failed {
+			p.show()
+		}
+		return
 	case vm.StepPruned:
-		p.line("%s %s", p.paint("2", "skip "), p.paint("2", where))
+		b = appendPaint(b, p.color, "2", "skip ")
+		b = append(b, ' ')
+		if p.color {
+			b = append(append(append(b, "\x1b[2m"...), where...), "\x1b[0m"...)
+		} else {
+			b = append(b, where...)
+		}
 	case vm.StepLog:
-		p.line("      %s: %s", where, ev.Message)
+		b = append(append(b, "      "...), where...)
+		b = append(append(b, ": "...), ev.Message...)
 	case vm.LoopIteration:
-		what := "again"
+		b = appendPaint(b, p.color, "36", "loop ")
+		b = append(append(b, ' '), where...)
+		b = append(b, " iteration "...)
+		b = strconv.AppendInt(b, int64(ev.Index), 10)
 		if ev.Stop {
-			what = "done"
+			b = append(b, " done"...)
+		} else {
+			b = append(b, " again"...)
 		}
 		if ev.Message != "" {
-			what += ": " + ev.Message
+			b = append(append(b, ": "...), ev.Message...)
 		}
-		p.line("%s %s iteration %d %s", p.paint("36", "loop "), where, ev.Index, what)
+	default:
+		return
 	}
+	p.line(b)
 }
 
 // summary prints how the run ended, its path and its result.
@@ -197,6 +283,7 @@ func (p *progress) summary(res *vm.Result) {
 	if res.Status == vm.Succeeded {
 		fmt.Fprintf(p.w, "  output: %s\n", valueText(res.Output, 300))
 	}
+	p.w.Flush()
 }
 
 // pathText shows the path, the last max entries of it when it is long.
@@ -216,14 +303,22 @@ func pathText(res *vm.Result, max int) string {
 }
 
 // formatDuration prints a duration briefly: 850µs, 12ms, 3.2s, 2m05s.
-func formatDuration(d time.Duration) string {
+func formatDuration(d time.Duration) string { return string(appendDuration(nil, d)) }
+
+// appendDuration appends d as formatDuration prints it.
+func appendDuration(b []byte, d time.Duration) []byte {
 	switch {
 	case d < time.Millisecond:
-		return fmt.Sprintf("%dµs", d.Microseconds())
+		return append(strconv.AppendInt(b, d.Microseconds(), 10), "µs"...)
 	case d < time.Second:
-		return fmt.Sprintf("%dms", d.Milliseconds())
+		return append(strconv.AppendInt(b, d.Milliseconds(), 10), "ms"...)
 	case d < time.Minute:
-		return fmt.Sprintf("%.1fs", d.Seconds())
+		return append(strconv.AppendFloat(b, d.Seconds(), 'f', 1, 64), 's')
 	}
-	return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	b = append(strconv.AppendInt(b, int64(d.Minutes()), 10), 'm')
+	s := int64(d.Seconds()) % 60
+	if s < 10 {
+		b = append(b, '0')
+	}
+	return append(strconv.AppendInt(b, s, 10), 's')
 }

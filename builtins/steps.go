@@ -224,8 +224,12 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		}
 		for i, k := range keys {
 			var t *graphir.Template
+			var lit starlark.Value
 			if s, ok := vals[i].(starlark.String); ok {
 				t = c.tmpl("inputs", string(s))
+				if t.IsLiteral() && t.Err == nil {
+					lit = s
+				}
 			} else {
 				// A non-string value is passed as it is: wrap it as a
 				// constant expression so the child sees its type.
@@ -233,13 +237,16 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 				if err != nil {
 					return nil, c.errorf("inputs[%q]: %v", k, err)
 				}
-				x := c.b.Compiler.Expr(d.String(), c.pos, false)
+				// It is reported at its key, the nearest literal to it.
+				at, _ := c.locate("inputs", k)
+				x := c.b.Compiler.Expr(d.String(), at, false)
 				if x.Err != nil {
 					return nil, c.errorf("inputs[%q]: a %s cannot be passed as an input", k, d.Type())
 				}
-				t = &graphir.Template{Src: d.String(), Pos: c.pos, Parts: []graphir.TemplatePart{{X: x}}}
+				t = &graphir.Template{Src: d.String(), Pos: at, Parts: []graphir.TemplatePart{{X: x}}}
+				lit = d
 			}
-			n.Inputs = append(n.Inputs, graphir.NamedTemplate{Name: k, Value: t})
+			n.Inputs = append(n.Inputs, graphir.NamedTemplate{Name: k, Value: t, Literal: lit})
 		}
 	}
 	if err := c.common(n, maxVisits, retries, backoff, timeout, join); err != nil {

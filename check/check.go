@@ -84,6 +84,7 @@ func init() {
 		checkUntil,        // control.go
 		checkSubflows,     // subflows.go
 		checkDataflow,     // dataflow.go
+		checkInputs,       // inputs.go
 	}
 }
 

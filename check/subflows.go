@@ -80,28 +80,48 @@ func checkSubflows(p *pass) {
 	}
 }
 
-// checkChildInputs reports inputs passed to a literal child flow that it
-// does not declare.
+// checkChildInputs reports what a step passes to its literal child flow:
+// inputs the child does not declare (unknown_input), required inputs it
+// does not pass (input_missing), and literal values of the wrong type
+// (input_type).
 func (p *pass) checkChildInputs(n *graphir.Node) {
 	c := n.Child
 	names := make([]string, len(c.Inputs))
 	for i, in := range c.Inputs {
 		names[i] = in.Name
 	}
+	passed := map[string]bool{}
 	for _, in := range n.Inputs {
-		if c.Input(in.Name) != nil {
+		passed[in.Name] = true
+		pos := n.Pos
+		if in.Value != nil && in.Value.Pos.IsValid() {
+			pos = in.Value.Pos
+		}
+		if decl := c.Input(in.Name); decl != nil {
+			if in.Literal != nil {
+				if _, err := decl.Check(in.Literal); err != nil {
+					p.report("input_type", n, pos,
+						fmt.Sprintf("step %q passes %s to child flow %s: %v", n.Name, graphir.ValueString(in.Literal), c.Name, err),
+						fmt.Sprintf("child flow %s declares %s", c.Name, decl.Describe()))
+				}
+			}
 			continue
 		}
 		hint := fmt.Sprintf("child flow %s declares %s", c.Name, quoteList(names))
 		if near := graphir.Nearest(in.Name, names); near != "" {
 			hint = fmt.Sprintf("did you mean %q?", near)
 		}
-		pos := n.Pos
-		if in.Value != nil && in.Value.Pos.IsValid() {
-			pos = in.Value.Pos
-		}
 		p.report("unknown_input", n, pos,
 			fmt.Sprintf("step %q passes input %q, which child flow %s does not declare", n.Name, in.Name, c.Name), hint)
+	}
+	for i := range c.Inputs {
+		decl := &c.Inputs[i]
+		if !decl.Required || passed[decl.Name] {
+			continue
+		}
+		p.report("input_missing", n, p.flowArgPos(n),
+			fmt.Sprintf("step %q runs child flow %s without its required input %q", n.Name, c.Name, decl.Name),
+			fmt.Sprintf("pass it: inputs = {%q: ...}; child flow %s declares %s", decl.Name, c.Name, decl.Describe()))
 	}
 }
 

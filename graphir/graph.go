@@ -164,6 +164,11 @@ type EnvVar struct {
 type NamedTemplate struct {
 	Name  string
 	Value *Template
+	// Literal is the value when it is known at load time: a string without
+	// holes, or a non-string value (passed with its type); nil when the
+	// value is computed by a template. The checker compares it with the
+	// child's declared input type (input_type).
+	Literal starlark.Value
 }
 
 // Target is where a route, case or default goes: a step given directly, or

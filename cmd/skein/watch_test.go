@@ -241,6 +241,39 @@ chain(START, a, extra(), END)
 	}
 }
 
+// TestWatchChildInputs: a parent is checked again when a child flow it
+// names changes its inputs, so a new required input shows as input_missing
+// in the parent, and a fix to the parent clears it.
+func TestWatchChildInputs(t *testing.T) {
+	parent := `deploy = step("deploy", flow = "lib/deploy.star", inputs = {"env": "dev"})
+chain(START, deploy, END)
+`
+	child := `flow(inputs = {"env": "prod"})
+step("go", run = ["echo", "{{ inputs.env }}"])
+`
+	w := startWatch(t, map[string]string{"flow.star": parent, "lib/deploy.star": child}, nil)
+	w.next(`ok  .*flow.star: 1 step, 2 edges`)
+
+	saveInPlace(t, w.path("lib/deploy.star"), strings.Replace(child, `{"env": "prod"}`, `{"env": "prod", "replicas": input(type = "int", help = "how many")}`, 1))
+	r := w.next(`changed: .*lib/deploy.star`)
+	want := w.path("flow.star") + `:1:33: error: step "deploy" runs child flow deploy without its required input "replicas" [input_missing]`
+	if !strings.Contains(r, want) || !strings.Contains(r, "FAIL ") {
+		t.Errorf("after the child gained a required input, want %q in:\n%s", want, r)
+	}
+
+	saveByRename(t, w.path("flow.star"), strings.Replace(parent, `{"env": "dev"}`, `{"env": "dev", "replicas": "two"}`, 1))
+	r = w.next(`changed: .*flow.star`)
+	if !strings.Contains(r, `[input_type]`) || !strings.Contains(r, `input "replicas" must be an int, got a string "two"`) {
+		t.Errorf("after passing a string for an int:\n%s", r)
+	}
+
+	saveByRename(t, w.path("flow.star"), strings.Replace(parent, `{"env": "dev"}`, `{"env": "dev", "replicas": 2}`, 1))
+	r = w.next(`changed: .*flow.star`)
+	if !strings.Contains(r, "ok  ") || strings.Contains(r, "error:") {
+		t.Errorf("after the fix:\n%s", r)
+	}
+}
+
 func TestWatchErrorThenFix(t *testing.T) {
 	w := startWatch(t, map[string]string{"flow.star": watchFlow, "lib/util.star": watchLib}, nil)
 	w.next(`ok  `)

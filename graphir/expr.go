@@ -49,6 +49,42 @@ type Expr struct {
 	User  bool              // Func is the user's own function
 	Refs  []Ref             // free names read, in source order (string expressions only)
 	Err   *Error            // an expr_syntax error; Func is nil then
+
+	rewrites []Pos // where the compiled source inserts the view prefix (see FilePos)
+}
+
+// ExprFile is the file name runtime errors give for positions inside the
+// compiled function of a string expression; [Expr.FilePos] maps them back.
+const ExprFile = "<expr>"
+
+// FilePos maps a position that a runtime error reports inside the compiled
+// function of a string expression (file [ExprFile], 1-based line and rune
+// column) to the place in the user's file where that part of the expression
+// is written. For an expression whose position is not exact (built by a
+// library, say), it is the expression's position.
+func (e *Expr) FilePos(line, col int) Pos {
+	// The compiled source is "lambda _S_: (\n" + src with "_S_." before
+	// each free name + "\n)": one line more, and four columns more after
+	// each inserted prefix on the line.
+	line--
+	if line < 1 || e.User {
+		return e.Pos
+	}
+	shift := 0
+	for _, rw := range e.rewrites {
+		if rw.Line != line {
+			continue
+		}
+		at := rw.Col + shift // where the prefix starts in the compiled line
+		if col < at {
+			break
+		}
+		if col < at+len(viewParam)+1 {
+			col = at + len(viewParam) + 1 // inside the prefix: the name itself
+		}
+		shift += len(viewParam) + 1
+	}
+	return offsetPos(e.Pos, e.Exact, Pos{Line: line, Col: col - shift})
 }
 
 // Ref is one free name read by an expression, with the attribute or constant
@@ -127,10 +163,13 @@ type Compiler struct {
 }
 
 type compiled struct {
-	fn    starlark.Callable
-	refs  []Ref // positions relative to the source (File empty)
-	err   *Error
-	errAt Pos // relative position of err
+	fn   starlark.Callable
+	refs []Ref // positions relative to the source (File empty)
+	// rewrites are where free names start in the source (relative, in
+	// source order): the compiled source has the view prefix before each.
+	rewrites []Pos
+	err      *Error
+	errAt    Pos // relative position of err
 }
 
 // NewCompiler returns an empty compiler.
@@ -184,7 +223,7 @@ type siteKey struct {
 
 func (c *Compiler) expr(src string, pos Pos, exact bool) *Expr {
 	cm := memo(&c.mu, &c.cache, src, func() *compiled { return compile(src) })
-	e := &Expr{Src: src, Pos: pos, Exact: exact, Func: cm.fn}
+	e := &Expr{Src: src, Pos: pos, Exact: exact, Func: cm.fn, rewrites: cm.rewrites}
 	if cm.err != nil {
 		err := *cm.err
 		err.Pos = offsetPos(pos, exact, cm.errAt)
@@ -303,7 +342,7 @@ func compile(src string) *compiled {
 	}
 	b.WriteString(src[last:])
 	b.WriteString("\n)")
-	fn, err := starlark.ExprFuncOptions(FileOptions, "<expr>", b.String(), stdlib.Modules())
+	fn, err := starlark.ExprFuncOptions(FileOptions, ExprFile, b.String(), stdlib.Modules())
 	if err != nil {
 		return syntaxError(err)
 	}
@@ -312,7 +351,11 @@ func compile(src string) *compiled {
 		return syntaxError(err)
 	}
 	lambda.Freeze()
-	return &compiled{fn: lambda.(starlark.Callable), refs: refs}
+	at := make([]Pos, len(rewrite))
+	for i, id := range rewrite {
+		at[i] = Pos{Line: int(id.NamePos.Line), Col: int(id.NamePos.Col)}
+	}
+	return &compiled{fn: lambda.(starlark.Callable), refs: refs, rewrites: at}
 }
 
 func syntaxError(err error) *compiled {

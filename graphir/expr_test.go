@@ -406,3 +406,49 @@ func TestTemplateLimits(t *testing.T) {
 		t.Error("64 }} in a string parsed")
 	}
 }
+
+// A runtime error inside a string expression is reported inside its
+// compiled function; FilePos maps that back to where the failing part is
+// written in the file.
+func TestExprFilePos(t *testing.T) {
+	c := graphir.NewCompiler()
+	view := starlarkstruct.FromStringDict(starlarkstruct.Default, starlark.StringDict{
+		"a": starlark.NewDict(0),
+		"b": starlark.MakeInt(1),
+	})
+	for _, tc := range []struct {
+		src  string
+		want string // position of the error in the file
+	}{
+		{`a["missing"]`, "f.star:10:21"},           // the index: after the name
+		{`b + a["k"]`, "f.star:10:25"},             // after two rewritten names
+		{`b == 1 and b.nope`, "f.star:10:32"},      // the dot of .nope
+		{"b == 1 and (\n  a['x'])", "f.star:11:4"}, // a second line
+		{`b + "s"`, "f.star:10:22"},                // the operator
+	} {
+		x := c.Expr(tc.src, at, true)
+		if x.Err != nil {
+			t.Fatal(x.Err)
+		}
+		_, err := starlark.Call(&starlark.Thread{}, x.Func, starlark.Tuple{view}, nil)
+		ee, ok := err.(*starlark.EvalError)
+		if !ok {
+			t.Fatalf("%s: want an evaluation error, got %v", tc.src, err)
+		}
+		fr := ee.CallStack[len(ee.CallStack)-1]
+		if fr.Pos.Filename() == "<builtin>" {
+			fr = ee.CallStack[len(ee.CallStack)-2]
+		}
+		if fr.Pos.Filename() != graphir.ExprFile {
+			t.Fatalf("%s: innermost frame in %s", tc.src, fr.Pos.Filename())
+		}
+		if got := x.FilePos(int(fr.Pos.Line), int(fr.Pos.Col)).String(); got != tc.want {
+			t.Errorf("%s: error at %s, want %s (%v)", tc.src, got, tc.want, err)
+		}
+		// Not exact: the expression's own position.
+		y := c.Expr(tc.src, graphir.Pos{File: "lib.star", Line: 3, Col: 1}, false)
+		if got := y.FilePos(int(fr.Pos.Line), int(fr.Pos.Col)).String(); got != "lib.star:3:1" {
+			t.Errorf("%s inexact: %s", tc.src, got)
+		}
+	}
+}

@@ -96,6 +96,9 @@ type Error struct {
 	Hint  string   // e.g. `did you mean "publish"?`
 	Trace []string // further frames, innermost first
 	Err   error    // the underlying error, if any
+	// Cause is the step failure that began the path to this error, when
+	// that failure was routed on (say to a step that then went to ABORT).
+	Cause *Error
 }
 
 func (e *Error) Error() string {

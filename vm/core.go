@@ -10,7 +10,6 @@ package vm
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.starlark.net/starlark"
@@ -134,6 +133,16 @@ type outcome struct {
 	child     *Result        // subflows: the child's run
 	stop      *graphir.Error // a hard stop of the whole run (subflow guards)
 	cancelled bool
+	trace     []string // a runtime error in Starlark: its backtrace, innermost first
+	pos       string   // and where it happened, file:line:col
+}
+
+// errAt is the failure's message, after where it happened when known.
+func (o *outcome) errAt() string {
+	if o.pos != "" {
+		return o.pos + ": " + o.err
+	}
+	return o.err
 }
 
 // failCode is the code a failure carries: its own (e.g. "timeout"), else
@@ -288,7 +297,7 @@ func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
 		st.last = lastFailed
 	}
 	rec := r.recs[n.ID]
-	rec.Output, rec.Error, rec.Code, rec.Truncated = o.value, o.err, "", o.trunc
+	rec.Output, rec.Error, rec.Code, rec.Truncated, rec.Trace = o.value, o.err, "", o.trunc, o.trace
 	var took time.Duration
 	var now time.Time // one clock read per transition, for the record and the event
 	if st.started != 0 {
@@ -310,7 +319,7 @@ func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
 		ev := Event{Type: StepFinished, Time: now, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: int(st.visits),
 			Status: string(rec.Status), Duration: took, Output: o.value}
 		if !o.ok {
-			ev.Code, ev.Error = o.code, o.err
+			ev.Code, ev.Error, ev.Trace = o.code, o.err, o.trace
 		}
 		r.emit(ev)
 	}
@@ -350,6 +359,14 @@ func (r *run) follow(f *frame, n *graphir.Node, o *outcome) {
 		}
 		r.work = append(r.work, arrival{e: e, from: n, live: live})
 	}
+	switch {
+	case !o.ok && fired > 0:
+		// A failure routed on: if the path it takes ends at ABORT, the
+		// run's error names it as the cause.
+		r.cause = &graphir.Error{Code: o.failCode(), Step: n.Name, Msg: o.errAt(), Trace: o.trace}
+	case o.ok && r.cause != nil && r.cause.Step == n.Name:
+		r.cause = nil // it ran again and succeeded: that failure is handled
+	}
 	r.flush(f)
 	if r.over || fired > 0 {
 		return
@@ -360,7 +377,7 @@ func (r *run) follow(f *frame, n *graphir.Node, o *outcome) {
 		// item, and so the loop or map, whatever edges did not fire.
 		r.bodyFailed(f, n, o)
 	case !o.ok:
-		r.stop(&graphir.Error{Code: o.failCode(), Step: n.Name, Msg: fmt.Sprintf("step %q failed: %s", n.Name, o.err)})
+		r.stop(&graphir.Error{Code: o.failCode(), Step: n.Name, Msg: fmt.Sprintf("step %q failed: %s", n.Name, o.errAt()), Trace: o.trace})
 	case f.scope == graphir.None:
 		// A success with nowhere to go ends this branch; the dead tokens
 		// are on their way and the run goes on with its other branches.
@@ -408,7 +425,14 @@ func (r *run) arrive(f *frame, from *graphir.Node, e *edgeInfo, live bool) {
 		return
 	case graphir.Abort:
 		if live {
-			r.stop(&graphir.Error{Code: "aborted", Step: from.Name, Msg: fmt.Sprintf("step %q routed the run to ABORT", from.Name)})
+			err := &graphir.Error{Code: "aborted", Step: from.Name, Msg: fmt.Sprintf("step %q routed the run to ABORT", from.Name)}
+			if c := r.cause; c != nil {
+				err.Cause = c
+				if c.Step == from.Name {
+					err.Msg = fmt.Sprintf("step %q failed and routed the run to ABORT: %s", from.Name, c.Msg)
+				}
+			}
+			r.stop(err)
 		}
 		return
 	}
@@ -508,7 +532,7 @@ func (r *run) bodyFailed(f *frame, n *graphir.Node, o *outcome) {
 		m.frames = nil
 		msg = fmt.Sprintf("item %d (%s): step %q failed: %s", f.index, shortValue(f.item), n.Name, o.err)
 	}
-	r.finish(f.parent, owner, &outcome{ok: false, value: starlark.None, err: msg, code: o.failCode()})
+	r.finish(f.parent, owner, &outcome{ok: false, value: starlark.None, err: msg, code: o.failCode(), trace: o.trace})
 }
 
 func shortValue(v starlark.Value) string {
@@ -608,7 +632,7 @@ func (r *run) evalFailed(n *graphir.Node, what string, err error) {
 	var unmet *unmetError
 	if errors.As(err, &unmet) {
 		r.stop(&graphir.Error{Code: "dependency_unmet", Step: name,
-			Msg: fmt.Sprintf("%s reads %q, which has not completed on the path taken", subject, unmet.step)})
+			Msg: fmt.Sprintf("%s reads %q, which has not completed on the path taken", subject, unmet.step), Trace: errTrace(err)})
 		return
 	}
 	var ge *graphir.Error
@@ -616,21 +640,7 @@ func (r *run) evalFailed(n *graphir.Node, what string, err error) {
 		r.stop(ge)
 		return
 	}
-	r.stop(&graphir.Error{Code: "expr_error", Step: name, Msg: fmt.Sprintf("%s: %s", subject, evalMessage(err))})
-}
-
-// evalMessage is the message of an evaluation error without Starlark's
-// backtrace.
-func evalMessage(err error) string {
-	var ee *starlark.EvalError
-	if errors.As(err, &ee) {
-		msg := ee.Msg
-		if strings.Contains(msg, "too many steps") {
-			return "evaluation exceeded its step budget"
-		}
-		return msg
-	}
-	return err.Error()
+	r.stop(&graphir.Error{Code: "expr_error", Step: name, Msg: fmt.Sprintf("%s: %s", subject, located(err)), Trace: errTrace(err)})
 }
 
 func quoteExpr(x *graphir.Expr) string {
@@ -648,7 +658,11 @@ func (r *run) evalCond(f *frame, self *graphir.Node, x *graphir.Expr) (bool, err
 	}
 	b, ok := v.(starlark.Bool)
 	if !ok {
-		return false, fmt.Errorf("a condition must be True or False, got %s %s", v.Type(), shortValue(v))
+		err := fmt.Errorf("a condition must be True or False, got %s %s", v.Type(), shortValue(v))
+		if !x.User && x.Pos.IsValid() {
+			err = fmt.Errorf("%s: %v", x.Pos, err)
+		}
+		return false, err
 	}
 	return bool(b), nil
 }
@@ -724,7 +738,7 @@ func (r *run) iterationDone(lf *frame) {
 	stop, reason, err := r.callUntil(lf, out)
 	if err != nil {
 		if r.ctx.Err() == nil {
-			r.stop(&graphir.Error{Code: "until_error", Step: n.Name, Msg: fmt.Sprintf("loop %q: until: %s", n.Name, evalMessage(err))})
+			r.stop(&graphir.Error{Code: "until_error", Step: n.Name, Msg: fmt.Sprintf("loop %q: until: %s", n.Name, located(err)), Trace: errTrace(err)})
 		}
 		return
 	}

@@ -167,11 +167,21 @@ func oldResultObject(r *vm.Result) (stdlib.Object, error) {
 	if r.Error == nil {
 		add(&o, "error", nil)
 	} else {
-		var e stdlib.Object
-		add(&e, "code", r.Error.Code)
-		add(&e, "step", r.Error.Step)
-		add(&e, "message", r.Error.Msg)
-		add(&o, "error", e)
+		var errObj func(ge *graphir.Error) stdlib.Object
+		errObj = func(ge *graphir.Error) stdlib.Object {
+			var e stdlib.Object
+			add(&e, "code", ge.Code)
+			add(&e, "step", ge.Step)
+			add(&e, "message", ge.Msg)
+			if len(ge.Trace) > 0 {
+				add(&e, "trace", ge.Trace)
+			}
+			if ge.Cause != nil {
+				add(&e, "cause", errObj(ge.Cause))
+			}
+			return e
+		}
+		add(&o, "error", errObj(r.Error))
 	}
 	out, err := jsonValue(r.Output)
 	if err != nil {
@@ -196,6 +206,9 @@ func oldResultObject(r *vm.Result) (stdlib.Object, error) {
 		} else {
 			add(&so, "error", s.Error)
 			add(&so, "code", s.Code)
+		}
+		if len(s.Trace) > 0 {
+			add(&so, "trace", s.Trace)
 		}
 		add(&so, "duration_ms", millis(s.Duration))
 		if s.Truncated {
@@ -267,10 +280,10 @@ out = step("out", fn = lambda r: fail("no <" + r.inputs.w))
 	}
 	s := hostile[len(hostile)-1]
 	results = append(results, &vm.Result{RunID: s, Flow: s, File: s, Status: vm.Failed,
-		Error: &graphir.Error{Code: s, Step: s, Msg: s}, Output: starlark.String(s), Path: hostile, PathTotal: 99,
+		Error: &graphir.Error{Code: s, Step: s, Msg: s, Trace: hostile, Cause: &graphir.Error{Code: s, Step: s, Msg: s, Trace: hostile}}, Output: starlark.String(s), Path: hostile, PathTotal: 99,
 		Duration: 1500 * time.Microsecond,
 		Steps: []*vm.StepRecord{
-			{Name: s, Kind: graphir.KindLoop, Status: vm.StepFailed, Error: s, Code: s, Log: hostile, Truncated: true},
+			{Name: s, Kind: graphir.KindLoop, Status: vm.StepFailed, Error: s, Code: s, Log: hostile, Truncated: true, Trace: hostile},
 			{Name: "nil-output", Kind: graphir.KindMap, Items: 3},
 			{Name: "child", Kind: graphir.KindSubflow, Child: &vm.Result{Output: starlark.None}},
 		}})

@@ -43,6 +43,7 @@ type Event struct {
 	Status   string        // step_finished, run_finished
 	Code     string        // the error code, when failed
 	Error    string        // the error message, when failed
+	Trace    []string      // step_finished: the backtrace of a runtime error in Starlark
 	Duration time.Duration // step_finished, run_finished
 	Message  string        // step_log: the printed line; loop_iteration: until's feedback
 	Output   starlark.Value
@@ -128,6 +129,9 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	}
 	if e.Error != "" {
 		b = appendMember(b, "error", e.Error)
+	}
+	if len(e.Trace) > 0 {
+		b = appendStrings(append(b, `,"trace":`...), e.Trace)
 	}
 	if e.Type == StepFinished || e.Type == RunFinished {
 		b = appendMillis(append(b, `,"duration_ms":`...), e.Duration)

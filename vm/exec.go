@@ -55,6 +55,8 @@ type run struct {
 	args   starlark.Tuple   // its arguments: the view
 	cur    *StepRecord      // the fn step print() writes to
 
+	cause *graphir.Error // the latest step failure routed on (see follow)
+
 	path     []string
 	pathNext int
 	now      func() time.Time
@@ -163,7 +165,7 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 	if r.events {
 		ev := Event{Type: RunFinished, RunID: res.RunID, FlowName: g.Name, Status: string(res.Status), Duration: res.Duration, Output: res.Output}
 		if res.Error != nil {
-			ev.Code, ev.Error, ev.Step = res.Error.Code, res.Error.Msg, res.Error.Step
+			ev.Code, ev.Error, ev.Step, ev.Trace = res.Error.Code, res.Error.Msg, res.Error.Step, res.Error.Trace
 		}
 		r.emit(ev)
 	}
@@ -381,7 +383,11 @@ func (r *run) viewArgs(f *frame, self *graphir.Node) starlark.Tuple {
 
 // eval evaluates an expression or function of r for step self in frame f.
 func (r *run) eval(f *frame, self *graphir.Node, x *graphir.Expr) (starlark.Value, error) {
-	return starlark.Call(r.evalThread(), x.Func, r.viewArgs(f, self), nil)
+	v, err := starlark.Call(r.evalThread(), x.Func, r.viewArgs(f, self), nil)
+	if err != nil && !x.User {
+		err = &exprError{x: x, err: err}
+	}
+	return v, err
 }
 
 // callFn runs attempt number attempt of fn step n.
@@ -424,7 +430,7 @@ func (r *run) callFn(f *frame, n *graphir.Node, attempt int) {
 		r.retryLater(f, n, nil, attempt, msg)
 		return
 	}
-	r.finish(f, n, &outcome{ok: false, value: starlark.None, err: msg, code: code})
+	r.finish(f, n, &outcome{ok: false, value: starlark.None, err: msg, code: code, trace: errTrace(err), pos: errPos(err)})
 }
 
 // backoff is the delay before retry number attempt: base doubled after

@@ -13,7 +13,7 @@ import (
 
 // MarshalJSON encodes the result in the shape of SPEC §7, with these
 // additions: "path_total" (path keeps the latest entries only), per step
-// "duration_ms", and where they apply "code", "truncated", "log",
+// "duration_ms", and where they apply "code", "trace", "truncated", "log",
 // "iterations"/"exhausted" (loops), "items" (maps) and "child" (the child
 // flow's run).
 func (r *Result) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil, "") }
@@ -131,6 +131,25 @@ func (e *resultEncoder) strings(level int, name string, ss []string) {
 	e.b = append(e.b, ']')
 }
 
+// runError writes a run's error at nesting level: code, step, message,
+// and where they apply the Starlark backtrace ("trace") and the routed
+// failure that began the path to it ("cause", of the same shape).
+func (e *resultEncoder) runError(err *graphir.Error, level int) {
+	l := level + 1
+	e.open()
+	e.str(l, "code", err.Code)
+	e.str(l, "step", err.Step)
+	e.str(l, "message", err.Msg)
+	if len(err.Trace) > 0 {
+		e.strings(l, "trace", err.Trace)
+	}
+	if err.Cause != nil {
+		e.key(l, "cause")
+		e.runError(err.Cause, l)
+	}
+	e.close(level)
+}
+
 func (e *resultEncoder) result(r *Result, level int) error {
 	l := level + 1
 	e.open()
@@ -142,11 +161,7 @@ func (e *resultEncoder) result(r *Result, level int) error {
 		e.null(l, "error")
 	} else {
 		e.key(l, "error")
-		e.open()
-		e.str(l+1, "code", r.Error.Code)
-		e.str(l+1, "step", r.Error.Step)
-		e.str(l+1, "message", r.Error.Msg)
-		e.close(l)
+		e.runError(r.Error, l)
 	}
 	e.key(l, "output")
 	var err error
@@ -174,6 +189,9 @@ func (e *resultEncoder) result(r *Result, level int) error {
 		} else {
 			e.str(sl, "error", s.Error)
 			e.str(sl, "code", s.Code)
+		}
+		if len(s.Trace) > 0 {
+			e.strings(sl, "trace", s.Trace)
 		}
 		e.key(sl, "duration_ms")
 		e.b = appendMillis(e.b, s.Duration)

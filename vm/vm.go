@@ -209,6 +209,9 @@ type StepRecord struct {
 	Duration  time.Duration
 	Truncated bool     // a task's output was cut to its tail
 	Log       []string // print() output of fn steps
+	// Trace is the Starlark backtrace of a runtime error in the step's own
+	// code ("file:line:col: in func", innermost first).
+	Trace []string
 	// Loops.
 	Iterations int
 	Exhausted  bool

@@ -76,6 +76,11 @@ func (p *progress) stop() {
 	}
 	p.mu.Lock()
 	p.clear()
+	if p.tty {
+		// Back to the start of a clean line: the terminal may have echoed
+		// ^C where the cursor was.
+		fmt.Fprint(p.w, "\r\x1b[K")
+	}
 	p.running = nil
 	p.w.Flush()
 	p.mu.Unlock()
@@ -209,9 +214,9 @@ func (p *progress) event(ev vm.Event) {
 		}
 		b = appendPaint(b, p.color, "33", "retry")
 		b = append(append(b, ' '), where...)
-		b = append(append(b, ": "...), ev.Error...)
-		b = append(b, "; retrying (attempt "...)
-		b = append(strconv.AppendInt(b, int64(ev.Attempt), 10), ')')
+		b = append(append(b, ": "...), visible(ev.Error, false)...)
+		b = append(b, " (attempt "...)
+		b = append(strconv.AppendInt(b, int64(ev.Attempt), 10), " next)"...)
 		p.line(b)
 		p.show()
 		return
@@ -225,13 +230,16 @@ func (p *progress) event(ev vm.Event) {
 		if failed {
 			b = appendPaint(b, p.color, "31", "FAIL ")
 			b = append(append(b, ' '), where...)
-			b = append(append(b, ' '), ev.Error...)
+			b = append(append(b, ' '), visible(traceAt(ev.Trace)+ev.Error, false)...)
 		} else {
 			b = appendPaint(b, p.color, "32", "ok   ")
 			b = append(append(b, ' '), where...)
 		}
 		b = append(b, ' ')
 		b = p.appendDim(b, func(b []byte) []byte { return appendDuration(b, ev.Duration) })
+		if failed && (ev.Kind == "task" || ev.Kind == "shell") {
+			b = append(b, p.tailText(ev.Output)...)
+		}
 		p.line(b)
 		if failed {
 			p.show()
@@ -247,7 +255,7 @@ func (p *progress) event(ev vm.Event) {
 		}
 	case vm.StepLog:
 		b = append(append(b, "      "...), where...)
-		b = append(append(b, ": "...), ev.Message...)
+		b = append(append(b, ": "...), visible(ev.Message, false)...)
 	case vm.LoopIteration:
 		b = appendPaint(b, p.color, "36", "loop ")
 		b = append(append(b, ' '), where...)
@@ -259,7 +267,7 @@ func (p *progress) event(ev vm.Event) {
 			b = append(b, " again"...)
 		}
 		if ev.Message != "" {
-			b = append(append(b, ": "...), ev.Message...)
+			b = append(append(b, ": "...), visible(ev.Message, false)...)
 		}
 	default:
 		return
@@ -275,13 +283,16 @@ func (p *progress) summary(res *vm.Result) {
 	default:
 		msg := ""
 		if res.Error != nil {
-			msg = fmt.Sprintf(": %s [%s]", res.Error.Msg, res.Error.Code)
+			msg = fmt.Sprintf(": %s [%s]", visible(res.Error.Msg, false), res.Error.Code)
 		}
 		fmt.Fprintf(p.w, "%s in %s%s\n", p.paint("1;31", string(res.Status)), formatDuration(res.Duration), msg)
+		var b strings.Builder
+		p.writeFailure(&b, res)
+		io.WriteString(p.w, b.String())
 	}
 	fmt.Fprintf(p.w, "  path:   %s\n", pathText(res, 24))
 	if res.Status == vm.Succeeded {
-		fmt.Fprintf(p.w, "  output: %s\n", valueText(res.Output, 300))
+		fmt.Fprintf(p.w, "  output: %s\n", visible(valueText(res.Output, 300), false))
 	}
 	p.w.Flush()
 }

@@ -57,7 +57,7 @@ func TestProgressBuffersUntilItMatters(t *testing.T) {
 	}
 	p.event(vm.Event{Type: vm.StepLog, Time: at, Step: "c", Message: "hello"})
 	p.event(vm.Event{Type: vm.StepRetrying, Time: at, Step: "c", Error: "timeout", Attempt: 2})
-	want += "      c: hello\nretry c: timeout; retrying (attempt 2)\n"
+	want += "      c: hello\nretry c: timeout (attempt 2 next)\n"
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("after a retry (-want +got):\n%s", diff)
 	}

@@ -1,0 +1,195 @@
+package main
+
+// This file decides what a run shows a person about a failure: the tail of
+// a failed task's stderr (or stdout), the step whose failure began a path
+// to ABORT, the Starlark backtrace of a runtime error. Everything a step
+// produced passes through visible first, so output printed to a terminal
+// can never move the cursor, clear the screen or retitle the window.
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/vm"
+)
+
+// Bounds of the output tail shown under a failed step.
+const (
+	tailLines = 10
+	tailBytes = 2048
+)
+
+// visible returns s with every control character other than tab written
+// out as an escape (\x1b, \r, \u009b), and invalid UTF-8 as \xNN, so it
+// shows what a step printed without a terminal interpreting it. Newlines
+// are kept when keepNewlines, else escaped too.
+func visible(s string, keepNewlines bool) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\t' && (c != '\n' || !keepNewlines) || c == 0x7f || c >= 0x80 {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n' && keepNewlines, r == '\t':
+			b.WriteRune(r)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r >= 0x80 && r < 0xa0, r == '\u2028', r == '\u2029':
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// outputTail returns the last lines a failed task printed, bounded (see
+// tailLines and tailBytes), made visible: its stderr, or its stdout when
+// stderr is empty. The first result names the stream; both are "" when
+// the step printed nothing or is no task.
+func outputTail(output starlark.Value) (stream string, lines []string) {
+	m, ok := output.(starlark.HasAttrs)
+	if !ok {
+		return "", nil
+	}
+	for _, name := range []string{"stderr", "stdout"} {
+		v, err := m.Attr(name)
+		if err != nil {
+			return "", nil // no task output
+		}
+		s, ok := v.(starlark.String)
+		text := strings.TrimRight(string(s), "\n")
+		if !ok || strings.TrimSpace(text) == "" {
+			continue
+		}
+		cut := false
+		if len(text) > tailBytes {
+			text, cut = text[len(text)-tailBytes:], true
+			for i := 0; i < utf8.UTFMax && i < len(text) && !utf8.RuneStart(text[0]); i++ {
+				text = text[1:]
+			}
+		}
+		all := strings.Split(text, "\n")
+		if len(all) > tailLines {
+			all, cut = all[len(all)-tailLines:], true
+		} else if cut && len(all) > 1 {
+			all = all[1:] // the first line is partial
+		}
+		for _, l := range all {
+			lines = append(lines, visible(strings.TrimRight(l, "\r"), false))
+		}
+		if cut {
+			lines = append([]string{"…"}, lines...)
+		}
+		return name, lines
+	}
+	return "", nil
+}
+
+// failedRecord finds the record of the step whose failure a run error (or
+// its cause) is about, following a loop's or map's failure into the body
+// step that failed and a child flow's into the child's run.
+func failedRecord(res *vm.Result, step string) *vm.StepRecord {
+	rec := res.Step(step)
+	for depth := 0; rec != nil && depth < 32; depth++ {
+		if rec.Child != nil && rec.Child.Error != nil {
+			if inner := failedRecord(rec.Child, rec.Child.Error.Step); inner != nil {
+				return inner
+			}
+		}
+		if rec.Kind.String() != "loop" && rec.Kind.String() != "map" {
+			return rec
+		}
+		var inner *vm.StepRecord
+		for _, s := range res.Steps {
+			if s != rec && s.Status == vm.StepFailed && strings.Contains(rec.Error, fmt.Sprintf("step %q failed", s.Name)) {
+				inner = s
+				break
+			}
+		}
+		if inner == nil {
+			return rec
+		}
+		rec = inner
+	}
+	return rec
+}
+
+// writeFailure writes what the summary says about a failed run under its
+// first line: the cause, the output tail of the step that failed, and the
+// Starlark backtrace, each labelled like "path:".
+func (p *progress) writeFailure(b *strings.Builder, res *vm.Result) {
+	e := res.Error
+	if e == nil {
+		return
+	}
+	subject, trace := e.Step, e.Trace
+	if c := e.Cause; c != nil {
+		fmt.Fprintf(b, "  cause:  step %q failed: %s [%s]\n", c.Step, visible(c.Msg, false), c.Code)
+		subject, trace = c.Step, c.Trace
+	}
+	if subject != "" {
+		if rec := failedRecord(res, subject); rec != nil && rec.Status == vm.StepFailed {
+			if stream, lines := outputTail(rec.Output); stream != "" {
+				label := stream + ":"
+				if rec.Name != e.Step {
+					label = fmt.Sprintf("%s of %s:", stream, rec.Name)
+				}
+				fmt.Fprintf(b, "  %s\n", label)
+				for _, l := range lines {
+					fmt.Fprintf(b, "    %s %s\n", p.paint("2", "|"), l)
+				}
+			}
+			if len(trace) == 0 {
+				trace = rec.Trace
+			}
+		}
+	}
+	if len(trace) > 0 {
+		b.WriteString("  trace:\n")
+		for _, t := range trace {
+			fmt.Fprintf(b, "    %s\n", visible(t, false))
+		}
+	}
+}
+
+// writeTail writes the output tail of a failed task under its FAIL line.
+func (p *progress) tailText(output starlark.Value) string {
+	_, lines := outputTail(output)
+	var b strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&b, "\n      %s %s", p.paint("2", "|"), l)
+	}
+	return b.String()
+}
+
+// traceAt is "file:line:col: " of the innermost frame of a backtrace, or
+// "" without one.
+func traceAt(trace []string) string {
+	if len(trace) == 0 {
+		return ""
+	}
+	at, _, ok := strings.Cut(trace[0], ": in ")
+	if !ok {
+		return ""
+	}
+	return at + ": "
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// wait waits for the command on the terminal to end and returns its exit
+// status.
+func (term *terminal) wait() int {
+	term.t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- term.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(ptyDeadline):
+		term.t.Fatalf("skein did not exit; output:\n%q", term.out.String())
+	}
+	<-term.read
+	return term.cmd.ProcessState.ExitCode()
+}
+
+// On a terminal, what steps print is shown with its control sequences made
+// visible: a task cannot clear the screen or retitle the window.
+func TestRunTerminalEscapes(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	saveInPlace(t, filepath.Join(dir, "esc.star"), `
+a = step("a", shell = "printf 'before\\033[2J\\033]0;pwned\\007after\\n' >&2; exit 7")
+b = step("b", fn = lambda r: "out\x1b[31mred")
+edge(START, a)
+edge(a, b, on = "failure")
+edge(b, END)
+`)
+	term := startTerminal(t, dir, state, "run", "esc.star")
+	if code := term.wait(); code != 0 {
+		t.Errorf("exit status %d", code)
+	}
+	out := term.out.String()
+	for _, raw := range []string{"\x1b[2J", "\x1b]0;", "\x07", "\x1b[31m"} {
+		if strings.Contains(out, raw) {
+			t.Errorf("the output holds the raw sequence %q:\n%q", raw, out)
+		}
+	}
+	for _, shown := range []string{`| before\x1b[2J\x1b]0;pwned\x07after`, `output: out\x1b[31mred`} {
+		if !strings.Contains(out, shown) {
+			t.Errorf("the output does not show %q:\n%q", shown, out)
+		}
+	}
+}
+
+// Ctrl-C on a terminal: the summary starts at the beginning of its line,
+// not after the terminal's echo of ^C.
+func TestRunTerminalCancel(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	pid := filepath.Join(dir, "pid")
+	saveInPlace(t, filepath.Join(dir, "sleep.star"), pidFlow(pid))
+	term := startTerminal(t, dir, state, "run", "sleep.star", "--input", "who=me")
+	w := &watchRun{t: t, dir: dir, out: term.out}
+	w.readPid(pid)
+	term.send(keyCtrlC)
+	if code := term.wait(); code != 1 {
+		t.Errorf("exit status %d", code)
+	}
+	out := term.out.String()
+	i := strings.Index(out, "cancelled in")
+	if i < 0 {
+		t.Fatalf("no summary:\n%q", out)
+	}
+	if before := out[:i]; !strings.HasSuffix(before, "\n") && !strings.HasSuffix(before, "\r\x1b[K") {
+		t.Errorf("the summary does not start its line:\n%q", out)
+	}
+}

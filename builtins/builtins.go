@@ -43,6 +43,8 @@ var predeclared = func() starlark.StringDict {
 		"loop":   starlark.NewBuiltin("loop", loopFn),
 		"map":    starlark.NewBuiltin("map", mapFn),
 		"input":  starlark.NewBuiltin("input", inputFn),
+		"model":  starlark.NewBuiltin("model", modelFn),
+		"judge":  starlark.NewBuiltin("judge", judgeFn),
 		"range":  starlark.NewBuiltin("range", rangeFn),
 		"START":  &Step{id: graphir.Start, name: "START", kind: "start"},
 		"END":    &Step{id: graphir.End, name: "END", kind: "end"},

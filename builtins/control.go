@@ -20,17 +20,27 @@ func routerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple
 		return nil, err
 	}
 	var name, by, routes, cases, dflt, maxVisits, join starlark.Value
-	var vals [7]starlark.Value
+	var vals [9]starlark.Value
 	if err := c.unpack(args, kwargs, routerParams, vals[:]); err != nil {
 		return nil, err
 	}
 	name, by, routes, cases, dflt, maxVisits, join = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6]
+	llm, modelName := vals[7], vals[8]
 	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindRouter}
 	if n.Name, err = c.name(name); err != nil {
 		return nil, err
 	}
 	c.named("router", n.Name)
 	switch {
+	case !isNone(llm) && !isNone(by):
+		return nil, c.errorf("give by= (an expression) or llm= (a prompt), not both")
+	case !isNone(llm) && !isNone(cases):
+		return nil, c.errorf("llm= picks one of routes=; it does not take cases=")
+	case isNone(llm) && !isNone(modelName):
+		return nil, c.errorf("model applies only to routers given llm=")
+	case !isNone(llm):
+		// routes= is checked by the checker (routes_missing), so that a
+		// router without routes is reported with the others.
 	case !isNone(routes) && !isNone(cases):
 		return nil, c.errorf("give routes= (with by=) or cases=, not both")
 	case !isNone(routes) && isNone(by):
@@ -40,15 +50,26 @@ func routerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple
 	case isNone(routes) && isNone(cases):
 		return nil, c.errorf("needs routes= (with by=) or cases=")
 	}
-	if !isNone(routes) {
-		if n.By, err = c.cond("by", by); err != nil {
+	if !isNone(llm) {
+		if n.Prompt, err = c.template("llm", llm); err != nil {
 			return nil, err
+		}
+		if err := c.modelParams(n, nil, modelName, nil, nil); err != nil {
+			return nil, err
+		}
+		n.Retries = defaultModelRetries
+	}
+	if !isNone(routes) {
+		if isNone(llm) {
+			if n.By, err = c.cond("by", by); err != nil {
+				return nil, err
+			}
 		}
 		keys, vals, err := c.dict("routes", routes)
 		if err != nil {
 			return nil, err
 		}
-		if len(keys) == 0 {
+		if len(keys) == 0 && isNone(llm) {
 			return nil, c.errorf("routes must have at least one label")
 		}
 		for i, k := range keys {
@@ -159,6 +180,9 @@ func loopFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	case starlark.String:
 		n.UntilName = string(u)
 		n.UntilPos, _ = c.locate("until", string(u))
+	case *Judge:
+		j := u.j
+		n.Judge = &j
 	case starlark.Callable:
 		n.Until = u
 	default:
@@ -231,7 +255,7 @@ func mapFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, k
 
 // Parameter names, in order; "?" marks an optional one.
 var (
-	routerParams = []string{"name", "by?", "routes?", "cases?", "default?", "max_visits?", "join?"}
+	routerParams = []string{"name", "by?", "routes?", "cases?", "default?", "max_visits?", "join?", "llm?", "model?"}
 	loopParams   = []string{"name", "body?", "until?", "max_iterations?", "max_visits?", "join?", "timeout?"}
 	mapParams    = []string{"name", "over?", "body?", "concurrency?", "item_var?", "max_visits?", "join?", "timeout?"}
 )

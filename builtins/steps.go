@@ -34,15 +34,15 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if err != nil {
 		return nil, err
 	}
-	var name, description, inputs, output, maxVisits, timeout starlark.Value
+	var name, description, inputs, output, maxVisits, timeout, maxTokens starlark.Value
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	var vals [6]starlark.Value
+	var vals [7]starlark.Value
 	if err := c.unpack(args, kwargs, flowParams, vals[:]); err != nil {
 		return nil, err
 	}
-	name, description, inputs, output, maxVisits, timeout = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]
+	name, description, inputs, output, maxVisits, timeout, maxTokens = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6]
 	f := graphir.FlowDecl{Pos: c.pos}
 	if !isNone(name) {
 		s, ok := name.(starlark.String)
@@ -89,6 +89,11 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 			return nil, err
 		}
 	}
+	if !isNone(maxTokens) {
+		if f.MaxTokens, err = c.intAtLeast("max_tokens", maxTokens, 1); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.b.SetFlow(f); err != nil {
 		return nil, err
 	}
@@ -107,11 +112,12 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		return nil, err
 	}
 	var name, run, shell, fnv, flow, argv, env, stdin, dir, inputs, maxVisits, retries, backoff, timeout, join starlark.Value
-	var vals [15]starlark.Value
+	var vals [20]starlark.Value
 	if err := c.unpack(args, kwargs, stepParams, vals[:]); err != nil {
 		return nil, err
 	}
 	name, run, shell, fnv, flow, argv, env, stdin, dir, inputs, maxVisits, retries, backoff, timeout, join = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6], vals[7], vals[8], vals[9], vals[10], vals[11], vals[12], vals[13], vals[14]
+	llm, system, modelName, schema, maxTokens := vals[15], vals[16], vals[17], vals[18], vals[19]
 	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindNoop, Backoff: defaultBackoff}
 	if n.Name, err = c.name(name); err != nil {
 		return nil, err
@@ -122,13 +128,13 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	for _, k := range []struct {
 		param string
 		v     starlark.Value
-	}{{"run", run}, {"shell", shell}, {"fn", fnv}, {"flow", flow}} {
+	}{{"run", run}, {"shell", shell}, {"fn", fnv}, {"flow", flow}, {"llm", llm}} {
 		if !isNone(k.v) {
 			kinds = append(kinds, k.param)
 		}
 	}
 	if len(kinds) > 1 {
-		return nil, c.errorf("give at most one of run, shell, fn, flow; got %s and %s", kinds[0], kinds[1])
+		return nil, c.errorf("give at most one of run, shell, fn, flow, llm; got %s and %s", kinds[0], kinds[1])
 	}
 	switch {
 	case !isNone(run):
@@ -162,6 +168,11 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		if n.Flow.Src == "" {
 			return nil, c.errorf("flow must name the child flow file, got \"\"")
 		}
+	case !isNone(llm):
+		n.Kind = graphir.KindLLM
+		if n.Prompt, err = c.template("llm", llm); err != nil {
+			return nil, err
+		}
 	}
 
 	// Parameters that belong to one kind only.
@@ -178,6 +189,10 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		only("stdin", stdin, proc, "run= and shell="),
 		only("dir", dir, proc, "run= and shell="),
 		only("inputs", inputs, n.Kind == graphir.KindSubflow, "flow="),
+		only("system", system, n.Kind == graphir.KindLLM, "llm="),
+		only("model", modelName, n.Kind == graphir.KindLLM, "llm="),
+		only("schema", schema, n.Kind == graphir.KindLLM, "llm="),
+		only("max_tokens", maxTokens, n.Kind == graphir.KindLLM, "llm="),
 	} {
 		if chk != nil {
 			return nil, chk
@@ -248,6 +263,12 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 			}
 			n.Inputs = append(n.Inputs, graphir.NamedTemplate{Name: k, Value: t, Literal: lit})
 		}
+	}
+	if n.Kind == graphir.KindLLM {
+		if err := c.modelParams(n, system, modelName, schema, maxTokens); err != nil {
+			return nil, err
+		}
+		n.Retries = defaultModelRetries
 	}
 	if err := c.common(n, maxVisits, retries, backoff, timeout, join); err != nil {
 		return nil, err
@@ -409,7 +430,8 @@ func chainFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 
 // Parameter names, in order; "?" marks an optional one.
 var (
-	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?"}
-	stepParams = []string{"name", "run?", "shell?", "fn?", "flow?", "args?", "env?", "stdin?", "dir?", "inputs?", "max_visits?", "retries?", "backoff?", "timeout?", "join?"}
+	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?", "max_tokens?"}
+	stepParams = []string{"name", "run?", "shell?", "fn?", "flow?", "args?", "env?", "stdin?", "dir?", "inputs?", "max_visits?", "retries?", "backoff?", "timeout?", "join?",
+		"llm?", "system?", "model?", "schema?", "max_tokens?"}
 	edgeParams = []string{"src", "dst", "when?", "on?"}
 )

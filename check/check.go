@@ -82,6 +82,7 @@ func init() {
 		checkJoins,        // cycles.go
 		checkRouters,      // control.go
 		checkUntil,        // control.go
+		checkModels,       // models.go
 		checkSubflows,     // subflows.go
 		checkDataflow,     // dataflow.go
 		checkInputs,       // inputs.go

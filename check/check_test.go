@@ -46,6 +46,7 @@ var codes = []string{
 	"subflow_not_found", "subflow_cycle", "subflow_depth", "shell_interpolation",
 	"maybe_unmet", "unused_result", "router_no_default", "join_single",
 	"input_missing", "input_type",
+	"model_unknown", "routes_missing", "schema_invalid",
 }
 
 func isCode(s string) bool {

@@ -93,6 +93,8 @@ func checkUntil(p *pass) {
 			continue
 		}
 		switch {
+		case n.Judge != nil:
+			// judge(): a model decides (checked in models.go).
 		case n.UntilBad != "":
 			p.report("until_invalid", n, n.UntilPos,
 				fmt.Sprintf("until= of loop %q must be a function of one argument or the name of one, got %s", n.Name, n.UntilBad),

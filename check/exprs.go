@@ -116,6 +116,8 @@ func (p *pass) exprs() *exprIndex {
 		for _, in := range n.Inputs {
 			tmpl(in.Value, "inputs", in.Name, 0)
 		}
+		tmpl(n.Prompt, "llm", "", 0)
+		tmpl(n.System, "system", "", 0)
 		switch n.Kind {
 		case graphir.KindRouter:
 			add(site{x: n.By, kind: siteBy, at: n.ID, scope: n.Parent})

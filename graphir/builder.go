@@ -26,6 +26,7 @@ type FlowDecl struct {
 	Output      *Expr
 	MaxVisits   int
 	Timeout     time.Duration
+	MaxTokens   int
 	Pos         Pos
 }
 
@@ -41,6 +42,7 @@ type Builder struct {
 	nodes    []*Node
 	edges    []*Edge
 	flow     *FlowDecl
+	models   []ModelDecl
 	userEdge int // edges added by edge()/chain(), not counting router routes
 }
 
@@ -73,6 +75,18 @@ func (b *Builder) SetFlow(f FlowDecl) error {
 		return fmt.Errorf("flow() was already called at %s", b.flow.Pos)
 	}
 	b.flow = &f
+	return nil
+}
+
+// AddModel records a model() declaration; it fails on a name declared
+// before.
+func (b *Builder) AddModel(d ModelDecl) error {
+	for _, m := range b.models {
+		if m.Name == d.Name {
+			return fmt.Errorf("model %q was already declared at %s", d.Name, m.Pos)
+		}
+	}
+	b.models = append(b.models, d)
 	return nil
 }
 
@@ -145,7 +159,9 @@ func (b *Builder) freeze(copyNodes bool) *Graph {
 	if f := b.flow; f != nil {
 		g.Name, g.Description, g.Pos = f.Name, f.Description, f.Pos
 		g.Inputs, g.Output, g.MaxVisits, g.Timeout = f.Inputs, f.Output, f.MaxVisits, f.Timeout
+		g.MaxTokens = f.MaxTokens
 	}
+	g.Models = append([]ModelDecl(nil), b.models...)
 	g.Nodes = make([]*Node, len(b.nodes))
 	var copies []Node
 	if copyNodes {

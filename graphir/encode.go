@@ -22,6 +22,8 @@ type jsonGraph struct {
 	Output      *string              `json:"output"`
 	MaxVisits   int                  `json:"max_visits,omitempty"`
 	Timeout     string               `json:"timeout,omitempty"`
+	MaxTokens   int                  `json:"max_tokens,omitempty"`
+	Models      []jsonModel          `json:"models,omitempty"`
 	Nodes       []jsonNode           `json:"nodes"`
 	Edges       []jsonEdge           `json:"edges"`
 }
@@ -41,12 +43,18 @@ type jsonNode struct {
 	Fn            string            `json:"fn,omitempty"`
 	Flow          string            `json:"flow,omitempty"`
 	Inputs        map[string]string `json:"inputs,omitempty"`
+	LLM           *string           `json:"llm,omitempty"`
+	System        *string           `json:"system,omitempty"`
+	Model         string            `json:"model,omitempty"`
+	Schema        any               `json:"schema,omitempty"`
+	MaxTokens     int               `json:"max_tokens,omitempty"`
 	By            string            `json:"by,omitempty"`
 	Routes        map[string]string `json:"routes,omitempty"`
 	Cases         []jsonCase        `json:"cases,omitempty"`
 	Default       string            `json:"default,omitempty"`
 	Body          []string          `json:"body,omitempty"`
 	Until         string            `json:"until,omitempty"`
+	Judge         *jsonJudge        `json:"judge,omitempty"`
 	MaxIterations int               `json:"max_iterations,omitempty"`
 	Over          string            `json:"over,omitempty"`
 	Concurrency   int               `json:"concurrency,omitempty"`
@@ -66,6 +74,20 @@ type jsonInput struct {
 	Default  any    `json:"default,omitempty"`
 	Help     string `json:"help,omitempty"`
 	Choices  []any  `json:"choices,omitempty"`
+}
+
+type jsonModel struct {
+	Name        string   `json:"name"`
+	Model       string   `json:"model"`
+	BaseURL     string   `json:"base_url,omitempty"`
+	APIKeyEnv   string   `json:"api_key_env,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	MaxTokens   int      `json:"max_tokens,omitempty"`
+}
+
+type jsonJudge struct {
+	Condition string `json:"condition"`
+	Model     string `json:"model,omitempty"`
 }
 
 type jsonCase struct {
@@ -105,6 +127,10 @@ func (g *Graph) jsonHeader() jsonGraph {
 	}
 	if g.Timeout > 0 {
 		jg.Timeout = fmtDuration(g.Timeout)
+	}
+	jg.MaxTokens = g.MaxTokens
+	for _, m := range g.Models {
+		jg.Models = append(jg.Models, jsonModel{Name: m.Name, Model: m.Model, BaseURL: m.BaseURL, APIKeyEnv: m.KeyEnv, Temperature: m.Temperature, MaxTokens: m.MaxTokens})
 	}
 	return jg
 }
@@ -180,6 +206,16 @@ func (g *Graph) jsonNode(n *Node) jsonNode {
 		for _, in := range n.Inputs {
 			j.Inputs[in.Name] = in.Value.Src
 		}
+	}
+	if n.Prompt != nil {
+		j.LLM = &n.Prompt.Src
+	}
+	if n.System != nil {
+		j.System = &n.System.Src
+	}
+	j.Model, j.Schema, j.MaxTokens = n.Model, n.Schema, n.MaxTokens
+	if n.Judge != nil {
+		j.Judge = &jsonJudge{Condition: n.Judge.Condition, Model: n.Judge.Model}
 	}
 	j.By = n.By.String()
 	if len(n.Routes) > 0 {

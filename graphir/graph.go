@@ -41,9 +41,10 @@ const (
 	KindRouter
 	KindLoop
 	KindMap
+	KindLLM
 )
 
-var kindNames = [...]string{"start", "end", "abort", "task", "shell", "fn", "subflow", "noop", "router", "loop", "map"}
+var kindNames = [...]string{"start", "end", "abort", "task", "shell", "fn", "subflow", "noop", "router", "loop", "map", "llm"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -129,6 +130,16 @@ type Node struct {
 	ChildPath string // the resolved literal path
 	ChildErr  *Error // why the literal child could not be loaded
 
+	// Model calls: llm= steps, and routers given llm= (SPEC §11).
+	Prompt    *Template // llm=
+	System    *Template // system=
+	Model     string    // model=: a model() name; "" for the default model
+	ModelPos  Pos
+	Schema    any // schema= as decoded JSON (map[string]any, ...); nil for text
+	HasSchema bool
+	SchemaPos Pos
+	MaxTokens int // max_tokens= of the call; 0 for the model's
+
 	// Routers. Routes and Cases are in declaration order; every one of them
 	// and the default also appear as an out-edge of the router.
 	By      *Expr
@@ -142,6 +153,7 @@ type Node struct {
 	UntilName     string // until= given as a name (Until set once resolved)
 	UntilBad      string // until= was neither a function nor a name: the type given
 	UntilPos      Pos
+	Judge         *Judge // until=judge(...)
 	MaxIterations int
 
 	// Maps (Body as for loops).
@@ -152,6 +164,31 @@ type Node struct {
 	// Computed at freeze.
 	In, Out []EdgeID // all edges in and out, in declaration order
 	Decl    int      // declaration order among steps (sentinels -1)
+}
+
+// Judge is a loop's until=judge(condition, model=...): a model decides
+// after each iteration.
+type Judge struct {
+	Condition string
+	Model     string // "" for the default model
+	Pos       Pos
+}
+
+// ModelDecl is one model() declaration.
+type ModelDecl struct {
+	Name        string
+	Model       string
+	BaseURL     string // "" for the default chain
+	KeyEnv      string
+	Temperature *float64
+	MaxTokens   int
+	Pos         Pos
+}
+
+// IsModelCall reports whether n calls a model: an llm= step, an LLM router
+// or a judged loop.
+func (n *Node) IsModelCall() bool {
+	return n.Kind == KindLLM || n.Prompt != nil || n.Judge != nil
 }
 
 // EnvVar is one entry of env=.
@@ -230,6 +267,8 @@ type Graph struct {
 	Output      *Expr
 	MaxVisits   int
 	Timeout     time.Duration
+	MaxTokens   int         // flow(max_tokens=): the run's token budget, 0 for none
+	Models      []ModelDecl // model() declarations, in order
 
 	Nodes []*Node
 	Edges []*Edge
@@ -250,6 +289,16 @@ type Graph struct {
 func (g *Graph) Node(name string) *Node {
 	if id, ok := g.byName[name]; ok {
 		return g.Nodes[id]
+	}
+	return nil
+}
+
+// ModelDecl returns the model() declaration called name, or nil.
+func (g *Graph) ModelDecl(name string) *ModelDecl {
+	for i := range g.Models {
+		if g.Models[i].Name == name {
+			return &g.Models[i]
+		}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // Schema types of the supported subset.
@@ -332,4 +333,14 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// NormalizeLabel is how an LLM router compares its labels with a model's
+// answer: trimmed, lower-cased, surrounding punctuation and symbols removed
+// ("Urgent." -> "urgent", "**routine**" -> "routine").
+func NormalizeLabel(s string) string {
+	s = strings.TrimFunc(s, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsPunct(r) || unicode.IsSymbol(r)
+	})
+	return strings.ToLower(s)
 }

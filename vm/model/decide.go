@@ -7,18 +7,14 @@ package model
 import (
 	"encoding/json"
 	"strings"
-	"unicode"
+
+	"github.com/skeinlang/skein/graphir"
 )
 
 // Normalize is how labels and answers are compared: trimmed, lower-cased,
 // surrounding punctuation and symbols removed ("Urgent." -> "urgent",
 // "**routine**" -> "routine").
-func Normalize(s string) string {
-	s = strings.TrimFunc(s, func(r rune) bool {
-		return unicode.IsSpace(r) || unicode.IsPunct(r) || unicode.IsSymbol(r)
-	})
-	return strings.ToLower(s)
-}
+func Normalize(s string) string { return graphir.NormalizeLabel(s) }
 
 // RouteSchema is the schema of a router's answer: {"label": one of labels}.
 func RouteSchema(labels []string) map[string]any {

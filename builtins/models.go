@@ -1,0 +1,176 @@
+package builtins
+
+// This file defines model() and judge(), and the parameters llm= steps and
+// LLM routers share (SPEC §11).
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
+)
+
+// defaultModelRetries is how often a model call is retried after a
+// transport error, a timeout, 429 or 5xx unless retries= says otherwise.
+const defaultModelRetries = 2
+
+// modelParams unpacks system=, model=, schema= and max_tokens= (each may be
+// nil when the builtin has no such parameter).
+func (c *call) modelParams(n *graphir.Node, system, modelName, schema, maxTokens starlark.Value) error {
+	var err error
+	if !isNone(system) {
+		if n.System, err = c.template("system", system); err != nil {
+			return err
+		}
+	}
+	if !isNone(modelName) {
+		s, ok := modelName.(starlark.String)
+		if !ok || s == "" {
+			return c.errorf("model must name a model() declaration, got %s", describe(modelName))
+		}
+		n.Model = string(s)
+		n.ModelPos, _ = c.locate("model", string(s))
+	}
+	if !isNone(schema) {
+		if n.Schema, err = c.jsonValue("schema", schema); err != nil {
+			return err
+		}
+		n.HasSchema = true
+		n.SchemaPos = c.pos
+	}
+	if !isNone(maxTokens) {
+		if n.MaxTokens, err = c.intAtLeast("max_tokens", maxTokens, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// jsonValue converts flow data to decoded JSON (map[string]any, []any,
+// string, float64, bool, nil).
+func (c *call) jsonValue(param string, v starlark.Value) (any, error) {
+	g, err := stdlib.ToGo(v)
+	if err != nil {
+		return nil, c.errorf("%s: %v", param, err)
+	}
+	b, err := json.Marshal(g)
+	if err != nil {
+		return nil, c.errorf("%s: %v", param, err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, c.errorf("%s: %v", param, err)
+	}
+	return out, nil
+}
+
+// model(name, *, model, base_url=None, api_key_env="OPENAI_API_KEY",
+// temperature=None, max_tokens=None)
+func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	c, err := newCall(thread, fn)
+	if err != nil {
+		return nil, err
+	}
+	if err := positional(c.fn, args, 1, "name"); err != nil {
+		return nil, err
+	}
+	var vals [6]starlark.Value
+	if err := c.unpack(args, kwargs, modelParams, vals[:]); err != nil {
+		return nil, err
+	}
+	name, id, baseURL, keyEnv, temp, maxTokens := vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]
+	d := graphir.ModelDecl{Pos: c.pos}
+	s, ok := name.(starlark.String)
+	if !ok || s == "" {
+		return nil, c.errorf("name must be a non-empty string, got %s", describe(name))
+	}
+	d.Name = string(s)
+	c.named("model", d.Name)
+	if isNone(id) {
+		return nil, c.errorf("missing model=, the provider's model id (e.g. \"gpt-4o-mini\")")
+	}
+	if d.Model, err = c.str("model", id, false); err != nil {
+		return nil, err
+	}
+	if !isNone(baseURL) {
+		if d.BaseURL, err = c.str("base_url", baseURL, false); err != nil {
+			return nil, err
+		}
+	}
+	if !isNone(keyEnv) {
+		if d.KeyEnv, err = c.str("api_key_env", keyEnv, true); err != nil {
+			return nil, err
+		}
+	} else {
+		d.KeyEnv = "OPENAI_API_KEY"
+	}
+	if !isNone(temp) {
+		f, ok := starlark.AsFloat(temp)
+		if !ok || f < 0 || f > 2 {
+			return nil, c.errorf("temperature must be a number from 0 to 2, got %s", describe(temp))
+		}
+		d.Temperature = &f
+	}
+	if !isNone(maxTokens) {
+		if d.MaxTokens, err = c.intAtLeast("max_tokens", maxTokens, 1); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.b.AddModel(d); err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	return starlark.None, nil
+}
+
+// str unpacks a string parameter; empty is refused unless allowEmpty.
+func (c *call) str(param string, v starlark.Value, allowEmpty bool) (string, error) {
+	s, ok := v.(starlark.String)
+	if !ok || (s == "" && !allowEmpty) {
+		return "", c.errorf("%s must be a non-empty string, got %s", param, describe(v))
+	}
+	return string(s), nil
+}
+
+// Judge is the value judge() returns: a loop's until= in plain English.
+type Judge struct{ j graphir.Judge }
+
+var _ starlark.Value = (*Judge)(nil)
+
+func (j *Judge) String() string        { return fmt.Sprintf("judge(%q)", j.j.Condition) }
+func (j *Judge) Type() string          { return "judge" }
+func (j *Judge) Freeze()               {}
+func (j *Judge) Truth() starlark.Bool  { return true }
+func (j *Judge) Hash() (uint32, error) { return starlark.String(j.j.Condition).Hash() }
+
+// judge(condition, *, model=None)
+func judgeFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	c, err := newCall(thread, fn)
+	if err != nil {
+		return nil, err
+	}
+	if err := positional(c.fn, args, 1, "condition"); err != nil {
+		return nil, err
+	}
+	var vals [2]starlark.Value
+	if err := c.unpack(args, kwargs, judgeParams, vals[:]); err != nil {
+		return nil, err
+	}
+	j := graphir.Judge{Pos: c.pos}
+	if j.Condition, err = c.str("condition", vals[0], false); err != nil {
+		return nil, err
+	}
+	if !isNone(vals[1]) {
+		if j.Model, err = c.str("model", vals[1], false); err != nil {
+			return nil, err
+		}
+	}
+	return &Judge{j: j}, nil
+}
+
+var (
+	modelParams = []string{"name", "model?", "base_url?", "api_key_env?", "temperature?", "max_tokens?"}
+	judgeParams = []string{"condition", "model?"}
+)

@@ -1,0 +1,87 @@
+package check
+
+// This file checks model calls (SPEC §11): model_unknown, routes_missing
+// and schema_invalid.
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/skeinlang/skein/graphir"
+)
+
+func checkModels(p *pass) {
+	g := p.g
+	var declared []string
+	for _, m := range g.Models {
+		declared = append(declared, m.Name)
+	}
+	unknown := func(n *graphir.Node, name string, pos graphir.Pos) {
+		if name == "" || len(declared) == 0 || g.ModelDecl(name) != nil {
+			return
+		}
+		hint := fmt.Sprintf("the flow declares %s", quoted(declared))
+		if near := graphir.Nearest(name, declared); near != "" {
+			hint = fmt.Sprintf("did you mean %q?", near)
+		}
+		p.report("model_unknown", n, pos, fmt.Sprintf("step %q names model %q, which no model() declares", n.Name, name), hint)
+	}
+	for _, n := range g.Steps() {
+		if n.Kind == graphir.KindLLM || n.Prompt != nil {
+			pos := n.ModelPos
+			if pos.Line == 0 {
+				pos = n.Pos
+			}
+			unknown(n, n.Model, pos)
+		}
+		if n.Judge != nil {
+			unknown(n, n.Judge.Model, n.Judge.Pos)
+		}
+		if n.HasSchema {
+			if err := graphir.CheckSchema(n.Schema); err != nil {
+				p.report("schema_invalid", n, n.Pos, fmt.Sprintf("schema= of step %q: %v", n.Name, err),
+					"the supported subset: type (object, array, string, number, integer, boolean, null), properties, required, items, enum, description, additionalProperties")
+			}
+		}
+		if n.Kind == graphir.KindRouter && n.Prompt != nil {
+			checkLLMRoutes(p, n)
+		}
+	}
+}
+
+// checkLLMRoutes reports an LLM router without routes, or with a label
+// that is empty or that another label equals once both are normalized.
+func checkLLMRoutes(p *pass, n *graphir.Node) {
+	if len(n.Routes) == 0 {
+		p.report("routes_missing", n, n.Pos, fmt.Sprintf("router %q has llm= but no routes= to choose from", n.Name),
+			`give routes = {"label": step, ...}: the model picks one of the labels`)
+		return
+	}
+	seen := map[string]string{}
+	for _, r := range n.Routes {
+		norm := graphir.NormalizeLabel(r.Label)
+		pos := r.Target.Pos
+		if pos.Line == 0 {
+			pos = n.Pos
+		}
+		if norm == "" {
+			p.report("routes_missing", n, pos, fmt.Sprintf("router %q: label %q is empty once trimmed of spaces and punctuation", n.Name, r.Label),
+				"labels are compared with the model's answer trimmed, lower-cased and without surrounding punctuation: use a word")
+			continue
+		}
+		if prev, ok := seen[norm]; ok {
+			p.report("routes_missing", n, pos, fmt.Sprintf("router %q: labels %q and %q are the same once normalized (%q)", n.Name, prev, r.Label, norm),
+				"labels are compared trimmed, lower-cased and without surrounding punctuation: make them differ in letters")
+			continue
+		}
+		seen[norm] = r.Label
+	}
+}
+
+func quoted(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = fmt.Sprintf("%q", x)
+	}
+	return strings.Join(q, ", ")
+}

@@ -91,8 +91,11 @@ func TestFlowBad(t *testing.T) {
 		{src: `flow(name = "")`, frag: `flow: name must be a non-empty string, got string ""`},
 		{src: `flow("a", "b")`, frag: `flow: takes 1 positional argument (name); give the others by keyword`},
 		{src: `flow(descripton = "x")`, frag: `flow: unexpected keyword argument "descripton"`, hint: `did you mean "description"?`},
-		{src: `flow(colour = "x")`, frag: `flow: unexpected keyword argument "colour" (want one of name, description, inputs, output, max_visits, timeout, max_tokens)`},
+		{src: `flow(colour = "x")`, frag: `flow: unexpected keyword argument "colour" (want one of name, description, inputs, output, max_visits, timeout, on_exit, max_tokens)`},
 		{src: `flow(description = 1)`, frag: `flow: description must be a string, got int 1`},
+		{src: `flow(on_exit = 1)`, frag: `flow: on_exit must be a step or the name of one, got int 1`},
+		{src: `flow(on_exit = "")`, frag: `flow: on_exit must name a step, got ""`},
+		{src: `flow(on_exit = END)`, frag: `flow: on_exit cannot be END`},
 		{src: `flow(inputs = ["x"])`, frag: `flow: inputs must be a dict, got list ["x"]`},
 		{src: `flow(inputs = {1: "x"})`, frag: `flow: inputs: keys must be strings, got int 1`},
 		{src: `flow(inputs = {"Topic": "x"})`, frag: `flow: inputs: input name "Topic" must match [a-z_][a-z0-9_]*`},
@@ -122,9 +125,9 @@ func TestStepBad(t *testing.T) {
 		{src: `step(None)`, frag: `step: name must be a string, got None`},
 		{src: `step("x", "echo")`, frag: `step: takes 1 positional argument (name); give the others by keyword`},
 		{src: `step("x", rn = ["echo"])`, frag: `step: unexpected keyword argument "rn"`, hint: `did you mean "run"?`},
-		{src: `step("x", command = ["echo"])`, frag: `step: unexpected keyword argument "command" (want one of name, run, shell, fn, flow, args, env, stdin, dir, inputs, max_visits, retries, backoff, timeout, join, llm, system, model, schema, max_tokens)`},
-		{src: `step("x", run = ["echo"], shell = "echo")`, frag: `step "x": give at most one of run, shell, fn, flow, llm; got run and shell`},
-		{src: `step("x", fn = len, flow = "c.star")`, frag: `step "x": give at most one of run, shell, fn, flow, llm; got fn and flow`},
+		{src: `step("x", command = ["echo"])`, frag: `step: unexpected keyword argument "command" (want one of name, run, shell, fn, flow, args, env, stdin, dir, inputs, max_visits, retries, backoff, timeout, join, llm, system, model, schema, max_tokens, retry_when, wait)`},
+		{src: `step("x", run = ["echo"], shell = "echo")`, frag: `step "x": give at most one of run, shell, fn, flow, llm, wait; got run and shell`},
+		{src: `step("x", fn = len, flow = "c.star")`, frag: `step "x": give at most one of run, shell, fn, flow, llm, wait; got fn and flow`},
 		{src: `step("x", run = "echo hi")`, frag: `step "x": run must be a list of strings, got string "echo hi"`},
 		{src: `step("x", run = [])`, frag: `step "x": run must name a command: want a non-empty list of strings`},
 		{src: `step("x", run = ["echo", 1])`, frag: `step "x": run[1] must be a string, got int 1`},
@@ -135,6 +138,15 @@ func TestStepBad(t *testing.T) {
 		{src: `step("x", fn = lambda r, s: 1)`, frag: `step "x": fn must be a function of one parameter r; lambda takes 2`},
 		{src: `step("x", fn = lambda *r: 1)`, frag: `step "x": fn must be a function of one parameter r`},
 		{src: `step("x", flow = 1)`, frag: `step "x": flow must be a string, got int 1`},
+		{src: `step("x", wait = 30)`, frag: `step "x": wait must be a string, got int 30`},
+		{src: `step("x", wait = "soon")`, frag: `step "x": wait: want a duration such as "30s" or "10m", got "soon"`},
+		{src: `step("x", wait = "-1s")`, frag: `step "x": wait: want a duration such as "30s" or "10m", got "-1s"`},
+		{src: `step("x", wait = "1s", run = ["true"])`, frag: `step "x": give at most one of run, shell, fn, flow, llm, wait; got run and wait`},
+		{src: `step("x", wait = "1s", env = {"A": "b"})`, frag: `step "x": env applies only to run= and shell= steps`},
+		{src: `step("x", run = ["true"], retry_when = "x.exit_code == 75")`, frag: `step "x": retry_when needs retries=N`},
+		{src: `step("x", run = ["true"], retries = 2, retry_when = 1)`, frag: `step "x": retry_when must be an expression string or a function of r, got int 1`},
+		{src: `step("x", run = ["true"], retries = 2, retry_when = lambda: True)`, frag: `step "x": retry_when must be a function of one parameter r`},
+		{src: `step("x", join = "any")`, frag: `step "x": join must be one of "and", "or", "all", "done", got "any"`},
 		{src: `step("x", flow = "")`, frag: `step "x": flow must name the child flow file, got ""`},
 		{src: `step("x", args = ["-v"])`, frag: `step "x": args applies only to run= steps`},
 		{src: `step("x", shell = "ls", args = ["-v"])`, frag: `step "x": args applies only to run= steps`},
@@ -244,6 +256,8 @@ func TestLoopBad(t *testing.T) {
 		{src: `loop("l", body = [a], max_iteration = 3)`, frag: `loop: unexpected keyword argument "max_iteration"`, hint: `did you mean "max_iterations"?`},
 		{src: `loop("l", [a])`, frag: `loop: takes 1 positional argument (name); give the others by keyword`},
 		{src: `loop("l", body = [a], max_iterations = 3, timeout = "1")`, frag: `loop "l": timeout must be a positive duration`},
+		{src: `loop("l", body = [a], max_iterations = 3, exhausted = True)`, frag: `loop "l": exhausted must be "succeed" or "fail", got bool True`},
+		{src: `loop("l", body = [a], max_iterations = 3, exhausted = "error")`, frag: `loop "l": exhausted must be one of "succeed", "fail", got "error"`},
 	})
 }
 
@@ -755,5 +769,50 @@ if True:
 	}
 	if f := e.Stack[0]; f.Func != "<toplevel>" || f.Pos.String() != "flow.star:5:1" {
 		t.Errorf("outer frame %+v", f)
+	}
+}
+
+// The parameters of SPEC v2 run semantics: retry_when, wait=, exhausted=,
+// join modes and on_exit.
+func TestRunSemanticsParams(t *testing.T) {
+	g := mustLoad(t, `flow(on_exit = "cleanup")
+fetch = step("fetch", run = ["curl", "x"], retries = 3, retry_when = "fetch.exit_code == 75 or fetch.code == 'timeout'")
+pause = step("pause", wait = "{{ 2 * self.visits }}s")
+fixed = step("fixed", wait = "1m30s", join = "done")
+all = step("all_in", join = "all")
+b = step("b")
+l = loop("l", body = [b], until = lambda it: True, max_iterations = 2, exhausted = "fail")
+cleanup = step("cleanup", fn = lambda r: r.run.status)
+chain(START, fetch, pause, fixed, all, l, END)
+`)
+	f := g.Node("fetch")
+	if f.RetryWhen == nil || f.RetryWhen.Src != "fetch.exit_code == 75 or fetch.code == 'timeout'" {
+		t.Errorf("retry_when %+v", f.RetryWhen)
+	}
+	if p := g.Node("pause"); p.Kind != graphir.KindWait || p.Wait.IsLiteral() || p.Kind.String() != "wait" {
+		t.Errorf("pause: kind %s wait %+v", p.Kind, p.Wait)
+	}
+	if x := g.Node("fixed"); x.Wait.Src != "1m30s" || x.Join != graphir.JoinDone {
+		t.Errorf("fixed: %+v", x)
+	}
+	if x := g.Node("all_in"); x.Join != graphir.JoinAll || x.Join.String() != "all" {
+		t.Errorf("all_in join %s", x.Join)
+	}
+	if l := g.Node("l"); !l.ExhaustFail {
+		t.Error("exhausted=\"fail\" not recorded")
+	}
+	if g.OnExit != g.Node("cleanup").ID || g.OnExitName != "cleanup" {
+		t.Errorf("on_exit %d %q", g.OnExit, g.OnExitName)
+	}
+	// The exit handler is left out of the implicit chain.
+	if in := g.Node("cleanup").In; len(in) != 0 {
+		t.Errorf("cleanup has %d in-edges", len(in))
+	}
+	g = mustLoad(t, "a = step(\"a\")\nc = step(\"c\")\nflow(on_exit = c)\n")
+	if g.OnExit != g.Node("c").ID || len(g.Node("c").In)+len(g.Node("c").Out) != 0 {
+		t.Errorf("on_exit by step: %d, edges %v %v", g.OnExit, g.Node("c").In, g.Node("c").Out)
+	}
+	if g := mustLoad(t, `flow(on_exit = "nope")`+"\nstep(\"a\")\n"); g.OnExit != graphir.None || g.OnExitName != "nope" {
+		t.Errorf("unresolved on_exit %d %q", g.OnExit, g.OnExitName)
 	}
 }

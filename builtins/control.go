@@ -142,7 +142,7 @@ func (c *call) body(v starlark.Value) ([]graphir.NodeID, error) {
 	return ids, nil
 }
 
-// loop(name, *, body, until, max_iterations)
+// loop(name, *, body, until, max_iterations, exhausted="succeed")
 func loopFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	c, err := newCall(thread, fn)
 	if err != nil {
@@ -152,11 +152,12 @@ func loopFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		return nil, err
 	}
 	var name, body, until, maxIter, maxVisits, join, timeout starlark.Value
-	var vals [7]starlark.Value
+	var vals [8]starlark.Value
 	if err := c.unpack(args, kwargs, loopParams, vals[:]); err != nil {
 		return nil, err
 	}
 	name, body, until, maxIter, maxVisits, join, timeout = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6]
+	exhausted := vals[7]
 	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindLoop, UntilPos: c.pos}
 	if n.Name, err = c.name(name); err != nil {
 		return nil, err
@@ -170,6 +171,16 @@ func loopFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	}
 	if n.MaxIterations, err = c.intAtLeast("max_iterations", maxIter, 1); err != nil {
 		return nil, err
+	}
+	if !isNone(exhausted) {
+		s, ok := exhausted.(starlark.String)
+		if !ok {
+			return nil, c.errorf("exhausted must be \"succeed\" or \"fail\", got %s", describe(exhausted))
+		}
+		if err := oneOf("exhausted", string(s), "succeed", "fail"); err != nil {
+			return nil, c.errorf("%v", err)
+		}
+		n.ExhaustFail = s == "fail"
 	}
 	ids, err := c.body(body)
 	if err != nil {
@@ -256,6 +267,6 @@ func mapFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, k
 // Parameter names, in order; "?" marks an optional one.
 var (
 	routerParams = []string{"name", "by?", "routes?", "cases?", "default?", "max_visits?", "join?", "llm?", "model?"}
-	loopParams   = []string{"name", "body?", "until?", "max_iterations?", "max_visits?", "join?", "timeout?"}
+	loopParams   = []string{"name", "body?", "until?", "max_iterations?", "max_visits?", "join?", "timeout?", "exhausted?"}
 	mapParams    = []string{"name", "over?", "body?", "concurrency?", "item_var?", "max_visits?", "join?", "timeout?"}
 )

@@ -28,7 +28,7 @@ func plural(n int) string {
 	return "s"
 }
 
-// flow(name=None, description="", inputs={}, output=None, max_visits=None, timeout=None)
+// flow(name=None, description="", inputs={}, output=None, max_visits=None, timeout=None, on_exit=None)
 func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	c, err := newCall(thread, fn)
 	if err != nil {
@@ -38,11 +38,12 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	var vals [7]starlark.Value
+	var vals [8]starlark.Value
 	if err := c.unpack(args, kwargs, flowParams, vals[:]); err != nil {
 		return nil, err
 	}
-	name, description, inputs, output, maxVisits, timeout, maxTokens = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6]
+	name, description, inputs, output, maxVisits, timeout, maxTokens = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[7]
+	onExit := vals[6]
 	f := graphir.FlowDecl{Pos: c.pos}
 	if !isNone(name) {
 		s, ok := name.(starlark.String)
@@ -94,6 +95,24 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 			return nil, err
 		}
 	}
+	switch h := onExit.(type) {
+	case nil, starlark.NoneType:
+	case starlark.String:
+		// A name lets flow() come before the handler is declared.
+		if h == "" {
+			return nil, c.errorf("on_exit must name a step, got \"\"")
+		}
+		f.OnExit = string(h)
+		f.OnExitPos, _ = c.locate("on_exit", string(h))
+	case *Step:
+		s, err := c.step("on_exit", h)
+		if err != nil {
+			return nil, err
+		}
+		f.OnExit, f.OnExitPos = s.name, c.pos
+	default:
+		return nil, c.errorf("on_exit must be a step or the name of one, got %s", describe(onExit))
+	}
 	if err := c.b.SetFlow(f); err != nil {
 		return nil, err
 	}
@@ -102,7 +121,7 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 
 // step(name, *, run=None, shell=None, fn=None, flow=None, args=[], env={},
 // stdin=None, dir=None, inputs={}, max_visits=None, retries=0, backoff="1s",
-// timeout=None, join="and")
+// timeout=None, join="and", retry_when=None, wait=None)
 func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	c, err := newCall(thread, fn)
 	if err != nil {
@@ -112,12 +131,13 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		return nil, err
 	}
 	var name, run, shell, fnv, flow, argv, env, stdin, dir, inputs, maxVisits, retries, backoff, timeout, join starlark.Value
-	var vals [20]starlark.Value
+	var vals [22]starlark.Value
 	if err := c.unpack(args, kwargs, stepParams, vals[:]); err != nil {
 		return nil, err
 	}
 	name, run, shell, fnv, flow, argv, env, stdin, dir, inputs, maxVisits, retries, backoff, timeout, join = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6], vals[7], vals[8], vals[9], vals[10], vals[11], vals[12], vals[13], vals[14]
 	llm, system, modelName, schema, maxTokens := vals[15], vals[16], vals[17], vals[18], vals[19]
+	retryWhen, wait := vals[20], vals[21]
 	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindNoop, Backoff: defaultBackoff}
 	if n.Name, err = c.name(name); err != nil {
 		return nil, err
@@ -128,13 +148,13 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	for _, k := range []struct {
 		param string
 		v     starlark.Value
-	}{{"run", run}, {"shell", shell}, {"fn", fnv}, {"flow", flow}, {"llm", llm}} {
+	}{{"run", run}, {"shell", shell}, {"fn", fnv}, {"flow", flow}, {"llm", llm}, {"wait", wait}} {
 		if !isNone(k.v) {
 			kinds = append(kinds, k.param)
 		}
 	}
 	if len(kinds) > 1 {
-		return nil, c.errorf("give at most one of run, shell, fn, flow, llm; got %s and %s", kinds[0], kinds[1])
+		return nil, c.errorf("give at most one of run, shell, fn, flow, llm, wait; got %s and %s", kinds[0], kinds[1])
 	}
 	switch {
 	case !isNone(run):
@@ -172,6 +192,18 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		n.Kind = graphir.KindLLM
 		if n.Prompt, err = c.template("llm", llm); err != nil {
 			return nil, err
+		}
+	case !isNone(wait):
+		n.Kind = graphir.KindWait
+		if n.Wait, err = c.template("wait", wait); err != nil {
+			return nil, err
+		}
+		if n.Wait.IsLiteral() {
+			// A literal duration is checked now; a templated one when the
+			// step runs.
+			if _, err := graphir.ParseWait(n.Wait.Src); err != nil {
+				return nil, c.errorf("wait: %v", err)
+			}
 		}
 	}
 
@@ -272,6 +304,14 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	}
 	if err := c.common(n, maxVisits, retries, backoff, timeout, join); err != nil {
 		return nil, err
+	}
+	if !isNone(retryWhen) {
+		if n.RetryWhen, err = c.cond("retry_when", retryWhen); err != nil {
+			return nil, err
+		}
+		if n.Retries == 0 {
+			return nil, c.errorf("retry_when needs retries=N: it decides which failed attempts use one of the N retries")
+		}
 	}
 	id := c.b.AddStep(n)
 	return &Step{b: c.b, id: id, name: n.Name, kind: n.Kind.String()}, nil
@@ -430,8 +470,8 @@ func chainFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 
 // Parameter names, in order; "?" marks an optional one.
 var (
-	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?", "max_tokens?"}
+	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?", "on_exit?", "max_tokens?"}
 	stepParams = []string{"name", "run?", "shell?", "fn?", "flow?", "args?", "env?", "stdin?", "dir?", "inputs?", "max_visits?", "retries?", "backoff?", "timeout?", "join?",
-		"llm?", "system?", "model?", "schema?", "max_tokens?"}
+		"llm?", "system?", "model?", "schema?", "max_tokens?", "retry_when?", "wait?"}
 	edgeParams = []string{"src", "dst", "when?", "on?"}
 )

@@ -20,12 +20,13 @@ import (
 type siteKind uint8
 
 const (
-	siteWhen     siteKind = iota // an edge's condition
-	siteBy                       // a router's by=
-	siteCase                     // a router case's condition
-	siteOver                     // a map's over=
-	siteOutput                   // the flow's output=
-	siteTemplate                 // one {{ }} of a step's template
+	siteWhen      siteKind = iota // an edge's condition
+	siteBy                        // a router's by=
+	siteCase                      // a router case's condition
+	siteOver                      // a map's over=
+	siteOutput                    // the flow's output=
+	siteTemplate                  // one {{ }} of a step's template
+	siteRetryWhen                 // a step's retry_when=, after a failed attempt
 )
 
 // site is one string expression and where it is evaluated.
@@ -42,7 +43,7 @@ type site struct {
 
 // after reports whether the expression runs once its node has finished
 // (an edge's condition), rather than before the node runs.
-func (s *site) after() bool { return s.kind == siteWhen }
+func (s *site) after() bool { return s.kind == siteWhen || s.kind == siteRetryWhen }
 
 // read is one resolved read of a step's output by an expression.
 type read struct {
@@ -113,6 +114,8 @@ func (p *pass) exprs() *exprIndex {
 		tmpl(n.Stdin, "stdin", "", 0)
 		tmpl(n.Dir, "dir", "", 0)
 		tmpl(n.Flow, "flow", "", 0)
+		tmpl(n.Wait, "wait", "", 0)
+		add(site{x: n.RetryWhen, kind: siteRetryWhen, at: n.ID, scope: n.Parent})
 		for _, in := range n.Inputs {
 			tmpl(in.Value, "inputs", in.Name, 0)
 		}
@@ -301,6 +304,8 @@ func (p *pass) describe(s *site) string {
 		return fmt.Sprintf("over= of map %q", g.Nodes[s.at].Name)
 	case siteOutput:
 		return "output= of the flow"
+	case siteRetryWhen:
+		return fmt.Sprintf("retry_when= of step %q", g.Nodes[s.at].Name)
 	}
 	return describeField(g.Nodes[s.at], s.field, s.key, s.index)
 }

@@ -27,6 +27,8 @@ type FlowDecl struct {
 	MaxVisits   int
 	Timeout     time.Duration
 	MaxTokens   int
+	OnExit      string // the exit handler's name, "" for none
+	OnExitPos   Pos
 	Pos         Pos
 }
 
@@ -155,11 +157,13 @@ func (b *Builder) freeze(copyNodes bool) *Graph {
 		Root:   b.Root,
 		byName: make(map[string]NodeID, len(b.nodes)),
 		scopes: map[NodeID][]NodeID{},
+		OnExit: None,
 	}
 	if f := b.flow; f != nil {
 		g.Name, g.Description, g.Pos = f.Name, f.Description, f.Pos
 		g.Inputs, g.Output, g.MaxVisits, g.Timeout = f.Inputs, f.Output, f.MaxVisits, f.Timeout
 		g.MaxTokens = f.MaxTokens
+		g.OnExitName, g.OnExitPos = f.OnExit, f.OnExitPos
 	}
 	g.Models = append([]ModelDecl(nil), b.models...)
 	g.Nodes = make([]*Node, len(b.nodes))
@@ -195,6 +199,9 @@ func (b *Builder) freeze(copyNodes bool) *Graph {
 	}
 	if len(top) > 0 {
 		g.scopes[None] = top
+	}
+	if id, ok := g.byName[g.OnExitName]; ok && g.OnExitName != "" {
+		g.OnExit = id
 	}
 	edges := make([]Edge, len(b.edges))
 	g.Edges = make([]*Edge, len(b.edges), len(b.edges)+len(b.nodes))
@@ -290,6 +297,16 @@ func (g *Graph) addImplicitEdges(userEdges int) {
 		g.addEdge(&Edge{From: from, To: to, Implicit: true, Case: -1, Pos: n.Pos, Stack: n.Stack})
 	}
 	top := g.scopes[None]
+	if g.OnExit != None {
+		// The exit handler runs after the run; no edge leads to it.
+		var rest []NodeID
+		for _, id := range top {
+			if id != g.OnExit {
+				rest = append(rest, id)
+			}
+		}
+		top = rest
+	}
 	if userEdges == 0 && len(g.Edges) == 0 && len(top) > 0 {
 		prev := Start
 		for _, id := range top {

@@ -23,6 +23,7 @@ type jsonGraph struct {
 	MaxVisits   int                  `json:"max_visits,omitempty"`
 	Timeout     string               `json:"timeout,omitempty"`
 	MaxTokens   int                  `json:"max_tokens,omitempty"`
+	OnExit      string               `json:"on_exit,omitempty"`
 	Models      []jsonModel          `json:"models,omitempty"`
 	Nodes       []jsonNode           `json:"nodes"`
 	Edges       []jsonEdge           `json:"edges"`
@@ -64,6 +65,9 @@ type jsonNode struct {
 	Backoff       string            `json:"backoff,omitempty"`
 	Timeout       string            `json:"timeout,omitempty"`
 	Join          string            `json:"join,omitempty"`
+	RetryWhen     string            `json:"retry_when,omitempty"`
+	Wait          string            `json:"wait,omitempty"`
+	Exhausted     string            `json:"exhausted,omitempty"`
 }
 
 // jsonInput is one declared input: its type, default (absent when
@@ -132,6 +136,7 @@ func (g *Graph) jsonHeader() jsonGraph {
 	for _, m := range g.Models {
 		jg.Models = append(jg.Models, jsonModel{Name: m.Name, Model: m.Model, BaseURL: m.BaseURL, APIKeyEnv: m.KeyEnv, Temperature: m.Temperature, MaxTokens: m.MaxTokens})
 	}
+	jg.OnExit = g.OnExitName
 	return jg
 }
 
@@ -176,6 +181,13 @@ func (g *Graph) jsonNode(n *Node) jsonNode {
 	}
 	if n.JoinSet {
 		j.Join = n.Join.String()
+	}
+	j.RetryWhen = n.RetryWhen.String()
+	if n.Wait != nil {
+		j.Wait = n.Wait.Src
+	}
+	if n.ExhaustFail {
+		j.Exhausted = "fail"
 	}
 	for _, t := range n.Argv {
 		j.Run = append(j.Run, t.Src)

@@ -10,6 +10,8 @@
 package graphir
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"go.starlark.net/starlark"
@@ -42,9 +44,10 @@ const (
 	KindLoop
 	KindMap
 	KindLLM
+	KindWait
 )
 
-var kindNames = [...]string{"start", "end", "abort", "task", "shell", "fn", "subflow", "noop", "router", "loop", "map", "llm"}
+var kindNames = [...]string{"start", "end", "abort", "task", "shell", "fn", "subflow", "noop", "router", "loop", "map", "llm", "wait"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -110,6 +113,7 @@ type Node struct {
 	Retries   int           // extra attempts after a failure
 	Backoff   time.Duration // delay before the first retry, doubled after each
 	Timeout   time.Duration // per attempt, 0 for none
+	RetryWhen *Expr         // retry_when: whether a failed attempt is retried; nil: always
 	Join      Join
 	JoinSet   bool // join= was given explicitly
 
@@ -122,6 +126,9 @@ type Node struct {
 
 	// Fn steps.
 	Fn starlark.Callable
+
+	// Wait steps: the duration, e.g. "30s" or "{{ 2 ** self.visits }}s".
+	Wait *Template
 
 	// Subflow steps.
 	Flow      *Template
@@ -155,6 +162,7 @@ type Node struct {
 	UntilPos      Pos
 	Judge         *Judge // until=judge(...)
 	MaxIterations int
+	ExhaustFail   bool // exhausted="fail": running out of iterations fails the loop
 
 	// Maps (Body as for loops).
 	Over        *Expr
@@ -269,6 +277,11 @@ type Graph struct {
 	Timeout     time.Duration
 	MaxTokens   int         // flow(max_tokens=): the run's token budget, 0 for none
 	Models      []ModelDecl // model() declarations, in order
+	// OnExit is the exit handler named by flow(on_exit=), or None.
+	// OnExitName is the name as given; OnExitPos where.
+	OnExit     NodeID
+	OnExitName string
+	OnExitPos  Pos
 
 	Nodes []*Node
 	Edges []*Edge
@@ -358,4 +371,14 @@ func (g *Graph) ForwardIn(n *Node) []*Edge {
 		}
 	}
 	return out
+}
+
+// ParseWait reads the duration of a wait= step: a Go duration such as
+// "30s", "1m30s" or "250ms", at least zero.
+func ParseWait(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("want a duration such as \"30s\" or \"10m\", got %q", s)
+	}
+	return d, nil
 }

@@ -276,7 +276,29 @@ func (r *run) enter(t task) {
 		r.startEffect(f, n, req)
 	case graphir.KindSubflow:
 		r.startSubflow(f, n)
+	case graphir.KindWait:
+		r.startWait(f, n)
 	}
+}
+
+// startWait starts the timer of wait step n: an effect like a task, so
+// that it is cancelled with its frame and can be made durable.
+func (r *run) startWait(f *frame, n *graphir.Node) {
+	s, err := r.render(f, n, n.Wait)
+	if err != nil {
+		r.evalFailed(n, "wait", err)
+		return
+	}
+	d, err := graphir.ParseWait(s)
+	if err != nil {
+		// A computed duration that is not one: a failure of the step,
+		// which can be routed.
+		r.finish(f, n, &outcome{ok: false, value: starlark.None, code: "step_failed", err: "wait: " + err.Error()})
+		return
+	}
+	req := r.request(f, n)
+	req.Wait = d
+	r.startEffect(f, n, req)
 }
 
 // timed reports whether the duration of step n is measured. Reading the
@@ -743,19 +765,32 @@ func (r *run) iterationDone(lf *frame) {
 		return
 	}
 	lf.history = append(lf.history, out)
+	exhausted := !stop && lf.iteration >= n.MaxIterations
 	if r.events {
-		ev := Event{Type: LoopIteration, Scope: lf.parent.scopePath(), Step: n.Name, Kind: "loop", Index: lf.iteration, Stop: stop}
+		ev := Event{Type: LoopIteration, Scope: lf.parent.scopePath(), Step: n.Name, Kind: "loop", Index: lf.iteration,
+			Stop: stop, Exhausted: exhausted}
 		if s, ok := reason.(starlark.String); ok {
 			ev.Message = string(s)
 		}
 		r.emit(ev)
 	}
 	rec := r.recs[n.ID]
-	if stop || lf.iteration >= n.MaxIterations {
-		rec.Iterations, rec.Exhausted = lf.iteration, !stop
+	if stop || exhausted {
+		rec.Iterations, rec.Exhausted = lf.iteration, exhausted
+		rec.StoppedReason = "until"
 		lf.dead = true
 		lf.cancelExec()
-		r.finish(lf.parent, n, &outcome{ok: true, value: out})
+		o := &outcome{ok: true, value: out}
+		if exhausted {
+			rec.StoppedReason = "exhausted"
+			if n.ExhaustFail {
+				// exhausted="fail": a failure like any other, which
+				// on="failure" edges can route.
+				o = &outcome{ok: false, value: out, code: "exhausted",
+					err: fmt.Sprintf("loop %q: exhausted after %d iterations without until holding", n.Name, lf.iteration)}
+			}
+		}
+		r.finish(lf.parent, n, o)
 		return
 	}
 	lf.feedback = reason

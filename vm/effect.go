@@ -67,6 +67,9 @@ type EffectRequest struct {
 	KillGrace time.Duration // between SIGTERM and SIGKILL
 	MaxOutput int           // bytes of the tail of stdout and of stderr kept
 
+	// Waits: how long, from when the step started.
+	Wait time.Duration
+
 	// Child flows: the file and the bound-by-name inputs (the child binds
 	// them against its own declaration). ChildGraph is nil for a templated
 	// flow= path, which RunChild loads.
@@ -112,8 +115,23 @@ func (Local) Start(ctx context.Context, req *EffectRequest, done func(*EffectCom
 		go func() { done(runProcess(ctx, req)) }()
 	case graphir.KindSubflow:
 		go func() { done(req.RunChild(ctx)) }()
+	case graphir.KindWait:
+		go func() { done(Sleep(ctx, req.Wait)) }()
 	default:
 		done(&EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("step %q: %s steps cannot run here", req.Step, req.Kind)})
+	}
+}
+
+// Sleep waits for d, or until ctx ends: the completion of a wait step on
+// this machine.
+func Sleep(ctx context.Context, d time.Duration) *EffectCompletion {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return &EffectCompletion{OK: true, Output: starlark.None}
+	case <-ctx.Done():
+		return &EffectCompletion{Cancelled: true}
 	}
 }
 

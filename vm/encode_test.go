@@ -221,6 +221,11 @@ func oldResultObject(r *vm.Result) (stdlib.Object, error) {
 		case graphir.KindLoop:
 			add(&so, "iterations", s.Iterations)
 			add(&so, "exhausted", s.Exhausted)
+			if s.StoppedReason == "" {
+				add(&so, "stopped_reason", nil)
+			} else {
+				add(&so, "stopped_reason", s.StoppedReason)
+			}
 		case graphir.KindMap:
 			add(&so, "items", s.Items)
 		}

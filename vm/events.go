@@ -51,6 +51,9 @@ type Event struct {
 	FlowName string // run_started, run_finished: the flow's name
 	Index    int    // map_item: the item's index; loop_iteration: the iteration (1-based)
 	Stop     bool   // loop_iteration: until said stop
+	// Exhausted (loop_iteration): this was the last allowed iteration and
+	// until did not say stop.
+	Exhausted bool
 }
 
 // Where returns the step's location for display: "per_file[3] › check_one".
@@ -120,6 +123,9 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	}
 	if e.Type == LoopIteration {
 		b = strconv.AppendBool(append(b, `,"stop":`...), e.Stop)
+		if e.Exhausted {
+			b = append(b, `,"exhausted":true`...)
+		}
 	}
 	if e.Status != "" {
 		b = appendMember(b, "status", e.Status)

@@ -210,7 +210,8 @@ func (r *run) dispatch() {
 			r.queue.pop()
 			continue
 		}
-		if isAsync(t.n) && r.running >= r.opts.Parallel {
+		// A timer does no work, so it takes no slot of the budget.
+		if isAsync(t.n) && t.n.Kind != graphir.KindWait && r.running >= r.opts.Parallel {
 			return
 		}
 		r.queue.pop()
@@ -224,7 +225,7 @@ func (r *run) dispatch() {
 
 func isAsync(n *graphir.Node) bool {
 	switch n.Kind {
-	case graphir.KindTask, graphir.KindShell, graphir.KindSubflow:
+	case graphir.KindTask, graphir.KindShell, graphir.KindSubflow, graphir.KindWait:
 		return true
 	}
 	return false
@@ -269,10 +270,35 @@ func (r *run) completed(c *completion) {
 		return
 	}
 	if !o.ok && o.task && c.req.Attempt <= c.n.Retries {
-		r.retryLater(c.f, c.n, c.req, c.req.Attempt, o.err)
-		return
+		retry, ok := r.retryWanted(c.f, c.n, o)
+		if !ok {
+			return
+		}
+		if retry {
+			r.retryLater(c.f, c.n, c.req, c.req.Attempt, o.err)
+			return
+		}
 	}
 	r.finish(c.f, c.n, o)
+}
+
+// retryWanted decides whether a failed attempt of step n is retried: always,
+// unless retry_when says otherwise. In retry_when the step's own name is
+// bound to the failed attempt's record. ok is false when evaluating it
+// stopped the run.
+func (r *run) retryWanted(f *frame, n *graphir.Node, o *outcome) (retry, ok bool) {
+	if n.RetryWhen == nil {
+		return true, true
+	}
+	r.viewArgs(f, n)
+	r.view.attempt, r.view.attemptOf = outcomeValue(o), n
+	retry, err := r.evalCond(f, n, n.RetryWhen)
+	r.view.attempt, r.view.attemptOf = nil, nil
+	if err != nil {
+		r.evalFailed(n, "retry_when "+quoteExpr(n.RetryWhen), err)
+		return false, false
+	}
+	return retry, true
 }
 
 // retryLater schedules attempt+1 of step n after its backoff; req is the
@@ -426,11 +452,18 @@ func (r *run) callFn(f *frame, n *graphir.Node, attempt int) {
 	} else if strings.Contains(msg, "step budget") {
 		msg = fmt.Sprintf("exceeded its step budget of %d steps", r.opts.EvalSteps)
 	}
+	o := &outcome{ok: false, value: starlark.None, err: msg, code: code, trace: errTrace(err), pos: errPos(err)}
 	if attempt <= n.Retries {
-		r.retryLater(f, n, nil, attempt, msg)
-		return
+		retry, ok := r.retryWanted(f, n, o)
+		if !ok {
+			return
+		}
+		if retry {
+			r.retryLater(f, n, nil, attempt, msg)
+			return
+		}
 	}
-	r.finish(f, n, &outcome{ok: false, value: starlark.None, err: msg, code: code, trace: errTrace(err), pos: errPos(err)})
+	r.finish(f, n, o)
 }
 
 // backoff is the delay before retry number attempt: base doubled after

@@ -14,7 +14,7 @@ import (
 // MarshalJSON encodes the result in the shape of SPEC §7, with these
 // additions: "path_total" (path keeps the latest entries only), per step
 // "duration_ms", and where they apply "code", "trace", "truncated", "log",
-// "iterations"/"exhausted" (loops), "items" (maps) and "child" (the child
+// "iterations"/"exhausted"/"stopped_reason" (loops), "items" (maps) and "child" (the child
 // flow's run).
 func (r *Result) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil, "") }
 
@@ -205,6 +205,11 @@ func (e *resultEncoder) result(r *Result, level int) error {
 		case graphir.KindLoop:
 			e.int(sl, "iterations", s.Iterations)
 			e.bool(sl, "exhausted", s.Exhausted)
+			if s.StoppedReason == "" {
+				e.null(sl, "stopped_reason")
+			} else {
+				e.str(sl, "stopped_reason", s.StoppedReason)
+			}
 		case graphir.KindMap:
 			e.int(sl, "items", s.Items)
 		}

@@ -16,11 +16,15 @@ import (
 // view is the run as seen from one step in one frame. Reading a step that
 // has not completed on the path taken is an unmetError.
 type view struct {
-	r        *run
-	f        *frame
-	self     *graphir.Node // nil outside a step (the flow's output)
-	visitsFn *starlark.Builtin
-	statusFn *starlark.Builtin
+	r    *run
+	f    *frame
+	self *graphir.Node // nil outside a step (the flow's output)
+	// In retry_when, the failed attempt's record, bound to the name of
+	// the step attemptOf.
+	attempt   starlark.Value
+	attemptOf *graphir.Node
+	visitsFn  *starlark.Builtin
+	statusFn  *starlark.Builtin
 }
 
 var _ starlark.HasAttrs = (*view)(nil)
@@ -77,6 +81,9 @@ func (v *view) Attr(name string) (starlark.Value, error) {
 		return v.statusFn, nil
 	case "loop", "item", "index":
 		return nil, fmt.Errorf("%s is only defined inside a %s body", name, map[string]string{"loop": "loop", "item": "map", "index": "map"}[name])
+	}
+	if v.attemptOf != nil && name == v.attemptOf.Name {
+		return v.attempt, nil
 	}
 	n := v.r.g.Node(name)
 	if n == nil || !n.IsStep() {

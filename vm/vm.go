@@ -215,6 +215,9 @@ type StepRecord struct {
 	// Loops.
 	Iterations int
 	Exhausted  bool
+	// StoppedReason says why a finished loop stopped: "until" or
+	// "exhausted"; "" while it has not.
+	StoppedReason string
 	// Maps.
 	Items int
 	// Child flows: the child's run.

@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/vm"
 )
 
@@ -261,9 +262,14 @@ func (p *progress) event(ev vm.Event) {
 		b = append(append(b, ' '), where...)
 		b = append(b, " iteration "...)
 		b = strconv.AppendInt(b, int64(ev.Index), 10)
-		if ev.Stop {
+		switch {
+		case ev.Stop:
 			b = append(b, " done"...)
-		} else {
+		case ev.Exhausted:
+			b = append(b, " exhausted after "...)
+			b = strconv.AppendInt(b, int64(ev.Index), 10)
+			b = append(b, " iterations"...)
+		default:
 			b = append(b, " again"...)
 		}
 		if ev.Message != "" {
@@ -291,6 +297,11 @@ func (p *progress) summary(res *vm.Result) {
 		io.WriteString(p.w, b.String())
 	}
 	fmt.Fprintf(p.w, "  path:   %s\n", pathText(res, 24))
+	for _, s := range res.Steps {
+		if s.Kind == graphir.KindLoop && s.Exhausted {
+			fmt.Fprintf(p.w, "  note:   loop %s exhausted after %d iterations\n", s.Name, s.Iterations)
+		}
+	}
 	if res.Status == vm.Succeeded {
 		fmt.Fprintf(p.w, "  output: %s\n", visible(valueText(res.Output, 300), false))
 	}

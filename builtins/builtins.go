@@ -297,9 +297,26 @@ func (c *call) cond(param string, v starlark.Value) (*graphir.Expr, error) {
 		if err := c.arity(param, v); err != nil {
 			return nil, err
 		}
-		return c.b.Compiler.Func(v, c.pos), nil
+		return c.b.Compiler.Func(v, c.pos, c.reads(v)), nil
 	}
 	return nil, c.errorf("%s must be an expression string or a function of r, got %s", param, describe(v))
+}
+
+// reads returns what the function fn reads of its parameter, when fn is a
+// Starlark function whose syntax the loader parsed.
+func (c *call) reads(fn starlark.Callable) *graphir.FuncRefs {
+	return ReadsOf(c.b, fn)
+}
+
+// ReadsOf returns what the Starlark function fn, defined in a file that b's
+// load parsed, reads of its parameter, or nil.
+func ReadsOf(b *graphir.Builder, fn starlark.Value) *graphir.FuncRefs {
+	f, ok := fn.(*starlark.Function)
+	if !ok || b.Locator == nil {
+		return nil
+	}
+	p := f.Position()
+	return b.Locator.Func(graphir.Pos{File: p.Filename(), Line: int(p.Line), Col: int(p.Col)})
 }
 
 // arity checks that a Starlark function takes exactly one parameter.

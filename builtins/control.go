@@ -196,6 +196,7 @@ func loopFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		n.Judge = &j
 	case starlark.Callable:
 		n.Until = u
+		n.UntilReads = c.reads(u)
 	default:
 		n.UntilBad = describe(u)
 	}

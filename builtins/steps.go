@@ -180,6 +180,7 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 			return nil, err
 		}
 		n.Fn = f
+		n.FnReads = c.reads(f)
 	case !isNone(flow):
 		n.Kind = graphir.KindSubflow
 		if n.Flow, err = c.template("flow", flow); err != nil {

@@ -368,7 +368,7 @@ func (p *pass) checkUnmet() {
 		step := g.Nodes[r.step]
 		scope := step.Parent
 		at := liftTo(g, s.at, scope)
-		if at == graphir.None || warned[key{r.site, r.step}] || guarded(s.x.Src, step.Name) {
+		if at == graphir.None || warned[key{r.site, r.step}] || guarded(s.x, step.Name) {
 			continue
 		}
 		var msg string
@@ -403,10 +403,20 @@ func (p *pass) checkUnmet() {
 	}
 }
 
-// guarded reports whether an expression tests visits(name) itself, the way
-// to read a step that may not have run (it short-circuits the read).
-func guarded(src, name string) bool {
-	return strings.Contains(src, `visits("`+name+`")`) || strings.Contains(src, `visits('`+name+`')`)
+// guarded reports whether an expression tests visits(name) (or
+// status(name)) itself, the way to read a step that may not have run (it
+// short-circuits the read); a function, whether it asks r.visits(name) or
+// r.status(name).
+func guarded(x *graphir.Expr, name string) bool {
+	if x.User {
+		return contains(x.Reads.Guards, name)
+	}
+	for _, fn := range []string{"visits", "status"} {
+		if strings.Contains(x.Src, fn+`("`+name+`")`) || strings.Contains(x.Src, fn+`('`+name+`')`) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkUnused reports fn steps whose result nothing can read. A fn step is
@@ -420,7 +430,7 @@ func guarded(src, name string) bool {
 // so any of them may read it; an output function may read every step.
 func (p *pass) checkUnused() {
 	g := p.g
-	if g.Output != nil && g.Output.User {
+	if g.Output.Opaque() {
 		return
 	}
 	ix := p.exprs()
@@ -438,20 +448,20 @@ func (p *pass) checkUnused() {
 		}
 	}
 	for _, e := range g.Edges {
-		if e.When != nil && e.When.User {
+		if e.When.Opaque() {
 			whenFn[e.From] = true
 			mark(e.From)
 		}
 	}
 	for _, n := range g.Steps() {
 		switch {
-		case n.Kind == graphir.KindFn,
-			n.Kind == graphir.KindRouter && n.By != nil && n.By.User,
-			n.Kind == graphir.KindMap && n.Over != nil && n.Over.User:
+		case n.Kind == graphir.KindFn && (n.FnReads == nil || n.FnReads.Opaque),
+			n.Kind == graphir.KindRouter && n.By.Opaque(),
+			n.Kind == graphir.KindMap && n.Over.Opaque():
 			mark(n.ID)
 		}
 		for _, c := range n.Cases {
-			if c.When != nil && c.When.User {
+			if c.When.Opaque() {
 				mark(n.ID)
 			}
 		}

@@ -27,6 +27,8 @@ const (
 	siteOutput                    // the flow's output=
 	siteTemplate                  // one {{ }} of a step's template
 	siteRetryWhen                 // a step's retry_when=, after a failed attempt
+	siteFn                        // a fn step's function
+	siteUntil                     // a loop's until function
 )
 
 // site is one string expression and where it is evaluated.
@@ -78,8 +80,8 @@ func (p *pass) exprs() *exprIndex {
 	ix.sites = make([]site, 0, len(g.Edges)/2+len(g.Nodes)/2)
 	p.ex = ix
 	add := func(s site) {
-		if s.x == nil || s.x.User {
-			return
+		if s.x == nil || s.x.User && s.x.Reads == nil {
+			return // a function whose syntax is not known is opaque
 		}
 		ix.sites = append(ix.sites, s)
 	}
@@ -122,6 +124,14 @@ func (p *pass) exprs() *exprIndex {
 		tmpl(n.Prompt, "llm", "", 0)
 		tmpl(n.System, "system", "", 0)
 		switch n.Kind {
+		case graphir.KindFn:
+			if n.FnReads != nil {
+				add(site{x: &graphir.Expr{Func: n.Fn, User: true, Pos: n.Pos, Reads: n.FnReads}, kind: siteFn, at: n.ID, scope: n.Parent})
+			}
+		case graphir.KindLoop:
+			if n.Until != nil && n.UntilReads != nil {
+				add(site{x: &graphir.Expr{Func: n.Until, User: true, Pos: n.UntilPos, Reads: n.UntilReads}, kind: siteUntil, at: n.ID, scope: n.ID})
+			}
 		case graphir.KindRouter:
 			add(site{x: n.By, kind: siteBy, at: n.ID, scope: n.Parent})
 			for i, c := range n.Cases {
@@ -149,55 +159,137 @@ func holeErr(t *graphir.Template) bool {
 	return false
 }
 
-// resolveSite resolves every name read by one site.
+// resolveSite resolves every name read by one site: the free names of a
+// string expression, or the r.NAME reads of a function.
 func (p *pass) resolveSite(ix *exprIndex, si int32) {
-	g := p.g
 	s := &ix.sites[si]
 	if s.x.Err != nil {
 		ix.problems = append(ix.problems, p.siteDiag(s, "expr_syntax", s.x.Err.Pos,
 			fmt.Sprintf("invalid expression in %s: %s", p.describe(s), s.x.Err.Msg), ""))
 		return
 	}
-	for _, r := range s.x.Refs {
-		switch r.Name {
-		case "inputs":
-			if name := r.Attr + r.Key; name != "" && g.Input(name) == nil {
-				ix.problems = append(ix.problems, p.siteDiag(s, "unknown_input", r.Pos,
-					fmt.Sprintf("unknown input %q in %s", name, p.describe(s)), p.inputHint(name)))
-			}
-			continue
-		case "self", "visits", "status":
-			continue
+	refs := s.x.Refs
+	if s.x.User {
+		refs = s.x.Reads.Refs
+	}
+	if s.kind == siteUntil {
+		for _, r := range refs {
+			p.resolveUntilRef(ix, s, r)
 		}
-		if scopeVar(g, s.scope, r.Name) {
-			continue
+		return
+	}
+	for _, r := range refs {
+		p.resolveRef(ix, si, r)
+	}
+}
+
+// resolveRef resolves one name read by a site.
+func (p *pass) resolveRef(ix *exprIndex, si int32, r graphir.Ref) {
+	g := p.g
+	s := &ix.sites[si]
+	switch r.Name {
+	case "inputs":
+		if name := r.Attr + r.Key; name != "" && g.Input(name) == nil {
+			ix.problems = append(ix.problems, p.siteDiag(s, "unknown_input", r.Pos,
+				fmt.Sprintf("unknown input %q in %s", name, p.describe(s)), p.inputHint(name)))
 		}
-		n := g.Node(r.Name)
-		if n == nil {
-			ix.problems = append(ix.problems, p.unknownName(s, r))
-			continue
+		return
+	case "self", "visits", "status":
+		return
+	}
+	if scopeVar(g, s.scope, r.Name) {
+		return
+	}
+	n := g.Node(r.Name)
+	if n == nil || !n.IsStep() {
+		ix.problems = append(ix.problems, p.unknownName(s, r))
+		return
+	}
+	if !encloses(g, n.Parent, s.scope) {
+		owner := g.Nodes[n.Parent]
+		for !encloses(g, owner.Parent, s.scope) {
+			owner = g.Nodes[owner.Parent]
 		}
-		if !encloses(g, n.Parent, s.scope) {
-			owner := g.Nodes[n.Parent]
-			for !encloses(g, owner.Parent, s.scope) {
-				owner = g.Nodes[owner.Parent]
-			}
-			ix.problems = append(ix.problems, p.siteDiag(s, "unknown_name", r.Pos,
-				fmt.Sprintf("step %q is inside %s and cannot be read from %s", n.Name, describeScope(g, n.Parent), p.describe(s)),
-				fmt.Sprintf("read the output of %s %q instead", owner.Kind, owner.Name)))
-			continue
+		hint := fmt.Sprintf("read the output of %s %q instead", owner.Kind, owner.Name)
+		if owner.Kind == graphir.KindMap {
+			hint += " (the list of each item's result)"
+		} else if owner.Kind == graphir.KindLoop {
+			hint += " (the last iteration's result), or look at it in the loop's until"
 		}
-		ix.readStep[n.ID] = true
-		ix.reads = append(ix.reads, read{site: si, step: n.ID, pos: r.Pos})
-		if field := r.Attr + r.Key; n.Kind.IsProcess() && field != "" && !contains(taskFields, field) {
-			hint := "task outputs have stdout, stderr, exit_code, error and code"
-			if near := graphir.Nearest(field, taskFields); near != "" {
+		ix.problems = append(ix.problems, p.siteDiag(s, "body_read", r.Pos,
+			fmt.Sprintf("%s reads step %q, which is inside %s: a body step cannot be read from outside its body", p.describe(s), n.Name, describeScope(g, n.Parent)),
+			hint))
+		return
+	}
+	ix.readStep[n.ID] = true
+	ix.reads = append(ix.reads, read{site: si, step: n.ID, pos: r.Pos})
+	if field := r.Attr + r.Key; n.Kind.IsProcess() && field != "" && !contains(taskFields, field) {
+		hint := "task outputs have stdout, stderr, exit_code, error and code"
+		if near := graphir.Nearest(field, taskFields); near != "" {
+			hint = fmt.Sprintf("did you mean %q?", near)
+		}
+		ix.problems = append(ix.problems, p.siteDiag(s, "unknown_output", r.Pos,
+			fmt.Sprintf("step %q is a %s: its output has no field %q (in %s)", n.Name, n.Kind, field, p.describe(s)), hint))
+	}
+}
+
+// untilFields are the fields of the argument of a loop's until (SPEC §2).
+var untilFields = []string{"index", "iteration", "output", "result", "history", "feedback", "max_iterations", "is_last", "inputs"}
+
+// resolveUntilRef checks one read of until's argument: a field it has, and
+// for it.result.NAME a step of the loop's body.
+func (p *pass) resolveUntilRef(ix *exprIndex, s *site, r graphir.Ref) {
+	g := p.g
+	loop := g.Nodes[s.at]
+	param := s.x.Reads.Param
+	var body []string
+	for _, id := range g.Scope(loop.ID) {
+		body = append(body, g.Nodes[id].Name)
+	}
+	switch field := r.Attr + r.Key; r.Name {
+	case "inputs":
+		if field != "" && g.Input(field) == nil {
+			ix.problems = append(ix.problems, p.siteDiag(s, "unknown_input", r.Pos,
+				fmt.Sprintf("unknown input %q in %s", field, p.describe(s)), p.inputHint(field)))
+		}
+		return
+	case "result":
+		if field == "" {
+			return
+		}
+		if !contains(body, field) {
+			hint := fmt.Sprintf("%s.result holds the output of each step of the body of loop %q: %s", param, loop.Name, strings.Join(quoteEach(body), ", "))
+			if near := graphir.Nearest(field, body); near != "" {
 				hint = fmt.Sprintf("did you mean %q?", near)
 			}
-			ix.problems = append(ix.problems, p.siteDiag(s, "unknown_output", r.Pos,
-				fmt.Sprintf("step %q is a %s: its output has no field %q (in %s)", n.Name, n.Kind, field, p.describe(s)), hint))
+			ix.problems = append(ix.problems, p.siteDiag(s, "unknown_name", r.Pos,
+				fmt.Sprintf("%s.result has no step %q in %s", param, field, p.describe(s)), hint))
+			return
 		}
+		ix.readStep[g.Node(field).ID] = true
+		return
 	}
+	if contains(untilFields, r.Name) {
+		return
+	}
+	msg := fmt.Sprintf("%s.%s in %s: until's argument has no field %q", param, r.Name, p.describe(s), r.Name)
+	var hint string
+	if contains(body, r.Name) {
+		hint = fmt.Sprintf("a body step's output is in %s.result: write %s.result.%s", param, param, r.Name)
+	} else if near := graphir.Nearest(r.Name, untilFields); near != "" {
+		hint = fmt.Sprintf("did you mean %s.%s?", param, near)
+	} else {
+		hint = fmt.Sprintf("until's argument has %s", strings.Join(untilFields, ", "))
+	}
+	ix.problems = append(ix.problems, p.siteDiag(s, "unknown_name", r.Pos, msg, hint))
+}
+
+func quoteEach(xs []string) []string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = fmt.Sprintf("%q", x)
+	}
+	return q
 }
 
 // scopeVar reports whether name is bound by a loop or map around scope:
@@ -224,7 +316,12 @@ func (p *pass) unknownName(s *site, r graphir.Ref) Diagnostic {
 	g := p.g
 	msg := fmt.Sprintf("unknown name %q in %s", r.Name, p.describe(s))
 	hint := ""
-	switch r.Name {
+	name := r.Name
+	if s.x.User {
+		msg = fmt.Sprintf("%s.%s in %s: no step, input root or run-view field is called %q", s.x.Reads.Param, r.Name, p.describe(s), r.Name)
+		name = "" // the special cases below are about expressions
+	}
+	switch name {
 	case "loop":
 		msg = fmt.Sprintf("%q is only defined inside a loop body (in %s)", r.Name, p.describe(s))
 	case "item", "index":
@@ -256,6 +353,10 @@ func (p *pass) unknownName(s *site, r graphir.Ref) Diagnostic {
 			hint = fmt.Sprintf("did you mean %q?", near)
 		} else {
 			hint = "an expression can read step names, inputs, self, visits and the modules json, math, re and struct"
+			if s.x.User {
+				hint = fmt.Sprintf("%s has the steps' outputs (%s.build), %s.inputs, %s.self, %s.visits(name) and %s.status(name)",
+					s.x.Reads.Param, s.x.Reads.Param, s.x.Reads.Param, s.x.Reads.Param, s.x.Reads.Param, s.x.Reads.Param)
+			}
 		}
 	}
 	return p.siteDiag(s, "unknown_name", r.Pos, msg, hint)
@@ -306,6 +407,10 @@ func (p *pass) describe(s *site) string {
 		return "output= of the flow"
 	case siteRetryWhen:
 		return fmt.Sprintf("retry_when= of step %q", g.Nodes[s.at].Name)
+	case siteFn:
+		return fmt.Sprintf("fn= of step %q", g.Nodes[s.at].Name)
+	case siteUntil:
+		return fmt.Sprintf("until= of loop %q", g.Nodes[s.at].Name)
 	}
 	return describeField(g.Nodes[s.at], s.field, s.key, s.index)
 }

@@ -16,6 +16,10 @@ type Locator interface {
 	// keyword (if not ""), and returns the position of its first character
 	// and whether offsets within s map one-to-one onto the file.
 	Literal(lparen Pos, keyword, s string) (pos Pos, exact bool, ok bool)
+	// Func returns what the function defined at pos (its "def" or
+	// "lambda") reads of its parameter (see [ReadsOf]), or nil when its
+	// syntax is not known.
+	Func(pos Pos) *FuncRefs
 }
 
 // FlowDecl is what flow() declares.

@@ -49,6 +49,9 @@ type Expr struct {
 	User  bool              // Func is the user's own function
 	Refs  []Ref             // free names read, in source order (string expressions only)
 	Err   *Error            // an expr_syntax error; Func is nil then
+	// Reads is what a user's function reads of its parameter, when the
+	// loader knows its syntax; nil otherwise.
+	Reads *FuncRefs
 
 	rewrites []Pos // where the compiled source inserts the view prefix (see FilePos)
 }
@@ -182,9 +185,16 @@ func (c *Compiler) Literal(s string) *Template {
 	return &Template{Src: s}
 }
 
-// Func wraps a user's function of one argument as an expression.
-func (c *Compiler) Func(fn starlark.Callable, pos Pos) *Expr {
-	return &Expr{Func: fn, User: true, Pos: pos}
+// Func wraps a user's function of one argument as an expression; reads is
+// what its body reads of the argument, if known.
+func (c *Compiler) Func(fn starlark.Callable, pos Pos, reads *FuncRefs) *Expr {
+	return &Expr{Func: fn, User: true, Pos: pos, Reads: reads}
+}
+
+// Opaque reports whether e is a user's function whose reads of its
+// argument cannot all be followed, so it may read any step.
+func (e *Expr) Opaque() bool {
+	return e != nil && e.User && (e.Reads == nil || e.Reads.Opaque)
 }
 
 // Expr parses and compiles src, which starts at pos in its file (exactly

@@ -189,7 +189,7 @@ func TestExprEval(t *testing.T) {
 	}
 	// A user's function is wrapped as it is.
 	fn := starlark.NewBuiltin("cond", nil)
-	u := c.Func(fn, at)
+	u := c.Func(fn, at, nil)
 	if !u.User || u.Func != fn || u.String() != "<function cond>" || u.Pos != at {
 		t.Errorf("%+v", u)
 	}

@@ -125,7 +125,8 @@ type Node struct {
 	Dir   *Template
 
 	// Fn steps.
-	Fn starlark.Callable
+	Fn      starlark.Callable
+	FnReads *FuncRefs // what Fn reads of r, when its syntax is known
 
 	// Wait steps: the duration, e.g. "30s" or "{{ 2 ** self.visits }}s".
 	Wait *Template
@@ -157,6 +158,7 @@ type Node struct {
 	// Loops.
 	Body          []NodeID // in list order; Body[0] is the entry
 	Until         starlark.Callable
+	UntilReads    *FuncRefs // what Until reads of its argument, when its syntax is known
 	UntilName     string // until= given as a name (Until set once resolved)
 	UntilBad      string // until= was neither a function nor a name: the type given
 	UntilPos      Pos

@@ -332,6 +332,7 @@ func (l *loader) resolveUntil(main starlark.StringDict) {
 		}
 		if f, isFn := v.(starlark.Callable); isFn {
 			n.Until = f
+			n.UntilReads = builtins.ReadsOf(l.b, f)
 		} else {
 			n.UntilBad = fmt.Sprintf("%s (a %s)", n.UntilName, v.Type())
 		}

@@ -20,18 +20,28 @@ type lineCol struct{ line, col int32 }
 type locator struct {
 	mu    sync.Mutex
 	files map[string]map[lineCol]*syntax.CallExpr
+	funcs map[string]map[lineCol]syntax.Node // def and lambda, by keyword position
+	reads map[graphir.Pos]*graphir.FuncRefs  // what each function reads, computed once
 }
 
 func newLocator() *locator {
-	return &locator{files: map[string]map[lineCol]*syntax.CallExpr{}}
+	return &locator{files: map[string]map[lineCol]*syntax.CallExpr{}, funcs: map[string]map[lineCol]syntax.Node{},
+		reads: map[graphir.Pos]*graphir.FuncRefs{}}
 }
 
-// add indexes the calls of a parsed file.
+// add indexes the calls and functions of a parsed file. The file must be
+// resolved before [locator.Func] is asked about its functions.
 func (l *locator) add(f *syntax.File) {
 	calls := map[lineCol]*syntax.CallExpr{}
+	funcs := map[lineCol]syntax.Node{}
 	syntax.Walk(f, func(n syntax.Node) bool {
-		if c, ok := n.(*syntax.CallExpr); ok {
-			calls[lineCol{c.Lparen.Line, c.Lparen.Col}] = c
+		switch n := n.(type) {
+		case *syntax.CallExpr:
+			calls[lineCol{n.Lparen.Line, n.Lparen.Col}] = n
+		case *syntax.DefStmt:
+			funcs[lineCol{n.Def.Line, n.Def.Col}] = n
+		case *syntax.LambdaExpr:
+			funcs[lineCol{n.Lambda.Line, n.Lambda.Col}] = n
 		}
 		return true
 	})
@@ -45,7 +55,29 @@ func (l *locator) add(f *syntax.File) {
 	} else {
 		l.files[f.Path] = calls
 	}
+	if old := l.funcs[f.Path]; old != nil {
+		for k, fn := range funcs {
+			old[k] = fn
+		}
+	} else {
+		l.funcs[f.Path] = funcs
+	}
 	l.mu.Unlock()
+}
+
+func (l *locator) Func(p graphir.Pos) *graphir.FuncRefs {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if fr, ok := l.reads[p]; ok {
+		return fr
+	}
+	fn := l.funcs[p.File][lineCol{int32(p.Line), int32(p.Col)}]
+	var fr *graphir.FuncRefs
+	if fn != nil {
+		fr = graphir.ReadsOf(fn)
+	}
+	l.reads[p] = fr
+	return fr
 }
 
 func (l *locator) call(p graphir.Pos) *syntax.CallExpr {

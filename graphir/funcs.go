@@ -1,0 +1,119 @@
+package graphir
+
+// This file reads the body of a user's function of one parameter (a fn
+// step, a condition, a router's by or case, a map's over, the flow's
+// output, a loop's until) for what it reads of that parameter: `r.build`,
+// `r.build.stdout`, `r.inputs.n`, `it.result["probe"]`. The checker
+// resolves these like the names of a string expression (SPEC §6). The
+// loader finds the function's syntax; this file needs only the syntax tree,
+// resolved, never a thread.
+
+import (
+	"go.starlark.net/resolve"
+	"go.starlark.net/syntax"
+)
+
+// FuncRefs is what a function reads of its parameter.
+type FuncRefs struct {
+	Param string // the parameter's name, "r" by convention
+	// Refs lists each r.NAME read, with the attribute or constant key read
+	// from it (r.NAME.attr, r.NAME["key"]), at NAME's position, in source
+	// order.
+	Refs []Ref
+	// Guards lists the steps the function asks about with
+	// r.visits("name") or r.status("name"): a read of such a step is taken
+	// to be guarded, as in expressions.
+	Guards []string
+	// Opaque is set when the parameter is used other than as r.NAME
+	// (passed to a helper, stored, indexed): what it reads then cannot all
+	// be followed, so only the reads seen are checked, and the function may
+	// read anything.
+	Opaque bool
+}
+
+// ReadsOf returns what the function fn (a *syntax.DefStmt or
+// *syntax.LambdaExpr of a resolved file) reads of its first parameter, or
+// nil when fn is neither or has no parameter.
+func ReadsOf(fn syntax.Node) *FuncRefs {
+	var params []syntax.Expr
+	var body []syntax.Node
+	switch f := fn.(type) {
+	case *syntax.DefStmt:
+		params = f.Params
+		for _, s := range f.Body {
+			body = append(body, s)
+		}
+	case *syntax.LambdaExpr:
+		params = f.Params
+		body = []syntax.Node{f.Body}
+	default:
+		return nil
+	}
+	if len(params) == 0 {
+		return nil
+	}
+	var param *syntax.Ident
+	switch p := params[0].(type) {
+	case *syntax.Ident:
+		param = p
+	case *syntax.BinaryExpr: // r=default
+		param, _ = p.X.(*syntax.Ident)
+	}
+	if param == nil {
+		return nil
+	}
+	isParam := func(x syntax.Expr) bool {
+		id, ok := x.(*syntax.Ident)
+		if !ok || id.Name != param.Name {
+			return false
+		}
+		b, ok := id.Binding.(*resolve.Binding)
+		return ok && b.First == param
+	}
+
+	fr := &FuncRefs{Param: param.Name}
+	outer := map[*syntax.DotExpr]Ref{} // r.NAME -> what is read from it
+	used := map[*syntax.Ident]bool{}   // uses of r as r.NAME
+	var calls []*syntax.CallExpr
+	walk := func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.DotExpr:
+			if in, ok := n.X.(*syntax.DotExpr); ok && isParam(in.X) {
+				outer[in] = Ref{Attr: n.Name.Name}
+			}
+			if isParam(n.X) {
+				r := outer[n]
+				r.Name = n.Name.Name
+				r.Pos = Pos{File: n.Name.NamePos.Filename(), Line: int(n.Name.NamePos.Line), Col: int(n.Name.NamePos.Col)}
+				fr.Refs = append(fr.Refs, r)
+				used[n.X.(*syntax.Ident)] = true
+			}
+		case *syntax.IndexExpr:
+			if in, ok := n.X.(*syntax.DotExpr); ok && isParam(in.X) {
+				if lit, ok := n.Y.(*syntax.Literal); ok && lit.Token == syntax.STRING {
+					outer[in] = Ref{Key: lit.Value.(string)}
+				}
+			}
+		case *syntax.CallExpr:
+			calls = append(calls, n)
+		case *syntax.Ident:
+			if isParam(n) && !used[n] {
+				fr.Opaque = true
+			}
+		}
+		return true
+	}
+	for _, n := range body {
+		syntax.Walk(n, walk)
+	}
+	for _, c := range calls {
+		d, ok := c.Fn.(*syntax.DotExpr)
+		if !ok || !isParam(d.X) || (d.Name.Name != "visits" && d.Name.Name != "status") || len(c.Args) != 1 {
+			continue
+		}
+		if lit, ok := c.Args[0].(*syntax.Literal); ok && lit.Token == syntax.STRING {
+			fr.Guards = append(fr.Guards, lit.Value.(string))
+		}
+	}
+	return fr
+}

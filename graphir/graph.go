@@ -159,8 +159,8 @@ type Node struct {
 	Body          []NodeID // in list order; Body[0] is the entry
 	Until         starlark.Callable
 	UntilReads    *FuncRefs // what Until reads of its argument, when its syntax is known
-	UntilName     string // until= given as a name (Until set once resolved)
-	UntilBad      string // until= was neither a function nor a name: the type given
+	UntilName     string    // until= given as a name (Until set once resolved)
+	UntilBad      string    // until= was neither a function nor a name: the type given
 	UntilPos      Pos
 	Judge         *Judge // until=judge(...)
 	MaxIterations int

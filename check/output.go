@@ -64,5 +64,6 @@ func WriteJSON(w io.Writer, ds []Diagnostic) error {
 	r.Errors, r.Warnings = Count(ds)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // "<" stays "<": this is no HTML page
 	return enc.Encode(r)
 }

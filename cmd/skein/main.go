@@ -89,7 +89,7 @@ func Main(ctx context.Context, args []string, io stdio) int {
 			}
 			return exitOK
 		}
-		fmt.Fprintf(io.err, "skein %s: %v\n", c.name, err)
+		fmt.Fprintf(io.err, "skein %s: %v%s\n", c.name, err, suggestFlag(fs, err))
 		return exitUsage
 	}
 	return c.run(ctx, io, opts, fs.Args())
@@ -104,6 +104,23 @@ func suggestCommand(name string) string {
 	sort.Strings(names) // Nearest keeps the first of equally near names
 	if best := graphir.Nearest(name, names); best != "" {
 		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return ""
+}
+
+// suggestFlag is the did-you-mean for a flag that pflag does not know, or
+// "": " (did you mean --json?)".
+func suggestFlag(fs *pflag.FlagSet, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return ""
+	}
+	name, _, _ = strings.Cut(name, "=")
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	sort.Strings(names)
+	if best := graphir.Nearest(name, names); best != "" {
+		return fmt.Sprintf(" (did you mean --%s?)", best)
 	}
 	return ""
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,6 +33,7 @@ type runOptions struct {
 	json     bool
 	events   bool
 	root     string
+	fs       *pflag.FlagSet // to tell a flag given as 0 from one not given
 }
 
 func init() {
@@ -58,7 +60,7 @@ is the same on every run.
 
 Exit status: 0 succeeded, 1 failed or cancelled, 2 usage, load or check errors.`, vm.DefaultParallel),
 		flags: func(fs *pflag.FlagSet) any {
-			o := &runOptions{}
+			o := &runOptions{fs: fs}
 			o.inputFlags.define(fs, "")
 			fs.IntVarP(&o.parallel, "parallel", "p", 0, fmt.Sprintf("task, shell and child-flow steps run at once (default %d)", vm.DefaultParallel))
 			fs.DurationVar(&o.timeout, "timeout", 0, "stop the run after this long (overrides the flow's timeout)")
@@ -126,21 +128,34 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintln(io.err, "skein run: want exactly one flow\nusage: skein run FLOW [--input k=v]... [--json] [--events]")
 		return exitUsage
 	}
-	if opts.parallel < 0 {
-		fmt.Fprintln(io.err, "skein run: --parallel must be at least 1")
+	if opts.parallel < 1 && opts.fs.Changed("parallel") {
+		fmt.Fprintf(io.err, "skein run: --parallel must be at least 1, got %d\n", opts.parallel)
 		return exitUsage
 	}
-	g, ok := loadForRun(io, args[0], opts.root)
-	if !ok {
+	if opts.timeout < 0 {
+		fmt.Fprintf(io.err, "skein run: --timeout must not be negative, got %s\n", opts.timeout)
 		return exitUsage
 	}
+	g, ds := loadAndCheck(args[0], opts.root)
+	errs, _ := check.Count(ds)
+	if errs > 0 || g == nil {
+		if opts.json {
+			writeInvalid(io.out, args[0], ds)
+		}
+		check.WriteText(io.err, ds)
+		fmt.Fprintf(io.err, "skein: %s not run: it has %s\n", args[0], plural(max(errs, 1), "error"))
+		return exitUsage
+	}
+	check.WriteText(io.err, ds)
 	given, err := opts.inputFlags.parse()
-	if err != nil {
-		fmt.Fprintf(io.err, "skein run: %v\n", err)
-		return exitUsage
+	var inputs *stdlib.Map
+	if err == nil {
+		inputs, err = given.bind(g)
 	}
-	inputs, err := given.bind(g)
 	if err != nil {
+		if opts.json {
+			writeInvalid(io.out, args[0], append(ds, inputDiagnostic(err)))
+		}
 		printInputError(io.err, err)
 		return exitUsage
 	}
@@ -175,19 +190,6 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		return exitFail
 	}
 	return exitOK
-}
-
-// loadForRun loads and checks a flow for running: load and check errors are
-// printed and refuse the run; warnings are printed and do not.
-func loadForRun(io stdio, file, root string) (*graphir.Graph, bool) {
-	g, ds := loadAndCheck(file, root)
-	if errs, _ := check.Count(ds); errs > 0 || g == nil {
-		check.WriteText(io.err, ds)
-		fmt.Fprintf(io.err, "skein: %s not run: it has %s\n", file, plural(errs, "error"))
-		return nil, false
-	}
-	check.WriteText(io.err, ds)
-	return g, true
 }
 
 // loadChild loads and checks a child flow that a templated flow= path names
@@ -289,6 +291,30 @@ func (fi *flagInputs) bind(g *graphir.Graph) (*stdlib.Map, error) {
 		given[name] = v
 	}
 	return vm.BindInputs(g, given)
+}
+
+// writeInvalid prints what run --json prints for a flow that does not
+// load, does not check, or is given inputs that do not fit: the report of
+// check --json with "status": "invalid" and the flow's file first, so a
+// tool reading stdout always gets one object.
+func writeInvalid(w io.Writer, file string, ds []check.Diagnostic) {
+	var b bytes.Buffer
+	check.WriteJSON(&b, ds)
+	head, _ := json.Marshal(file)
+	fmt.Fprintf(w, "{\n  \"status\": \"invalid\",\n  \"file\": %s,%s", head, strings.TrimPrefix(b.String(), "{"))
+}
+
+// inputDiagnostic turns an input error into a diagnostic for writeInvalid.
+func inputDiagnostic(err error) check.Diagnostic {
+	d := check.Diagnostic{Code: "bad_input", Severity: check.Error, Message: err.Error()}
+	var ge *graphir.Error
+	if errors.As(err, &ge) {
+		d.Message, d.Hint, d.Pos = ge.Msg, ge.Hint, ge.Pos
+		if ge.Code != "" {
+			d.Code = ge.Code
+		}
+	}
+	return d
 }
 
 func printInputError(w io.Writer, err error) {

@@ -15,6 +15,10 @@ func init() {
 		name:    "version",
 		summary: "print the version of skein",
 		run: func(_ context.Context, io stdio, _ any, args []string) int {
+			if len(args) > 0 {
+				fmt.Fprintf(io.err, "skein version: takes no arguments, got %q\nusage: skein version\n", args[0])
+				return exitUsage
+			}
 			rev := ""
 			if info, ok := debug.ReadBuildInfo(); ok {
 				for _, s := range info.Settings {

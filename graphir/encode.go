@@ -306,7 +306,7 @@ func fmtDuration(d time.Duration) string {
 func (g *Graph) DOT() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "digraph %s {\n", dotID(g.Name))
-	b.WriteString("  rankdir=TB;\n  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\", fontsize=10];\n")
+	b.WriteString("  rankdir=TB;\n  graph [fontname=\"Helvetica\"];\n  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\", fontsize=10];\n")
 	for _, n := range g.Nodes {
 		if n.Kind.IsSentinel() && len(n.In)+len(n.Out) > 0 {
 			shape := "circle"
@@ -453,7 +453,11 @@ func (g *Graph) Mermaid() string {
 	scope = func(s NodeID, indent string) {
 		for _, id := range g.scopes[s] {
 			n := g.Nodes[id]
-			label := mermaidText(n.Name + " · " + n.Kind.String())
+			text := n.Name + " · " + n.Kind.String()
+			if n.MaxVisits > 0 {
+				text += fmt.Sprintf(", max %d", n.MaxVisits) // as DOT draws it
+			}
+			label := mermaidText(text)
 			switch n.Kind {
 			case KindRouter:
 				fmt.Fprintf(&b, "%s%s{\"%s\"}\n", indent, g.mermaidID(n), label)
@@ -464,6 +468,11 @@ func (g *Graph) Mermaid() string {
 			}
 			if n.HasBody() {
 				title := n.Kind.String() + " " + n.Name
+				if n.Kind == KindLoop {
+					title += fmt.Sprintf(" (max %d)", n.MaxIterations)
+				} else {
+					title += " over " + n.Over.String()
+				}
 				fmt.Fprintf(&b, "%ssubgraph %s_body[\"%s\"]\n", indent, g.mermaidID(n), mermaidText(title))
 				scope(n.ID, indent+"  ")
 				fmt.Fprintf(&b, "%send\n", indent)

@@ -10,6 +10,7 @@ package vm
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"go.starlark.net/starlark"
@@ -42,6 +43,8 @@ type frame struct {
 	item    starlark.Value
 	index   int
 	m       *mapRun
+
+	pathPre string // the prefix of its path entries, made on first use (see pathName)
 }
 
 // nodeState is the state of one step in one frame.
@@ -92,6 +95,34 @@ func (f *frame) loopValue() starlark.Value {
 			[]starlark.Value{starlark.MakeInt(f.iteration), starlark.MakeInt(f.iteration - 1), fb, starlark.MakeInt(f.node.MaxIterations)})
 	}
 	return f.loopVal
+}
+
+// pathName is how step n of frame f appears in the run's path: its name,
+// after the scope inside loops and maps ("per_file[2].count",
+// "polish#3.draft").
+func (f *frame) pathName(n *graphir.Node) string {
+	if f.scope == graphir.None {
+		return n.Name
+	}
+	return f.pathPrefix() + n.Name
+}
+
+func (f *frame) pathPrefix() string {
+	if f.pathPre == "" {
+		var buf [64]byte
+		b := buf[:0]
+		if f.parent != nil && f.parent.scope != graphir.None {
+			b = append(b, f.parent.pathPrefix()...)
+		}
+		b = append(b, f.node.Name...)
+		if f.kind == graphir.KindLoop {
+			b = strconv.AppendInt(append(b, '#'), int64(f.iteration), 10)
+		} else {
+			b = append(strconv.AppendInt(append(b, '['), int64(f.index), 10), ']')
+		}
+		f.pathPre = string(append(b, '.'))
+	}
+	return f.pathPre
 }
 
 // scopePath locates the frame for events: ["polish#2", "per_file[3]"].
@@ -245,7 +276,7 @@ func (r *run) enter(t task) {
 	rec := r.recs[n.ID]
 	rec.Visits++
 	rec.Status = StepRunning
-	r.pathAdd(n.Name)
+	r.pathAdd(f.pathName(n))
 	var now time.Time // one clock read per transition, for the record and the event
 	if r.timed(n) {
 		now = r.now()
@@ -749,6 +780,7 @@ func (r *run) startIteration(lf *frame) {
 		lf.states[i].visits, lf.states[i].arrived, lf.states[i].liveIn, lf.states[i].fired = 0, 0, 0, false
 	}
 	lf.loopVal = nil
+	lf.pathPre = ""
 	r.ready(lf, r.g.Nodes[lf.node.Body[0]])
 }
 

@@ -156,3 +156,19 @@ edge(judge, ABORT)
 	}
 	_ = filepath.Base
 }
+
+// Path entries of body steps name their scope: the map item or loop
+// iteration they ran in.
+func TestPathScopes(t *testing.T) {
+	res := run(t, `
+count = step("count", fn = lambda r: r.item)
+per_file = map("per_file", over = "[1, 2]", body = [count])
+draft = step("draft")
+polish = loop("polish", body = [draft], until = lambda it: it.iteration == 2, max_iterations = 5)
+chain(START, per_file, polish, END)
+`, nil, vm.Options{})
+	want := []string{"per_file", "per_file[0].count", "per_file[1].count", "polish", "polish#1.draft", "polish#2.draft"}
+	if diff := cmp.Diff(want, res.Path); diff != "" {
+		t.Errorf("path (-want +got):\n%s", diff)
+	}
+}

@@ -879,7 +879,7 @@ l = loop("l", body = [b], until = lambda it: False, max_iterations = 100000)
 	if len(res.Path) != 100 || res.PathTotal != 100001 {
 		t.Errorf("path kept %d of %d entries, want 100 of 100001", len(res.Path), res.PathTotal)
 	}
-	if res.Path[99] != "b" {
+	if res.Path[99] != "l#100000.b" { // body steps are named after their scope
 		t.Errorf("path tail = %v", res.Path[95:])
 	}
 }

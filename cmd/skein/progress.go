@@ -43,6 +43,11 @@ type progress struct {
 	buf     []byte // the line being built, reused
 	wbuf    []byte // the event's location, reused
 	dbuf    []byte // the live block, reused
+	// skipped holds the steps already shown as skipped (child flow path
+	// and name): a step skipped again, in every iteration of a loop say,
+	// is shown once.
+	skipped map[string]bool
+	kbuf    []byte
 }
 
 type activeStep struct {
@@ -247,6 +252,19 @@ func (p *progress) event(ev vm.Event) {
 		}
 		return
 	case vm.StepPruned:
+		k := p.kbuf[:0]
+		for _, f := range ev.Flow {
+			k = append(append(k, f...), '/')
+		}
+		k = append(k, ev.Step...)
+		p.kbuf = k
+		if p.skipped[string(k)] {
+			return
+		}
+		if p.skipped == nil {
+			p.skipped = map[string]bool{}
+		}
+		p.skipped[string(k)] = true
 		b = appendPaint(b, p.color, "2", "skip ")
 		b = append(b, ' ')
 		if p.color {

@@ -186,7 +186,7 @@ func (req *EffectRequest) RunChild(ctx context.Context) *EffectCompletion {
 // request makes the request for the first attempt of effect step n in
 // frame f.
 func (r *run) request(f *frame, n *graphir.Node) *EffectRequest {
-	return &EffectRequest{RunID: r.res.RunID, Flow: r.opts.prefix, Scope: f.scopePath(), Step: n.Name, Node: n, Kind: n.Kind,
+	return &EffectRequest{RunID: r.opts.top, Flow: r.opts.prefix, Scope: f.scopePath(), Step: n.Name, Node: n, Kind: n.Kind,
 		Visit: int(f.state(r, n.ID).visits), Attempt: 1}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/vm"
@@ -184,5 +185,23 @@ func TestProducerCancellation(t *testing.T) {
 	res := vm.Prepare(g).Run(ctx, in, vm.Options{Effects: hold})
 	if res.Status != vm.Cancelled || res.Step("t").Status != vm.StepCancelled {
 		t.Errorf("status %s, t %s", res.Status, res.Step("t").Status)
+	}
+}
+
+// Every task sees its run, step, visit and attempt in its environment.
+func TestTaskEnvironment(t *testing.T) {
+	src := `
+t = step("t", shell = "echo $SKEIN_RUN_ID $SKEIN_STEP $SKEIN_VISIT $SKEIN_ATTEMPT; test $SKEIN_ATTEMPT = 2", retries = 1)
+chain(START, t, END)
+`
+	res := run(t, src, nil, vm.Options{RunID: "r-1"})
+	if res.Status != vm.Succeeded || res.RunID != "r-1" {
+		t.Fatalf("status %s %q: %+v", res.Status, res.RunID, res.Error)
+	}
+	out, _ := res.Step("t").Output.(interface {
+		Attr(string) (starlark.Value, error)
+	}).Attr("stdout")
+	if got := string(out.(starlark.String)); got != "r-1 t 1 2\n" {
+		t.Errorf("stdout = %q", got)
 	}
 }

@@ -124,7 +124,13 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 	r.thread.Print = r.print
 	defer context.AfterFunc(ctx, func() { r.thread.Cancel("cancelled") })()
 
-	r.res = &Result{RunID: newRunID(), Flow: g.Name, File: g.File, Inputs: inputs, Started: r.now()}
+	r.res = &Result{RunID: opts.RunID, Flow: g.Name, File: g.File, Inputs: inputs, Started: r.now()}
+	if r.res.RunID == "" {
+		r.res.RunID = NewRunID(r.res.Started)
+	}
+	if r.opts.top == "" {
+		r.opts.top = r.res.RunID
+	}
 	r.recs = make([]*StepRecord, len(g.Nodes))
 	r.res.Steps = make([]*StepRecord, 0, len(g.Nodes)-3)
 	recs := make([]StepRecord, len(g.Nodes)-3)
@@ -675,7 +681,7 @@ func (r *run) startSubflow(f *frame, n *graphir.Node) {
 	opts.depth++
 	opts.chain = chain
 	opts.prefix = append(append(append([]string(nil), r.opts.prefix...), f.scopePath()...), n.Name)
-	opts.Timeout = 0
+	opts.Timeout, opts.RunID = 0, ""
 	req := r.request(f, n)
 	req.ChildPath, req.ChildGraph, req.ChildInputs = path, child, inputs
 	req.child = &childRun{r: r, opts: opts}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,7 +29,7 @@ func runProcess(ctx context.Context, spec *EffectRequest) *EffectCompletion {
 	}
 	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
 	cmd.Dir = spec.Dir
-	cmd.Env = spec.Env
+	cmd.Env = taskEnv(spec)
 	if spec.Stdin != nil {
 		cmd.Stdin = strings.NewReader(*spec.Stdin)
 	}
@@ -97,6 +98,18 @@ func runProcess(ctx context.Context, spec *EffectRequest) *EffectCompletion {
 		}
 	}
 	return o
+}
+
+// taskEnv is the environment of a task's process: the request's, and the
+// run, step, visit and attempt, so that a task can make itself idempotent.
+func taskEnv(spec *EffectRequest) []string {
+	env := spec.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	return append(env[:len(env):len(env)],
+		"SKEIN_RUN_ID="+spec.RunID, "SKEIN_STEP="+spec.Step,
+		"SKEIN_VISIT="+strconv.Itoa(spec.Visit), "SKEIN_ATTEMPT="+strconv.Itoa(spec.Attempt))
 }
 
 func unwrapExec(err error) error {

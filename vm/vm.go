@@ -116,7 +116,12 @@ type Options struct {
 	// parent's.
 	Effects EffectProducer
 
+	// RunID is the id of the run; empty means a new one (see [NewRunID]).
+	// Child flows get ids of their own.
+	RunID string
+
 	// Set for child runs.
+	top    string // the id of the top-level run
 	depth  int
 	chain  []string // flow files of the parents, outermost first
 	prefix []string // step names leading to this child, for events
@@ -389,8 +394,10 @@ func Prepare(g *graphir.Graph) *Program {
 // Graph returns the graph the program runs.
 func (p *Program) Graph() *graphir.Graph { return p.g }
 
-func newRunID() string {
-	var b [8]byte
+// NewRunID returns a new run id for a run starting at t: ids sort by start
+// time (to the millisecond) and are unique with overwhelming likelihood.
+func NewRunID(t time.Time) string {
+	var b [4]byte
 	rand.Read(b[:])
-	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:4])
+	return t.UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:])
 }

@@ -1,0 +1,302 @@
+package store
+
+// This file reads: runs, their sources and their journals; run references
+// (ids, prefixes, "last"); and garbage collection.
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Run is a run's record.
+type Run struct {
+	ID          string
+	Flow        string
+	File        string
+	Root        string
+	Status      string // vm's statuses, Running, Waiting or Interrupted
+	ErrorCode   string
+	ErrorStep   string
+	ErrorMsg    string
+	Started     time.Time
+	Ended       time.Time // zero while it has not ended
+	ResumedFrom string
+	Options     RunOptions
+	// Only from Get.
+	Inputs json.RawMessage
+	Result json.RawMessage // the result object; nil until the run ends
+
+	n int64
+}
+
+// Ended reports whether the run has ended (succeeded, failed or
+// cancelled): such a run is never changed again.
+func (r *Run) HasEnded() bool {
+	switch r.Status {
+	case Running, Waiting, Interrupted:
+		return false
+	}
+	return true
+}
+
+// Filter selects runs for [Store.Runs].
+type Filter struct {
+	Flow   string
+	Status string
+	Limit  int // 0 for all
+}
+
+const runColumns = `n, id, flow, file, root, status, COALESCE(error_code, ''), COALESCE(error_step, ''), COALESCE(error_msg, ''),
+	started, COALESCE(ended, 0), COALESCE(resumed_from, ''), options, COALESCE(owner_pid, 0), COALESCE(owner_start, ''), COALESCE(owner_host, '')`
+
+type scanner interface{ Scan(...any) error }
+
+func scanRun(sc scanner, extra ...any) (*Run, error) {
+	r := &Run{}
+	var started, ended int64
+	var pid int
+	var start, host, opts string
+	dest := append([]any{&r.n, &r.ID, &r.Flow, &r.File, &r.Root, &r.Status, &r.ErrorCode, &r.ErrorStep, &r.ErrorMsg,
+		&started, &ended, &r.ResumedFrom, &opts, &pid, &start, &host}, extra...)
+	if err := sc.Scan(dest...); err != nil {
+		return nil, err
+	}
+	r.Started = fromNanos(started)
+	if ended != 0 {
+		r.Ended = fromNanos(ended)
+	}
+	json.Unmarshal([]byte(opts), &r.Options)
+	if r.Status == Running && !alive(pid, start, host) {
+		r.Status = Interrupted
+	}
+	return r, nil
+}
+
+// Runs lists runs, newest first.
+func (s *Store) Runs(f Filter) ([]*Run, error) {
+	q := `SELECT ` + runColumns + ` FROM runs`
+	var where []string
+	var args []any
+	if f.Flow != "" {
+		where = append(where, "flow = ?")
+		args = append(args, f.Flow)
+	}
+	status := f.Status
+	if status == Interrupted {
+		status = Running // told apart below
+	}
+	if status != "" {
+		where = append(where, "status = ?")
+		args = append(args, status)
+	}
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY id DESC"
+	if f.Limit > 0 && f.Status != Interrupted && f.Status != Running {
+		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
+	rows, err := s.db.Query(q, args...)
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	defer rows.Close()
+	var out []*Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, s.fail(err)
+		}
+		if f.Status != "" && r.Status != f.Status {
+			continue
+		}
+		out = append(out, r)
+		if f.Limit > 0 && len(out) == f.Limit {
+			break
+		}
+	}
+	return out, s.fail(rows.Err())
+}
+
+// ErrNoRun is returned (wrapped) when a reference names no run.
+var ErrNoRun = errors.New("no such run")
+
+// Resolve turns a run reference (an id, a unique prefix of one, or
+// "last") into the run's id.
+func (s *Store) Resolve(ref string) (string, error) {
+	if ref == "" {
+		return "", fmt.Errorf("want a run id, a prefix of one, or last")
+	}
+	if ref == "last" {
+		var id string
+		err := s.db.QueryRow(`SELECT id FROM runs ORDER BY id DESC LIMIT 1`).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", fmt.Errorf("%w: the store %s has no runs yet", ErrNoRun, s.path)
+		}
+		return id, s.fail(err)
+	}
+	rows, err := s.db.Query(`SELECT id FROM runs WHERE id >= ? AND id < ? ORDER BY id LIMIT 3`, ref, ref+"\xff")
+	if err != nil {
+		return "", s.fail(err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		rows.Scan(&id)
+		ids = append(ids, id)
+	}
+	switch len(ids) {
+	case 0:
+		return "", fmt.Errorf("%w %q in %s (skein runs lists them)", ErrNoRun, ref, s.path)
+	case 1:
+		return ids[0], nil
+	}
+	for _, id := range ids {
+		if id == ref {
+			return id, nil
+		}
+	}
+	more := ""
+	if len(ids) > 2 {
+		more = ", ..."
+	}
+	return "", fmt.Errorf("run %q is ambiguous: it starts %s, %s%s", ref, ids[0], ids[1], more)
+}
+
+// Get returns the record of the run ref names (see [Store.Resolve]).
+func (s *Store) Get(ref string) (*Run, error) {
+	id, err := s.Resolve(ref)
+	if err != nil {
+		return nil, err
+	}
+	var inputs string
+	var result sql.NullString
+	r, err := scanRun(s.db.QueryRow(`SELECT `+runColumns+`, inputs, result FROM runs WHERE id = ?`, id), &inputs, &result)
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	r.Inputs = json.RawMessage(inputs)
+	if result.Valid {
+		r.Result = json.RawMessage(result.String)
+	}
+	return r, nil
+}
+
+// Sources returns the files the run loaded, the flow first.
+func (s *Store) Sources(id string) ([]Source, error) {
+	rows, err := s.db.Query(`SELECT s.path, b.text FROM sources s JOIN blobs b ON b.hash = s.hash JOIN runs r ON r.n = s.run
+		WHERE r.id = ? ORDER BY s.ord`, id)
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	defer rows.Close()
+	var out []Source
+	for rows.Next() {
+		var src Source
+		if err := rows.Scan(&src.Path, &src.Text); err != nil {
+			return nil, s.fail(err)
+		}
+		out = append(out, src)
+	}
+	return out, s.fail(rows.Err())
+}
+
+// Effect is one attempt of an effect as the journal has it.
+type Effect struct {
+	ID        int64
+	Path      string // child-flow chain and scope, "/"-joined; "" at the top level
+	Step      string
+	Kind      string
+	Visit     int
+	Attempt   int
+	Status    string // running (no completion recorded), succeeded, failed, cancelled
+	Done      int64  // completion order within the run; 0 while running
+	Code      string
+	Error     string
+	Output    json.RawMessage // effects other than tasks; nil for none
+	ExitCode  int
+	Stdout    string
+	Stderr    string
+	Truncated bool
+	Started   time.Time
+	Ended     time.Time
+}
+
+// Effects returns the journal of the run with id, in the order the
+// attempts started, from the attempt after afterID (0 for all).
+func (s *Store) Effects(id string, afterID int64) ([]*Effect, error) {
+	rows, err := s.db.Query(`SELECT e.id, e.path, e.step, e.kind, e.visit, e.attempt, e.status, COALESCE(e.done, 0), COALESCE(e.code, ''),
+		COALESCE(e.error, ''), e.output, COALESCE(e.exit_code, 0), COALESCE(e.stdout, ''), COALESCE(e.stderr, ''), COALESCE(e.truncated, 0),
+		e.started, COALESCE(e.ended, 0)
+		FROM effects e JOIN runs r ON r.n = e.run WHERE r.id = ? AND e.id > ? ORDER BY e.id`, id, afterID)
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	defer rows.Close()
+	var out []*Effect
+	for rows.Next() {
+		e := &Effect{}
+		var output sql.NullString
+		var started, ended int64
+		if err := rows.Scan(&e.ID, &e.Path, &e.Step, &e.Kind, &e.Visit, &e.Attempt, &e.Status, &e.Done, &e.Code, &e.Error,
+			&output, &e.ExitCode, &e.Stdout, &e.Stderr, &e.Truncated, &started, &ended); err != nil {
+			return nil, s.fail(err)
+		}
+		if output.Valid {
+			e.Output = json.RawMessage(output.String)
+		}
+		e.Started = fromNanos(started)
+		if ended != 0 {
+			e.Ended = fromNanos(ended)
+		}
+		out = append(out, e)
+	}
+	return out, s.fail(rows.Err())
+}
+
+// GC deletes the ended runs that are both beyond the newest keep (keep < 0:
+// no such limit) and ended longer than olderThan ago (0: no such limit),
+// then compacts the file. Runs that have not ended are never deleted. It
+// returns how many runs it deleted.
+func (s *Store) GC(keep int, olderThan time.Duration) (int, error) {
+	var conds []string
+	var args []any
+	ended := `status NOT IN ('running', 'waiting')`
+	if keep >= 0 {
+		conds = append(conds, `n NOT IN (SELECT n FROM runs WHERE `+ended+` ORDER BY id DESC LIMIT ?)`)
+		args = append(args, keep)
+	}
+	if olderThan > 0 {
+		conds = append(conds, `COALESCE(ended, started) < ?`)
+		args = append(args, nanos(time.Now().Add(-olderThan)))
+	}
+	if len(conds) == 0 {
+		return 0, nil
+	}
+	tx, err := s.db.Begin()
+	if err != nil {
+		return 0, s.fail(err)
+	}
+	defer tx.Rollback()
+	res, err := tx.Exec(`DELETE FROM runs WHERE `+ended+` AND (`+strings.Join(conds, " AND ")+`)`, args...)
+	if err != nil {
+		return 0, s.fail(err)
+	}
+	deleted, _ := res.RowsAffected()
+	if _, err := tx.Exec(`DELETE FROM blobs WHERE hash NOT IN (SELECT hash FROM sources)`); err != nil {
+		return 0, s.fail(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, s.fail(err)
+	}
+	if _, err := s.db.Exec(`VACUUM`); err != nil {
+		return int(deleted), s.fail(err)
+	}
+	s.db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	return int(deleted), nil
+}

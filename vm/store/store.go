@@ -1,0 +1,230 @@
+// Package store is the run store: a SQLite database that records every run
+// (its sources, inputs, status and final result) and every completion of an
+// effect (task, shell, child flow, approval, wait), each committed before
+// the run acts on it, so that runs can be looked at after they end and
+// resumed after they fail or crash.
+//
+// It is pure Go (modernc.org/sqlite through database/sql) and safe for
+// several processes at once: WAL mode, a busy timeout, immediate write
+// transactions, synchronous=NORMAL (a commit survives a crash of the
+// process; a power cut may lose the last ones, never corrupt the file),
+// and a checkpoint when a run ends.
+//
+// fn steps, conditions, routers and until functions are never recorded:
+// they are deterministic and are computed again on resume, so a loop of fn
+// steps adds nothing to the store.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+)
+
+// FileName is the store's file inside a .skein directory.
+const FileName = "runs.db"
+
+// Store is an open run store.
+type Store struct {
+	db   *sql.DB
+	path string
+
+	insEffect *sql.Stmt
+	endEffect *sql.Stmt
+}
+
+// Open opens the store at path, creating it (and its directory) if need
+// be, and brings its schema up to date. Two processes opening a new store
+// at once are safe: the migrations run once, under the database's write
+// lock.
+func Open(path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("run store %s: %v", path, unwrapPath(err))
+	}
+	dsn := "file:" + path + "?_txlock=immediate" +
+		"&_pragma=busy_timeout(10000)" +
+		"&_pragma=journal_mode(WAL)" +
+		"&_pragma=synchronous(NORMAL)" +
+		"&_pragma=journal_size_limit(67108864)" +
+		"&_pragma=foreign_keys(1)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("run store %s: %v", path, err)
+	}
+	s := &Store{db: db, path: path}
+	if err := s.migrate(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("run store %s: %v", path, storeErr(err))
+	}
+	if s.insEffect, err = db.Prepare(`INSERT INTO effects (run, path, step, kind, visit, attempt, status, started) VALUES (?, ?, ?, ?, ?, ?, 'running', ?)`); err == nil {
+		s.endEffect, err = db.Prepare(`UPDATE effects SET status = ?, done = ?, code = ?, error = ?, output = ?, exit_code = ?, stdout = ?, stderr = ?, truncated = ?, ended = ? WHERE id = ?`)
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("run store %s: %v", path, storeErr(err))
+	}
+	return s, nil
+}
+
+// Path is the store's file.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the store.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Checkpoint folds the write-ahead log back into the database file.
+func (s *Store) Checkpoint() error {
+	_, err := s.db.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+	return err
+}
+
+// migrations are the schema's versions; migration i takes the schema from
+// version i to i+1. Never edit one that has shipped: add another.
+var migrations = []string{
+	`CREATE TABLE runs (
+		n            INTEGER PRIMARY KEY,
+		id           TEXT NOT NULL UNIQUE,
+		flow         TEXT NOT NULL,
+		file         TEXT NOT NULL,
+		root         TEXT NOT NULL,
+		inputs       TEXT NOT NULL,
+		options      TEXT NOT NULL,
+		status       TEXT NOT NULL,
+		error_code   TEXT,
+		error_step   TEXT,
+		error_msg    TEXT,
+		started      INTEGER NOT NULL,
+		ended        INTEGER,
+		result       TEXT,
+		resumed_from TEXT,
+		owner_pid    INTEGER,
+		owner_start  TEXT,
+		owner_host   TEXT
+	);
+	CREATE INDEX runs_flow ON runs (flow, n);
+	CREATE TABLE blobs (
+		hash TEXT PRIMARY KEY,
+		text BLOB NOT NULL
+	) WITHOUT ROWID;
+	CREATE TABLE sources (
+		run  INTEGER NOT NULL REFERENCES runs (n) ON DELETE CASCADE,
+		ord  INTEGER NOT NULL,
+		path TEXT NOT NULL,
+		hash TEXT NOT NULL REFERENCES blobs (hash),
+		PRIMARY KEY (run, ord)
+	) WITHOUT ROWID;
+	CREATE TABLE effects (
+		id        INTEGER PRIMARY KEY,
+		run       INTEGER NOT NULL REFERENCES runs (n) ON DELETE CASCADE,
+		path      TEXT NOT NULL,
+		step      TEXT NOT NULL,
+		kind      TEXT NOT NULL,
+		visit     INTEGER NOT NULL,
+		attempt   INTEGER NOT NULL,
+		status    TEXT NOT NULL,
+		done      INTEGER,
+		code      TEXT,
+		error     TEXT,
+		output    TEXT,
+		exit_code INTEGER,
+		stdout    BLOB,
+		stderr    BLOB,
+		truncated INTEGER,
+		started   INTEGER NOT NULL,
+		ended     INTEGER
+	);
+	CREATE INDEX effects_run ON effects (run, id);
+	CREATE TABLE approvals (
+		run       INTEGER NOT NULL REFERENCES runs (n) ON DELETE CASCADE,
+		path      TEXT NOT NULL,
+		step      TEXT NOT NULL,
+		visit     INTEGER NOT NULL,
+		message   TEXT NOT NULL,
+		requested INTEGER NOT NULL,
+		decided   INTEGER,
+		approved  INTEGER,
+		by        TEXT,
+		reason    TEXT,
+		PRIMARY KEY (run, path, step, visit)
+	) WITHOUT ROWID;
+	CREATE TABLE waits (
+		run   INTEGER NOT NULL REFERENCES runs (n) ON DELETE CASCADE,
+		path  TEXT NOT NULL,
+		step  TEXT NOT NULL,
+		visit INTEGER NOT NULL,
+		due   INTEGER NOT NULL,
+		PRIMARY KEY (run, path, step, visit)
+	) WITHOUT ROWID;`,
+}
+
+// migrate brings the schema up to date inside one immediate transaction:
+// a second process opening the store at the same time waits for the first
+// and then finds nothing to do.
+func (s *Store) migrate() error {
+	ctx := context.Background()
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var version int
+	if err := conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return err
+	}
+	if version == len(migrations) {
+		return nil
+	}
+	tx, err := conn.BeginTx(ctx, nil) // immediate: takes the write lock now
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return err
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("the store's schema (version %d) is newer than this skein knows (%d): upgrade skein", version, len(migrations))
+	}
+	for ; version < len(migrations); version++ {
+		if _, err := tx.ExecContext(ctx, migrations[version]); err != nil {
+			return fmt.Errorf("migration %d: %v", version+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, version)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
+	}
+	return err
+}
+
+// storeErr makes SQLite's messages about files readable.
+func storeErr(err error) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "SQLITE_CANTOPEN") || strings.Contains(msg, "unable to open database file"):
+		return errors.New("cannot open or create the database file (is its directory writable?)")
+	case strings.Contains(msg, "SQLITE_READONLY") || strings.Contains(msg, "readonly database"):
+		return errors.New("the database is read-only")
+	case strings.Contains(msg, "SQLITE_FULL") || strings.Contains(msg, "database or disk is full"):
+		return errors.New("the disk is full")
+	}
+	return err
+}
+
+func nanos(t time.Time) int64 { return t.UnixNano() }
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n) }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,6 +25,7 @@ import (
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/store"
 )
 
 type runOptions struct {
@@ -34,6 +36,8 @@ type runOptions struct {
 	events   bool
 	root     string
 	fs       *pflag.FlagSet // to tell a flag given as 0 from one not given
+	store    string
+	noStore  bool
 }
 
 func init() {
@@ -67,6 +71,8 @@ Exit status: 0 succeeded, 1 failed or cancelled, 2 usage, load or check errors.`
 			fs.BoolVar(&o.json, "json", false, "print only the result, as JSON, when the run ends")
 			fs.BoolVar(&o.events, "events", false, "print one JSON object per event per line as the run goes")
 			fs.StringVar(&o.root, "root", "", "flow root that load() and child flows may not leave (default: the flow's directory)")
+			fs.StringVar(&o.store, "store", "", "record the run in this store (default: $SKEIN_STORE, else .skein/runs.db at or above the flow root)")
+			fs.BoolVar(&o.noStore, "no-store", false, "do not record the run")
 			return o
 		},
 		run:  runRun,
@@ -136,7 +142,8 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintf(io.err, "skein run: --timeout must not be negative, got %s\n", opts.timeout)
 		return exitUsage
 	}
-	g, ds := loadAndCheck(args[0], opts.root)
+	src := &sourceRecorder{}
+	g, ds := loadAndCheckFrom(args[0], opts.root, src.readFile)
 	errs, _ := check.Count(ds)
 	if errs > 0 || g == nil {
 		if opts.json {
@@ -164,6 +171,23 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 	defer stop()
 
 	vopts := vm.Options{Parallel: opts.parallel, Timeout: opts.timeout, LoadFlow: loadChild}
+	var rec *store.Recorder
+	if !opts.noStore {
+		st, err := store.Open(storePathFor(opts.store, g.Root))
+		if err == nil {
+			defer st.Close()
+			started := time.Now()
+			rec, err = st.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: absPath(g.File), Root: absPath(g.Root),
+				Sources: src.sources(), Inputs: inputs, Started: started,
+				Options: store.RunOptions{Parallel: opts.parallel, Timeout: opts.timeout}})
+		}
+		if err != nil {
+			fmt.Fprintf(io.err, "skein run: %v\nskein: %s not run (--no-store runs it without recording)\n", err, args[0])
+			return exitFail
+		}
+		vopts.RunID, vopts.Effects = rec.ID(), rec
+		vopts.LoadFlow = recordingLoader(rec)
+	}
 	var prog *progress
 	switch {
 	case opts.events:
@@ -176,6 +200,11 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		prog.start()
 	}
 	res := vm.Prepare(g).Run(ctx, inputs, vopts)
+	if rec != nil {
+		if err := rec.Finish(res); err != nil {
+			fmt.Fprintf(io.err, "skein run: %v\n", err)
+		}
+	}
 	if prog != nil {
 		prog.stop()
 		prog.summary(res)
@@ -202,6 +231,33 @@ func loadChild(_ context.Context, path, root string) (*graphir.Graph, error) {
 		}
 	}
 	return g, nil
+}
+
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
+
+// recordingLoader is loadChild recording the files it reads in the run's
+// sources.
+func recordingLoader(rec *store.Recorder) func(context.Context, string, string) (*graphir.Graph, error) {
+	return func(_ context.Context, path, root string) (*graphir.Graph, error) {
+		src := &sourceRecorder{}
+		g, ds := loadAndCheckFrom(path, root, src.readFile)
+		for _, s := range src.sources() {
+			if err := rec.AddSource(s); err != nil {
+				return nil, err
+			}
+		}
+		for _, d := range ds {
+			if d.Severity == check.Error {
+				return nil, fmt.Errorf("%s", d.String())
+			}
+		}
+		return g, nil
+	}
 }
 
 // inputFlags are --input and --inputs-file, shared by run and watch.

@@ -1,0 +1,672 @@
+package main
+
+// This file is the run store on the command line: where the store lives,
+// recording a run's sources, and the commands that read the store (runs,
+// show, logs, gc).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/skeinlang/skein/check"
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/vm/store"
+)
+
+// storeDir is the directory name that holds a project's store.
+const storeDir = ".skein"
+
+// storePathFor is where the runs of a flow whose root is root are
+// recorded: flag, else $SKEIN_STORE, else .skein/runs.db in the nearest
+// directory at or above root that has a .skein folder, else in root.
+func storePathFor(flag, root string) string {
+	if flag != "" {
+		return flag
+	}
+	if env := os.Getenv("SKEIN_STORE"); env != "" {
+		return env
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		abs = root
+	}
+	if dir, ok := findStoreDir(abs); ok {
+		return filepath.Join(dir, storeDir, store.FileName)
+	}
+	return filepath.Join(abs, storeDir, store.FileName)
+}
+
+// findStoreDir returns the nearest directory at or above dir with a .skein
+// folder.
+func findStoreDir(dir string) (string, bool) {
+	for {
+		if fi, err := os.Stat(filepath.Join(dir, storeDir)); err == nil && fi.IsDir() {
+			return dir, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}
+
+// openExistingStore opens the store a command that names no flow uses:
+// flag, else $SKEIN_STORE, else the nearest .skein/runs.db at or above the
+// current directory. It never creates one.
+func openExistingStore(flag string) (*store.Store, error) {
+	path := flag
+	if path == "" {
+		path = os.Getenv("SKEIN_STORE")
+	}
+	if path == "" {
+		wd, _ := os.Getwd()
+		dir, ok := findStoreDir(wd)
+		if !ok {
+			return nil, fmt.Errorf("no run store here: no %s folder in %s or above (runs are recorded beside the flow; pass --store PATH)", storeDir, wd)
+		}
+		path = filepath.Join(dir, storeDir, store.FileName)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("no run store at %s", path)
+	}
+	return store.Open(path)
+}
+
+// sourceRecorder is a lang ReadFile that keeps what it read, so a run
+// records exactly the texts it was loaded from.
+type sourceRecorder struct {
+	mu    sync.Mutex
+	files []store.Source
+	seen  map[string]bool
+	// from serves recorded sources instead of the disk (resume).
+	from map[string][]byte
+}
+
+func (s *sourceRecorder) readFile(name string) ([]byte, error) {
+	var b []byte
+	var err error
+	if s.from != nil {
+		var ok bool
+		abs, _ := filepath.Abs(name)
+		if b, ok = s.from[abs]; !ok {
+			err = &os.PathError{Op: "open", Path: name, Err: errors.New("not among the run's recorded sources")}
+		}
+	} else {
+		b, err = os.ReadFile(name)
+	}
+	if err == nil {
+		s.mu.Lock()
+		if s.seen == nil {
+			s.seen = map[string]bool{}
+		}
+		clean := name
+		if abs, err := filepath.Abs(name); err == nil {
+			clean = abs
+		}
+		if !s.seen[clean] {
+			s.seen[clean] = true
+			s.files = append(s.files, store.Source{Path: clean, Text: b})
+		}
+		s.mu.Unlock()
+	}
+	return b, err
+}
+
+func (s *sourceRecorder) sources() []store.Source {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]store.Source(nil), s.files...)
+}
+
+// loadAndCheckFrom is loadAndCheck reading files through read.
+func loadAndCheckFrom(file, root string, read func(string) ([]byte, error)) (*graphir.Graph, []check.Diagnostic) {
+	g, err := lang.Load(file, lang.Options{Root: root, ReadFile: read})
+	if err != nil {
+		return nil, []check.Diagnostic{check.FromError(asError(err))}
+	}
+	return g, check.Graph(g)
+}
+
+// storeFlag defines --store on a command that names no flow.
+func storeFlag(fs *pflag.FlagSet, p *string) {
+	fs.StringVar(p, "store", "", "the run store (default: $SKEIN_STORE, else the nearest .skein/runs.db at or above the current directory)")
+}
+
+type runsOptions struct {
+	store, flow, status string
+	limit               int
+	json                bool
+}
+
+type showOptions struct {
+	store string
+	json  bool
+}
+
+type logsOptions struct {
+	store  string
+	follow bool
+}
+
+type gcOptions struct {
+	store     string
+	keep      int
+	olderThan time.Duration
+}
+
+func init() {
+	register(&command{
+		name:    "runs",
+		args:    "[--flow NAME] [--status S] [--limit N] [--json]",
+		summary: "list the recorded runs, newest first",
+		long: `Lists the runs recorded in the store: id, flow, status, start, duration and,
+for a failed run, the failing step. A run whose process died shows as
+interrupted (skein resume continues it); one parked on an approval as waiting.
+
+Exit status: 0, 1 when there is no store, 2 on bad usage.`,
+		flags: func(fs *pflag.FlagSet) any {
+			o := &runsOptions{}
+			fs.StringVar(&o.flow, "flow", "", "only runs of the flow with this name")
+			fs.StringVar(&o.status, "status", "", "only runs with this status (succeeded, failed, cancelled, running, waiting, interrupted)")
+			fs.IntVarP(&o.limit, "limit", "n", 20, "at most this many runs (0 for all)")
+			fs.BoolVar(&o.json, "json", false, "print a JSON array of run objects")
+			storeFlag(fs, &o.store)
+			return o
+		},
+		run: runRuns,
+	})
+	register(&command{
+		name:    "show",
+		args:    "RUN [--json]",
+		summary: "show a recorded run",
+		long: `Shows a run's record: status, error, output and the effects it ran. RUN is
+a run id, a unique prefix of one, or last. --json prints the result object
+that skein run --json prints (for a run that has not ended, what is known so
+far).
+
+Exit status: 0, 1 when the run is not found, 2 on bad usage.`,
+		flags: func(fs *pflag.FlagSet) any {
+			o := &showOptions{}
+			fs.BoolVar(&o.json, "json", false, "print the result object as JSON")
+			storeFlag(fs, &o.store)
+			return o
+		},
+		run: runShow,
+	})
+	register(&command{
+		name:    "logs",
+		args:    "RUN [STEP] [--follow]",
+		summary: "print the captured output of a run's tasks",
+		long: `Prints the stdout and stderr captured from a run's task and shell steps in the
+order they ran, each under a header naming the step, its scope, visit and
+attempt. With STEP, only that step's. --follow keeps printing as the run
+goes, until it ends.
+
+Exit status: 0, 1 when the run or step is not found, 2 on bad usage.`,
+		flags: func(fs *pflag.FlagSet) any {
+			o := &logsOptions{}
+			fs.BoolVarP(&o.follow, "follow", "f", false, "keep printing until the run ends")
+			storeFlag(fs, &o.store)
+			return o
+		},
+		run: runLogs,
+	})
+	register(&command{
+		name:    "gc",
+		args:    "[--keep N] [--older-than D]",
+		summary: "delete old runs and compact the store",
+		long: `Deletes the ended runs that are both beyond the newest N (--keep, default
+100) and ended longer ago than D (--older-than, default 0: any age), then
+compacts the store. Runs still going, interrupted or waiting are never
+deleted.
+
+Exit status: 0, 1 when there is no store or it cannot be written, 2 on bad usage.`,
+		flags: func(fs *pflag.FlagSet) any {
+			o := &gcOptions{}
+			fs.IntVar(&o.keep, "keep", 100, "keep this many newest ended runs")
+			fs.DurationVar(&o.olderThan, "older-than", 0, "delete only runs that ended longer ago than this (e.g. 720h)")
+			storeFlag(fs, &o.store)
+			return o
+		},
+		run: runGC,
+	})
+}
+
+func runRuns(_ context.Context, io stdio, o any, args []string) int {
+	opts := o.(*runsOptions)
+	if len(args) != 0 {
+		fmt.Fprintln(io.err, "skein runs: takes no arguments\nusage: skein runs [--flow NAME] [--status S] [--limit N] [--json]")
+		return exitUsage
+	}
+	switch opts.status {
+	case "", "succeeded", "failed", "cancelled", store.Running, store.Waiting, store.Interrupted:
+	default:
+		fmt.Fprintf(io.err, "skein runs: unknown status %q: want succeeded, failed, cancelled, running, waiting or interrupted\n", opts.status)
+		return exitUsage
+	}
+	st, err := openExistingStore(opts.store)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein runs: %v\n", err)
+		return exitFail
+	}
+	defer st.Close()
+	runs, err := st.Runs(store.Filter{Flow: opts.flow, Status: opts.status, Limit: opts.limit})
+	if err != nil {
+		fmt.Fprintf(io.err, "skein runs: %v\n", err)
+		return exitFail
+	}
+	if opts.json {
+		list := make([]any, len(runs))
+		for i, r := range runs {
+			list[i] = runObject(r)
+		}
+		b, _ := json.MarshalIndent(list, "", "  ")
+		fmt.Fprintf(io.out, "%s\n", b)
+		return exitOK
+	}
+	if len(runs) == 0 {
+		fmt.Fprintln(io.err, "no runs recorded yet")
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tFLOW\tSTATUS\tSTARTED\tDURATION\tSTEP")
+	for _, r := range runs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Flow, r.Status, r.Started.Local().Format("2006-01-02 15:04:05"), runDuration(r), r.ErrorStep)
+	}
+	tw.Flush()
+	return exitOK
+}
+
+func runDuration(r *store.Run) string {
+	if r.Ended.IsZero() {
+		return "-"
+	}
+	return r.Ended.Sub(r.Started).Round(time.Millisecond).String()
+}
+
+type jsonError struct {
+	Code    string `json:"code"`
+	Step    string `json:"step"`
+	Message string `json:"message"`
+}
+
+type jsonRun struct {
+	RunID       string     `json:"run_id"`
+	Flow        string     `json:"flow"`
+	File        string     `json:"file"`
+	Status      string     `json:"status"`
+	Error       *jsonError `json:"error"`
+	Started     string     `json:"started"`
+	Ended       *string    `json:"ended"`
+	DurationMS  *float64   `json:"duration_ms"`
+	ResumedFrom string     `json:"resumed_from,omitempty"`
+}
+
+func runObject(r *store.Run) jsonRun {
+	o := jsonRun{RunID: r.ID, Flow: r.Flow, File: r.File, Status: r.Status, Started: r.Started.UTC().Format(time.RFC3339Nano), ResumedFrom: r.ResumedFrom}
+	if r.ErrorCode != "" {
+		o.Error = &jsonError{r.ErrorCode, r.ErrorStep, r.ErrorMsg}
+	}
+	if !r.Ended.IsZero() {
+		e := r.Ended.UTC().Format(time.RFC3339Nano)
+		d := float64(r.Ended.Sub(r.Started).Microseconds()) / 1000
+		o.Ended, o.DurationMS = &e, &d
+	}
+	return o
+}
+
+// getRun opens the store and finds the run ref names, printing what went
+// wrong for command cmd.
+func getRun(io stdio, cmd, storeFlag, ref string) (*store.Store, *store.Run, bool) {
+	st, err := openExistingStore(storeFlag)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein %s: %v\n", cmd, err)
+		return nil, nil, false
+	}
+	r, err := st.Get(ref)
+	if err != nil {
+		st.Close()
+		fmt.Fprintf(io.err, "skein %s: %v\n", cmd, err)
+		return nil, nil, false
+	}
+	return st, r, true
+}
+
+func runShow(_ context.Context, io stdio, o any, args []string) int {
+	opts := o.(*showOptions)
+	if len(args) != 1 {
+		fmt.Fprintln(io.err, "skein show: want one run (an id, a prefix of one, or last)\nusage: skein show RUN [--json]")
+		return exitUsage
+	}
+	st, r, ok := getRun(io, "show", opts.store, args[0])
+	if !ok {
+		return exitFail
+	}
+	defer st.Close()
+	effects, err := st.Effects(r.ID, 0)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein show: %v\n", err)
+		return exitFail
+	}
+	if opts.json {
+		b := r.Result
+		if b == nil {
+			b = partialResult(r, effects)
+		}
+		var buf strings.Builder
+		if err := jsonIndent(&buf, b, r); err != nil {
+			fmt.Fprintf(io.err, "skein show: %v\n", err)
+			return exitFail
+		}
+		fmt.Fprintln(io.out, buf.String())
+		return exitOK
+	}
+	fmt.Fprintf(io.out, "run %s\nflow %s (%s)\nstatus %s\n", r.ID, r.Flow, r.File, r.Status)
+	fmt.Fprintf(io.out, "started %s", r.Started.Local().Format("2006-01-02 15:04:05.000"))
+	if !r.Ended.IsZero() {
+		fmt.Fprintf(io.out, ", took %s", runDuration(r))
+	}
+	fmt.Fprintln(io.out)
+	if r.ResumedFrom != "" {
+		fmt.Fprintf(io.out, "resumed from %s\n", r.ResumedFrom)
+	}
+	if r.ErrorCode != "" {
+		fmt.Fprintf(io.out, "error %s: %s\n", r.ErrorCode, r.ErrorMsg)
+	}
+	if r.Result != nil {
+		var res struct {
+			Output json.RawMessage `json:"output"`
+		}
+		if json.Unmarshal(r.Result, &res) == nil && string(res.Output) != "null" {
+			fmt.Fprintf(io.out, "output %s\n", res.Output)
+		}
+	}
+	if len(effects) > 0 {
+		fmt.Fprintln(io.out, "effects:")
+		tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
+		for _, e := range effects {
+			took := "-"
+			if !e.Ended.IsZero() {
+				took = e.Ended.Sub(e.Started).Round(time.Millisecond).String()
+			}
+			detail := e.Error
+			if e.Status == "succeeded" && e.Output != nil {
+				detail = string(e.Output)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\tvisit %d\tattempt %d\t%s\t%s\t%s\n", where(e), e.Kind, e.Visit, e.Attempt, e.Status, took, oneLine(detail, 60))
+		}
+		tw.Flush()
+	}
+	return exitOK
+}
+
+// where is an effect's step with its scope: "per_file[2] › lint".
+func where(e *store.Effect) string {
+	if e.Path == "" {
+		return e.Step
+	}
+	return strings.ReplaceAll(e.Path, "/", " › ") + " › " + e.Step
+}
+
+func oneLine(s string, max int) string {
+	s = strings.TrimSpace(strings.ReplaceAll(s, "\n", " "))
+	if r := []rune(s); len(r) > max {
+		s = string(r[:max-1]) + "…"
+	}
+	return s
+}
+
+// partialResult is the result object of a run that has not ended, from its
+// journal: the run's fields, the path of effects started, and each effect
+// step's latest attempt. fn steps are not recorded and do not appear.
+func partialResult(r *store.Run, effects []*store.Effect) json.RawMessage {
+	type stepObj struct {
+		Status string          `json:"status"`
+		Visits int             `json:"visits"`
+		Output json.RawMessage `json:"output"`
+		Error  *string         `json:"error"`
+		Code   string          `json:"code,omitempty"`
+	}
+	var names []string
+	steps := map[string]*stepObj{}
+	path := []string{}
+	for _, e := range effects {
+		s := steps[e.Step]
+		if s == nil {
+			s = &stepObj{}
+			steps[e.Step] = s
+			names = append(names, e.Step)
+		}
+		if e.Attempt == 1 {
+			path = append(path, e.Step)
+		}
+		s.Visits = max(s.Visits, e.Visit)
+		s.Status, s.Error, s.Code = e.Status, nil, ""
+		switch {
+		case e.Kind == "task" || e.Kind == "shell":
+			b, _ := json.Marshal(map[string]any{"stdout": e.Stdout, "stderr": e.Stderr, "exit_code": e.ExitCode, "error": nilIfEmpty(e.Error)})
+			s.Output = b
+		case e.Output != nil:
+			s.Output = e.Output
+		default:
+			s.Output = json.RawMessage("null")
+		}
+		if e.Status == "failed" {
+			msg := e.Error
+			s.Error, s.Code = &msg, e.Code
+		}
+	}
+	var b strings.Builder
+	head, _ := json.Marshal(struct {
+		RunID  string   `json:"run_id"`
+		Flow   string   `json:"flow"`
+		File   string   `json:"file"`
+		Status string   `json:"status"`
+		Error  any      `json:"error"`
+		Output any      `json:"output"`
+		Path   []string `json:"path"`
+	}{r.ID, r.Flow, r.File, r.Status, nil, nil, path})
+	b.Write(head[:len(head)-1])
+	b.WriteString(`,"steps":{`)
+	for i, n := range names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(n)
+		v, _ := json.Marshal(steps[n])
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteString("}}")
+	return json.RawMessage(b.String())
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// jsonIndent writes the result object indented, with the store's status
+// (a run recorded as running may have been interrupted since) and
+// resumed_from.
+func jsonIndent(w io.Writer, b json.RawMessage, r *store.Run) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return fmt.Errorf("the recorded result is not valid JSON: %v", err)
+	}
+	// Indent rather than re-encode, to keep the recorded member order.
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return err
+	}
+	text := out.String()
+	if st, _ := json.Marshal(r.Status); string(obj["status"]) != string(st) {
+		text = strings.Replace(text, `"status": `+string(obj["status"]), `"status": `+string(st), 1)
+	}
+	if r.ResumedFrom != "" && obj["resumed_from"] == nil {
+		from, _ := json.Marshal(r.ResumedFrom)
+		text = strings.Replace(text, "{\n", "{\n  \"resumed_from\": "+string(from)+",\n", 1)
+	}
+	_, err := io.WriteString(w, text)
+	return err
+}
+
+func runLogs(ctx context.Context, io stdio, o any, args []string) int {
+	opts := o.(*logsOptions)
+	if len(args) < 1 || len(args) > 2 {
+		fmt.Fprintln(io.err, "skein logs: want a run and optionally a step\nusage: skein logs RUN [STEP] [--follow]")
+		return exitUsage
+	}
+	st, r, ok := getRun(io, "logs", opts.store, args[0])
+	if !ok {
+		return exitFail
+	}
+	defer st.Close()
+	step := ""
+	if len(args) == 2 {
+		step = args[1]
+	}
+	var last int64
+	printed := 0
+	var steps []string
+	for {
+		effects, err := st.Effects(r.ID, last)
+		if err != nil {
+			fmt.Fprintf(io.err, "skein logs: %v\n", err)
+			return exitFail
+		}
+		for _, e := range effects {
+			if e.Status == store.Running && opts.follow {
+				break // print in order: wait for it
+			}
+			last = e.ID
+			if e.Kind != "task" && e.Kind != "shell" {
+				continue
+			}
+			if !contains(steps, e.Step) {
+				steps = append(steps, e.Step)
+			}
+			if step != "" && e.Step != step {
+				continue
+			}
+			printed++
+			status := e.Status
+			if e.Status == "failed" && e.Error != "" {
+				status += ": " + e.Error
+			}
+			fmt.Fprintf(io.out, "==> %s (visit %d, attempt %d) %s <==\n", where(e), e.Visit, e.Attempt, status)
+			io.out.Write([]byte(e.Stdout))
+			if e.Stdout != "" && !strings.HasSuffix(e.Stdout, "\n") {
+				fmt.Fprintln(io.out)
+			}
+			if e.Stderr != "" {
+				fmt.Fprintln(io.out, "--- stderr ---")
+				io.out.Write([]byte(e.Stderr))
+				if !strings.HasSuffix(e.Stderr, "\n") {
+					fmt.Fprintln(io.out)
+				}
+			}
+		}
+		if !opts.follow {
+			break
+		}
+		cur, err := st.Get(r.ID)
+		if err != nil {
+			fmt.Fprintf(io.err, "skein logs: %v\n", err)
+			return exitFail
+		}
+		if cur.Status != store.Running {
+			// One more pass picks up what was committed just before the end.
+			if more, _ := st.Effects(r.ID, last); len(more) == 0 {
+				break
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return exitOK
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if step != "" && printed == 0 && !contains(steps, step) {
+		msg := fmt.Sprintf("skein logs: run %s has no task or shell step %q that ran", r.ID, step)
+		if n := graphir.Nearest(step, steps); n != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", n)
+		}
+		fmt.Fprintln(io.err, msg)
+		return exitFail
+	}
+	return exitOK
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func runGC(_ context.Context, io stdio, o any, args []string) int {
+	opts := o.(*gcOptions)
+	if len(args) != 0 {
+		fmt.Fprintln(io.err, "skein gc: takes no arguments\nusage: skein gc [--keep N] [--older-than D]")
+		return exitUsage
+	}
+	if opts.keep < 0 || opts.olderThan < 0 {
+		fmt.Fprintln(io.err, "skein gc: --keep and --older-than must not be negative")
+		return exitUsage
+	}
+	st, err := openExistingStore(opts.store)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein gc: %v\n", err)
+		return exitFail
+	}
+	defer st.Close()
+	before := fileSize(st.Path())
+	n, err := st.GC(opts.keep, opts.olderThan)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein gc: %v\n", err)
+		return exitFail
+	}
+	fmt.Fprintf(io.out, "deleted %s; the store is %s (was %s)\n", plural(n, "run"), sizeText(fileSize(st.Path())), sizeText(before))
+	return exitOK
+}
+
+func fileSize(path string) int64 {
+	var total int64
+	for _, p := range []string{path, path + "-wal"} {
+		if fi, err := os.Stat(p); err == nil {
+			total += fi.Size()
+		}
+	}
+	return total
+}
+
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -171,6 +171,14 @@ func (p *progress) line(b []byte) {
 	p.w.Write(append(b, '\n'))
 }
 
+// note writes text (one or more lines) as permanent lines, at once.
+func (p *progress) note(text string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.line([]byte(text))
+	p.show()
+}
+
 // show makes what was written visible at once: the live block is redrawn
 // and the buffer flushed.
 func (p *progress) show() {

@@ -38,6 +38,8 @@ type runOptions struct {
 	fs       *pflag.FlagSet // to tell a flag given as 0 from one not given
 	store    string
 	noStore  bool
+	dryRun   bool
+	mocks    []string
 }
 
 func init() {
@@ -73,6 +75,8 @@ Exit status: 0 succeeded, 1 failed or cancelled, 2 usage, load or check errors.`
 			fs.StringVar(&o.root, "root", "", "flow root that load() and child flows may not leave (default: the flow's directory)")
 			fs.StringVar(&o.store, "store", "", "record the run in this store (default: $SKEIN_STORE, else .skein/runs.db at or above the flow root)")
 			fs.BoolVar(&o.noStore, "no-store", false, "do not record the run")
+			fs.BoolVar(&o.dryRun, "dry-run", false, "execute no effect: tasks, shells, child flows, model calls, approvals and waits succeed with empty output and print what they would do (not recorded)")
+			fs.StringArrayVar(&o.mocks, "mock", nil, "with --dry-run, STEP=ok or STEP=fail: the outcome of that step's effects (repeatable)")
 			return o
 		},
 		run:  runRun,
@@ -171,8 +175,20 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 	defer stop()
 
 	vopts := vm.Options{Parallel: opts.parallel, Timeout: opts.timeout, LoadFlow: loadChild}
+	var dry *dryRun
+	if opts.dryRun {
+		var err error
+		if dry, err = newDryRun(g, opts.mocks); err != nil {
+			fmt.Fprintf(io.err, "skein run: %v\n", err)
+			return exitUsage
+		}
+		vopts.Effects = dry.producer
+	} else if len(opts.mocks) > 0 {
+		fmt.Fprintln(io.err, "skein run: --mock needs --dry-run")
+		return exitUsage
+	}
 	var rec *store.Recorder
-	if !opts.noStore {
+	if !opts.noStore && dry == nil {
 		st, err := store.Open(storePathFor(opts.store, g.Root))
 		if err == nil {
 			defer st.Close()
@@ -198,6 +214,10 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		prog = newProgress(io.out, isTerminal(io.out))
 		vopts.OnEvent = prog.event
 		prog.start()
+		if dry != nil {
+			dry.show = prog.note
+			prog.note("dry run: no effect is executed")
+		}
 	}
 	res := vm.Prepare(g).Run(ctx, inputs, vopts)
 	if rec != nil {

@@ -36,3 +36,9 @@ func scriptParams(dir string) testscript.Params {
 		},
 	}
 }
+
+// TestFlowTestScripts runs the scripts in testdata/flowtest: skein test's
+// output, exit statuses and mocks.
+func TestFlowTestScripts(t *testing.T) {
+	testscript.Run(t, scriptParams("testdata/flowtest"))
+}

@@ -1,0 +1,214 @@
+package flowtest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/vm"
+)
+
+// writeFiles writes name -> content under a new temporary directory.
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, src := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// runTests runs the test file and returns "name: pass" or "name: FAIL
+// pos: msg" lines.
+func runTests(t *testing.T, dir string) []string {
+	t.Helper()
+	fr := RunFile(context.Background(), filepath.Join(dir, "x_test.star"), Options{})
+	if fr.Err != nil {
+		t.Fatalf("test file does not load: %v", fr.Err)
+	}
+	var out []string
+	for _, tr := range fr.Tests {
+		if tr.Passed() {
+			out = append(out, tr.Name+": pass")
+			continue
+		}
+		for _, f := range tr.Failures {
+			out = append(out, tr.Name+": FAIL "+filepath.Base(f.Pos.File)+":"+itoa(f.Pos.Line)+": "+f.Msg)
+		}
+	}
+	return out
+}
+
+func itoa(n int) string { return starlark.MakeInt(n).String() }
+
+const flow = `
+flow(name = "f", inputs = {"who": "x"})
+a = step("a", run = ["false"], env = {"WHO": "{{ inputs.who }}"}, retries = 1, backoff = "1ms")
+b = step("b", run = ["false"], stdin = "{{ a.stdout }}")
+ok = step("ok", fn = lambda r: "b said " + r.b.stdout)
+bad = step("bad", fn = lambda r: "b failed with " + r.b.code)
+edge(START, a)
+edge(a, b)
+edge(b, ok)
+edge(b, bad, on = "failure")
+edge(ok, END)
+edge(bad, END)
+`
+
+func TestMockForms(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"f.star": flow, "x_test.star": `
+def test_single(t):
+    r = t.run("f.star", mocks = {"a": t.ok(stdout = "A"), "b": t.ok(stdout = "B")})
+    t.eq(r.output, "b said B")
+
+def test_list_per_request(t):
+    # a fails once and is retried: the retry takes the second outcome.
+    r = t.run("f.star", mocks = {"a": [t.fail(), t.ok(stdout = "A2")], "b": t.fail(code = "timeout")})
+    t.eq(r.output, "b failed with timeout")
+    t.eq(r.steps["a"].output.stdout, "A2")
+
+def test_last_repeats(t):
+    r = t.run("f.star", mocks = {"a": [t.fail()], "b": t.ok()})
+    t.fails(r, "step_failed")
+    t.eq(r.error.step, "a")
+
+def test_function(t):
+    seen = []
+    def b(req):
+        seen.append(req)
+        return t.ok(stdout = req.stdin + "!")
+    def a(req):
+        seen.append(req)
+        return t.ok(stdout = req.env["WHO"])
+    r = t.run("f.star", inputs = {"who": "zed"}, mocks = {"a": a, "b": b})
+    t.eq(r.output, "b said zed!")
+    t.eq([s.step for s in seen], ["a", "b"])
+    t.eq(seen[0].argv, ["false"])
+    t.eq(seen[0].kind, "task")
+    t.eq(seen[1].stdin, "zed")
+    t.eq(seen[1].visit, 1)
+    t.eq(seen[1].attempt, 1)
+
+def test_function_wrong_value(t):
+    r = t.run("f.star", mocks = {"a": lambda req: 42, "b": t.ok()})
+`})
+	got := runTests(t, dir)
+	want := []string{
+		"test_single: pass",
+		"test_list_per_request: pass",
+		"test_last_repeats: pass",
+		"test_function: pass",
+		`test_function_wrong_value: FAIL x_test.star:35: mock of step "a": the function returned int, want an outcome (t.ok(), t.fail(), ...)`,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("results (-want +got):\n%s", d)
+	}
+}
+
+// Conditions, fn steps and routers run for real: a bug in a condition
+// fails the test, and a router follows the mocked output.
+func TestLogicRunsForReal(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"f.star": `
+flow(name = "g")
+probe = step("probe", run = ["true"])
+hi = step("hi", fn = lambda r: "hi")
+lo = step("lo", fn = lambda r: "lo")
+pick = router("pick", by = "'high' if int(probe.stdout) > 5 else 'low'", routes = {"high": hi, "low": lo})
+edge(START, probe)
+edge(probe, pick)
+edge(hi, END)
+edge(lo, END)
+`, "x_test.star": `
+def test_high(t):
+    t.eq(t.run("f.star", mocks = {"probe": t.ok(stdout = "9")}).output, "hi")
+
+def test_low(t):
+    t.eq(t.run("f.star", mocks = {"probe": t.ok(stdout = "1")}).output, "lo")
+
+def test_bad_output(t):
+    r = t.run("f.star", mocks = {"probe": t.ok(stdout = "nine")})
+    t.eq(r.status, "succeeded")
+`})
+	got := runTests(t, dir)
+	if len(got) != 3 || got[0] != "test_high: pass" || got[1] != "test_low: pass" || !strings.HasPrefix(got[2], "test_bad_output: FAIL x_test.star:10: t.eq: values differ") {
+		t.Errorf("got %q", got)
+	}
+}
+
+// Every kind of outcome becomes the completion its step kind expects.
+func TestOutcomeCompletions(t *testing.T) {
+	task := &vm.EffectRequest{Step: "s", Kind: graphir.KindTask}
+	other := &vm.EffectRequest{Step: "s", Kind: graphir.KindLLM}
+	c := (&Outcome{Kind: "ok", Stdout: "out", ExitCode: 0}).completion(task, testNow)
+	if !c.OK || c.Stdout != "out" || c.Output != nil {
+		t.Errorf("task ok: %+v", c)
+	}
+	c = (&Outcome{Kind: "fail", Code: "timeout", Error: "slow", ExitCode: 9, Stderr: "e"}).completion(task, testNow)
+	if c.OK || c.Code != "timeout" || c.Error != "slow" || c.ExitCode != 9 || c.Stderr != "e" {
+		t.Errorf("task fail: %+v", c)
+	}
+	c = (&Outcome{Kind: "answer", Output: starlark.String("urgent")}).completion(other, testNow)
+	if !c.OK || c.Output != starlark.String("urgent") {
+		t.Errorf("answer: %+v", c)
+	}
+	c = (&Outcome{Kind: "approve", By: "ann", Reason: starlark.String("fine")}).completion(other, testNow)
+	if !c.OK || c.Output.String() != `{"approved": True, "by": "ann", "reason": "fine", "at": "2026-01-02T03:04:05Z"}` {
+		t.Errorf("approve: %+v %v", c, c.Output)
+	}
+	c = (&Outcome{Kind: "reject", Reason: starlark.String("no")}).completion(other, testNow)
+	if c.OK || c.Code != "rejected" || c.Error != "rejected: no" {
+		t.Errorf("reject: %+v", c)
+	}
+}
+
+var testNow = mustTime("2026-01-02T03:04:05Z")
+
+// A dry run executes nothing and reports every effect in path order.
+func TestDryRunExecutesNothing(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"f.star": `
+flow(name = "d")
+mk = step("mk", run = ["touch", "made"])
+sh = step("sh", shell = "touch made2")
+chain(START, mk, sh, END)
+`})
+	g, err := lang.Load(filepath.Join(dir, "f.star"), lang.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	d := &DryRun{Report: func(req *vm.EffectRequest) { seen = append(seen, req.Step+": "+strings.Join(req.Argv, " ")) }}
+	res := vm.Prepare(g).Run(context.Background(), nil, vm.Options{Effects: d})
+	if res.Status != vm.Succeeded {
+		t.Fatalf("status %s: %v", res.Status, res.Error)
+	}
+	if d := cmp.Diff([]string{"mk: touch made", "sh: /bin/sh -c touch made2"}, seen); d != "" {
+		t.Errorf("reported (-want +got):\n%s", d)
+	}
+	for _, f := range []string{"made", "made2"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("%s was created: the dry run executed a task", f)
+		}
+	}
+}
+
+func mustTime(s string) time.Time {
+	tm, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return tm
+}

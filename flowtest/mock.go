@@ -1,0 +1,324 @@
+package flowtest
+
+// This file defines scripted outcomes (t.ok, t.fail, t.answer, t.approve,
+// t.reject) and the producers that answer effects with them: [Mocks] for
+// flow tests, [DryRun] for `skein run --dry-run`.
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm"
+)
+
+// Outcome is a scripted outcome of one effect, the value of t.ok(...),
+// t.fail(...), t.answer(...), t.approve(...) and t.reject(...).
+type Outcome struct {
+	Kind     string // "ok", "fail", "answer", "approve", "reject"
+	Stdout   string
+	Stderr   string
+	ExitCode int
+	Output   starlark.Value // ok: a non-task step's output; answer: the answer
+	Code     string         // fail
+	Error    string         // fail, reject
+	By       string         // approve
+	Reason   starlark.Value // approve, reject
+}
+
+var _ starlark.HasAttrs = (*Outcome)(nil)
+
+func (o *Outcome) String() string        { return fmt.Sprintf("t.%s(...)", o.Kind) }
+func (o *Outcome) Type() string          { return "outcome" }
+func (o *Outcome) Freeze()               {}
+func (o *Outcome) Truth() starlark.Bool  { return true }
+func (o *Outcome) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: outcome") }
+func (o *Outcome) AttrNames() []string   { return []string{"kind"} }
+func (o *Outcome) Attr(name string) (starlark.Value, error) {
+	if name == "kind" {
+		return starlark.String(o.Kind), nil
+	}
+	return nil, nil
+}
+
+// OK is the outcome of a successful effect with empty output: what a dry
+// run gives every effect.
+var OK = &Outcome{Kind: "ok", Output: starlark.None}
+
+// Fail is a failed effect, as `--mock STEP=fail` gives.
+var Fail = &Outcome{Kind: "fail", Code: "step_failed", Error: "mocked failure", ExitCode: 1}
+
+// completion turns an outcome into the completion of the effect req asked
+// for.
+func (o *Outcome) completion(req *vm.EffectRequest, now time.Time) *vm.EffectCompletion {
+	task := req.Kind == graphir.KindTask || req.Kind == graphir.KindShell
+	switch o.Kind {
+	case "fail":
+		c := &vm.EffectCompletion{Code: o.Code, Error: o.Error}
+		if c.Error == "" {
+			c.Error = "mocked failure"
+		}
+		if task {
+			c.ExitCode, c.Stdout, c.Stderr = o.ExitCode, o.Stdout, o.Stderr
+		}
+		return c
+	case "reject":
+		msg := "rejected"
+		if s, ok := o.Reason.(starlark.String); ok && s != "" {
+			msg += ": " + string(s)
+		}
+		return &vm.EffectCompletion{Code: "rejected", Error: msg}
+	case "approve":
+		reason := o.Reason
+		if reason == nil {
+			reason = starlark.None
+		}
+		out := stdlib.NewMap([]string{"approved", "by", "reason", "at"},
+			[]starlark.Value{starlark.True, starlark.String(o.By), reason, starlark.String(now.UTC().Format(time.RFC3339))})
+		return &vm.EffectCompletion{OK: true, Output: out}
+	}
+	// ok, answer
+	if task {
+		return &vm.EffectCompletion{OK: true, Stdout: o.Stdout, Stderr: o.Stderr, ExitCode: o.ExitCode}
+	}
+	out := o.Output
+	if out == nil {
+		out = starlark.None
+	}
+	return &vm.EffectCompletion{OK: true, Output: out}
+}
+
+// mockSpec is what a test gave for one step: one outcome, one per request
+// in order (the last repeating), or a function of the request.
+type mockSpec struct {
+	list []*Outcome
+	fn   starlark.Callable
+}
+
+// Mocks is the producer of a flow test's run: a mocked step's effects are
+// answered from its script, others run for real through Fallback unless
+// the test is strict. Effects of child flows come here too; mocks name
+// steps, so a mock for "build" answers a "build" step at any depth.
+type Mocks struct {
+	Fallback vm.EffectProducer
+	Strict   bool
+	// Now stamps approvals; nil means time.Now.
+	Now func() time.Time
+
+	mu       sync.Mutex
+	steps    map[string]*mockSpec
+	calls    map[string]int
+	problems []string // what went wrong in mocks: unmocked effects in strict tests, mock functions that failed
+	thread   *starlark.Thread
+}
+
+// NewMocks makes a producer from the mocks of t.run: a dict of step name to
+// an outcome, a list of outcomes, or a function of the request.
+func NewMocks(mocks *starlark.Dict) (*Mocks, error) {
+	m := &Mocks{Fallback: vm.Local{}, steps: map[string]*mockSpec{}, calls: map[string]int{}, thread: &starlark.Thread{Name: "mock"}}
+	if mocks == nil {
+		return m, nil
+	}
+	for _, it := range mocks.Items() {
+		name, ok := starlark.AsString(it[0])
+		if !ok {
+			return nil, fmt.Errorf("mocks: keys are step names, got %s", it[0].Type())
+		}
+		spec := &mockSpec{}
+		switch v := it[1].(type) {
+		case *Outcome:
+			spec.list = []*Outcome{v}
+		case *starlark.List, starlark.Tuple:
+			iter := starlark.Iterate(v)
+			var x starlark.Value
+			for iter.Next(&x) {
+				o, ok := x.(*Outcome)
+				if !ok {
+					iter.Done()
+					return nil, fmt.Errorf("mocks[%q]: a list of outcomes (t.ok(), t.fail(), ...), got %s in it", name, x.Type())
+				}
+				spec.list = append(spec.list, o)
+			}
+			iter.Done()
+			if len(spec.list) == 0 {
+				return nil, fmt.Errorf("mocks[%q]: the list of outcomes is empty", name)
+			}
+		case starlark.Callable:
+			spec.fn = v
+		default:
+			return nil, fmt.Errorf("mocks[%q]: want an outcome (t.ok(), t.fail(), t.answer(), t.approve(), t.reject()), a list of them, or a function of the request; got %s", name, v.Type())
+		}
+		m.steps[name] = spec
+	}
+	return m, nil
+}
+
+// Names returns the mocked step names, sorted.
+func (m *Mocks) Names() []string {
+	names := make([]string, 0, len(m.steps))
+	for n := range m.steps {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Problems returns what went wrong while answering effects.
+func (m *Mocks) Problems() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.problems...)
+}
+
+// Start implements [vm.EffectProducer].
+func (m *Mocks) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	m.mu.Lock()
+	spec := m.steps[req.Step]
+	if spec == nil {
+		if m.Strict {
+			msg := fmt.Sprintf("step %q (%s) ran without a mock in a strict test", req.Step, req.Kind)
+			m.problem(msg)
+			m.mu.Unlock()
+			done(&vm.EffectCompletion{Code: "step_failed", Error: "no mock in a strict test"})
+			return
+		}
+		m.mu.Unlock()
+		m.Fallback.Start(ctx, req, done)
+		return
+	}
+	n := m.calls[req.Step]
+	m.calls[req.Step] = n + 1
+	var o *Outcome
+	if spec.fn != nil {
+		var err error
+		o, err = m.call(spec.fn, req)
+		if err != nil {
+			msg := fmt.Sprintf("mock of step %q: %v", req.Step, err)
+			m.problem(msg)
+			m.mu.Unlock()
+			done(&vm.EffectCompletion{Code: "step_failed", Error: msg})
+			return
+		}
+	} else {
+		o = spec.list[min(n, len(spec.list)-1)]
+	}
+	now := time.Now
+	if m.Now != nil {
+		now = m.Now
+	}
+	m.mu.Unlock()
+	done(o.completion(req, now()))
+}
+
+// problem records msg once; m.mu is held.
+func (m *Mocks) problem(msg string) {
+	for _, p := range m.problems {
+		if p == msg {
+			return
+		}
+	}
+	m.problems = append(m.problems, msg)
+}
+
+// call asks a mock function for the outcome of req.
+func (m *Mocks) call(fn starlark.Callable, req *vm.EffectRequest) (*Outcome, error) {
+	m.thread.Uncancel()
+	m.thread.SetMaxExecutionSteps(1_000_000)
+	m.thread.Steps = 0
+	v, err := starlark.Call(m.thread, fn, starlark.Tuple{RequestValue(req)}, nil)
+	if err != nil {
+		if ee, ok := err.(*starlark.EvalError); ok {
+			return nil, fmt.Errorf("%s", ee.Backtrace())
+		}
+		return nil, err
+	}
+	o, ok := v.(*Outcome)
+	if !ok {
+		return nil, fmt.Errorf("the function returned %s, want an outcome (t.ok(), t.fail(), ...)", v.Type())
+	}
+	return o, nil
+}
+
+// RequestValue is what a mock function receives: the rendered request, as
+// a dict with step, kind, visit, attempt, argv, env (the variables the step
+// adds), stdin, dir, and for other kinds the fields they have.
+func RequestValue(req *vm.EffectRequest) starlark.Value {
+	keys := []string{"step", "kind", "visit", "attempt", "argv", "env", "stdin", "dir"}
+	argv := make([]starlark.Value, len(req.Argv))
+	for i, a := range req.Argv {
+		argv[i] = starlark.String(a)
+	}
+	env := starlark.NewDict(0)
+	for _, kv := range AddedEnv(req) {
+		k, v, _ := strings.Cut(kv, "=")
+		env.SetKey(starlark.String(k), starlark.String(v))
+	}
+	env.Freeze()
+	var stdin starlark.Value = starlark.None
+	if req.Stdin != nil {
+		stdin = starlark.String(*req.Stdin)
+	}
+	vals := []starlark.Value{starlark.String(req.Step), starlark.String(req.Kind.String()),
+		starlark.MakeInt(req.Visit), starlark.MakeInt(req.Attempt), starlark.NewList(argv), env, stdin, starlark.String(req.Dir)}
+	for _, f := range requestExtras(req) {
+		keys = append(keys, f.name)
+		vals = append(vals, starlark.String(f.value))
+	}
+	m := stdlib.NewMap(keys, vals)
+	m.Freeze()
+	return m
+}
+
+// AddedEnv returns the environment variables a task step's env= adds, in
+// the step's order, as NAME=value.
+func AddedEnv(req *vm.EffectRequest) []string {
+	if req.Node == nil || len(req.Node.Env) == 0 {
+		return nil
+	}
+	var out []string
+	for _, e := range req.Node.Env {
+		prefix := e.Name + "="
+		for i := len(req.Env) - 1; i >= 0; i-- {
+			if strings.HasPrefix(req.Env[i], prefix) {
+				out = append(out, req.Env[i])
+				break
+			}
+		}
+	}
+	return out
+}
+
+type extra struct{ name, value string }
+
+// requestExtras are the kind-specific texts of a request that are not a
+// process: a model step's prompt, an approval's message.
+func requestExtras(req *vm.EffectRequest) []extra {
+	return nil
+}
+
+// DryRun is the producer of `skein run --dry-run`: every effect succeeds
+// with empty output, or has the outcome given for its step, and Report
+// hears of each request first.
+type DryRun struct {
+	Outcomes map[string]*Outcome
+	Report   func(req *vm.EffectRequest)
+}
+
+// Start implements [vm.EffectProducer].
+func (d *DryRun) Start(_ context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	if d.Report != nil {
+		d.Report(req)
+	}
+	o := d.Outcomes[req.Step]
+	if o == nil {
+		o = OK
+	}
+	done(o.completion(req, time.Now()))
+}

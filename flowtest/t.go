@@ -1,0 +1,456 @@
+package flowtest
+
+// This file defines `t`, the value every test function receives: t.run
+// runs a flow on the real VM, t.ok/... script outcomes, t.eq/... assert.
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
+
+	"github.com/skeinlang/skein/check"
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm"
+)
+
+// tester is the `t` of one test function.
+type tester struct {
+	ctx    context.Context
+	file   string // the test file
+	root   string
+	opts   *Options
+	strict bool
+	res    *TestResult
+	attrs  map[string]*starlark.Builtin
+}
+
+func newTester(ctx context.Context, file, root string, opts *Options, res *TestResult) *tester {
+	t := &tester{ctx: ctx, file: file, root: root, opts: opts, res: res}
+	t.attrs = map[string]*starlark.Builtin{
+		"run":      starlark.NewBuiltin("t.run", t.run),
+		"ok":       starlark.NewBuiltin("t.ok", t.ok),
+		"fail":     starlark.NewBuiltin("t.fail", t.fail),
+		"answer":   starlark.NewBuiltin("t.answer", t.answer),
+		"approve":  starlark.NewBuiltin("t.approve", t.approve),
+		"reject":   starlark.NewBuiltin("t.reject", t.reject),
+		"strict":   starlark.NewBuiltin("t.strict", t.strictFn),
+		"eq":       starlark.NewBuiltin("t.eq", t.eq),
+		"true":     starlark.NewBuiltin("t.true", t.trueFn),
+		"contains": starlark.NewBuiltin("t.contains", t.contains),
+		"fails":    starlark.NewBuiltin("t.fails", t.fails),
+	}
+	return t
+}
+
+var _ starlark.HasAttrs = (*tester)(nil)
+
+func (t *tester) String() string        { return "<t " + t.res.Name + ">" }
+func (t *tester) Type() string          { return "t" }
+func (t *tester) Freeze()               {}
+func (t *tester) Truth() starlark.Bool  { return true }
+func (t *tester) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: t") }
+func (t *tester) Attr(name string) (starlark.Value, error) {
+	if b, ok := t.attrs[name]; ok {
+		return b, nil
+	}
+	return nil, nil
+}
+func (t *tester) AttrNames() []string {
+	names := make([]string, 0, len(t.attrs))
+	for n := range t.attrs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// caller is the position in the test file of the call to builtin now
+// running.
+func caller(th *starlark.Thread) graphir.Pos {
+	for i := 1; i < th.CallStackDepth(); i++ {
+		if p := th.CallFrame(i).Pos; p.IsValid() && p.Line > 0 {
+			return graphir.Pos{File: p.Filename(), Line: int(p.Line), Col: int(p.Col)}
+		}
+	}
+	return graphir.Pos{}
+}
+
+// failf records a failure of the test at the caller's position; the test
+// goes on, as with Go's t.Errorf.
+func (t *tester) failf(th *starlark.Thread, format string, args ...any) {
+	t.res.Failures = append(t.res.Failures, Failure{Pos: caller(th), Msg: fmt.Sprintf(format, args...)})
+}
+
+func (t *tester) run(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var flow string
+	var inputs, mocks *starlark.Dict
+	parallel := 1
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "flow", &flow, "inputs?", &inputs, "mocks?", &mocks, "parallel?", &parallel); err != nil {
+		return nil, err
+	}
+	if parallel < 1 {
+		return nil, fmt.Errorf("%s: parallel must be at least 1, got %d", b.Name(), parallel)
+	}
+	path := flow
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(filepath.Dir(t.file), flow)
+	}
+	if err := graphir.Confine(t.root, path); err != nil {
+		return nil, fmt.Errorf("%s: flow %q: %v", b.Name(), flow, err)
+	}
+	g, err := lang.Load(path, lang.Options{Root: t.root})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s", b.Name(), diagText([]check.Diagnostic{check.FromError(asError(err))}))
+	}
+	if ds := check.Graph(g); hasErrors(ds) {
+		return nil, fmt.Errorf("%s: flow %s does not check:\n%s", b.Name(), flow, diagText(ds))
+	}
+	m, err := NewMocks(mocks)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	if err := mockNames(g, m.Names()); err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	m.Strict = t.strict
+	given := map[string]starlark.Value{}
+	if inputs != nil {
+		for _, it := range inputs.Items() {
+			k, ok := starlark.AsString(it[0])
+			if !ok {
+				return nil, fmt.Errorf("%s: inputs: keys are input names, got %s", b.Name(), it[0].Type())
+			}
+			v, err := stdlib.Data(it[1])
+			if err != nil {
+				return nil, fmt.Errorf("%s: inputs[%q]: %v", b.Name(), k, err)
+			}
+			given[k] = v
+		}
+	}
+	in, err := vm.BindInputs(g, given)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), errMsg(err))
+	}
+	opts := vm.Options{Parallel: parallel, Effects: m, LoadFlow: t.loadChild}
+	res := vm.Prepare(g).Run(t.ctx, in, opts)
+	for _, p := range m.Problems() {
+		t.failf(th, "%s", p)
+	}
+	data, err := res.AppendJSON(nil, "")
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot encode the result: %v", b.Name(), err)
+	}
+	v, err := stdlib.FromJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot decode the result: %v", b.Name(), err)
+	}
+	return v, nil
+}
+
+// loadChild loads a child flow that a templated flow= names.
+func (t *tester) loadChild(_ context.Context, path, root string) (*graphir.Graph, error) {
+	g, err := lang.Load(path, lang.Options{Root: root})
+	if err != nil {
+		return nil, err
+	}
+	if ds := check.Graph(g); hasErrors(ds) {
+		return nil, fmt.Errorf("%s", diagText(ds))
+	}
+	return g, nil
+}
+
+// mockNames refuses a mock for a step that neither the flow nor its
+// literal child flows have, with a did-you-mean.
+func mockNames(g *graphir.Graph, names []string) error {
+	have := map[string]bool{}
+	var all []string
+	seen := map[*graphir.Graph]bool{}
+	var walk func(g *graphir.Graph)
+	walk = func(g *graphir.Graph) {
+		if g == nil || seen[g] {
+			return
+		}
+		seen[g] = true
+		for _, n := range g.Steps() {
+			if !have[n.Name] {
+				have[n.Name] = true
+				all = append(all, n.Name)
+			}
+			walk(n.Child)
+		}
+	}
+	walk(g)
+	sort.Strings(all)
+	for _, name := range names {
+		if have[name] {
+			continue
+		}
+		msg := fmt.Sprintf("mocks: flow %s has no step %q", g.Name, name)
+		if best := graphir.Nearest(name, all); best != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", best)
+		}
+		return fmt.Errorf("%s", msg)
+	}
+	return nil
+}
+
+func (t *tester) ok(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	o := &Outcome{Kind: "ok", Output: starlark.None}
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "stdout?", &o.Stdout, "stderr?", &o.Stderr, "exit_code?", &o.ExitCode, "output?", &o.Output); err != nil {
+		return nil, err
+	}
+	return o.data(b)
+}
+
+func (t *tester) fail(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	o := &Outcome{Kind: "fail", Code: "step_failed", ExitCode: 1}
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "code?", &o.Code, "error?", &o.Error, "exit_code?", &o.ExitCode, "stderr?", &o.Stderr, "stdout?", &o.Stdout); err != nil {
+		return nil, err
+	}
+	if o.Code == "" {
+		return nil, fmt.Errorf("%s: code must not be empty", b.Name())
+	}
+	return o, nil
+}
+
+func (t *tester) answer(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	o := &Outcome{Kind: "answer"}
+	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &o.Output); err != nil {
+		return nil, err
+	}
+	return o.data(b)
+}
+
+func (t *tester) approve(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	o := &Outcome{Kind: "approve", By: "test", Reason: starlark.None}
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "by?", &o.By, "reason?", &o.Reason); err != nil {
+		return nil, err
+	}
+	return o.data(b)
+}
+
+func (t *tester) reject(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var reason string
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "reason?", &reason); err != nil {
+		return nil, err
+	}
+	return &Outcome{Kind: "reject", Reason: starlark.String(reason)}, nil
+}
+
+// data checks and freezes the values an outcome carries: they become step
+// outputs, so they must be flow data.
+func (o *Outcome) data(b *starlark.Builtin) (*Outcome, error) {
+	for _, p := range []*starlark.Value{&o.Output, &o.Reason} {
+		if *p == nil {
+			continue
+		}
+		v, err := stdlib.Data(*p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", b.Name(), err)
+		}
+		*p = v
+	}
+	return o, nil
+}
+
+func (t *tester) strictFn(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs); err != nil {
+		return nil, err
+	}
+	t.strict = true
+	return starlark.None, nil
+}
+
+func (t *tester) eq(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var got, want starlark.Value
+	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 2, &got, &want); err != nil {
+		return nil, err
+	}
+	same, err := starlark.Equal(got, want)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	if !same {
+		t.failf(th, "t.eq: values differ (- want + got):\n%s", diff(want, got))
+	}
+	return starlark.None, nil
+}
+
+func (t *tester) trueFn(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var cond starlark.Value
+	var msg string
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "cond", &cond, "msg?", &msg); err != nil {
+		return nil, err
+	}
+	if !cond.Truth() {
+		if msg == "" {
+			msg = fmt.Sprintf("got %s", short(cond))
+		}
+		t.failf(th, "t.true: %s", msg)
+	}
+	return starlark.None, nil
+}
+
+func (t *tester) contains(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var seq, x starlark.Value
+	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 2, &seq, &x); err != nil {
+		return nil, err
+	}
+	in, err := starlark.Binary(syntax.IN, x, seq)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	if !in.Truth() {
+		t.failf(th, "t.contains: %s not in %s", short(x), short(seq))
+	}
+	return starlark.None, nil
+}
+
+func (t *tester) fails(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var res starlark.Value
+	var code string
+	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 2, &res, &code); err != nil {
+		return nil, err
+	}
+	m, ok := res.(*stdlib.Map)
+	if !ok {
+		return nil, fmt.Errorf("%s: want the result of t.run, got %s", b.Name(), res.Type())
+	}
+	status, _ := m.Lookup("status")
+	var gotCode starlark.Value = starlark.None
+	var msg starlark.Value = starlark.None
+	if e, ok := m.Lookup("error"); ok {
+		if em, ok := e.(*stdlib.Map); ok {
+			gotCode, _ = em.Lookup("code")
+			msg, _ = em.Lookup("message")
+		}
+	}
+	if status != starlark.String("failed") || gotCode != starlark.String(code) {
+		t.failf(th, "t.fails: want the run to fail with %q, got status %s, code %s, error %s", code, short(status), short(gotCode), short(msg))
+	}
+	return starlark.None, nil
+}
+
+// diff is the - want / + got difference of two values: scalars side by
+// side, lists and dicts line by line as indented JSON.
+func diff(want, got starlark.Value) string {
+	if !container(want) || !container(got) {
+		return fmt.Sprintf("- %s\n+ %s", want.String(), got.String())
+	}
+	w, errW := stdlib.AppendJSON(nil, want, "  ", 0)
+	g, errG := stdlib.AppendJSON(nil, got, "  ", 0)
+	if errW != nil || errG != nil {
+		return fmt.Sprintf("- %s\n+ %s", want.String(), got.String())
+	}
+	return lineDiff(jsonLines(w), jsonLines(g))
+}
+
+// jsonLines splits indented JSON into lines without their trailing commas,
+// so an element that gained a successor is still the same line.
+func jsonLines(b []byte) []string {
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSuffix(l, ",")
+	}
+	return lines
+}
+
+// lineDiff is a longest-common-subsequence diff of two lists of lines:
+// "- " lines only in a, "+ " lines only in b, "  " lines in both.
+func lineDiff(a, b []string) string {
+	const max = 2000
+	if len(a) > max || len(b) > max {
+		return fmt.Sprintf("- (%d lines)\n+ (%d lines)", len(a), len(b))
+	}
+	// lcs[i][j] is the length of the LCS of a[i:] and b[j:].
+	lcs := make([][]int, len(a)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(b)+1)
+	}
+	for i := len(a) - 1; i >= 0; i-- {
+		for j := len(b) - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max2(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var out []string
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case i < len(a) && j < len(b) && a[i] == b[j]:
+			out = append(out, "  "+a[i])
+			i, j = i+1, j+1
+		case j < len(b) && (i == len(a) || lcs[i][j+1] >= lcs[i+1][j]):
+			out = append(out, "+ "+b[j])
+			j++
+		default:
+			out = append(out, "- "+a[i])
+			i++
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func max2(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// container reports whether v is a list, tuple or dict, whose differences
+// are shown element by element.
+func container(v starlark.Value) bool {
+	switch v.(type) {
+	case *starlark.List, starlark.Tuple, *starlark.Dict, *stdlib.Map:
+		return true
+	}
+	return false
+}
+
+// short is a value for a failure message, cut to a line.
+func short(v starlark.Value) string {
+	if v == nil {
+		return "None"
+	}
+	s := v.String()
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:199]) + "…"
+	}
+	return s
+}
+
+func hasErrors(ds []check.Diagnostic) bool {
+	errs, _ := check.Count(ds)
+	return errs > 0
+}
+
+func diagText(ds []check.Diagnostic) string {
+	var b strings.Builder
+	check.WriteText(&b, ds)
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func asError(err error) *graphir.Error {
+	if ge, ok := err.(*graphir.Error); ok {
+		return ge
+	}
+	return &graphir.Error{Code: "load_error", Msg: err.Error()}
+}
+
+func errMsg(err error) string {
+	if ge, ok := err.(*graphir.Error); ok {
+		return ge.Msg
+	}
+	return err.Error()
+}

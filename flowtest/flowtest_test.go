@@ -212,3 +212,25 @@ func mustTime(s string) time.Time {
 	}
 	return tm
 }
+
+// The examples' own tests pass: they are the first users of flow tests.
+func TestExamples(t *testing.T) {
+	files, err := Find([]string{"../examples"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 7 {
+		t.Fatalf("found only %d example test files: %v", len(files), files)
+	}
+	for _, fr := range RunFiles(context.Background(), files, Options{Root: "../examples"}, nil) {
+		if fr.Err != nil {
+			t.Errorf("%s does not load: %v", fr.File, fr.Err)
+			continue
+		}
+		for _, tr := range fr.Tests {
+			for _, f := range tr.Failures {
+				t.Errorf("%s: %s: %s", tr.Name, f.Pos, f.Msg)
+			}
+		}
+	}
+}

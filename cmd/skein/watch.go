@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skeinlang/skein/check"
+	"github.com/skeinlang/skein/flowtest"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/vm"
@@ -35,7 +36,8 @@ import (
 const defaultDebounce = 100 * time.Millisecond
 
 type watchFlags struct {
-	run bool
+	run  bool
+	test bool
 	inputFlags
 	root string
 }
@@ -63,6 +65,7 @@ Ctrl-C stops watching (exit status 0).`,
 		flags: func(fs *pflag.FlagSet) any {
 			o := &watchFlags{}
 			fs.BoolVar(&o.run, "run", false, "run the flow after each clean check")
+			fs.BoolVar(&o.test, "test", false, "run the flow's tests (FLOW_test.star) after each clean check, and on changes to them")
 			o.inputFlags.define(fs, " for --run")
 			fs.StringVar(&o.root, "root", "", "flow root that load() and child flows may not leave (default: the flow's directory)")
 			return o
@@ -89,7 +92,7 @@ func runWatch(ctx context.Context, sio stdio, o any, args []string) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := watchConfig{
-		file: args[0], root: opts.root, run: opts.run, inputs: given,
+		file: args[0], root: opts.root, run: opts.run, test: opts.test, inputs: given,
 		out: sio.out, err: sio.err, tty: isTerminal(sio.out), debounce: defaultDebounce,
 	}
 	if err := watch(ctx, cfg); err != nil {
@@ -105,6 +108,7 @@ type watchConfig struct {
 	file     string
 	root     string
 	run      bool
+	test     bool // run FLOW_test.star after each clean check
 	inputs   *flagInputs
 	out, err io.Writer
 	tty      bool          // clear the screen before each report
@@ -198,6 +202,9 @@ func (w *watcher) reload(ctx context.Context, changed []string) {
 		}
 	}
 	record(w.cfg.file)
+	if w.cfg.test {
+		record(testFileOf(w.cfg.file))
+	}
 	g, err := lang.Load(w.cfg.file, lang.Options{Root: w.cfg.root, ReadFile: func(name string) ([]byte, error) {
 		record(name)
 		return os.ReadFile(name)
@@ -222,7 +229,7 @@ func (w *watcher) reload(ctx context.Context, changed []string) {
 	errs, warns := check.Count(ds)
 	if errs > 0 {
 		fmt.Fprintf(out, "%s %s: %s, checked in %s\n", paint(useColor(w.cfg.tty), "1;31", "FAIL"), w.cfg.file, countText(errs, warns), briefDuration(took))
-		if w.cfg.run {
+		if w.cfg.run || w.cfg.test {
 			fmt.Fprintln(out, "not run: waiting for the errors to be fixed")
 		}
 		w.done()
@@ -241,10 +248,35 @@ func (w *watcher) reload(ctx context.Context, changed []string) {
 		}
 	}
 	w.good = g
+	if w.cfg.test {
+		w.runTests(ctx)
+	}
 	w.done()
 	if w.cfg.run {
 		w.startRun(ctx, g)
 	}
+}
+
+// testFileOf is the test file of a flow: build.star -> build_test.star.
+func testFileOf(flow string) string {
+	return strings.TrimSuffix(flow, ".star") + flowtest.Suffix
+}
+
+// runTests runs the flow's tests and prints their results, the way `skein
+// test` does. A save during the tests waits for them: they are meant to
+// be quick (mock the slow steps).
+func (w *watcher) runTests(ctx context.Context) {
+	file := testFileOf(w.cfg.file)
+	if _, err := os.Stat(file); err != nil {
+		fmt.Fprintf(w.cfg.out, "no tests: %s does not exist\n", file)
+		return
+	}
+	fr := flowtest.RunFile(ctx, file, flowtest.Options{Root: w.cfg.root})
+	if fr.Err != nil {
+		fmt.Fprintf(w.cfg.out, "FAIL  %s  [does not load]\n    %s\n", fr.File, fr.Err.Error())
+		return
+	}
+	writeTestText(w.cfg.out, fr, false)
 }
 
 func (w *watcher) done() {

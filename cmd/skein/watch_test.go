@@ -514,3 +514,32 @@ func BenchmarkWatchReload(b *testing.B) {
 		b.Errorf("the report does not show the change:\n%s", out.String()[max(0, len(out.String())-2000):])
 	}
 }
+
+// watch --test runs the flow's tests after each clean check, and again
+// when the test file changes.
+func TestWatchTests(t *testing.T) {
+	flow := `a = step("a", run = ["false"])
+chain(START, a, END)
+`
+	tests := `def test_a(t):
+    t.eq(t.run("flow.star", mocks = {"a": t.ok(stdout = "x")}).status, "succeeded")
+`
+	w := startWatch(t, map[string]string{"flow.star": flow, "flow_test.star": tests}, func(c *watchConfig) { c.test = true })
+	r := w.next(`ok  .*flow.star`)
+	if !strings.Contains(r, "flow_test.star  1 test  ") || !strings.HasPrefix(strings.SplitN(r, "\n", 4)[2], "ok    ") {
+		t.Errorf("first report, want the test file passing:\n%s", r)
+	}
+
+	saveByRename(t, w.path("flow_test.star"), strings.Replace(tests, `"succeeded"`, `"failed"`, 1))
+	r = w.next(`changed: .*flow_test.star`)
+	if !strings.Contains(r, "--- FAIL: test_a (") || !strings.Contains(r, "FAIL  ") {
+		t.Errorf("after breaking the test:\n%s", r)
+	}
+
+	// A flow change that breaks the test's mock name is reported by the test.
+	saveInPlace(t, w.path("flow.star"), strings.ReplaceAll(flow, `"a"`, `"b"`)+"\n")
+	r = w.next(`changed: .*flow.star`)
+	if !strings.Contains(r, `has no step "a"`) {
+		t.Errorf("after renaming the step:\n%s", r)
+	}
+}

@@ -12,10 +12,11 @@ build:
 	$(GO) build -o bin/skein ./cmd/skein
 
 # The README's test command, and what CI runs: vet, the race-enabled suite,
-# then each fuzz target briefly.
+# the examples' flow tests, then each fuzz target briefly.
 test:
 	$(GO) vet ./...
 	$(GO) test -race ./...
+	$(GO) run ./cmd/skein test examples
 	$(MAKE) --no-print-directory fuzz-short
 
 fuzz-short:

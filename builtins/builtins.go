@@ -73,7 +73,8 @@ func Names() []string {
 // of START, END and ABORT.
 type Step struct {
 	b    *graphir.Builder // nil for the sentinels
-	id   graphir.NodeID
+	n    *graphir.Node    // the step's node (its ID changes when the REPL drops a step); nil for the sentinels
+	id   graphir.NodeID   // the sentinels' id
 	name string
 	kind string
 }
@@ -81,7 +82,12 @@ type Step struct {
 var _ starlark.HasAttrs = (*Step)(nil)
 
 // ID returns the node id of the step in its builder.
-func (s *Step) ID() graphir.NodeID { return s.id }
+func (s *Step) ID() graphir.NodeID {
+	if s.n != nil {
+		return s.n.ID
+	}
+	return s.id
+}
 
 func (s *Step) String() string {
 	if s.b == nil {
@@ -93,7 +99,7 @@ func (s *Step) Type() string         { return "step" }
 func (s *Step) Freeze()              {}
 func (s *Step) Truth() starlark.Bool { return true }
 func (s *Step) Hash() (uint32, error) {
-	return uint32(s.id)*2654435761 ^ uint32(len(s.name)), nil
+	return starlark.String(s.name).Hash()
 }
 func (s *Step) Attr(name string) (starlark.Value, error) {
 	switch name {
@@ -221,6 +227,9 @@ func (c *call) step(param string, v starlark.Value, allow ...graphir.NodeID) (*S
 	if s.b != c.b {
 		return nil, c.errorf("%s: step %q belongs to another flow", param, s.name)
 	}
+	if s.n.Dropped() {
+		return nil, c.errorf("%s: step %q was dropped", param, s.name)
+	}
 	return s, nil
 }
 
@@ -235,7 +244,7 @@ func (c *call) target(param string, v starlark.Value) (graphir.Target, error) {
 		if err != nil {
 			return graphir.Target{}, err
 		}
-		return graphir.Target{ID: s.id, Pos: c.pos}, nil
+		return graphir.Target{ID: s.ID(), Pos: c.pos}, nil
 	}
 	return graphir.Target{}, c.errorf("%s must be a step or a step name, got %s", param, describe(v))
 }

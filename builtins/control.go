@@ -115,7 +115,7 @@ func routerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple
 		return nil, err
 	}
 	id := c.b.AddStep(n)
-	return &Step{b: c.b, id: id, name: n.Name, kind: "router"}, nil
+	return &Step{b: c.b, n: c.b.Node(id), name: n.Name, kind: "router"}, nil
 }
 
 // body unpacks a loop's or map's body: a non-empty list of steps.
@@ -137,7 +137,7 @@ func (c *call) body(v starlark.Value) ([]graphir.NodeID, error) {
 		if err != nil {
 			return nil, err
 		}
-		ids[i] = s.id
+		ids[i] = s.ID()
 	}
 	return ids, nil
 }
@@ -207,7 +207,7 @@ func loopFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if err := c.b.SetBody(id, ids); err != nil {
 		return nil, c.errorf("%v", err)
 	}
-	return &Step{b: c.b, id: id, name: n.Name, kind: "loop"}, nil
+	return &Step{b: c.b, n: c.b.Node(id), name: n.Name, kind: "loop"}, nil
 }
 
 // map(name, *, over, body, concurrency=4, item_var="item")
@@ -262,7 +262,7 @@ func mapFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, k
 	if err := c.b.SetBody(id, ids); err != nil {
 		return nil, c.errorf("%v", err)
 	}
-	return &Step{b: c.b, id: id, name: n.Name, kind: "map"}, nil
+	return &Step{b: c.b, n: c.b.Node(id), name: n.Name, kind: "map"}, nil
 }
 
 // Parameter names, in order; "?" marks an optional one.

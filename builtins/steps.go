@@ -315,7 +315,7 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		}
 	}
 	id := c.b.AddStep(n)
-	return &Step{b: c.b, id: id, name: n.Name, kind: n.Kind.String()}, nil
+	return &Step{b: c.b, n: c.b.Node(id), name: n.Name, kind: n.Kind.String()}, nil
 }
 
 const defaultBackoff = time.Second
@@ -401,7 +401,7 @@ func edgeFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if err != nil {
 		return nil, err
 	}
-	e := &graphir.Edge{From: from.id, To: to.id, Pos: c.pos, Stack: c.stack}
+	e := &graphir.Edge{From: from.ID(), To: to.ID(), Pos: c.pos, Stack: c.stack}
 	if !isNone(when) {
 		if e.When, err = c.cond("when", when); err != nil {
 			return nil, err
@@ -421,7 +421,7 @@ func edgeFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		default:
 			return nil, c.errorf("on must be \"success\", \"failure\" or \"always\", got %q", string(s))
 		}
-		if from.id == graphir.Start && e.On != graphir.OnSuccess {
+		if from.ID() == graphir.Start && e.On != graphir.OnSuccess {
 			return nil, c.errorf("an edge from START cannot have on=%q", string(s))
 		}
 	}
@@ -464,7 +464,7 @@ func chainFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 		}
 	}
 	for i := 1; i < len(steps); i++ {
-		c.b.AddEdge(&graphir.Edge{From: steps[i-1].id, To: steps[i].id, Pos: c.pos, Stack: c.stack})
+		c.b.AddEdge(&graphir.Edge{From: steps[i-1].ID(), To: steps[i].ID(), Pos: c.pos, Stack: c.stack})
 	}
 	return starlark.None, nil
 }

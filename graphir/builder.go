@@ -114,6 +114,113 @@ func (b *Builder) AddEdge(e *Edge) {
 	b.userEdge++
 }
 
+// Dropped reports whether [Builder.Drop] removed the node.
+func (n *Node) Dropped() bool { return n.dropped }
+
+// Drop removes the step called name (the one declared last, if the name was
+// declared twice), and with it its body if it is a loop or map, and every
+// edge to or from them, so that the name can be declared again (the REPL's
+// :drop). Routes to a dropped step are kept by name: a step declared again
+// under that name takes them over. The remaining nodes and edges are
+// renumbered in place. It returns the names of the steps removed.
+func (b *Builder) Drop(name string) ([]string, error) {
+	target := None
+	var names []string
+	for _, n := range b.nodes[Abort+1:] {
+		if n.Name == name {
+			target = n.ID
+		}
+		names = append(names, n.Name)
+	}
+	if target == None {
+		msg := fmt.Sprintf("no step %q", name)
+		if n := Nearest(name, names); n != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", n)
+		}
+		return nil, fmt.Errorf("%s", msg)
+	}
+	drop := map[NodeID]bool{}
+	var mark func(id NodeID)
+	mark = func(id NodeID) {
+		drop[id] = true
+		for _, c := range b.nodes[id].Body {
+			mark(c)
+		}
+	}
+	mark(target)
+	n := b.nodes[target]
+	if n.Parent != None {
+		owner := b.nodes[n.Parent]
+		if len(owner.Body) == 1 {
+			return nil, fmt.Errorf("step %q is the only step of the body of %s %q: drop %q instead", name, owner.Kind, owner.Name, owner.Name)
+		}
+		var body []NodeID
+		for _, id := range owner.Body {
+			if id != target {
+				body = append(body, id)
+			}
+		}
+		owner.Body = body
+	}
+
+	renum := make([]NodeID, len(b.nodes))
+	var kept []*Node
+	var gone []string
+	for _, n := range b.nodes {
+		if drop[n.ID] {
+			n.dropped = true
+			renum[n.ID] = None
+			gone = append(gone, n.Name)
+			continue
+		}
+		renum[n.ID] = NodeID(len(kept))
+		kept = append(kept, n)
+	}
+	retarget := func(t *Target) {
+		if t.Name == "" && t.ID >= 0 && int(t.ID) < len(renum) {
+			if renum[t.ID] == None {
+				t.Name = b.nodes[t.ID].Name
+			}
+			t.ID = renum[t.ID]
+		}
+	}
+	for _, n := range kept {
+		if n.ID > Abort {
+			n.Decl = int(renum[n.ID]) - 3
+		}
+		if n.Parent != None {
+			n.Parent = renum[n.Parent]
+		}
+		for i, id := range n.Body {
+			n.Body[i] = renum[id]
+		}
+		for i := range n.Routes {
+			retarget(&n.Routes[i].Target)
+		}
+		for i := range n.Cases {
+			retarget(&n.Cases[i].Target)
+		}
+		if n.Default != nil {
+			retarget(n.Default)
+		}
+	}
+	for _, n := range kept {
+		n.ID = renum[n.ID]
+	}
+	var edges []*Edge
+	for _, e := range b.edges {
+		if drop[e.From] || drop[e.To] {
+			continue
+		}
+		e.From, e.To = renum[e.From], renum[e.To]
+		e.ID = EdgeID(len(edges))
+		edges = append(edges, e)
+	}
+	b.userEdge -= len(b.edges) - len(edges)
+	b.nodes, b.edges = kept, edges
+	return gone, nil
+}
+
 // SetBody moves the steps of body into the scope of owner, a loop or map.
 func (b *Builder) SetBody(owner NodeID, body []NodeID) error {
 	seen := map[NodeID]bool{}

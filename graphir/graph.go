@@ -102,7 +102,8 @@ func ParseJoin(s string) (Join, bool) {
 
 // Node is one step, or a sentinel.
 type Node struct {
-	ID     NodeID
+	ID      NodeID
+	dropped bool // removed by [Builder.Drop]; no graph holds it
 	Name   string // "START", "END", "ABORT" for sentinels
 	Kind   Kind
 	Pos    Pos    // the user's line (see [Stack.UserFrame])

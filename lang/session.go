@@ -70,8 +70,9 @@ func NewSession(dir string, opts Options) *Session {
 	return s
 }
 
-// Reset empties the session: no globals of the user's, no steps, no modules.
-// The file loaded last is remembered for [Session.Reload].
+// Reset empties the session: no globals of the user's, no steps, no
+// modules, and line numbers start again at 1. The file loaded last is
+// remembered for [Session.Reload].
 func (s *Session) Reset() {
 	root := s.opts.Root
 	if root == "" {
@@ -79,6 +80,7 @@ func (s *Session) Reset() {
 	}
 	s.start(filepath.Join(s.dir, ChunkFile), root)
 	s.globals = predeclaredCopy()
+	s.lines = 0 // positions count from the first line after the reset
 }
 
 // start begins a new load of the flow in file.
@@ -101,7 +103,6 @@ func predeclaredCopy() starlark.StringDict {
 // globals become the session's and its steps the session's graph. On error
 // the session is left as it was.
 func (s *Session) LoadFile(file string) error {
-	s.last = file
 	src, err := s.opts.readFile(file)
 	if err != nil {
 		return fileError(file, err)
@@ -117,9 +118,10 @@ func (s *Session) LoadFile(file string) error {
 	globals, err := s.l.exec(file, src)
 	main.loading = false
 	if err != nil {
-		*s = old // old.last is file, for Reload once it is fixed
+		*s = old // the session, and the file Reload loads, stay as they were
 		return err
 	}
+	s.last = file
 	main.globals = globals
 	s.globals = predeclaredCopy()
 	for k, v := range s.loadBindings(file, src) {
@@ -162,13 +164,24 @@ func (s *Session) loadBindings(file string, src []byte) starlark.StringDict {
 	return names
 }
 
-// Reload loads the file loaded last again, fresh (modules and child flows
-// are read again).
+// Reload loads the file loaded last without error again, fresh (modules
+// and child flows are read again).
 func (s *Session) Reload() error {
 	if s.last == "" {
 		return &graphir.Error{Code: "load_error", Msg: "no file loaded yet"}
 	}
 	return s.LoadFile(s.last)
+}
+
+// Drop removes the step called name from the session's flow, with its
+// body if it is a loop or map and every edge to or from them, so that it
+// can be declared again. It returns the names of the steps removed.
+func (s *Session) Drop(name string) ([]string, error) {
+	gone, err := s.l.b.Drop(name)
+	if err != nil {
+		return nil, &graphir.Error{Code: "load_error", Msg: err.Error()}
+	}
+	return gone, nil
 }
 
 // File returns the file loaded last, or "".

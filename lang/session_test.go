@@ -355,3 +355,64 @@ func TestSessionPrint(t *testing.T) {
 		t.Errorf("print (-want +got):\n%s", diff)
 	}
 }
+
+// Drop removes a step, its body and its edges; the name can be declared
+// again, routes naming it follow the new step, and a Step value of the
+// dropped one is refused.
+func TestSessionDrop(t *testing.T) {
+	s := NewSession(t.TempDir(), Options{})
+	exec(t, s, `a = step("a")`)
+	exec(t, s, `b = step("b")`)
+	exec(t, s, `c = step("c")`)
+	exec(t, s, `pick = router("pick", cases = [("True", b)], default = c)`)
+	exec(t, s, `chain(START, a, pick)`)
+	exec(t, s, `edge(b, END)`)
+	exec(t, s, `edge(c, END)`)
+	exec(t, s, `x = step("x")`)
+	exec(t, s, `y = step("y")`)
+	exec(t, s, `l = loop("l", body = [x, y], until = lambda it: True, max_iterations = 2)`)
+
+	if _, err := s.Drop("nope"); err == nil || !strings.Contains(err.Error(), `no step "nope"`) {
+		t.Errorf("drop nope: %v", err)
+	}
+	gone, err := s.Drop("b")
+	if err != nil || !cmp.Equal(gone, []string{"b"}) {
+		t.Fatalf("drop b: %v %v", gone, err)
+	}
+	if _, err := s.Exec(context.Background(), "edge(b, END)\n"); err == nil || !strings.Contains(err.Error(), `step "b" was dropped`) {
+		t.Errorf("a dropped Step value: %v", err)
+	}
+	exec(t, s, `b = step("b", fn = lambda r: 1)`)
+	exec(t, s, `edge(b, END)`)
+	if gone, err := s.Drop("y"); err != nil || !cmp.Equal(gone, []string{"y"}) {
+		t.Fatalf("drop y: %v %v", gone, err)
+	}
+	if _, err := s.Drop("x"); err == nil || !strings.Contains(err.Error(), `only step of the body of loop "l"`) {
+		t.Errorf("drop the last body step: %v", err)
+	}
+	if gone, err := s.Drop("l"); err != nil || !cmp.Equal(gone, []string{"x", "l"}) {
+		t.Fatalf("drop l: %v %v", gone, err)
+	}
+
+	g := s.Graph()
+	var names []string
+	for _, n := range g.Steps() {
+		names = append(names, n.Name)
+		if g.Nodes[n.ID] != n {
+			t.Errorf("node %s has id %d", n.Name, n.ID)
+		}
+	}
+	if diff := cmp.Diff([]string{"a", "c", "pick", "b"}, names); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	var edges []string
+	for _, e := range g.Edges {
+		edges = append(edges, g.Nodes[e.From].Name+"->"+g.Nodes[e.To].Name)
+	}
+	// The router's case goes to the new b (by name); the old b's edge to
+	// END went with it.
+	want := []string{"START->a", "a->pick", "c->END", "b->END", "pick->b", "pick->c"}
+	if diff := cmp.Diff(want, edges); diff != "" {
+		t.Errorf("edges (-want +got):\n%s", diff)
+	}
+}

@@ -76,32 +76,39 @@ func outputTail(output starlark.Value) (stream string, lines []string) {
 			return "", nil // no task output
 		}
 		s, ok := v.(starlark.String)
-		text := strings.TrimRight(string(s), "\n")
-		if !ok || strings.TrimSpace(text) == "" {
+		if !ok || strings.TrimSpace(string(s)) == "" {
 			continue
 		}
-		cut := false
-		if len(text) > tailBytes {
-			text, cut = text[len(text)-tailBytes:], true
-			for i := 0; i < utf8.UTFMax && i < len(text) && !utf8.RuneStart(text[0]); i++ {
-				text = text[1:]
-			}
-		}
-		all := strings.Split(text, "\n")
-		if len(all) > tailLines {
-			all, cut = all[len(all)-tailLines:], true
-		} else if cut && len(all) > 1 {
-			all = all[1:] // the first line is partial
-		}
-		for _, l := range all {
-			lines = append(lines, visible(strings.TrimRight(l, "\r"), false))
-		}
-		if cut {
-			lines = append([]string{"…"}, lines...)
-		}
-		return name, lines
+		return name, textTail(string(s))
 	}
 	return "", nil
+}
+
+// textTail returns the last lines of text, bounded (see tailLines and
+// tailBytes), made visible; "…" first when some were left out.
+func textTail(text string) []string {
+	text = strings.TrimRight(text, "\n")
+	cut := false
+	if len(text) > tailBytes {
+		text, cut = text[len(text)-tailBytes:], true
+		for i := 0; i < utf8.UTFMax && i < len(text) && !utf8.RuneStart(text[0]); i++ {
+			text = text[1:]
+		}
+	}
+	all := strings.Split(text, "\n")
+	if len(all) > tailLines {
+		all, cut = all[len(all)-tailLines:], true
+	} else if cut && len(all) > 1 {
+		all = all[1:] // the first line is partial
+	}
+	var lines []string
+	if cut {
+		lines = append(lines, "…")
+	}
+	for _, l := range all {
+		lines = append(lines, visible(strings.TrimRight(l, "\r"), false))
+	}
+	return lines
 }
 
 // failedRecord finds the record of the step whose failure a run error (or

@@ -72,6 +72,8 @@ var replCommands = []struct{ name, args, help string }{
 	{"graph", "[dot|mermaid]", "draw the session's flow"},
 	{"run", "[name=value]...", "check, then run the flow (Ctrl-C cancels the run)"},
 	{"steps", "", "list the steps: name, kind, position"},
+	{"show", "[STEP]", "the last run's summary, or one step's record"},
+	{"drop", "STEP", "remove a step and its edges, to declare it again"},
 	{"load", "FILE", "start over from FILE: its globals and steps"},
 	{"reload", "", "load the last file again, fresh"},
 	{"reset", "", "forget everything entered"},
@@ -95,6 +97,11 @@ type repl struct {
 	// lines, commands), so that positions count every line read.
 	skipped int
 	sigint  chan os.Signal
+	// remember adds an input to the line history (terminal only): a
+	// compound statement is one entry.
+	remember func(entry string)
+	hist     []string   // the entries, for the history file
+	last     *vm.Result // the last :run, for :show
 }
 
 func runRepl(ctx context.Context, sio stdio, o any, args []string) int {
@@ -121,18 +128,21 @@ func runRepl(ctx context.Context, sio stdio, o any, args []string) int {
 		ln.SetTabCompletionStyle(liner.TabPrints)
 		ln.SetWordCompleter(r.complete)
 		hist := historyFile()
-		if f, err := os.Open(hist); err == nil {
-			ln.ReadHistory(f)
-			f.Close()
-		}
-		defer saveHistory(ln, hist)
-		r.read = func(prompt string) (string, error) {
-			line, err := ln.Prompt(prompt)
-			if err == nil && strings.TrimSpace(line) != "" {
-				ln.AppendHistory(line)
+		r.remember = func(entry string) {
+			if strings.TrimSpace(entry) == "" || len(r.hist) > 0 && r.hist[len(r.hist)-1] == entry {
+				return
 			}
-			return line, err
+			ln.AppendHistory(entry)
+			r.hist = append(r.hist, entry)
+			if len(r.hist) > liner.HistoryLimit {
+				r.hist = r.hist[1:]
+			}
 		}
+		for _, e := range readHistory(hist) {
+			r.remember(e)
+		}
+		defer func() { writeHistory(hist, r.hist) }()
+		r.read = ln.Prompt
 		fmt.Fprintln(sio.out, "skein repl: Skein builtins are predeclared; :help lists the commands, Ctrl-D leaves")
 	} else {
 		r.read = plainReader(sio.in)
@@ -182,19 +192,58 @@ func historyFile() string {
 	return filepath.Join(dir, "skein", "history")
 }
 
-func saveHistory(ln *liner.State, path string) {
+// historyHeader starts a history file whose entries are escaped: a
+// compound statement is one entry of several lines, kept on one line of
+// the file with "\n" for its line breaks and "\\" for a backslash. A file
+// without it (an older one) holds one plain line per entry.
+const historyHeader = "# skein history v2"
+
+// readHistory returns the entries of the history file at path.
+func readHistory(path string) []string {
+	data, err := os.ReadFile(path)
+	if path == "" || err != nil {
+		return nil
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) == 0 || lines[0] != historyHeader {
+		return lines
+	}
+	var out []string
+	for _, l := range lines[1:] {
+		var b strings.Builder
+		for i := 0; i < len(l); i++ {
+			if l[i] == '\\' && i+1 < len(l) {
+				i++
+				if l[i] == 'n' {
+					b.WriteByte('\n')
+				} else {
+					b.WriteByte(l[i])
+				}
+				continue
+			}
+			b.WriteByte(l[i])
+		}
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// writeHistory writes entries to the history file at path.
+func writeHistory(path string, entries []string) {
 	if path == "" {
 		return
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return
+	var b strings.Builder
+	b.WriteString(historyHeader + "\n")
+	esc := strings.NewReplacer("\\", "\\\\", "\n", "\\n")
+	for _, e := range entries {
+		b.WriteString(esc.Replace(e))
+		b.WriteByte('\n')
 	}
-	ln.WriteHistory(f)
-	f.Close()
+	os.WriteFile(path, []byte(b.String()), 0o600)
 }
 
 var errQuit = errors.New("quit")
@@ -216,6 +265,12 @@ func (r *repl) step() error {
 	if err != nil {
 		return err
 	}
+	if before, after, ok := strings.Cut(first, "\n"); ok {
+		// A compound statement recalled from the history: its lines, and
+		// the blank line that ends it.
+		first = before
+		r.carry = append(append(strings.Split(after, "\n"), ""), r.carry...)
+	}
 	trimmed := strings.TrimSpace(first)
 	switch {
 	case trimmed == "":
@@ -223,6 +278,7 @@ func (r *repl) step() error {
 		return nil
 	case strings.HasPrefix(trimmed, ":"):
 		r.skipped++
+		r.remembered([]string{first})
 		return r.command(trimmed)
 	}
 
@@ -268,8 +324,20 @@ func (r *repl) step() error {
 		r.carry = append(append([]string(nil), lines[n:]...), r.carry...)
 		lines = lines[:n]
 	}
+	r.remembered(lines)
 	r.exec(lines)
 	return nil
+}
+
+// remembered adds the lines of one input to the history, as one entry.
+func (r *repl) remembered(lines []string) {
+	if r.remember == nil {
+		return
+	}
+	for len(lines) > 1 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	r.remember(strings.Join(lines, "\n"))
 }
 
 // exec runs a chunk of input lines in the session and prints its value or
@@ -395,8 +463,24 @@ func (r *repl) command(line string) error {
 	case "reset":
 		if want(0, "") {
 			r.sess.Reset()
+			r.skipped = 0 // line numbers start again
 			fmt.Fprintln(r.io.out, "the session is empty")
 		}
+	case "show":
+		if want(1, "[STEP]") {
+			r.show(args)
+		}
+	case "drop":
+		if len(args) != 1 {
+			fmt.Fprintln(r.io.err, "error: usage: :drop STEP")
+			break
+		}
+		gone, err := r.sess.Drop(args[0])
+		if err != nil {
+			fmt.Fprintf(r.io.err, "error: %s\n", asError(err).Msg)
+			break
+		}
+		fmt.Fprintf(r.io.out, "dropped %s\n", strings.Join(gone, ", "))
 	default:
 		names := make([]string, len(replCommands))
 		for i, c := range replCommands {
@@ -486,6 +570,96 @@ func (r *repl) run(args []string) {
 	})
 	prog.stop()
 	prog.summary(res)
+	r.last = res
+}
+
+// show prints the last run's summary, or the record of one of its steps.
+func (r *repl) show(args []string) {
+	res := r.last
+	if res == nil {
+		fmt.Fprintln(r.io.err, "error: nothing has run yet: use :run")
+		return
+	}
+	if len(args) == 0 {
+		p := newProgress(r.io.out, false)
+		p.summary(res)
+		return
+	}
+	rec := res.Step(args[0])
+	if rec == nil {
+		var names []string
+		for _, s := range res.Steps {
+			names = append(names, s.Name)
+		}
+		hint := ""
+		if n := graphir.Nearest(args[0], names); n != "" {
+			hint = fmt.Sprintf(" (did you mean %q?)", n)
+		}
+		fmt.Fprintf(r.io.err, "error: the last run has no step %q%s\n", args[0], hint)
+		return
+	}
+	writeStepRecord(r.io.out, rec)
+}
+
+// writeStepRecord prints one step's record for people: status, visits,
+// duration, then what it produced and how it failed.
+func writeStepRecord(w io.Writer, rec *vm.StepRecord) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%s): %s, %s", rec.Name, rec.Kind, rec.Status, plural(rec.Visits, "visit"))
+	if rec.Duration > 0 {
+		fmt.Fprintf(&b, ", %s", formatDuration(rec.Duration))
+	}
+	switch rec.Kind {
+	case graphir.KindLoop:
+		fmt.Fprintf(&b, ", %s", plural(rec.Iterations, "iteration"))
+		if rec.Exhausted {
+			b.WriteString(", exhausted")
+		}
+	case graphir.KindMap:
+		fmt.Fprintf(&b, ", %s", plural(rec.Items, "item"))
+	}
+	b.WriteByte('\n')
+	if rec.Error != "" {
+		fmt.Fprintf(&b, "  error:  %s%s [%s]\n", visible(traceAt(rec.Trace), false), visible(rec.Error, false), rec.Code)
+	}
+	task := rec.Kind == graphir.KindTask || rec.Kind == graphir.KindShell
+	if task && rec.Output != nil {
+		m, _ := rec.Output.(starlark.HasAttrs)
+		for _, name := range []string{"stdout", "stderr"} {
+			var text string
+			if m != nil {
+				if v, err := m.Attr(name); err == nil {
+					if s, ok := v.(starlark.String); ok {
+						text = string(s)
+					}
+				}
+			}
+			if strings.TrimSpace(text) == "" {
+				continue
+			}
+			fmt.Fprintf(&b, "  %s:\n", name)
+			for _, l := range textTail(text) {
+				fmt.Fprintf(&b, "    | %s\n", l)
+			}
+		}
+		if m != nil {
+			if v, err := m.Attr("exit_code"); err == nil && v != nil {
+				fmt.Fprintf(&b, "  exit:   %s\n", v)
+			}
+		}
+	} else if rec.Output != nil && rec.Status != vm.StepNotRun {
+		fmt.Fprintf(&b, "  output: %s\n", visible(valueText(rec.Output, 2000), false))
+	}
+	for _, l := range rec.Log {
+		fmt.Fprintf(&b, "  print:  %s\n", visible(l, false))
+	}
+	if len(rec.Trace) > 0 {
+		b.WriteString("  trace:\n")
+		for _, t := range rec.Trace {
+			fmt.Fprintf(&b, "    %s\n", visible(t, false))
+		}
+	}
+	io.WriteString(w, b.String())
 }
 
 // steps lists the steps of the session's flow.

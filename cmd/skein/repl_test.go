@@ -176,7 +176,8 @@ func TestREPLTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(hist), "\"history marker\"\n") || !strings.Contains(string(hist), "def nine():\n") {
+	// A compound statement is one entry, its line breaks escaped.
+	if !strings.Contains(string(hist), "\"history marker\"\n") || !strings.Contains(string(hist), "\ndef nine():\\n    return 9\n") {
 		t.Errorf("history file:\n%s", hist)
 	}
 
@@ -186,6 +187,22 @@ func TestREPLTerminal(t *testing.T) {
 	term.send(keyUp + "\r")
 	term.expect("\r\n\"history marker\"\r\n")
 	term.expect(">>> ")
+
+	// Up recalls a whole def, which runs again as it was entered.
+	term.send("def seven():\r")
+	term.expect("... ")
+	term.send("    return 7\r")
+	term.expect("... ")
+	term.send("\r")
+	term.expect(">>> ")
+	term.send(keyUp + "\r")
+	term.expect(">>> ")
+	term.send("seven()\r")
+	term.expect("\r\n7\r\n")
+	term.expect(">>> ")
+	if out := term.out.String(); strings.Contains(out, "error") {
+		t.Errorf("recalling the def failed:\n%q", out)
+	}
 	term.exit()
 }
 

@@ -72,3 +72,17 @@ func TestRunTerminalCancel(t *testing.T) {
 		t.Errorf("the summary does not start its line:\n%q", out)
 	}
 }
+
+// ":load " completes file paths: directories, then .star files.
+func TestREPLTerminalLoadCompletion(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	saveInPlace(t, filepath.Join(dir, "flows", "only.star"), `step("only")`+"\n")
+	term := startTerminal(t, dir, state, "repl")
+	term.expect(">>> ")
+	term.send(":load " + keyTab)
+	term.expect("flows/")
+	term.send(keyTab + "\r")
+	term.expect("loaded flows/only.star: 1 step, 2 edges")
+	term.expect(">>> ")
+	term.exit()
+}

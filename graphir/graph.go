@@ -102,8 +102,7 @@ func ParseJoin(s string) (Join, bool) {
 
 // Node is one step, or a sentinel.
 type Node struct {
-	ID      NodeID
-	dropped bool // removed by [Builder.Drop]; no graph holds it
+	ID     NodeID
 	Name   string // "START", "END", "ABORT" for sentinels
 	Kind   Kind
 	Pos    Pos    // the user's line (see [Stack.UserFrame])
@@ -175,6 +174,9 @@ type Node struct {
 	// Computed at freeze.
 	In, Out []EdgeID // all edges in and out, in declaration order
 	Decl    int      // declaration order among steps (sentinels -1)
+
+	// dropped: removed by [Builder.Drop]; no graph holds it.
+	dropped bool
 }
 
 // Judge is a loop's until=judge(condition, model=...): a model decides

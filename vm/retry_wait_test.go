@@ -127,7 +127,7 @@ edge(page, END)
 			mu.Unlock()
 		}
 	}})
-	check(t, res, want{status: vm.Succeeded, path: []string{"wait_healthy", "probe", "probe", "probe", "page"},
+	check(t, res, want{status: vm.Succeeded, path: []string{"wait_healthy", "wait_healthy#1.probe", "wait_healthy#2.probe", "wait_healthy#3.probe", "page"},
 		output: []any{"exhausted", `loop "wait_healthy": exhausted after 3 iterations without until holding`}})
 	l := res.Step("wait_healthy")
 	if l.Status != vm.StepFailed || l.Code != "exhausted" || !l.Exhausted || l.Iterations != 3 || l.StoppedReason != "exhausted" {

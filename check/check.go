@@ -85,6 +85,7 @@ func init() {
 		checkModels,       // models.go
 		checkSubflows,     // subflows.go
 		checkDataflow,     // dataflow.go
+		checkExitHandler,  // exit.go
 		checkInputs,       // inputs.go
 	}
 }

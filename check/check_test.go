@@ -45,7 +45,7 @@ var codes = []string{
 	"edge_crosses_scope", "router_edge", "route_unknown", "until_invalid",
 	"subflow_not_found", "subflow_cycle", "subflow_depth", "shell_interpolation",
 	"maybe_unmet", "unused_result", "router_no_default", "join_single",
-	"input_missing", "input_type", "body_read",
+	"input_missing", "input_type", "body_read", "exit_handler_edge",
 	"model_unknown", "routes_missing", "schema_invalid",
 }
 

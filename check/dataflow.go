@@ -529,7 +529,7 @@ func (p *pass) checkUnused() {
 		}
 		for i, id := range sg.nodes {
 			n := g.Nodes[id]
-			if n.Kind != graphir.KindFn || ix.readStep[id] || feeds[id] || whenFn[id] {
+			if n.Kind != graphir.KindFn || ix.readStep[id] || feeds[id] || whenFn[id] || id == g.OnExit {
 				continue
 			}
 			read := false

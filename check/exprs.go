@@ -196,6 +196,13 @@ func (p *pass) resolveRef(ix *exprIndex, si int32, r graphir.Ref) {
 		return
 	case "self", "visits", "status":
 		return
+	case "run":
+		if !p.inExitHandler(s.at) {
+			ix.problems = append(ix.problems, p.siteDiag(s, "unknown_name", r.Pos,
+				fmt.Sprintf("run is only defined in the exit handler (in %s)", p.describe(s)),
+				"run.status and run.error say how the run ended; read them in the step named by flow(on_exit=...)"))
+		}
+		return
 	}
 	if scopeVar(g, s.scope, r.Name) {
 		return

@@ -111,6 +111,9 @@ func (p *pass) reachScope(s graphir.NodeID) {
 	}
 	for _, id := range steps {
 		n := g.Nodes[id]
+		if id == g.OnExit {
+			continue // runs after the run, reached by no edge (exit.go)
+		}
 		if !reached.has(id) {
 			where := "START"
 			if s != graphir.None {

@@ -276,7 +276,9 @@ func (r *run) enter(t task) {
 	rec := r.recs[n.ID]
 	rec.Visits++
 	rec.Status = StepRunning
-	r.pathAdd(f.pathName(n))
+	if !r.exiting {
+		r.pathAdd(f.pathName(n))
+	}
 	var now time.Time // one clock read per transition, for the record and the event
 	if r.timed(n) {
 		now = r.now()
@@ -617,6 +619,10 @@ func (r *run) reachEnd(f *frame, from *graphir.Node) {
 // complete ends a run that has nothing left ready or running: it succeeded
 // if END received a live token, else no branch got there (no_route).
 func (r *run) complete() {
+	if r.exiting {
+		r.end(Succeeded, nil)
+		return
+	}
 	if !r.reached {
 		msg := "the run ended without reaching END: every remaining path was pruned"
 		var step string
@@ -660,8 +666,13 @@ func (r *run) end(s Status, err *graphir.Error) {
 		return
 	}
 	r.over = true
-	r.res.Status = s
-	r.res.Error = err
+	if r.exiting {
+		// The exit handler's outcome never changes the run's.
+		r.exitErr = err
+	} else {
+		r.res.Status = s
+		r.res.Error = err
+	}
 	r.stopExec()
 }
 

@@ -24,6 +24,7 @@ const (
 	StepLog       EventType = "step_log"
 	LoopIteration EventType = "loop_iteration" // an iteration finished and until was consulted
 	MapItem       EventType = "map_item"       // one item of a map finished
+	ExitHandled   EventType = "exit_handler"   // the exit handler finished (status, code, error)
 )
 
 // Event is one thing that happened in a run.

@@ -43,8 +43,10 @@ type run struct {
 	frameOrd uint64
 	work     []arrival
 	over     bool
-	reached  bool     // END has received a live token
-	stopped  []string // top-level steps where live branches ended, latest last
+	exiting  bool           // the exit handler is running: the run itself has ended
+	exitErr  *graphir.Error // what stopped the exit handler
+	reached  bool           // END has received a live token
+	stopped  []string       // top-level steps where live branches ended, latest last
 
 	running int   // async work in flight, retry timers included
 	inbox   inbox // async work reports here
@@ -122,7 +124,8 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 	defer r.stopExec()
 	r.thread = &starlark.Thread{Name: "skein run"}
 	r.thread.Print = r.print
-	defer context.AfterFunc(ctx, func() { r.thread.Cancel("cancelled") })()
+	stopThread := context.AfterFunc(ctx, func() { r.thread.Cancel("cancelled") })
+	defer func() { stopThread() }()
 
 	r.res = &Result{RunID: opts.RunID, Flow: g.Name, File: g.File, Inputs: inputs, Started: r.now()}
 	if r.res.RunID == "" {
@@ -138,6 +141,10 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 		rec := &recs[i]
 		rec.Name, rec.Kind, rec.Status = n.Name, n.Kind, StepNotRun
 		r.recs[n.ID] = rec
+		if n.ID == g.OnExit {
+			r.res.OnExit = rec
+			continue
+		}
 		r.res.Steps = append(r.res.Steps, rec)
 	}
 	r.root = &frame{scope: graphir.None, states: make([]nodeState, len(p.scopes[graphir.None]))}
@@ -157,6 +164,10 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 
 	res := r.res
 	res.Duration = r.now().Sub(res.Started)
+	if g.OnExit != graphir.None {
+		stopThread()
+		stopThread = r.exitHandler(g.Nodes[g.OnExit])
+	}
 	if len(r.path) == r.opts.MaxPath && r.pathNext > 0 {
 		res.Path = append(append([]string(nil), r.path[r.pathNext:]...), r.path[:r.pathNext]...)
 	} else {
@@ -176,6 +187,74 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 		r.emit(ev)
 	}
 	return res
+}
+
+// exitHandler runs the flow's exit handler n once the run has ended,
+// whatever its status, with `run` bound to its outcome. It runs under a
+// context of its own: once the run's context is done (cancelled, timed
+// out), before or while the handler runs, the handler has Options.ExitGrace
+// left; Options.ExitCtx ending stops it at once (a second Ctrl-C). Its
+// failure is recorded in its record, never in the run's status. It returns
+// the stop function of its evaluation thread's cancellation.
+func (r *run) exitHandler(n *graphir.Node) (stopThread func() bool) {
+	hctx, cancel := context.WithCancelCause(context.WithoutCancel(r.ctx))
+	defer cancel(nil)
+	stopGrace := context.AfterFunc(r.ctx, func() {
+		t := time.AfterFunc(r.opts.ExitGrace, func() { cancel(errGraceOver) })
+		context.AfterFunc(hctx, func() { t.Stop() })
+	})
+	defer stopGrace()
+	if r.opts.ExitCtx != nil {
+		defer context.AfterFunc(r.opts.ExitCtx, func() { cancel(errExitStopped) })()
+	}
+	stopThread = context.AfterFunc(hctx, func() { r.thread.Cancel("cancelled") })
+
+	r.exiting = true
+	r.ctx = hctx
+	r.execCtx, r.stopExec = context.WithCancel(hctx)
+	r.over = false
+	r.queue = r.queue[:0]
+	r.root.exec = nil // the run's was cancelled when it ended
+	r.seq++
+	r.ready(r.root, n)
+	r.drive()
+	r.drain()
+	r.stopExec()
+
+	rec := r.recs[n.ID]
+	if e := r.exitErr; e != nil && (rec.Error == "" || rec.Status != StepFailed) {
+		// Stopped by something other than its own failure: a runtime
+		// error, or cancellation.
+		rec.Error, rec.Code, rec.Trace = e.Msg, e.Code, e.Trace
+		rec.Status = StepFailed
+		if e.Code == "cancelled" {
+			rec.Status = StepCancelled
+		}
+	}
+	if r.events {
+		ev := Event{Type: ExitHandled, Step: n.Name, Kind: n.Kind.String(), Status: string(rec.Status)}
+		if rec.Status != StepSucceeded {
+			ev.Code, ev.Error = rec.Code, rec.Error
+		}
+		r.emit(ev)
+	}
+	return stopThread
+}
+
+var (
+	errGraceOver   = errors.New("exit handler grace period over")
+	errExitStopped = errors.New("exit handler stopped")
+)
+
+// runValue is what the exit handler sees as `run`: the run's status and
+// error.
+func (r *run) runValue() starlark.Value {
+	var e starlark.Value = starlark.None
+	if err := r.res.Error; err != nil {
+		e = stdlib.NewMap([]string{"code", "step", "message"},
+			[]starlark.Value{starlark.String(err.Code), starlark.String(err.Step), starlark.String(err.Msg)})
+	}
+	return stdlib.NewMap([]string{"status", "error"}, []starlark.Value{starlark.String(string(r.res.Status)), e})
 }
 
 // drive is the driver loop: start what is ready, wait for async work or
@@ -323,6 +402,14 @@ func (r *run) retryLater(f *frame, n *graphir.Node, req *EffectRequest, attempt 
 // or the caller cancelling.
 func (r *run) interrupted() {
 	if r.over || r.ctx.Err() == nil {
+		return
+	}
+	if r.exiting {
+		msg := "the exit handler was stopped"
+		if context.Cause(r.ctx) == errGraceOver {
+			msg = fmt.Sprintf("the exit handler did not finish within its grace period of %s after the run was stopped", r.opts.ExitGrace)
+		}
+		r.end(Cancelled, &graphir.Error{Code: "cancelled", Step: r.g.Nodes[r.g.OnExit].Name, Msg: msg})
 		return
 	}
 	if context.Cause(r.ctx) == errFlowTimeout {

@@ -175,53 +175,68 @@ func (e *resultEncoder) result(r *Result, level int) error {
 	e.key(l, "steps")
 	e.open()
 	for _, s := range r.Steps {
-		sl := l + 2
 		e.key(l+1, s.Name)
-		e.open()
-		e.str(sl, "status", string(s.Status))
-		e.int(sl, "visits", s.Visits)
-		e.key(sl, "output")
-		if e.b, err = stdlib.AppendJSON(e.b, s.Output, e.indent, sl); err != nil {
-			return fmt.Errorf("step %s output: %v", s.Name, err)
+		if err := e.step(s, l+1); err != nil {
+			return err
 		}
-		if s.Error == "" {
-			e.null(sl, "error")
-		} else {
-			e.str(sl, "error", s.Error)
-			e.str(sl, "code", s.Code)
-		}
-		if len(s.Trace) > 0 {
-			e.strings(sl, "trace", s.Trace)
-		}
-		e.key(sl, "duration_ms")
-		e.b = appendMillis(e.b, s.Duration)
-		if s.Truncated {
-			e.bool(sl, "truncated", true)
-		}
-		if len(s.Log) > 0 {
-			e.strings(sl, "log", s.Log)
-		}
-		switch s.Kind {
-		case graphir.KindLoop:
-			e.int(sl, "iterations", s.Iterations)
-			e.bool(sl, "exhausted", s.Exhausted)
-			if s.StoppedReason == "" {
-				e.null(sl, "stopped_reason")
-			} else {
-				e.str(sl, "stopped_reason", s.StoppedReason)
-			}
-		case graphir.KindMap:
-			e.int(sl, "items", s.Items)
-		}
-		if s.Child != nil {
-			e.key(sl, "child")
-			if err := e.result(s.Child, sl); err != nil {
-				return err
-			}
-		}
-		e.close(l + 1)
 	}
 	e.close(l)
+	if r.OnExit != nil {
+		e.key(l, "on_exit")
+		if err := e.step(r.OnExit, l); err != nil {
+			return err
+		}
+	}
+	e.close(level)
+	return nil
+}
+
+// step writes one step record at nesting level.
+func (e *resultEncoder) step(s *StepRecord, level int) error {
+	var err error
+	sl := level + 1
+	e.open()
+	e.str(sl, "status", string(s.Status))
+	e.int(sl, "visits", s.Visits)
+	e.key(sl, "output")
+	if e.b, err = stdlib.AppendJSON(e.b, s.Output, e.indent, sl); err != nil {
+		return fmt.Errorf("step %s output: %v", s.Name, err)
+	}
+	if s.Error == "" {
+		e.null(sl, "error")
+	} else {
+		e.str(sl, "error", s.Error)
+		e.str(sl, "code", s.Code)
+	}
+	if len(s.Trace) > 0 {
+		e.strings(sl, "trace", s.Trace)
+	}
+	e.key(sl, "duration_ms")
+	e.b = appendMillis(e.b, s.Duration)
+	if s.Truncated {
+		e.bool(sl, "truncated", true)
+	}
+	if len(s.Log) > 0 {
+		e.strings(sl, "log", s.Log)
+	}
+	switch s.Kind {
+	case graphir.KindLoop:
+		e.int(sl, "iterations", s.Iterations)
+		e.bool(sl, "exhausted", s.Exhausted)
+		if s.StoppedReason == "" {
+			e.null(sl, "stopped_reason")
+		} else {
+			e.str(sl, "stopped_reason", s.StoppedReason)
+		}
+	case graphir.KindMap:
+		e.int(sl, "items", s.Items)
+	}
+	if s.Child != nil {
+		e.key(sl, "child")
+		if err := e.result(s.Child, sl); err != nil {
+			return err
+		}
+	}
 	e.close(level)
 	return nil
 }

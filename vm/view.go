@@ -79,6 +79,11 @@ func (v *view) Attr(name string) (starlark.Value, error) {
 		return v.visitsFn, nil
 	case "status":
 		return v.statusFn, nil
+	case "run":
+		if !v.r.exiting {
+			return nil, fmt.Errorf("run is only defined in the exit handler (flow(on_exit=))")
+		}
+		return v.r.runValue(), nil
 	case "loop", "item", "index":
 		return nil, fmt.Errorf("%s is only defined inside a %s body", name, map[string]string{"loop": "loop", "item": "map", "index": "map"}[name])
 	}

@@ -74,6 +74,9 @@ const (
 	DefaultKillGrace = 2 * time.Second
 	// DefaultMaxPath is how many path entries a result keeps (the latest).
 	DefaultMaxPath = 10_000
+	// DefaultExitGrace is how long an exit handler may run after the run
+	// was cancelled or timed out.
+	DefaultExitGrace = 30 * time.Second
 	// MaxDepth is the nesting cap for child flows (SPEC §3).
 	MaxDepth = 8
 	// maxLog bounds the print() lines kept per step.
@@ -111,6 +114,13 @@ type Options struct {
 	// MaxPath is how many path entries the result keeps; 0 means
 	// DefaultMaxPath.
 	MaxPath int
+	// ExitGrace is how long the exit handler may still run once the
+	// run's context is done (cancelled or timed out); 0 means
+	// DefaultExitGrace.
+	ExitGrace time.Duration
+	// ExitCtx, when done, stops the exit handler at once: the CLI cancels
+	// it on a second Ctrl-C. Nil: only ExitGrace bounds it.
+	ExitCtx context.Context
 	// Effects produces the completions of the run's effects (tasks,
 	// shells, child flows); nil means [Local]. Child flows use the
 	// parent's.
@@ -142,6 +152,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxPath <= 0 {
 		o.MaxPath = DefaultMaxPath
+	}
+	if o.ExitGrace <= 0 {
+		o.ExitGrace = DefaultExitGrace
 	}
 	if o.Env == nil {
 		o.Env = os.Environ()
@@ -188,8 +201,12 @@ type Result struct {
 	// and PathTotal counts them all.
 	Path      []string
 	PathTotal int
-	// Steps holds one record per step, in declaration order.
+	// Steps holds one record per step, in declaration order, except the
+	// exit handler's.
 	Steps []*StepRecord
+	// OnExit is the record of the exit handler (flow(on_exit=)), nil when
+	// the flow has none. Its failure does not change Status.
+	OnExit *StepRecord
 }
 
 // Step returns the record of the step called name, or nil.

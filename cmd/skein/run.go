@@ -58,7 +58,9 @@ JSON object in --inputs-file whose values must already have the types;
 On a terminal the run shows live progress and a summary; when stdout is not a
 terminal it prints plain lines. --json prints only the result object at the
 end; --events prints one JSON object per event per line as the run goes.
-Ctrl-C cancels the run: running tasks are signalled and waited for.
+Ctrl-C cancels the run: running tasks are signalled and waited for. The
+flow's exit handler (flow(on_exit=...)) then runs with 30s of grace; a
+second Ctrl-C stops it.
 
 --parallel bounds the task, shell and child-flow steps running at once
 (default %d: such steps mostly wait on processes). With --parallel 1 the path
@@ -171,10 +173,10 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		return exitUsage
 	}
 
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, exitCtx, stop := interrupts(ctx)
 	defer stop()
 
-	vopts := vm.Options{Parallel: opts.parallel, Timeout: opts.timeout, LoadFlow: loadChild}
+	vopts := vm.Options{Parallel: opts.parallel, Timeout: opts.timeout, LoadFlow: loadChild, ExitCtx: exitCtx}
 	var dry *dryRun
 	if opts.dryRun {
 		var err error
@@ -507,4 +509,35 @@ func valueText(v starlark.Value, max int) string {
 		s = string(r[:max-1]) + "…"
 	}
 	return s
+}
+
+// interrupts returns a context that the first SIGINT or SIGTERM cancels
+// (the run stops; its exit handler gets its grace period) and one that the
+// second cancels (the exit handler stops at once).
+func interrupts(parent context.Context) (run, exit context.Context, stop func()) {
+	run, cancelRun := context.WithCancel(parent)
+	exit, cancelExit := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for n := 0; ; n++ {
+			select {
+			case <-sigs:
+				if n == 0 {
+					cancelRun()
+				} else {
+					cancelExit()
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return run, exit, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancelRun()
+		cancelExit()
+	}
 }

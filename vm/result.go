@@ -157,6 +157,9 @@ func (e *resultEncoder) result(r *Result, level int) error {
 	e.str(l, "flow", r.Flow)
 	e.str(l, "file", r.File)
 	e.str(l, "status", string(r.Status))
+	if r.ResumedFrom != "" {
+		e.str(l, "resumed_from", r.ResumedFrom)
+	}
 	if r.Error == nil {
 		e.null(l, "error")
 	} else {

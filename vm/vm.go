@@ -187,15 +187,18 @@ const (
 
 // Result is the record of one run (SPEC §7).
 type Result struct {
-	RunID    string
-	Flow     string
-	File     string
-	Status   Status
-	Error    *graphir.Error // nil when the run succeeded
-	Output   starlark.Value
-	Inputs   *stdlib.Map
-	Started  time.Time
-	Duration time.Duration
+	RunID string
+	// ResumedFrom names the run this one resumed, when it resumed an
+	// ended one (the caller sets it; the VM only reports it).
+	ResumedFrom string
+	Flow        string
+	File        string
+	Status      Status
+	Error       *graphir.Error // nil when the run succeeded
+	Output      starlark.Value
+	Inputs      *stdlib.Map
+	Started     time.Time
+	Duration    time.Duration
 	// Path lists the steps in the order they started; when a long run
 	// started more than Options.MaxPath steps, only the latest are kept
 	// and PathTotal counts them all.

@@ -206,13 +206,20 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		vopts.RunID, vopts.Effects = rec.ID(), rec
 		vopts.LoadFlow = recordingLoader(rec)
 	}
+	return execute(ctx, io, g, inputs, vopts, rec, "", opts.json, opts.events)
+}
+
+// execute runs g, showing progress, events or the result as asked, and
+// records how it ended when rec is not nil. resumedFrom names the run a
+// resumed one continues.
+func execute(ctx context.Context, io stdio, g *graphir.Graph, inputs *stdlib.Map, vopts vm.Options, rec *store.Recorder, resumedFrom string, asJSON, events bool) int {
 	var prog *progress
 	switch {
-	case opts.events:
+	case events:
 		enc := newEventWriter(io.out)
 		vopts.OnEvent = enc.write
 		defer enc.close()
-	case !opts.json:
+	case !asJSON:
 		prog = newProgress(io.out, isTerminal(io.out))
 		vopts.OnEvent = prog.event
 		prog.start()
@@ -222,18 +229,19 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		}
 	}
 	res := vm.Prepare(g).Run(ctx, inputs, vopts)
+	res.ResumedFrom = resumedFrom
 	if rec != nil {
 		if err := rec.Finish(res); err != nil {
-			fmt.Fprintf(io.err, "skein run: %v\n", err)
+			fmt.Fprintf(io.err, "skein: %v\n", err)
 		}
 	}
 	if prog != nil {
 		prog.stop()
 		prog.summary(res)
 	}
-	if opts.json {
+	if asJSON {
 		if err := res.WriteJSON(io.out, "  "); err != nil {
-			fmt.Fprintf(io.err, "skein run: cannot encode the result: %v\n", err)
+			fmt.Fprintf(io.err, "skein: cannot encode the result: %v\n", err)
 			return exitFail
 		}
 	}

@@ -383,3 +383,14 @@ func procState(pid int) string {
 	}
 	return ""
 }
+
+// record journals a whole attempt at once: a replayed completion copied
+// into a new run's record.
+func (rec *Recorder) record(req *vm.EffectRequest, attempt int, c *vm.EffectCompletion) error {
+	res, err := rec.s.insEffect.Exec(rec.n, EffectPath(req), req.Step, req.Kind.String(), req.Visit, attempt, nanos(time.Now()))
+	if err != nil {
+		return err
+	}
+	id, _ := res.LastInsertId()
+	return rec.commit(id, req, c)
+}

@@ -1,0 +1,252 @@
+package main
+
+// This file is skein resume: continuing a recorded run by replaying its
+// journal.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/check"
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/store"
+)
+
+type resumeOptions struct {
+	store    string
+	from     string
+	reload   bool
+	json     bool
+	events   bool
+	noPrompt bool
+}
+
+func init() {
+	register(&command{
+		name:    "resume",
+		args:    "RUN [--from STEP] [--reload] [--json] [--events]",
+		summary: "continue a recorded run after a failure, a crash or an approval",
+		long: `Continues a run from its record. Every task, shell or other effect whose
+successful completion was recorded is not run again: its recorded outcome is
+fed back in, fn steps and conditions are computed again from it, and the
+first effect without a successful record runs for real. Tasks see
+SKEIN_ATTEMPT counting earlier attempts, so a step that was running when its
+process died sees 2.
+
+An interrupted run (its process died) or a waiting one continues under its
+own id; a failed, cancelled or succeeded run is never changed: resuming it
+starts a new run that names it in resumed_from.
+
+The run uses the sources recorded with it, not the files on disk; --reload
+takes the files on disk instead, and the run fails with resume_diverged when
+the changed flow asks for something the record cannot answer. --from STEP
+runs STEP again, and everything that completed after it.
+
+Exit status: as skein run; 1 also when the run is not found or still running.`,
+		flags: func(fs *pflag.FlagSet) any {
+			o := &resumeOptions{}
+			fs.StringVar(&o.from, "from", "", "run this step again, and everything that completed after it")
+			fs.BoolVar(&o.reload, "reload", false, "use the flow's files on disk instead of the recorded sources")
+			fs.BoolVar(&o.json, "json", false, "print only the result, as JSON, when the run ends")
+			fs.BoolVar(&o.events, "events", false, "print one JSON object per event per line as the run goes")
+			fs.BoolVar(&o.noPrompt, "no-prompt", false, "never ask for approvals on the terminal: park the run instead")
+			storeFlag(fs, &o.store)
+			return o
+		},
+		run: runResume,
+	})
+}
+
+func runResume(ctx context.Context, io stdio, o any, args []string) int {
+	opts := o.(*resumeOptions)
+	if len(args) != 1 {
+		fmt.Fprintln(io.err, "skein resume: want one run (an id, a prefix of one, or last)\nusage: skein resume RUN [--from STEP] [--reload]")
+		return exitUsage
+	}
+	st, r, ok := getRun(io, "resume", opts.store, args[0])
+	if !ok {
+		return exitFail
+	}
+	defer st.Close()
+	return resumeRun(ctx, io, st, r, opts)
+}
+
+// resumeRun continues run r of store st.
+func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opts *resumeOptions) int {
+	if r.Status == store.Running {
+		fmt.Fprintf(io.err, "skein resume: run %s is still running\n", r.ID)
+		return exitFail
+	}
+	sources, err := st.Sources(r.ID)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein resume: %v\n", err)
+		return exitFail
+	}
+	src := &sourceRecorder{}
+	if !opts.reload {
+		src.from = map[string][]byte{}
+		for _, s := range sources {
+			src.from[s.Path] = s.Text
+		}
+	}
+	g, ds := loadAndCheckFrom(r.File, r.Root, src.readFile)
+	if errs, _ := check.Count(ds); errs > 0 || g == nil {
+		check.WriteText(io.err, ds)
+		fmt.Fprintf(io.err, "skein: run %s not resumed: its flow has %s\n", r.ID, plural(max(errs, 1), "error"))
+		return exitUsage
+	}
+	check.WriteText(io.err, ds)
+	if opts.reload {
+		if err := followable(st, r.ID, g); err != nil {
+			fmt.Fprintf(io.err, "skein resume: --reload: %v\n", err)
+			return exitFail
+		}
+	}
+	inputs, err := recordedInputs(g, r)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein resume: run %s: %v\n", r.ID, err)
+		return exitFail
+	}
+
+	replay, err := st.Replay(r.ID, opts.from)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein resume: %v\n", err)
+		return exitFail
+	}
+	var rec *store.Recorder
+	resumedFrom := ""
+	if r.HasEnded() {
+		started := time.Now()
+		resumedFrom = r.ID
+		rec, err = st.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: absPath(g.File), Root: absPath(g.Root),
+			Sources: src.sources(), Inputs: inputs, Started: started, Options: r.Options, ResumedFrom: r.ID})
+	} else {
+		rec, err = st.Continue(r.ID)
+		if err == nil && opts.reload {
+			for _, s := range src.sources() {
+				if err = rec.AddSource(s); err != nil {
+					break
+				}
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(io.err, "skein resume: %v\n", err)
+		return exitFail
+	}
+	replay.Inner = rec
+	if resumedFrom != "" {
+		replay.CopyTo = rec
+	}
+	if !opts.json && !opts.events {
+		if resumedFrom != "" {
+			fmt.Fprintf(io.err, "resuming run %s as run %s\n", r.ID, rec.ID())
+		} else {
+			fmt.Fprintf(io.err, "resuming run %s\n", r.ID)
+		}
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	vopts := vm.Options{Parallel: r.Options.Parallel, Timeout: r.Options.Timeout, RunID: rec.ID(), Effects: replay, LoadFlow: recordingLoader(rec)}
+	if !opts.reload {
+		vopts.LoadFlow = recordedLoader(src, rec)
+	}
+	return execute(ctx, io, g, inputs, vopts, rec, resumedFrom, opts.json, opts.events)
+}
+
+// recordedInputs binds the inputs recorded with run r to g.
+func recordedInputs(g *graphir.Graph, r *store.Run) (*stdlib.Map, error) {
+	v, err := stdlib.FromJSON(r.Inputs)
+	if err != nil {
+		return nil, fmt.Errorf("the recorded inputs are not valid JSON: %v", err)
+	}
+	m, ok := v.(*stdlib.Map)
+	if !ok {
+		return nil, fmt.Errorf("the recorded inputs are not an object")
+	}
+	given := map[string]starlark.Value{}
+	for _, k := range m.Keys() {
+		given[k], _ = m.Lookup(k)
+	}
+	return vm.BindInputs(g, given)
+}
+
+// followable refuses a reloaded flow that lacks a step the record has a
+// completion for, or has it as a different kind of step.
+func followable(st *store.Store, id string, g *graphir.Graph) error {
+	effects, err := st.Effects(id, 0)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, n := range g.Steps() {
+		names = append(names, n.Name)
+	}
+	for _, e := range effects {
+		if e.Status != "succeeded" || isChildPath(e.Path) {
+			continue
+		}
+		n := g.Node(e.Step)
+		if n == nil {
+			msg := fmt.Sprintf("the flow on disk has no step %q, which run %s completed", e.Step, id)
+			if near := graphir.Nearest(e.Step, names); near != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", near)
+			}
+			return fmt.Errorf("%s; run it afresh instead", msg)
+		}
+		if n.Kind.String() != e.Kind {
+			return fmt.Errorf("step %q is a %s step on disk but was a %s step in run %s; run it afresh instead", e.Step, n.Kind, e.Kind, id)
+		}
+	}
+	return nil
+}
+
+// isChildPath reports whether a journal path is inside a child flow: its
+// last element is a step name rather than a loop iteration or map item.
+func isChildPath(path string) bool {
+	if path == "" {
+		return false
+	}
+	last := filepath.Base(path)
+	n := len(last)
+	return !(last[n-1] == ']' || containsHash(last))
+}
+
+func containsHash(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '#' {
+			return true
+		}
+	}
+	return false
+}
+
+// recordedLoader loads templated child flows from the run's recorded
+// sources, falling back to the disk (recording what it reads) for a child
+// the original run never loaded.
+func recordedLoader(src *sourceRecorder, rec *store.Recorder) func(context.Context, string, string) (*graphir.Graph, error) {
+	disk := recordingLoader(rec)
+	return func(ctx context.Context, path, root string) (*graphir.Graph, error) {
+		abs, _ := filepath.Abs(path)
+		if _, ok := src.from[abs]; !ok {
+			return disk(ctx, path, root)
+		}
+		g, ds := loadAndCheckFrom(path, root, src.readFile)
+		for _, d := range ds {
+			if d.Severity == check.Error {
+				return nil, fmt.Errorf("%s", d.String())
+			}
+		}
+		return g, nil
+	}
+}

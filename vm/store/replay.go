@@ -1,0 +1,196 @@
+package store
+
+// This file is resume by replay: a producer that answers each effect whose
+// successful completion the journal has from the journal, and hands every
+// other to the producer it wraps (the journal of the resumed run, which
+// runs it for real).
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm"
+)
+
+type effectKey struct {
+	path, step string
+	visit      int
+}
+
+// Replay is the producer of a resumed run. Build it with [Store.Replay].
+type Replay struct {
+	// Inner does what the record does not have: usually the resumed run's
+	// [Recorder], wrapping [vm.Local].
+	Inner vm.EffectProducer
+
+	// CopyTo, when the resumed run is a new one, receives every replayed
+	// completion so that the new run's record is whole.
+	CopyTo *Recorder
+
+	from string // the run whose record is replayed
+
+	mu      sync.Mutex
+	ok      map[effectKey]*Effect // the successful completion of each effect
+	kinds   map[effectKey]string
+	prior   map[effectKey]int // attempts recorded, successful or not
+	left    int               // successful completions not replayed yet
+	live    bool              // an effect has run for real
+	replays int
+}
+
+// Replay prepares the replay of the record of run id. With fromStep set,
+// the completions of that step and of everything completed after its first
+// completion are dropped, so they run again. Set Inner (and CopyTo) before
+// the run starts.
+func (s *Store) Replay(id, fromStep string) (*Replay, error) {
+	effects, err := s.Effects(id, 0)
+	if err != nil {
+		return nil, err
+	}
+	cut := int64(-1)
+	if fromStep != "" {
+		var steps []string
+		for _, e := range effects {
+			if e.Step == fromStep && e.Status == "succeeded" && (cut < 0 || e.Done < cut) {
+				cut = e.Done
+			}
+			if !contains(steps, e.Step) {
+				steps = append(steps, e.Step)
+			}
+		}
+		if cut < 0 {
+			msg := fmt.Sprintf("run %s has no completed effect step %q to resume from", id, fromStep)
+			if n := graphir.Nearest(fromStep, steps); n != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", n)
+			} else if len(steps) > 0 {
+				msg += fmt.Sprintf("; its effect steps are %s", strings.Join(steps, ", "))
+			}
+			return nil, fmt.Errorf("%s", msg)
+		}
+	}
+	p := &Replay{from: id, ok: map[effectKey]*Effect{}, kinds: map[effectKey]string{}, prior: map[effectKey]int{}}
+	for _, e := range effects {
+		k := effectKey{e.Path, e.Step, e.Visit}
+		p.prior[k] = max(p.prior[k], e.Attempt)
+		p.kinds[k] = e.Kind
+		if e.Status != "succeeded" || e.Kind == "subflow" || (cut >= 0 && e.Done >= cut) {
+			continue
+		}
+		if _, dup := p.ok[k]; !dup {
+			p.ok[k] = e
+			p.left++
+		}
+	}
+	return p, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Replayed is how many completions were answered from the record.
+func (p *Replay) Replayed() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.replays
+}
+
+// Start implements [vm.EffectProducer].
+func (p *Replay) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	k := effectKey{EffectPath(req), req.Step, req.Visit}
+	p.mu.Lock()
+	e, recorded := p.ok[k]
+	kind, seen := p.kinds[k]
+	if recorded {
+		delete(p.ok, k)
+		p.left--
+	}
+	diverged := ""
+	switch {
+	case seen && kind != req.Kind.String():
+		diverged = fmt.Sprintf("step %q is a %s step, but the record of run %s has it as a %s step", req.Step, req.Kind, p.from, kind)
+	case !recorded && !seen && !p.live && p.left > 0 && req.Kind != graphir.KindSubflow:
+		diverged = fmt.Sprintf("step %q (visit %d) is not in the record of run %s, which has %s still to replay",
+			where(k), req.Visit, p.from, p.nextLeft())
+	}
+	if diverged == "" && !recorded && req.Kind != graphir.KindSubflow {
+		p.live = true
+	}
+	if recorded {
+		p.replays++
+	}
+	prior := p.prior[k]
+	p.mu.Unlock()
+
+	if diverged != "" {
+		done(&vm.EffectCompletion{Stop: &graphir.Error{Code: "resume_diverged", Step: req.Step,
+			Msg: diverged + ": the flow or its inputs changed since (resume --from an earlier step, or run it afresh)"}})
+		return
+	}
+	if recorded {
+		c, err := completionOf(req, e)
+		if err != nil {
+			done(&vm.EffectCompletion{Stop: &graphir.Error{Code: "resume_diverged", Step: req.Step,
+				Msg: fmt.Sprintf("step %q: cannot read back its recorded output: %v", req.Step, err)}})
+			return
+		}
+		if p.CopyTo != nil {
+			if err := p.CopyTo.record(req, req.Attempt, c); err != nil {
+				c = p.CopyTo.storeStop(err)
+			}
+		}
+		done(c)
+		return
+	}
+	if prior > 0 && req.Kind != graphir.KindSubflow {
+		// Attempts count across the record: the first re-execution of an
+		// effect that started before is attempt prior+1.
+		q := *req
+		q.Attempt += prior
+		req = &q
+	}
+	p.Inner.Start(ctx, req, done)
+}
+
+// nextLeft names the earliest completion not replayed yet.
+func (p *Replay) nextLeft() string {
+	var left []*Effect
+	for _, e := range p.ok {
+		left = append(left, e)
+	}
+	sort.Slice(left, func(i, j int) bool { return left[i].Done < left[j].Done })
+	if len(left) == 0 {
+		return "nothing"
+	}
+	return fmt.Sprintf("%q (visit %d)", where(effectKey{left[0].Path, left[0].Step, left[0].Visit}), left[0].Visit)
+}
+
+func where(k effectKey) string {
+	if k.path == "" {
+		return k.step
+	}
+	return k.path + "/" + k.step
+}
+
+// completionOf rebuilds a completion from its record.
+func completionOf(req *vm.EffectRequest, e *Effect) (*vm.EffectCompletion, error) {
+	c := &vm.EffectCompletion{OK: true, ExitCode: e.ExitCode, Stdout: e.Stdout, Stderr: e.Stderr, Truncated: e.Truncated}
+	if e.Output != nil {
+		v, err := stdlib.FromJSON(e.Output)
+		if err != nil {
+			return nil, err
+		}
+		c.Output = v
+	}
+	return c, nil
+}

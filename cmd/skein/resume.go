@@ -161,7 +161,7 @@ func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opt
 	if !opts.reload {
 		vopts.LoadFlow = recordedLoader(src, rec)
 	}
-	return execute(ctx, io, g, inputs, vopts, rec, resumedFrom, opts.json, opts.events)
+	return execute(ctx, io, g, inputs, vopts, rec, nil, resumedFrom, opts.json, opts.events)
 }
 
 // recordedInputs binds the inputs recorded with run r to g.

@@ -206,13 +206,13 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		vopts.RunID, vopts.Effects = rec.ID(), rec
 		vopts.LoadFlow = recordingLoader(rec)
 	}
-	return execute(ctx, io, g, inputs, vopts, rec, "", opts.json, opts.events)
+	return execute(ctx, io, g, inputs, vopts, rec, dry, "", opts.json, opts.events)
 }
 
 // execute runs g, showing progress, events or the result as asked, and
-// records how it ended when rec is not nil. resumedFrom names the run a
-// resumed one continues.
-func execute(ctx context.Context, io stdio, g *graphir.Graph, inputs *stdlib.Map, vopts vm.Options, rec *store.Recorder, resumedFrom string, asJSON, events bool) int {
+// records how it ended when rec is not nil. dry is the producer of a dry
+// run, if it is one; resumedFrom names the run a resumed one continues.
+func execute(ctx context.Context, io stdio, g *graphir.Graph, inputs *stdlib.Map, vopts vm.Options, rec *store.Recorder, dry *dryRun, resumedFrom string, asJSON, events bool) int {
 	var prog *progress
 	switch {
 	case events:

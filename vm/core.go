@@ -44,7 +44,8 @@ type frame struct {
 	index   int
 	m       *mapRun
 
-	pathPre string // the prefix of its path entries, made on first use (see pathName)
+	pathPre string         // the prefix of its path entries, made on first use (see pathName)
+	judging starlark.Value // the output a judge is deciding on
 }
 
 // nodeState is the state of one step in one frame.
@@ -293,7 +294,13 @@ func (r *run) enter(t task) {
 	case graphir.KindFn:
 		r.callFn(f, n, 1)
 	case graphir.KindRouter:
+		if n.Prompt != nil {
+			r.startLLMRoute(f, n)
+			return
+		}
 		r.route(f, n)
+	case graphir.KindLLM:
+		r.startLLM(f, n)
 	case graphir.KindLoop:
 		lf := r.newFrame(f, n)
 		lf.iteration = 1
@@ -363,6 +370,11 @@ func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
 	}
 	if o.child != nil {
 		rec.Child = o.child
+		r.res.Usage = r.res.Usage.Add(o.child.Usage)
+		r.res.ModelCalls += o.child.ModelCalls
+		for _, w := range o.child.Warnings {
+			r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("child flow %q: %s", n.Name, w))
+		}
 	}
 	if o.ok {
 		rec.Status = StepSucceeded
@@ -800,6 +812,10 @@ func (r *run) startIteration(lf *frame) {
 func (r *run) iterationDone(lf *frame) {
 	n := lf.node
 	out := r.bodyOutput(lf)
+	if n.Judge != nil {
+		r.startJudge(lf, out)
+		return
+	}
 	stop, reason, err := r.callUntil(lf, out)
 	if err != nil {
 		if r.ctx.Err() == nil {
@@ -807,6 +823,14 @@ func (r *run) iterationDone(lf *frame) {
 		}
 		return
 	}
+	r.untilDecided(lf, out, stop, reason, "until")
+}
+
+// untilDecided goes on after until (or a judge) decided about the
+// iteration of lf that produced out: stop with why ("until",
+// "condition_unrelated"), or run another iteration within the bound.
+func (r *run) untilDecided(lf *frame, out starlark.Value, stop bool, reason starlark.Value, why string) {
+	n := lf.node
 	lf.history = append(lf.history, out)
 	exhausted := !stop && lf.iteration >= n.MaxIterations
 	if r.events {
@@ -820,7 +844,7 @@ func (r *run) iterationDone(lf *frame) {
 	rec := r.recs[n.ID]
 	if stop || exhausted {
 		rec.Iterations, rec.Exhausted = lf.iteration, exhausted
-		rec.StoppedReason = "until"
+		rec.StoppedReason = why
 		lf.dead = true
 		lf.cancelExec()
 		o := &outcome{ok: true, value: out}

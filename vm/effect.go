@@ -14,6 +14,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/vm/model"
 )
 
 // EffectProducer produces the completions of effects. The VM calls Start on
@@ -77,7 +78,14 @@ type EffectRequest struct {
 	ChildGraph  *graphir.Graph
 	ChildInputs map[string]starlark.Value
 
+	// Model calls (llm steps, LLM routers, judge calls): the request with
+	// its model resolved (the key's variable name, never the key), and the
+	// rendered prompt (for dry runs and mocks).
+	Chat   *model.Request
+	Prompt string
+
 	child *childRun
+	model *modelRun
 }
 
 // EffectCompletion is how one attempt of an effect ended.
@@ -100,8 +108,15 @@ type EffectCompletion struct {
 	// Child flows: the child's run, when it ran.
 	Child *Result
 	// Stop ends the whole run with this error (a child flow nesting too
-	// deep or in a cycle).
+	// deep or in a cycle, a model call past the token budget or missing
+	// from a replay-only cassette).
 	Stop *graphir.Error
+	// Model calls: the model id, the reply's text (a router's raw answer,
+	// a judge's verdict), the tokens spent and how long the call took.
+	Model    string
+	Answer   string
+	Usage    model.Usage
+	Duration time.Duration
 }
 
 // Local is the producer that does the work on this machine: tasks and
@@ -110,6 +125,10 @@ type Local struct{}
 
 // Start implements [EffectProducer].
 func (Local) Start(ctx context.Context, req *EffectRequest, done func(*EffectCompletion)) {
+	if req.Chat != nil {
+		go func() { done(req.CallModel(ctx)) }()
+		return
+	}
 	switch req.Kind {
 	case graphir.KindTask, graphir.KindShell:
 		go func() { done(runProcess(ctx, req)) }()
@@ -173,7 +192,7 @@ func (req *EffectRequest) RunChild(ctx context.Context) *EffectCompletion {
 	case Cancelled:
 		return &EffectCompletion{Cancelled: true, Child: res}
 	}
-	if res.Error != nil && (res.Error.Code == "subflow_depth" || res.Error.Code == "subflow_cycle") {
+	if res.Error != nil && stopsParent(res.Error.Code) {
 		return &EffectCompletion{Stop: res.Error, Child: res}
 	}
 	msg := "failed"
@@ -181,6 +200,17 @@ func (req *EffectRequest) RunChild(ctx context.Context) *EffectCompletion {
 		msg = res.Error.Msg
 	}
 	return &EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("child flow %s failed: %s", g.Name, msg), Child: res}
+}
+
+// stopsParent reports whether a child run failing with code ends its
+// parent too: the nesting guards, and the run tree's token budget and
+// replay-only cassette, which bind the whole tree.
+func stopsParent(code string) bool {
+	switch code {
+	case "subflow_depth", "subflow_cycle", "budget_exceeded", "replay_miss":
+		return true
+	}
+	return false
 }
 
 // request makes the request for the first attempt of effect step n in

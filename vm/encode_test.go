@@ -191,6 +191,12 @@ func oldResultObject(r *vm.Result) (stdlib.Object, error) {
 	add(&o, "path", r.Path)
 	add(&o, "path_total", r.PathTotal)
 	add(&o, "duration_ms", millis(r.Duration))
+	if r.ModelCalls > 0 {
+		add(&o, "usage", stdlib.Object{{Name: "prompt_tokens", Value: r.Usage.PromptTokens}, {Name: "completion_tokens", Value: r.Usage.CompletionTokens}})
+	}
+	if len(r.Warnings) > 0 {
+		add(&o, "warnings", r.Warnings)
+	}
 	var steps stdlib.Object
 	for _, s := range r.Steps {
 		var so stdlib.Object
@@ -216,6 +222,13 @@ func oldResultObject(r *vm.Result) (stdlib.Object, error) {
 		}
 		if len(s.Log) > 0 {
 			add(&so, "log", s.Log)
+		}
+		if s.Model != "" {
+			add(&so, "model", s.Model)
+			add(&so, "usage", stdlib.Object{{Name: "prompt_tokens", Value: s.Usage.PromptTokens}, {Name: "completion_tokens", Value: s.Usage.CompletionTokens}})
+		}
+		if s.Answer != "" {
+			add(&so, "answer", s.Answer)
 		}
 		switch s.Kind {
 		case graphir.KindLoop:

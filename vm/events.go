@@ -9,6 +9,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm/model"
 )
 
 // EventType names what happened.
@@ -25,6 +26,7 @@ const (
 	LoopIteration EventType = "loop_iteration" // an iteration finished and until was consulted
 	MapItem       EventType = "map_item"       // one item of a map finished
 	ExitHandled   EventType = "exit_handler"   // the exit handler finished (status, code, error)
+	ModelCall     EventType = "model_call"     // a model call ended (llm step, LLM router, judge)
 )
 
 // Event is one thing that happened in a run.
@@ -55,6 +57,8 @@ type Event struct {
 	// Exhausted (loop_iteration): this was the last allowed iteration and
 	// until did not say stop.
 	Exhausted bool
+	Model     string      // model_call: the model id
+	Usage     model.Usage // model_call: the tokens spent
 }
 
 // Where returns the step's location for display: "per_file[3] › check_one".
@@ -140,7 +144,13 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	if len(e.Trace) > 0 {
 		b = appendStrings(append(b, `,"trace":`...), e.Trace)
 	}
-	if e.Type == StepFinished || e.Type == RunFinished {
+	if e.Type == ModelCall {
+		b = appendMember(b, "model", e.Model)
+		b = strconv.AppendInt(append(b, `,"usage":{"prompt_tokens":`...), int64(e.Usage.PromptTokens), 10)
+		b = strconv.AppendInt(append(b, `,"completion_tokens":`...), int64(e.Usage.CompletionTokens), 10)
+		b = append(b, '}')
+	}
+	if e.Type == StepFinished || e.Type == RunFinished || e.Type == ModelCall {
 		b = appendMillis(append(b, `,"duration_ms":`...), e.Duration)
 	}
 	if e.Message != "" {

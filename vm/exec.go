@@ -18,6 +18,7 @@ import (
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm/model"
 )
 
 // run is the state of one run of a Program.
@@ -107,6 +108,13 @@ var errFlowTimeout = errors.New("flow timeout")
 func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Result {
 	opts.defaults()
 	g := p.g
+	if opts.budget == nil {
+		limit := opts.MaxTokens
+		if limit <= 0 {
+			limit = g.MaxTokens
+		}
+		opts.budget = model.NewBudget(int64(limit))
+	}
 	r := &run{p: p, g: g, opts: opts, inputs: inputs, events: opts.OnEvent != nil,
 		timers: map[*time.Timer]bool{}, now: time.Now}
 	r.inbox.wake = make(chan struct{}, 1)
@@ -310,8 +318,10 @@ func (r *run) dispatch() {
 
 func isAsync(n *graphir.Node) bool {
 	switch n.Kind {
-	case graphir.KindTask, graphir.KindShell, graphir.KindSubflow, graphir.KindWait:
+	case graphir.KindTask, graphir.KindShell, graphir.KindSubflow, graphir.KindWait, graphir.KindLLM:
 		return true
+	case graphir.KindRouter:
+		return n.Prompt != nil
 	}
 	return false
 }
@@ -343,6 +353,17 @@ func (r *run) completed(c *completion) {
 		}
 		r.callFn(c.f, c.n, c.retry)
 		return
+	}
+	if c.req != nil && c.req.Chat != nil && !o.cancelled {
+		r.modelDone(c.f, c.n, c.c)
+		switch c.n.Kind {
+		case graphir.KindRouter:
+			r.routed(c.f, c.n, c.c)
+			return
+		case graphir.KindLoop:
+			r.judged(c.f, c.c)
+			return
+		}
 	}
 	if o.stop != nil {
 		r.stop(o.stop)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm/model"
 )
 
 // MarshalJSON encodes the result in the shape of SPEC §7, with these
@@ -150,6 +151,15 @@ func (e *resultEncoder) runError(err *graphir.Error, level int) {
 	e.close(level)
 }
 
+// usage writes a "usage" member.
+func (e *resultEncoder) usage(level int, u model.Usage) {
+	e.key(level, "usage")
+	e.open()
+	e.int(level+1, "prompt_tokens", u.PromptTokens)
+	e.int(level+1, "completion_tokens", u.CompletionTokens)
+	e.close(level)
+}
+
 func (e *resultEncoder) result(r *Result, level int) error {
 	l := level + 1
 	e.open()
@@ -175,6 +185,12 @@ func (e *resultEncoder) result(r *Result, level int) error {
 	e.int(l, "path_total", r.PathTotal)
 	e.key(l, "duration_ms")
 	e.b = appendMillis(e.b, r.Duration)
+	if r.ModelCalls > 0 {
+		e.usage(l, r.Usage)
+	}
+	if len(r.Warnings) > 0 {
+		e.strings(l, "warnings", r.Warnings)
+	}
 	e.key(l, "steps")
 	e.open()
 	for _, s := range r.Steps {
@@ -221,6 +237,13 @@ func (e *resultEncoder) step(s *StepRecord, level int) error {
 	}
 	if len(s.Log) > 0 {
 		e.strings(sl, "log", s.Log)
+	}
+	if s.Model != "" {
+		e.str(sl, "model", s.Model)
+		e.usage(sl, s.Usage)
+	}
+	if s.Answer != "" {
+		e.str(sl, "answer", s.Answer)
 	}
 	switch s.Kind {
 	case graphir.KindLoop:

@@ -56,6 +56,7 @@ import (
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm/model"
 )
 
 // Defaults for [Options].
@@ -125,13 +126,20 @@ type Options struct {
 	// shells, child flows); nil means [Local]. Child flows use the
 	// parent's.
 	Effects EffectProducer
+	// Models answers model calls; nil means an OpenAI-compatible client
+	// reading keys from Env. A [model.Cassette] records and replays.
+	Models model.Provider
+	// MaxTokens bounds the tokens the run tree's model calls may spend; 0
+	// means the flow's max_tokens, if any.
+	MaxTokens int
 
 	// RunID is the id of the run; empty means a new one (see [NewRunID]).
 	// Child flows get ids of their own.
 	RunID string
 
 	// Set for child runs.
-	top    string // the id of the top-level run
+	top    string        // the id of the top-level run
+	budget *model.Budget // shared by the whole run tree
 	depth  int
 	chain  []string // flow files of the parents, outermost first
 	prefix []string // step names leading to this child, for events
@@ -161,6 +169,10 @@ func (o *Options) defaults() {
 	}
 	if o.Effects == nil {
 		o.Effects = Local{}
+	}
+	if o.Models == nil {
+		env := o.Env
+		o.Models = &model.Client{Getenv: func(k string) string { return lookupEnv(env, k) }}
 	}
 }
 
@@ -210,6 +222,13 @@ type Result struct {
 	// OnExit is the record of the exit handler (flow(on_exit=)), nil when
 	// the flow has none. Its failure does not change Status.
 	OnExit *StepRecord
+	// Usage is the tokens the run's model calls spent, child flows
+	// included; ModelCalls counts the calls.
+	Usage      model.Usage
+	ModelCalls int
+	// Warnings are what the summary should point out although the run
+	// went on (a judged loop whose condition was unrelated).
+	Warnings []string
 }
 
 // Step returns the record of the step called name, or nil.
@@ -240,13 +259,18 @@ type StepRecord struct {
 	// Loops.
 	Iterations int
 	Exhausted  bool
-	// StoppedReason says why a finished loop stopped: "until" or
-	// "exhausted"; "" while it has not.
+	// StoppedReason says why a finished loop stopped: "until",
+	// "exhausted" or (a judge) "condition_unrelated"; "" while it has not.
 	StoppedReason string
 	// Maps.
 	Items int
 	// Child flows: the child's run.
 	Child *Result
+	// Model calls (llm steps, LLM routers, judged loops): the model id and
+	// the tokens spent over all visits; routers keep the raw answer.
+	Model  string
+	Usage  model.Usage
+	Answer string
 }
 
 // BindInputs checks the inputs given for a run against the flow's

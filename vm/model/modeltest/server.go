@@ -26,8 +26,9 @@ type Reply struct {
 	Completion int           // usage.completion_tokens; 0: a count derived from the content
 }
 
-// Rule answers requests whose last user message contains Match ("" matches
-// everything). Replies are used in order, the last one repeating.
+// Rule answers requests whose first user message contains Match ("" matches
+// everything), so a repair request (the same conversation, continued) meets
+// the same rule. Replies are used in order, the last one repeating.
 type Rule struct {
 	Match   string
 	Replies []Reply
@@ -40,6 +41,19 @@ type Request struct {
 	Authorization string
 	Body          map[string]any // the decoded JSON body
 	Raw           string
+}
+
+// FirstUser returns the content of the request's first user message.
+func (r Request) FirstUser() string {
+	msgs, _ := r.Body["messages"].([]any)
+	for _, x := range msgs {
+		m, _ := x.(map[string]any)
+		if m["role"] == "user" {
+			s, _ := m["content"].(string)
+			return s
+		}
+	}
+	return ""
 }
 
 // LastUser returns the content of the request's last user message.
@@ -94,7 +108,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	var rep *Reply
-	user := req.LastUser()
+	user := req.FirstUser()
 	for _, rule := range s.rules {
 		if strings.Contains(user, rule.Match) && len(rule.Replies) > 0 {
 			i := min(rule.n, len(rule.Replies)-1)

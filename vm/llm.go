@@ -1,0 +1,391 @@
+package vm
+
+// This file runs model calls (SPEC §11) through the effect seam: llm=
+// steps, LLM routers and judge() loops each ask for one model effect per
+// visit (or iteration); the request carries the rendered messages with the
+// model resolved, and the completion the reply. Reading a router's label or
+// a judge's verdict out of the reply is the core's, so a journal or a mock
+// that hands back the raw answer is read exactly as a live call is.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm/model"
+)
+
+// modelRun is what a model effect needs from its run to be called here:
+// the provider and the run tree's token budget.
+type modelRun struct {
+	provider model.Provider
+	budget   *model.Budget
+	retries  int
+	backoff  time.Duration
+}
+
+// CallModel makes the model call of a model request on this machine:
+// transport failures are retried (honouring Retry-After), a schema reply is
+// validated with one repair, the token budget is checked before each
+// attempt. The completion's Answer is the reply's text and Output the
+// step's output (text, or the validated object).
+func (req *EffectRequest) CallModel(ctx context.Context) *EffectCompletion {
+	if req.Chat == nil || req.model == nil {
+		return &EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("step %q is not a model call", req.Step)}
+	}
+	m := req.model
+	start := time.Now()
+	pol := model.Policy{Retries: m.retries, Backoff: m.backoff, Budget: m.budget}
+	var rep *model.Reply
+	var err error
+	if req.Kind == graphir.KindLLM {
+		rep, err = model.Generate(ctx, m.provider, *req.Chat, pol)
+	} else {
+		// Routers and judges read their answers loosely: a server that
+		// ignores schemas may answer in plain text.
+		rep, err = model.Call(ctx, m.provider, *req.Chat, pol)
+	}
+	c := &EffectCompletion{Model: req.Chat.Model, Duration: time.Since(start)}
+	if rep != nil {
+		c.Answer, c.Usage = rep.Text, rep.Usage
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			c.Cancelled, c.Error = true, "cancelled"
+			return c
+		}
+		code := model.CodeOf(err)
+		msg := fmt.Sprintf("step %q: %v", req.Step, err)
+		c.Code, c.Error = code, err.Error()
+		if code == model.CodeBudget || code == model.CodeReplay {
+			c.Stop = &graphir.Error{Code: code, Step: req.Step, Msg: msg}
+		}
+		return c
+	}
+	c.OK = true
+	c.Output = starlark.String(rep.Text)
+	if rep.Object != nil {
+		v, err := objectValue(rep.Object)
+		if err != nil {
+			return &EffectCompletion{Code: model.CodeModel, Error: err.Error(), Model: c.Model, Usage: c.Usage, Answer: c.Answer, Duration: c.Duration}
+		}
+		c.Output = v
+	}
+	return c
+}
+
+// objectValue converts a decoded JSON value to flow data.
+func objectValue(x any) (starlark.Value, error) {
+	b, err := json.Marshal(x)
+	if err != nil {
+		return nil, err
+	}
+	return stdlib.FromJSON(b)
+}
+
+// getenv looks a variable up in the run's environment (the last entry
+// wins, as for processes).
+func (r *run) getenv(key string) string {
+	return lookupEnv(r.opts.Env, key)
+}
+
+func lookupEnv(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// ModelConfig resolves the model named name ("" for the default) for a
+// call in g: its model() declaration, else (when g declares none) the model
+// id name at the default server, else an error.
+func ModelConfig(g *graphir.Graph, name string, getenv func(string) string) (model.Config, error) {
+	if name == "" {
+		return model.Resolve(nil, getenv), nil
+	}
+	if d := g.ModelDecl(name); d != nil {
+		return model.Resolve(&model.Decl{Name: d.Name, Model: d.Model, BaseURL: d.BaseURL, KeyEnv: d.KeyEnv, Temperature: d.Temperature, MaxTokens: d.MaxTokens}, getenv), nil
+	}
+	if len(g.Models) == 0 {
+		c := model.Resolve(nil, getenv)
+		c.Model = name
+		return c, nil
+	}
+	return model.Config{}, fmt.Errorf("model %q is not declared", name)
+}
+
+// CheckModels reports the first model call of g (or of a literal child
+// flow) whose model cannot be called with the environment env: no model
+// id, a bad base URL, or a key variable that is not set. It says which
+// variable to set. A run refuses to start on it.
+func CheckModels(g *graphir.Graph, env []string) error {
+	getenv := func(k string) string { return lookupEnv(env, k) }
+	seen := map[*graphir.Graph]bool{}
+	var walk func(g *graphir.Graph) error
+	walk = func(g *graphir.Graph) error {
+		if seen[g] {
+			return nil
+		}
+		seen[g] = true
+		for _, n := range g.Steps() {
+			if n.Child != nil {
+				if err := walk(n.Child); err != nil {
+					return err
+				}
+			}
+			if !n.IsModelCall() {
+				continue
+			}
+			name := n.Model
+			if n.Judge != nil {
+				name = n.Judge.Model
+			}
+			c, err := ModelConfig(g, name, getenv)
+			if err == nil {
+				err = c.Usable(getenv)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: step %q: %v", n.Pos, n.Name, err)
+			}
+		}
+		return nil
+	}
+	return walk(g)
+}
+
+// modelRequest resolves the model for a call by step n and returns the
+// effect request for it, with chat filled in by the caller.
+func (r *run) modelRequest(f *frame, n *graphir.Node, name string) (*EffectRequest, error) {
+	cfg, err := ModelConfig(r.g, name, r.getenv)
+	if err != nil {
+		return nil, err
+	}
+	chat := cfg.Request()
+	if n.MaxTokens > 0 {
+		chat.MaxTokens = n.MaxTokens
+	}
+	req := r.request(f, n)
+	req.Chat = &chat
+	req.model = &modelRun{provider: r.opts.Models, budget: r.opts.budget, retries: n.Retries, backoff: n.Backoff}
+	if n.Kind == graphir.KindLoop {
+		req.model.retries, req.model.backoff = judgeRetries, time.Second
+	}
+	return req, nil
+}
+
+// judgeRetries is the retries of a judge's call (judge() takes none).
+const judgeRetries = 2
+
+// modelFailed fails step n because its call could not even be built.
+func (r *run) modelFailed(f *frame, n *graphir.Node, err error) {
+	var te *templateError
+	if errors.As(err, &te) {
+		r.evalFailed(n, "", err)
+		return
+	}
+	r.finish(f, n, &outcome{ok: false, value: starlark.None, code: model.CodeModel, err: err.Error()})
+}
+
+// startLLM starts an llm= step: its system and user messages rendered,
+// with the schema, if any.
+func (r *run) startLLM(f *frame, n *graphir.Node) {
+	req, err := r.modelRequest(f, n, n.Model)
+	if err != nil {
+		r.modelFailed(f, n, err)
+		return
+	}
+	prompt, err := r.render(f, n, n.Prompt)
+	if err != nil {
+		r.evalFailed(n, "llm", err)
+		return
+	}
+	if n.System != nil {
+		sys, err := r.render(f, n, n.System)
+		if err != nil {
+			r.evalFailed(n, "system", err)
+			return
+		}
+		req.Chat.Messages = append(req.Chat.Messages, model.Message{Role: "system", Content: sys})
+	}
+	req.Chat.Messages = append(req.Chat.Messages, model.Message{Role: "user", Content: prompt})
+	if n.HasSchema {
+		req.Chat.Schema, req.Chat.SchemaName = n.Schema, "output"
+	}
+	req.Prompt = prompt
+	r.startEffect(f, n, req)
+}
+
+// startLLMRoute starts an LLM router's call: the rendered prompt, and a
+// schema allowing exactly its labels.
+func (r *run) startLLMRoute(f *frame, n *graphir.Node) {
+	req, err := r.modelRequest(f, n, n.Model)
+	if err != nil {
+		r.stop(&graphir.Error{Code: model.CodeModel, Step: n.Name, Msg: fmt.Sprintf("router %q: %v", n.Name, err)})
+		return
+	}
+	prompt, err := r.render(f, n, n.Prompt)
+	if err != nil {
+		r.evalFailed(n, "llm", err)
+		return
+	}
+	*req.Chat = model.RouteRequest(*req.Chat, "", prompt, routeLabels(n))
+	req.Prompt = prompt
+	r.startEffect(f, n, req)
+}
+
+func routeLabels(n *graphir.Node) []string {
+	labels := make([]string, len(n.Routes))
+	for i, rt := range n.Routes {
+		labels[i] = rt.Label
+	}
+	return labels
+}
+
+// routed takes the branch an LLM router's answer names.
+func (r *run) routed(f *frame, n *graphir.Node, c *EffectCompletion) {
+	rec := r.recs[n.ID]
+	answer := c.Answer
+	if answer == "" {
+		if s, ok := c.Output.(starlark.String); ok {
+			answer = string(s) // a mock or journal that gives the label itself
+		}
+	}
+	rec.Answer = answer
+	if !c.OK {
+		if c.Stop != nil {
+			r.stop(c.Stop)
+			return
+		}
+		r.finish(f, n, &outcome{ok: false, value: starlark.None, code: failCodeOr(c.Code, model.CodeModel), err: c.Error})
+		return
+	}
+	label, ok := model.ReadLabel(answer, routeLabels(n))
+	via := graphir.EdgeID(-1)
+	if ok {
+		for _, rt := range n.Routes {
+			if rt.Label == label {
+				via = rt.Target.Edge
+			}
+		}
+	} else if n.Default != nil {
+		via = n.Default.Edge
+		label = r.g.Nodes[n.Default.ID].Name
+	}
+	if via < 0 {
+		r.stop(&graphir.Error{Code: "no_route", Step: n.Name,
+			Msg: fmt.Sprintf("router %q: the model answered %q, which is none of %s, and there is no default", n.Name, clipText(answer, 80), quoteList(routeLabels(n)))})
+		return
+	}
+	r.finish(f, n, &outcome{ok: true, value: starlark.String(label), via: via})
+}
+
+func failCodeOr(code, def string) string {
+	if code == "" || code == "step_failed" {
+		return def
+	}
+	return code
+}
+
+func clipText(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// startJudge asks a judged loop's model about the iteration of lf that
+// produced out.
+func (r *run) startJudge(lf *frame, out starlark.Value) {
+	n := lf.node
+	req, err := r.modelRequest(lf.parent, n, n.Judge.Model)
+	if err != nil {
+		r.stop(&graphir.Error{Code: model.CodeModel, Step: n.Name, Msg: fmt.Sprintf("loop %q: judge: %v", n.Name, err)})
+		return
+	}
+	g, err := stdlib.ToGo(out)
+	if err != nil {
+		g = out.String()
+	}
+	feedback := ""
+	if s, ok := lf.feedback.(starlark.String); ok {
+		feedback = string(s)
+	}
+	*req.Chat = model.JudgeRequest(*req.Chat, n.Judge.Condition, lf.iteration, g, feedback)
+	req.Prompt = req.Chat.Messages[len(req.Chat.Messages)-1].Content
+	req.Scope = lf.scopePath() // one judge call per iteration
+	lf.judging = out
+	r.startEffect(lf, n, req)
+}
+
+// judged acts on a judge's verdict: STOP ends the loop, CONTINUE (and a
+// verdict that cannot be read) runs another iteration within the bound,
+// UNRELATED ends the loop at once with a warning.
+func (r *run) judged(lf *frame, c *EffectCompletion) {
+	n := lf.node
+	out := lf.judging
+	lf.judging = nil
+	if !c.OK {
+		if c.Stop != nil {
+			r.stop(c.Stop)
+			return
+		}
+		r.recs[n.ID].Iterations = lf.iteration
+		lf.dead = true
+		lf.cancelExec()
+		r.finish(lf.parent, n, &outcome{ok: false, value: starlark.None, code: failCodeOr(c.Code, model.CodeModel),
+			err: fmt.Sprintf("judge after iteration %d: %s", lf.iteration, c.Error)})
+		return
+	}
+	answer := c.Answer
+	if answer == "" {
+		if s, ok := c.Output.(starlark.String); ok {
+			answer = string(s)
+		}
+	}
+	verdict, reason, _ := model.ReadVerdict(answer)
+	var fb starlark.Value = starlark.None
+	if reason != "" {
+		fb = starlark.String(reason)
+	}
+	switch verdict {
+	case model.Stop:
+		r.untilDecided(lf, out, true, fb, "until")
+	case model.Unrelated:
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("loop %q: the judge found the condition %q unrelated to what the loop produces (%s); the loop stopped after iteration %d",
+			n.Name, n.Judge.Condition, orNone(reason), lf.iteration))
+		r.untilDecided(lf, out, true, fb, "condition_unrelated")
+	default:
+		r.untilDecided(lf, out, false, fb, "")
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no reason given"
+	}
+	return s
+}
+
+// modelDone records what a model call spent and reports it.
+func (r *run) modelDone(f *frame, n *graphir.Node, c *EffectCompletion) {
+	rec := r.recs[n.ID]
+	if c.Model != "" {
+		rec.Model = c.Model
+	}
+	rec.Usage = rec.Usage.Add(c.Usage)
+	r.res.Usage = r.res.Usage.Add(c.Usage)
+	r.res.ModelCalls++
+	if r.events {
+		r.emit(Event{Type: ModelCall, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Model: c.Model, Duration: c.Duration, Usage: c.Usage, Code: c.Code, Error: c.Error})
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/model"
 )
 
 // load writes the files of a flow tree into a temporary directory and loads
@@ -808,7 +809,16 @@ func TestExamplesRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := vm.Run(context.Background(), g, nil, vm.Options{})
+		// Examples with model steps replay their cassettes: no key, no
+		// server.
+		var opts vm.Options
+		cassette := filepath.Join("../examples/cassettes", strings.TrimSuffix(filepath.Base(f), ".star")+".json")
+		if _, err := os.Stat(cassette); err == nil {
+			if opts.Models, err = model.OpenCassette(cassette, true, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := vm.Run(context.Background(), g, nil, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

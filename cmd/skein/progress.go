@@ -328,6 +328,12 @@ func (p *progress) summary(res *vm.Result) {
 			fmt.Fprintf(p.w, "  note:   loop %s exhausted after %d iterations\n", s.Name, s.Iterations)
 		}
 	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(p.w, "  %s %s\n", p.paint("33", "warning:"), visible(w, false))
+	}
+	if res.ModelCalls > 0 {
+		fmt.Fprintf(p.w, "  tokens: %d (%d prompt, %d completion) in %s\n", res.Usage.Total(), res.Usage.PromptTokens, res.Usage.CompletionTokens, plural(res.ModelCalls, "model call"))
+	}
 	if res.Status == vm.Succeeded {
 		fmt.Fprintf(p.w, "  output: %s\n", visible(valueText(res.Output, 300), false))
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/model"
 	"github.com/skeinlang/skein/vm/store"
 )
 
@@ -40,12 +41,16 @@ type runOptions struct {
 	noStore  bool
 	dryRun   bool
 	mocks    []string
+
+	cassette   string
+	replayOnly bool
+	maxTokens  int
 }
 
 func init() {
 	register(&command{
 		name:    "run",
-		args:    "FLOW [--input k=v]... [--inputs-file F] [--parallel N] [--timeout D] [--json] [--events]",
+		args:    "FLOW [--input k=v]... [--inputs-file F] [--parallel N] [--timeout D] [--json] [--events] [--cassette F [--replay-only]] [--max-tokens N]",
 		summary: "check a flow, then run it",
 		long: fmt.Sprintf(`Checks the flow first: errors are printed and nothing runs (exit 2); warnings
 are printed to stderr and the run goes ahead. Inputs are given with --input
@@ -66,6 +71,16 @@ second Ctrl-C stops it.
 (default %d: such steps mostly wait on processes). With --parallel 1 the path
 is the same on every run.
 
+Model steps (llm=, LLM routers, judge()) call the model their model()
+declaration names, or $SKEIN_MODEL at $SKEIN_BASE_URL (else $OPENAI_BASE_URL,
+else OpenAI's) with the key from $OPENAI_API_KEY; a flow whose models cannot
+be called is refused before it starts (exit 2), naming the variable to set.
+--cassette FILE records every model exchange into FILE the first time and
+answers from it afterwards; with --replay-only a request missing from it
+fails the run (replay_miss) and no key or server is needed. --max-tokens
+bounds the tokens the run's model calls may spend, child flows included
+(budget_exceeded), overriding flow(max_tokens=).
+
 Exit status: 0 succeeded, 1 failed or cancelled, 2 usage, load or check errors.`, vm.DefaultParallel),
 		flags: func(fs *pflag.FlagSet) any {
 			o := &runOptions{fs: fs}
@@ -79,6 +94,9 @@ Exit status: 0 succeeded, 1 failed or cancelled, 2 usage, load or check errors.`
 			fs.BoolVar(&o.noStore, "no-store", false, "do not record the run")
 			fs.BoolVar(&o.dryRun, "dry-run", false, "execute no effect: tasks, shells, child flows, model calls, approvals and waits succeed with empty output and print what they would do (not recorded)")
 			fs.StringArrayVar(&o.mocks, "mock", nil, "with --dry-run, STEP=ok or STEP=fail: the outcome of that step's effects (repeatable)")
+			fs.StringVar(&o.cassette, "cassette", "", "record model exchanges into this file, and answer from it when it has them")
+			fs.BoolVar(&o.replayOnly, "replay-only", false, "with --cassette: answer model calls only from the cassette (a missing one is replay_miss)")
+			fs.IntVar(&o.maxTokens, "max-tokens", 0, "bound the tokens the run's model calls may spend (overrides flow(max_tokens=))")
 			return o
 		},
 		run:  runRun,
@@ -148,6 +166,14 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintf(io.err, "skein run: --timeout must not be negative, got %s\n", opts.timeout)
 		return exitUsage
 	}
+	if opts.replayOnly && opts.cassette == "" {
+		fmt.Fprintln(io.err, "skein run: --replay-only needs --cassette FILE, the recorded exchanges to answer from")
+		return exitUsage
+	}
+	if opts.maxTokens < 0 || (opts.maxTokens == 0 && opts.fs.Changed("max-tokens")) {
+		fmt.Fprintf(io.err, "skein run: --max-tokens must be at least 1, got %d\n", opts.maxTokens)
+		return exitUsage
+	}
 	src := &sourceRecorder{}
 	g, ds := loadAndCheckFrom(args[0], opts.root, src.readFile)
 	errs, _ := check.Count(ds)
@@ -173,10 +199,19 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		return exitUsage
 	}
 
+	models, err := opts.models(g)
+	if err != nil {
+		if opts.json {
+			writeInvalid(io.out, args[0], append(ds, check.Diagnostic{Code: "model_config", Severity: check.Error, Message: err.Error()}))
+		}
+		fmt.Fprintf(io.err, "skein: %s not run: %v\n", args[0], err)
+		return exitUsage
+	}
+
 	ctx, exitCtx, stop := interrupts(ctx)
 	defer stop()
 
-	vopts := vm.Options{Parallel: opts.parallel, Timeout: opts.timeout, LoadFlow: loadChild, ExitCtx: exitCtx}
+	vopts := vm.Options{Parallel: opts.parallel, Timeout: opts.timeout, LoadFlow: loadChild, ExitCtx: exitCtx, Models: models, MaxTokens: opts.maxTokens}
 	var dry *dryRun
 	if opts.dryRun {
 		var err error
@@ -548,4 +583,24 @@ func interrupts(parent context.Context) (run, exit context.Context, stop func())
 		cancelRun()
 		cancelExit()
 	}
+}
+
+// models returns what answers the run's model calls: the cassette when one
+// is given (recording through a live client unless --replay-only), else nil
+// for the VM's own client. Without --replay-only every model the flow calls
+// must be usable before the run starts.
+func (o *runOptions) models(g *graphir.Graph) (model.Provider, error) {
+	if !o.replayOnly && !o.dryRun {
+		if err := vm.CheckModels(g, os.Environ()); err != nil {
+			return nil, err
+		}
+	}
+	if o.cassette == "" {
+		return nil, nil
+	}
+	var live model.Provider
+	if !o.replayOnly {
+		live = &model.Client{}
+	}
+	return model.OpenCassette(o.cassette, o.replayOnly, live)
 }

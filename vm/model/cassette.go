@@ -133,6 +133,9 @@ func (c *Cassette) save() error {
 		return fmt.Errorf("cassette: %v", err)
 	}
 	_, werr := tmp.Write(append(data, '\n'))
+	if werr == nil {
+		werr = tmp.Chmod(0o644)
+	}
 	cerr := tmp.Close()
 	if werr == nil {
 		werr = cerr

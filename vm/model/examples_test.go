@@ -67,7 +67,7 @@ var exampleCassettes = []struct {
 		rules: []modeltest.Rule{
 			{Match: "The build of app failed", Replies: []modeltest.Reply{{
 				Content: `{"file": "main.go", "patch": "--- a/main.go\n+++ b/main.go\n@@ -1,2 +1,4 @@\n package main\n+\n+func helper() {}\n", "summary": "define the missing helper function"}`,
-				Prompt: 120, Completion: 48}}},
+				Prompt:  120, Completion: 48}}},
 		},
 		runs: []exampleRun{{path: []string{"build", "fix", "apply", "build", "commit"}, output: "commit: built app with: define the missing helper function"}},
 	},

@@ -300,6 +300,9 @@ type extra struct{ name, value string }
 // requestExtras are the kind-specific texts of a request that are not a
 // process: a model step's prompt, an approval's message.
 func requestExtras(req *vm.EffectRequest) []extra {
+	if req.Chat != nil {
+		return []extra{{"prompt", req.Prompt}}
+	}
 	return nil
 }
 

@@ -87,6 +87,10 @@ func (d *dryRun) describe(req *vm.EffectRequest) string {
 			fmt.Fprintf(&b, "\n    input: %s = %s", k, visible(valueText(req.ChildInputs[k], 200), false))
 		}
 	default:
+		if req.Chat != nil {
+			fmt.Fprintf(&b, "would call %s: model %s", where, req.Chat.Model)
+			break
+		}
 		fmt.Fprintf(&b, "would run  %s: a %s step", where, req.Kind)
 	}
 	for _, kv := range flowtest.AddedEnv(req) {
@@ -110,7 +114,12 @@ func (d *dryRun) describe(req *vm.EffectRequest) string {
 }
 
 // dryExtras are the texts of model and approval requests.
-func dryExtras(req *vm.EffectRequest) [][2]string { return nil }
+func dryExtras(req *vm.EffectRequest) [][2]string {
+	if req.Chat != nil {
+		return [][2]string{{"prompt", strconv.Quote(req.Prompt)}}
+	}
+	return nil
+}
 
 func (d *dryRun) rel(path string) string {
 	if path == "" {

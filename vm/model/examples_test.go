@@ -60,7 +60,7 @@ var exampleCassettes = []struct {
 				{Content: `{"verdict": "STOP", "reason": "the critique approves"}`, Prompt: 170, Completion: 12},
 			}},
 		},
-		runs: []exampleRun{{path: []string{"polish", "polish#1.draft", "polish#1.critique", "polish#2.draft", "polish#2.critique", "publish"}, output: "Concrete (a misspelled name"}},
+		runs: []exampleRun{{path: []string{"polish", "polish#1.draft", "polish#1.critique", "polish#1.both", "polish#2.draft", "polish#2.critique", "polish#2.both", "publish"}, output: "A checker rejects a flow"}},
 	},
 	{
 		name: "llm_build_fix",

@@ -355,7 +355,7 @@ func (r *run) completed(c *completion) {
 		return
 	}
 	if c.req != nil && c.req.Chat != nil && !o.cancelled {
-		r.modelDone(c.f, c.n, c.c)
+		r.modelDone(c.f, c.n, c.req, c.c)
 		switch c.n.Kind {
 		case graphir.KindRouter:
 			r.routed(c.f, c.n, c.c)

@@ -376,14 +376,17 @@ func orNone(s string) string {
 	return s
 }
 
-// modelDone records what a model call spent and reports it.
-func (r *run) modelDone(f *frame, n *graphir.Node, c *EffectCompletion) {
+// modelDone records what a model call spent and reports it. A completion
+// without a model id was not a call (a mock, a dry run, or an outcome
+// replayed from the run store): it is recorded but not counted.
+func (r *run) modelDone(f *frame, n *graphir.Node, req *EffectRequest, c *EffectCompletion) {
 	rec := r.recs[n.ID]
-	if c.Model != "" {
-		rec.Model = c.Model
-	}
+	rec.Model = req.Chat.Model
 	rec.Usage = rec.Usage.Add(c.Usage)
 	r.res.Usage = r.res.Usage.Add(c.Usage)
+	if c.Model == "" {
+		return
+	}
 	r.res.ModelCalls++
 	if r.events {
 		r.emit(Event{Type: ModelCall, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Model: c.Model, Duration: c.Duration, Usage: c.Usage, Code: c.Code, Error: c.Error})

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -17,11 +19,35 @@ func TestModelScripts(t *testing.T) {
 	p.Setup = func(env *testscript.Env) error {
 		s := modeltest.New(
 			modeltest.Rule{Match: "Route", Replies: []modeltest.Reply{{Content: "Urgent.", Prompt: 30, Completion: 2}}},
+			modeltest.Rule{Match: "slow", Replies: []modeltest.Reply{{Content: "late", Delay: time.Hour}}},
 			modeltest.Rule{Replies: []modeltest.Reply{{Content: "fine", Prompt: 10, Completion: 5}}},
 		)
 		env.Defer(s.Close)
 		env.Setenv("SKEIN_BASE_URL", s.BaseURL())
+		env.Values[serverKey{}] = s
 		return setup(env)
 	}
+	p.Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){"modelwait": cmdModelWait}
 	testscript.Run(t, p)
+}
+
+type serverKey struct{}
+
+// modelwait TEXT: wait (up to 20s) until the model server has received a
+// request whose first user message contains TEXT.
+func cmdModelWait(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: modelwait TEXT")
+	}
+	s := ts.Value(serverKey{}).(*modeltest.Server)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, r := range s.Requests() {
+			if strings.Contains(r.FirstUser(), args[0]) {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ts.Fatalf("no request for %q reached the model server", args[0])
 }

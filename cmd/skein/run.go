@@ -69,7 +69,8 @@ second Ctrl-C stops it.
 
 --parallel bounds the task, shell and child-flow steps running at once
 (default %d: such steps mostly wait on processes). With --parallel 1 the path
-is the same on every run.
+is the same on every run: nothing starts while anything runs, fn steps
+included, so a fn step racing a sleep waits for it.
 
 Model steps (llm=, LLM routers, judge()) call the model their model()
 declaration names, or $SKEIN_MODEL at $SKEIN_BASE_URL (else $OPENAI_BASE_URL,

@@ -92,7 +92,18 @@ func (o *Outcome) completion(req *vm.EffectRequest, now time.Time) *vm.EffectCom
 	if out == nil {
 		out = starlark.None
 	}
-	return &vm.EffectCompletion{OK: true, Output: out}
+	c := &vm.EffectCompletion{OK: true, Output: out}
+	if req.Chat != nil {
+		// A model call: routers and judges read the reply's text, as
+		// they would a live model's.
+		c.Model = req.Chat.Model
+		if s, ok := out.(starlark.String); ok {
+			c.Answer = string(s)
+		} else if b, err := stdlib.AppendJSON(nil, out, "", 0); err == nil {
+			c.Answer = string(b)
+		}
+	}
+	return c
 }
 
 // mockSpec is what a test gave for one step: one outcome, one per request

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/skeinlang/skein/builtins"
 	"github.com/skeinlang/skein/graphir"
 )
 
@@ -137,7 +138,7 @@ func printHelp(w io.Writer) {
 		c := commands[n]
 		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
 	}
-	b.WriteString("\nRun 'skein help COMMAND' for the details of one.\n")
+	b.WriteString("\nRun 'skein help COMMAND' for the details of one, 'skein help step' (or any\nbuiltin) for a builtin's parameters.\n")
 	io.WriteString(w, b.String())
 }
 
@@ -151,17 +152,35 @@ func printCommandHelp(w io.Writer, c *command, fs *pflag.FlagSet) {
 	}
 }
 
+// printBuiltinHelp prints a builtin's signature, summary and parameters
+// from the doc table the language server and the docs share.
+func printBuiltinHelp(w io.Writer, d *builtins.Doc) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\n%s\n", d.Signature(), d.Summary)
+	if len(d.Params) > 0 {
+		b.WriteString("\nParameters:\n")
+		for _, p := range d.Params {
+			fmt.Fprintf(&b, "  %-15s %s\n", p.Name, p.Doc)
+		}
+	}
+	io.WriteString(w, b.String())
+}
+
 func init() {
 	register(&command{
 		name:    "help",
-		args:    "[COMMAND]",
-		summary: "show help for skein or one command",
+		args:    "[COMMAND | BUILTIN]",
+		summary: "show help for skein, one command or one builtin",
 		run: func(_ context.Context, io stdio, _ any, args []string) int {
 			if len(args) == 0 {
 				printHelp(io.out)
 				return exitOK
 			}
 			c, ok := commands[args[0]]
+			if d := builtins.DocOf(args[0]); !ok && d != nil {
+				printBuiltinHelp(io.out, d)
+				return exitOK
+			}
 			if !ok {
 				fmt.Fprintf(io.err, "skein help: unknown command %q%s\n", args[0], suggestCommand(args[0]))
 				return exitUsage

@@ -1,0 +1,172 @@
+package builtins
+
+// This file is the one table of what each builtin and its parameters do:
+// `skein help`, the language server's hover and completion, and the docs
+// read it from here.
+
+import (
+	"sort"
+	"strings"
+)
+
+// Doc documents one builtin.
+type Doc struct {
+	Name       string
+	Positional int    // how many leading parameters may be given by position
+	Variadic   string // a *args or **kwargs parameter as written ("*steps"), or ""
+	Returns    string // "Step", or "" for None
+	Summary    string // one paragraph
+	Params     []ParamDoc
+}
+
+// ParamDoc documents one parameter of a builtin.
+type ParamDoc struct {
+	Name    string
+	Default string // as written in the signature; "" when required
+	Doc     string
+}
+
+// Signature returns the builtin's signature as the docs write it, e.g.
+// `edge(src, dst, *, when=None, on="success")`.
+func (d *Doc) Signature() string {
+	var parts []string
+	if d.Variadic != "" {
+		parts = append(parts, d.Variadic)
+	}
+	for i, p := range d.Params {
+		if i == d.Positional && d.Variadic == "" {
+			parts = append(parts, "*")
+		}
+		if p.Default == "" {
+			parts = append(parts, p.Name)
+		} else {
+			parts = append(parts, p.Name+"="+p.Default)
+		}
+	}
+	s := d.Name + "(" + strings.Join(parts, ", ") + ")"
+	if d.Returns != "" {
+		s += " -> " + d.Returns
+	}
+	return s
+}
+
+// Param returns the doc of the parameter called name, or nil.
+func (d *Doc) Param(name string) *ParamDoc {
+	for i := range d.Params {
+		if d.Params[i].Name == name {
+			return &d.Params[i]
+		}
+	}
+	return nil
+}
+
+// DocOf returns the doc of the builtin called name, or nil.
+func DocOf(name string) *Doc {
+	for i := range docs {
+		if docs[i].Name == name {
+			return &docs[i]
+		}
+	}
+	return nil
+}
+
+// Docs returns the docs of every builtin, sorted by name.
+func Docs() []Doc {
+	out := append([]Doc(nil), docs...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Parameters shared by several builtins.
+var (
+	maxVisitsDoc = ParamDoc{"max_visits", "None", "how many times the step may be entered in one run; the next entry fails the run with max_visits_exceeded (default: the flow's max_visits, else unbounded)"}
+	joinDoc      = ParamDoc{"join", `"and"`, `how a step with several forward in-edges waits: "and" runs once every in-edge has arrived and one arrived live; "or" runs on the first live arrival`}
+	timeoutDoc   = ParamDoc{"timeout", "None", `a duration such as "30s" or "10m" bounding one attempt (a loop or map: the whole step); on expiry the step fails with code timeout`}
+)
+
+var docs = []Doc{
+	{Name: "flow", Positional: 1,
+		Summary: "Describes the flow: its name, inputs, result and defaults. Optional, at most once per flow.",
+		Params: []ParamDoc{
+			{"name", "None", "the flow's name (default: the file name)"},
+			{"description", `""`, "one line saying what the flow does"},
+			{"inputs", "{}", "maps input names to default values; a default of None makes the input required. Expressions read them as inputs.NAME"},
+			{"output", "None", "an expression computing the flow's result when it ends (default: the output of the last step to reach END)"},
+			{"max_visits", "None", "the default visit bound of every step"},
+			{"timeout", "None", `a duration such as "10m" bounding the whole run; on expiry the run fails with flow_timeout`},
+		}},
+	{Name: "step", Positional: 1, Returns: "Step",
+		Summary: "Declares one step. At most one of run, shell, fn and flow says what it does; with none it is a noop (a join or marker point).",
+		Params: []ParamDoc{
+			{"name", "", "the step's name: [a-z_][a-z0-9_]*, unique in the flow; expressions read its output by this name"},
+			{"run", "None", "a task: the argv to execute directly, no shell; output {stdout, stderr, exit_code}"},
+			{"shell", "None", "a shell step: the script for /bin/sh -c; templates are not allowed in it (pass values through env)"},
+			{"fn", "None", "an fn step: a Starlark function of one parameter r (the run view); its return value is the output"},
+			{"flow", "None", "a subflow step: the child flow file, relative to this file; its result is the output"},
+			{"args", "[]", "more argv elements appended after run="},
+			{"env", "{}", "environment variables added for run= and shell= steps; values may be templates"},
+			{"stdin", "None", "a template fed to the process's standard input"},
+			{"dir", "None", "the working directory, relative to the flow file (default: its directory)"},
+			{"inputs", "{}", "the child flow's inputs; a value that is exactly one template passes the value with its type"},
+			maxVisitsDoc,
+			{"retries", "0", "how many more times a failed step is tried; retries are not visits"},
+			{"backoff", `"1s"`, "the delay before the first retry, doubled after each"},
+			timeoutDoc,
+			joinDoc,
+		}},
+	{Name: "edge", Positional: 2,
+		Summary: "Connects the end of src to the start of dst. src may be START; dst may be END or ABORT.",
+		Params: []ParamDoc{
+			{"src", "", "the step the edge leaves (or START)"},
+			{"dst", "", "the step the edge enters (or END, ABORT)"},
+			{"when", "None", "a condition: the edge fires only when it is True"},
+			{"on", `"success"`, `which outcome of src the edge follows: "success", "failure" or "always"`},
+		}},
+	{Name: "chain", Variadic: "*steps",
+		Summary: "Adds an unconditional success edge between each consecutive pair of steps; the list may begin with START and end with END."},
+	{Name: "router", Positional: 1, Returns: "Step",
+		Summary: "A step that takes exactly one branch and prunes the others: by= with routes=, or cases=, with an optional default=.",
+		Params: []ParamDoc{
+			{"name", "", "the router's name"},
+			{"by", "None", "an expression returning a label of routes"},
+			{"routes", "None", "maps labels (strings) to target steps"},
+			{"cases", "None", "an ordered list of (condition, target) pairs; the first whose condition is True wins"},
+			{"default", "None", "the target when nothing matches (without one, no match fails the run with no_route)"},
+			maxVisitsDoc,
+			joinDoc,
+		}},
+	{Name: "loop", Positional: 1, Returns: "Step",
+		Summary: "Runs its body repeatedly until until() says stop or max_iterations is reached.",
+		Params: []ParamDoc{
+			{"name", "", "the loop's name"},
+			{"body", "", "the list of steps run each iteration, as a chain in list order unless edges among them say otherwise"},
+			{"until", "", "a function of one argument it (index, iteration, output, result, history, feedback, is_last, inputs), or its name; returns True to stop, False, or (stop, reason)"},
+			{"max_iterations", "", "the most iterations (>= 1)"},
+			maxVisitsDoc,
+			joinDoc,
+			timeoutDoc,
+		}},
+	{Name: "map", Positional: 1, Returns: "Step",
+		Summary: "Runs its body once per element of a list; the output is the list of the body's last-step outputs, in input order.",
+		Params: []ParamDoc{
+			{"name", "", "the map's name"},
+			{"over", "", "an expression yielding the list"},
+			{"body", "", "the list of steps run for each element"},
+			{"concurrency", "4", "how many elements run at a time"},
+			{"item_var", `"item"`, "the name the body's expressions read the element by (its position is index)"},
+			maxVisitsDoc,
+			joinDoc,
+			timeoutDoc,
+		}},
+	{Name: "struct", Variadic: "**fields", Returns: "struct",
+		Summary: "A struct value with the given fields, read as s.field; fn steps may return one."},
+	{Name: "range", Variadic: "*args",
+		Summary: "Starlark's range([start,] stop[, step]), limited to 10,000,000 elements."},
+}
+
+// builtinParams are the parameter lists the builtins unpack, by name, for
+// the test that keeps the table true.
+var builtinParams = map[string][]string{
+	"flow": flowParams, "step": stepParams, "edge": edgeParams,
+	"router": routerParams, "loop": loopParams, "map": mapParams,
+}

@@ -1,0 +1,66 @@
+package builtins
+
+import (
+	"strings"
+	"testing"
+
+	"go.starlark.net/starlark"
+)
+
+// TestDocsCoverEveryBuiltin keeps the doc table true: every predeclared
+// builtin has a doc, and every parameter a builtin unpacks is documented,
+// in order, required exactly when it has no default in the signature.
+func TestDocsCoverEveryBuiltin(t *testing.T) {
+	for name, v := range Predeclared() {
+		if _, ok := v.(*starlark.Builtin); !ok {
+			continue
+		}
+		d := DocOf(name)
+		if d == nil {
+			t.Errorf("builtin %s has no entry in the doc table (builtins/doc.go)", name)
+			continue
+		}
+		if d.Summary == "" {
+			t.Errorf("%s: no summary", name)
+		}
+		params, ok := builtinParams[name]
+		if !ok {
+			if len(d.Params) > 0 {
+				t.Errorf("%s: documented parameters but builtinParams has no list for it", name)
+			}
+			continue
+		}
+		var names []string
+		for _, p := range d.Params {
+			names = append(names, p.Name)
+			if p.Doc == "" {
+				t.Errorf("%s(%s): no doc", name, p.Name)
+			}
+		}
+		var want []string
+		for _, p := range params {
+			want = append(want, strings.TrimSuffix(p, "?"))
+		}
+		if strings.Join(names, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: documented parameters %v, the builtin takes %v (update builtins/doc.go)", name, names, want)
+		}
+	}
+	if DocOf("nope") != nil {
+		t.Error("DocOf(nope) is not nil")
+	}
+}
+
+func TestSignature(t *testing.T) {
+	for name, want := range map[string]string{
+		"edge":  `edge(src, dst, *, when=None, on="success")`,
+		"chain": `chain(*steps)`,
+		"loop":  `loop(name, *, body, until, max_iterations, max_visits=None, join="and", timeout=None) -> Step`,
+	} {
+		if got := DocOf(name).Signature(); got != want {
+			t.Errorf("%s: got %s, want %s", name, got, want)
+		}
+	}
+	if p := DocOf("step").Param("retries"); p == nil || p.Default != "0" {
+		t.Errorf("step retries: %+v", p)
+	}
+}

@@ -1,0 +1,534 @@
+// Package lsp is Skein's Language Server Protocol server: diagnostics from
+// the checker as the user types, hover, go to definition, completion,
+// document symbols and formatting, over JSON-RPC 2.0 on a pair of streams.
+//
+// It loads flows with lang (reading open buffers before the disk), checks
+// them with check, and knows nothing of terminals or flags.
+package lsp
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.starlark.net/syntax"
+
+	"github.com/skeinlang/skein/check"
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/lang"
+)
+
+// DefaultDebounce is how long the server waits after a change before it
+// checks the buffer again.
+const DefaultDebounce = 200 * time.Millisecond
+
+// ErrNoShutdown is what [Server.Serve] returns when the client sent exit
+// without shutdown first (the protocol asks for exit status 1 then).
+var ErrNoShutdown = errors.New("exit without shutdown")
+
+// Server is one language server session.
+type Server struct {
+	// Debounce is how long to wait after a change before checking; zero
+	// means DefaultDebounce.
+	Debounce time.Duration
+	// Log receives what the server has to say that is not a reply (bad
+	// frames, failures); nil discards it.
+	Log io.Writer
+
+	w *writer
+
+	mu        sync.Mutex
+	docs      map[string]*document       // open buffers by cleaned path
+	published map[string]map[string]bool // by flow path: the URIs its last check published to
+	timer     *time.Timer                // a pending check, or nil
+	shutdown  bool
+}
+
+// document is an open buffer.
+type document struct {
+	path    string
+	uri     string
+	version int
+	text    *text
+	an      *analysis // the last check of the buffer
+	good    *analysis // the last check that produced a graph
+}
+
+// analysis is what one check of a buffer found.
+type analysis struct {
+	text  *text
+	file  *syntax.File // the buffer's syntax tree, nil if it does not parse
+	g     *graphir.Graph
+	diags []check.Diagnostic
+}
+
+// Serve reads requests from in and writes replies and notifications to
+// out until the client sends exit or in ends. It returns nil after
+// shutdown and exit, [ErrNoShutdown] after an exit without shutdown, and an
+// error when in ends part way through a frame.
+func (s *Server) Serve(in io.Reader, out io.Writer) error {
+	s.w = &writer{w: out}
+	s.docs = map[string]*document{}
+	s.published = map[string]map[string]bool{}
+	defer s.stopTimers()
+	r := newReader(in)
+	for {
+		body, err := r.read()
+		if err == io.EOF {
+			return nil
+		}
+		if isFrameError(err) {
+			s.logf("skipping a bad frame: %v", err)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading a frame: %w", err)
+		}
+		var m message
+		if err := json.Unmarshal(body, &m); err != nil {
+			s.logf("a frame that is not JSON: %v", err)
+			s.reply(nil, nil, &respError{codeParseError, "the message is not valid JSON: " + err.Error()})
+			continue
+		}
+		if m.Method == "" {
+			continue // a response to nothing we asked
+		}
+		if m.Method == "exit" {
+			s.mu.Lock()
+			down := s.shutdown
+			s.mu.Unlock()
+			if !down {
+				return ErrNoShutdown
+			}
+			return nil
+		}
+		s.handle(&m)
+	}
+}
+
+func (s *Server) logf(format string, args ...any) {
+	if s.Log != nil {
+		fmt.Fprintf(s.Log, "skein lsp: "+format+"\n", args...)
+	}
+}
+
+func (s *Server) stopTimers() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+}
+
+// reply answers request id with result or e; a notification (nil id) gets
+// an answer only for an error it could not be told apart from a request by.
+func (s *Server) reply(id *json.RawMessage, result any, e *respError) {
+	m := &message{ID: id, Error: e}
+	if id == nil {
+		null := json.RawMessage("null")
+		m.ID = &null
+	}
+	if e == nil {
+		b, err := json.Marshal(result)
+		if err != nil {
+			m.Error = &respError{codeInternalError, err.Error()}
+		} else {
+			m.Result = b
+		}
+	}
+	if err := s.w.write(m); err != nil {
+		s.logf("writing a reply: %v", err)
+	}
+}
+
+func (s *Server) notify(method string, params any) {
+	b, err := json.Marshal(params)
+	if err != nil {
+		s.logf("encoding %s: %v", method, err)
+		return
+	}
+	if err := s.w.write(&message{Method: method, Params: b}); err != nil {
+		s.logf("writing %s: %v", method, err)
+	}
+}
+
+// handler answers one request; notifications have none of their own.
+type handler func(s *Server, params json.RawMessage) (any, *respError)
+
+var requests = map[string]handler{
+	"initialize":                  (*Server).initialize,
+	"shutdown":                    (*Server).shutdownReq,
+	"textDocument/hover":          (*Server).hover,
+	"textDocument/definition":     (*Server).definition,
+	"textDocument/completion":     (*Server).completion,
+	"textDocument/documentSymbol": (*Server).documentSymbols,
+	"textDocument/formatting":     (*Server).formatting,
+}
+
+var notifications = map[string]func(s *Server, params json.RawMessage) error{
+	"initialized":            func(*Server, json.RawMessage) error { return nil },
+	"textDocument/didOpen":   (*Server).didOpen,
+	"textDocument/didChange": (*Server).didChange,
+	"textDocument/didSave":   (*Server).didSave,
+	"textDocument/didClose":  (*Server).didClose,
+}
+
+func (s *Server) handle(m *message) {
+	if m.ID == nil {
+		if f, ok := notifications[m.Method]; ok {
+			if err := f(s, m.Params); err != nil {
+				s.logf("%s: %v", m.Method, err)
+			}
+		} else if !strings.HasPrefix(m.Method, "$/") {
+			s.logf("ignoring the notification %s", m.Method)
+		}
+		return
+	}
+	h, ok := requests[m.Method]
+	if !ok {
+		s.reply(m.ID, nil, &respError{codeMethodNotFound, "method not found: " + m.Method})
+		return
+	}
+	s.mu.Lock()
+	down := s.shutdown
+	s.mu.Unlock()
+	if down && m.Method != "shutdown" {
+		s.reply(m.ID, nil, &respError{codeInvalidRequest, "the server is shutting down"})
+		return
+	}
+	result, e := s.call(h, m)
+	s.reply(m.ID, result, e)
+}
+
+// call runs a handler, turning a panic into an internal error so that one
+// bad request never ends the session.
+func (s *Server) call(h handler, m *message) (result any, e *respError) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.logf("%s: internal error: %v", m.Method, p)
+			result, e = nil, &respError{codeInternalError, fmt.Sprintf("internal error: %v", p)}
+		}
+	}()
+	return h(s, m.Params)
+}
+
+func decode(params json.RawMessage, v any) *respError {
+	if err := json.Unmarshal(params, v); err != nil {
+		return &respError{codeInvalidParams, "invalid params: " + err.Error()}
+	}
+	return nil
+}
+
+func (s *Server) initialize(json.RawMessage) (any, *respError) {
+	return map[string]any{
+		"capabilities": map[string]any{
+			"textDocumentSync": map[string]any{
+				"openClose": true,
+				"change":    1, // the whole buffer each time
+				"save":      map[string]any{"includeText": true},
+			},
+			"hoverProvider":              true,
+			"definitionProvider":         true,
+			"completionProvider":         map[string]any{"triggerCharacters": []string{".", "/", "\""}},
+			"documentSymbolProvider":     true,
+			"documentFormattingProvider": true,
+		},
+		"serverInfo": map[string]any{"name": "skein"},
+	}, nil
+}
+
+func (s *Server) shutdownReq(json.RawMessage) (any, *respError) {
+	s.mu.Lock()
+	s.shutdown = true
+	s.mu.Unlock()
+	return nil, nil
+}
+
+func (s *Server) didOpen(params json.RawMessage) error {
+	var p didOpenParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		return err
+	}
+	path := pathOf(p.TextDocument.URI)
+	if path == "" {
+		return fmt.Errorf("not a file: URI: %s", p.TextDocument.URI)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := &document{path: filepath.Clean(path), uri: p.TextDocument.URI, version: p.TextDocument.Version, text: newText(p.TextDocument.Text)}
+	s.docs[d.path] = d
+	s.checkAll()
+	return nil
+}
+
+func (s *Server) didChange(params json.RawMessage) error {
+	var p didChangeParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.docs[filepath.Clean(pathOf(p.TextDocument.URI))]
+	if d == nil {
+		return fmt.Errorf("change to a buffer that is not open: %s", p.TextDocument.URI)
+	}
+	for _, c := range p.ContentChanges {
+		if c.Range != nil {
+			// Incremental changes, though the server asked for whole buffers.
+			t := d.text
+			start := lineStart(t, c.Range.Start.Line) + t.offset(c.Range.Start)
+			end := lineStart(t, c.Range.End.Line) + t.offset(c.Range.End)
+			if start > len(t.src) || end > len(t.src) || start > end {
+				return fmt.Errorf("change range out of the buffer")
+			}
+			d.text = newText(t.src[:start] + c.Text + t.src[end:])
+		} else {
+			d.text = newText(c.Text)
+		}
+	}
+	d.version = p.TextDocument.Version
+	s.schedule()
+	return nil
+}
+
+func lineStart(t *text, line int) int {
+	n := 0
+	for i := 0; i < line && i < len(t.lines); i++ {
+		n += len(t.lines[i]) + 1
+	}
+	return n
+}
+
+func (s *Server) didSave(params json.RawMessage) error {
+	var p didSaveParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d := s.docs[filepath.Clean(pathOf(p.TextDocument.URI))]; d != nil && p.Text != nil {
+		d.text = newText(*p.Text)
+	}
+	s.checkAll()
+	return nil
+}
+
+func (s *Server) didClose(params json.RawMessage) error {
+	var p didCloseParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	path := filepath.Clean(pathOf(p.TextDocument.URI))
+	delete(s.docs, path)
+	// What the closed buffer published is cleared; the other open flows
+	// publish again what they see.
+	for uri := range s.published[path] {
+		s.notify("textDocument/publishDiagnostics", publishDiagnosticsParams{URI: uri, Diagnostics: []diagnostic{}})
+	}
+	delete(s.published, path)
+	s.checkAll()
+	return nil
+}
+
+// schedule checks the open buffers once no change has come for the
+// debounce interval. It is called with s.mu held.
+func (s *Server) schedule() {
+	delay := s.Debounce
+	if delay == 0 {
+		delay = DefaultDebounce
+	}
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.timer = time.AfterFunc(delay, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.checkAll()
+	})
+}
+
+// checkAll checks every open buffer now (another buffer may load the one
+// that changed) and publishes the diagnostics. It is called with s.mu held.
+func (s *Server) checkAll() {
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	paths := make([]string, 0, len(s.docs))
+	for p := range s.docs {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		s.checkDoc(s.docs[p])
+	}
+}
+
+// current makes sure d's analysis reflects its buffer, checking now if a
+// check is pending. It is called with s.mu held.
+func (s *Server) current(d *document) {
+	if d.an == nil || d.an.text != d.text {
+		s.checkAll()
+	}
+}
+
+// readFile reads a file for the loader: an open buffer's contents, else
+// the disk. It is called with s.mu held.
+func (s *Server) readFile(name string) ([]byte, error) {
+	if d, ok := s.docs[filepath.Clean(absPath(name))]; ok {
+		return []byte(d.text.src), nil
+	}
+	return os.ReadFile(name)
+}
+
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
+
+// checkDoc loads and checks one buffer, records the analysis and publishes
+// its diagnostics to the files they are in, clearing the files that no
+// longer have any. It is called with s.mu held.
+func (s *Server) checkDoc(d *document) {
+	an := &analysis{text: d.text}
+	src := []byte(d.text.src)
+	if f, err := graphir.FileOptions.Parse(d.path, src, syntax.RetainComments); err == nil {
+		an.file = f
+	}
+	g, err := lang.LoadSource(d.path, src, lang.Options{ReadFile: s.readFile})
+	if err != nil {
+		var ge *graphir.Error
+		if !errors.As(err, &ge) {
+			ge = &graphir.Error{Code: "load_error", Msg: err.Error()}
+		}
+		an.diags = []check.Diagnostic{check.FromError(ge)}
+	} else {
+		an.g = g
+		an.diags = check.Graph(g)
+	}
+	d.an = an
+	if an.g != nil {
+		d.good = an
+	}
+
+	byFile := map[string][]diagnostic{}
+	texts := map[string]*text{d.path: d.text}
+	for _, dg := range an.diags {
+		file := dg.Pos.File
+		line, col := dg.Pos.Line, dg.Pos.Col
+		msg := dg.Message
+		if file == "" || strings.HasPrefix(file, graphir.StdPrefix) {
+			// Nowhere in a file the user has: put it at the top of the flow.
+			if file != "" {
+				msg = dg.Pos.String() + ": " + msg
+			}
+			file, line, col = d.path, 1, 1
+		}
+		file = filepath.Clean(absPath(file))
+		t, ok := texts[file]
+		if !ok {
+			b, err := s.readFile(file)
+			if err != nil {
+				b = nil
+			}
+			t = newText(string(b))
+			texts[file] = t
+		}
+		byFile[file] = append(byFile[file], toDiagnostic(t, dg, line, col, msg))
+	}
+	uris := map[string]bool{}
+	publish := func(file string, ds []diagnostic) {
+		uri := uriOf(file)
+		if file == d.path {
+			uri = d.uri
+		}
+		uris[uri] = true
+		p := publishDiagnosticsParams{URI: uri, Diagnostics: ds}
+		if file == d.path {
+			v := d.version
+			p.Version = &v
+		}
+		if p.Diagnostics == nil {
+			p.Diagnostics = []diagnostic{}
+		}
+		s.notify("textDocument/publishDiagnostics", p)
+	}
+	publish(d.path, byFile[d.path])
+	files := []string{}
+	for f := range byFile {
+		if f != d.path {
+			files = append(files, f)
+		}
+	}
+	if g != nil {
+		for _, f := range g.Files {
+			f = filepath.Clean(absPath(f))
+			if _, ok := byFile[f]; !ok && f != d.path && !strings.HasPrefix(f, graphir.StdPrefix) {
+				files = append(files, f)
+			}
+		}
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		if uris[uriOf(f)] {
+			continue
+		}
+		publish(f, byFile[f])
+	}
+	// Files this flow published to before and no longer reads or reports on.
+	for uri := range s.published[d.path] {
+		if !uris[uri] {
+			s.notify("textDocument/publishDiagnostics", publishDiagnosticsParams{URI: uri, Diagnostics: []diagnostic{}})
+		}
+	}
+	s.published[d.path] = uris
+}
+
+// toDiagnostic converts a checker diagnostic at line:col of t.
+func toDiagnostic(t *text, dg check.Diagnostic, line, col int, msg string) diagnostic {
+	if dg.Hint != "" {
+		msg += " (" + dg.Hint + ")"
+	}
+	sev := 1
+	if dg.Severity == check.Warning {
+		sev = 2
+	}
+	return diagnostic{Range: wordRange(t, line, col), Severity: sev, Code: dg.Code, Source: "skein", Message: msg}
+}
+
+// wordRange is the range of the word or string that starts at line:col of
+// t, else of the one character there.
+func wordRange(t *text, line, col int) lspRange {
+	if line < 1 {
+		line, col = 1, 1
+	}
+	if col < 1 {
+		col = 1
+	}
+	start := t.toLSP(line, col)
+	l := t.line(start.Line)
+	off := t.offset(start)
+	endOff := off
+	if _, ws, we := wordAt(l, off); ws == off && we > off {
+		endOff = we
+	} else if off < len(l) && (l[off] == '"' || l[off] == '\'') {
+		if _, _, se, ok := stringAt(l, off+1); ok {
+			endOff = min(se+1, len(l))
+		}
+	}
+	if endOff == off {
+		endOff = off + 1
+	}
+	return lspRange{start, t.lspAt(start.Line, endOff)}
+}

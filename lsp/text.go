@@ -1,0 +1,154 @@
+package lsp
+
+// This file converts between Skein positions (1-based lines, columns in
+// runes) and LSP positions (0-based lines, characters in UTF-16 code
+// units), and finds words and strings around a position.
+
+import (
+	"net/url"
+	"path/filepath"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// text is a file's contents split into lines.
+type text struct {
+	src   string
+	lines []string // without their "\n"
+}
+
+func newText(src string) *text { return &text{src: src, lines: strings.Split(src, "\n")} }
+
+func (t *text) line(i int) string {
+	if i < 0 || i >= len(t.lines) {
+		return ""
+	}
+	return t.lines[i]
+}
+
+// toLSP converts a 1-based line and rune column to an LSP position. A
+// column past the end of the line is clamped to it.
+func (t *text) toLSP(line, col int) position {
+	if line < 1 {
+		return position{}
+	}
+	l := t.line(line - 1)
+	units := 0
+	for _, r := range l {
+		if col <= 1 {
+			break
+		}
+		col--
+		units += utf16Len(r)
+	}
+	return position{Line: line - 1, Character: units}
+}
+
+// offset converts an LSP position to a byte offset in its line. A
+// character past the end of the line is clamped to it.
+func (t *text) offset(p position) int {
+	l := t.line(p.Line)
+	units := 0
+	for i, r := range l {
+		if units >= p.Character {
+			return i
+		}
+		units += utf16Len(r)
+	}
+	return len(l)
+}
+
+// lspAt converts a byte offset in line i to an LSP position.
+func (t *text) lspAt(i, off int) position {
+	l := t.line(i)
+	if off > len(l) {
+		off = len(l)
+	}
+	return position{Line: i, Character: len(utf16.Encode([]rune(l[:off])))}
+}
+
+// end is the position after the last character.
+func (t *text) end() position {
+	last := len(t.lines) - 1
+	return t.lspAt(last, len(t.lines[last]))
+}
+
+func utf16Len(r rune) int {
+	if r >= 0x10000 && r <= utf8.MaxRune {
+		return 2
+	}
+	return 1
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// wordAt returns the identifier-like word around byte offset off of line
+// l, and its byte range.
+func wordAt(l string, off int) (string, int, int) {
+	if off > len(l) {
+		off = len(l)
+	}
+	start, end := off, off
+	for start > 0 && isWordByte(l[start-1]) {
+		start--
+	}
+	for end < len(l) && isWordByte(l[end]) {
+		end++
+	}
+	return l[start:end], start, end
+}
+
+// stringAt reports whether byte offset off of line l is inside a string
+// literal that starts on that line, and returns the literal's contents
+// (between its quotes, escapes left as written) and their byte range.
+func stringAt(l string, off int) (string, int, int, bool) {
+	for i := 0; i < len(l); i++ {
+		c := l[i]
+		if c == '#' {
+			return "", 0, 0, false
+		}
+		if c != '"' && c != '\'' {
+			continue
+		}
+		quote := string(c)
+		if strings.HasPrefix(l[i:], strings.Repeat(quote, 3)) {
+			quote = strings.Repeat(quote, 3)
+		}
+		start := i + len(quote)
+		j := start
+		for j < len(l) && !strings.HasPrefix(l[j:], quote) {
+			if l[j] == '\\' {
+				j++
+			}
+			j++
+		}
+		if j > len(l) {
+			j = len(l)
+		}
+		if off >= start && off <= j {
+			return l[start:j], start, j, true
+		}
+		i = j + len(quote) - 1
+	}
+	return "", 0, 0, false
+}
+
+// pathOf returns the file path of a file: URI, or "" for another scheme.
+func pathOf(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "file" {
+		return ""
+	}
+	return filepath.FromSlash(u.Path)
+}
+
+// uriOf returns the file: URI of a path.
+func uriOf(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String()
+}

@@ -80,7 +80,7 @@ func Docs() []Doc {
 // Parameters shared by several builtins.
 var (
 	maxVisitsDoc = ParamDoc{"max_visits", "None", "how many times the step may be entered in one run; the next entry fails the run with max_visits_exceeded (default: the flow's max_visits, else unbounded)"}
-	joinDoc      = ParamDoc{"join", `"and"`, `how a step with several forward in-edges waits: "and" runs once every in-edge has arrived and one arrived live; "or" runs on the first live arrival`}
+	joinDoc      = ParamDoc{"join", `"and"`, `how a step with several forward in-edges waits: "and" runs once every in-edge has arrived and one arrived live; "or" runs on the first live arrival; "all" only when all arrived live; "done" always, once all have arrived (teardowns, reports)`}
 	timeoutDoc   = ParamDoc{"timeout", "None", `a duration such as "30s" or "10m" bounding one attempt (a loop or map: the whole step); on expiry the step fails with code timeout`}
 )
 
@@ -94,6 +94,32 @@ var docs = []Doc{
 			{"output", "None", "an expression computing the flow's result when it ends (default: the output of the last step to reach END)"},
 			{"max_visits", "None", "the default visit bound of every step"},
 			{"timeout", "None", `a duration such as "10m" bounding the whole run; on expiry the run fails with flow_timeout`},
+			{"on_exit", "None", "an exit handler: a step no edge touches, run once after the run has ended whatever its status; it reads run.status and run.error"},
+			{"max_tokens", "None", "the most model tokens the whole run may spend, child flows included; past it the run fails with budget_exceeded"},
+		}},
+	{Name: "input", Positional: 1, Returns: "input",
+		Summary: `Declares one flow input, as a value of flow(inputs = {...}): input("latest", help = "release tag"). Without default the input is required.`,
+		Params: []ParamDoc{
+			{"default", "<required>", "the value when none is given; without it the input is required"},
+			{"type", "None", `"string", "int", "float", "bool", "list", "dict" or "any" (default: the type of the default, else "any"); values given on the command line are converted to it`},
+			{"help", `""`, "one line shown by skein run FLOW --help and in errors about the input"},
+			{"choices", "None", "the values allowed"},
+		}},
+	{Name: "model", Positional: 1,
+		Summary: `Declares a model that llm= steps, LLM routers and judge() name with model = "name" (an OpenAI-compatible chat completions endpoint).`,
+		Params: []ParamDoc{
+			{"name", "", "the name steps give as model ="},
+			{"model", "", "the model the endpoint serves, e.g. \"gpt-4o-mini\""},
+			{"base_url", "None", "the endpoint (default: $SKEIN_BASE_URL, else $OPENAI_BASE_URL, else OpenAI's)"},
+			{"api_key_env", `"OPENAI_API_KEY"`, "the environment variable holding the API key, read when a call is made"},
+			{"temperature", "None", "the sampling temperature"},
+			{"max_tokens", "None", "the most tokens one reply may have"},
+		}},
+	{Name: "judge", Positional: 1, Returns: "judge",
+		Summary: "A loop until= written in plain English, judged by a model after each iteration: STOP ends the loop, CONTINUE runs another with the reason as it.feedback.",
+		Params: []ParamDoc{
+			{"condition", "", "the condition, in plain English"},
+			{"model", "None", "the model() to ask (default: the default model)"},
 		}},
 	{Name: "step", Positional: 1, Returns: "Step",
 		Summary: "Declares one step. At most one of run, shell, fn and flow says what it does; with none it is a noop (a join or marker point).",
@@ -113,6 +139,13 @@ var docs = []Doc{
 			{"backoff", `"1s"`, "the delay before the first retry, doubled after each"},
 			timeoutDoc,
 			joinDoc,
+			{"llm", "None", "an llm step: the prompt (a template) of one model call; the output is the reply's text, or the object schema describes"},
+			{"system", "None", "the system message of an llm step (a template)"},
+			{"model", "None", "the model() an llm step calls (default: the default model)"},
+			{"schema", "None", "a JSON Schema dict the llm step's reply must satisfy; the output is then the parsed object"},
+			{"max_tokens", "None", "the most tokens the llm step's reply may have"},
+			{"retry_when", "None", "a condition deciding whether a failed attempt is retried; the step's own name is bound to the failed attempt (code, error, exit_code, ...)"},
+			{"wait", "None", `a wait step: a duration such as "30s" (a template may compute it); it succeeds once it has passed`},
 		}},
 	{Name: "edge", Positional: 2,
 		Summary: "Connects the end of src to the start of dst. src may be START; dst may be END or ABORT.",
@@ -134,6 +167,8 @@ var docs = []Doc{
 			{"default", "None", "the target when nothing matches (without one, no match fails the run with no_route)"},
 			maxVisitsDoc,
 			joinDoc,
+			{"llm", "None", "an LLM router: the prompt of one model call that picks one of the labels of routes"},
+			{"model", "None", "the model() an LLM router calls"},
 		}},
 	{Name: "loop", Positional: 1, Returns: "Step",
 		Summary: "Runs its body repeatedly until until() says stop or max_iterations is reached.",
@@ -145,6 +180,7 @@ var docs = []Doc{
 			maxVisitsDoc,
 			joinDoc,
 			timeoutDoc,
+			{"exhausted", `"succeed"`, `what reaching max_iterations without until saying stop is: "succeed", or "fail" (code exhausted, which on = "failure" edges can route)`},
 		}},
 	{Name: "map", Positional: 1, Returns: "Step",
 		Summary: "Runs its body once per element of a list; the output is the list of the body's last-step outputs, in input order.",
@@ -169,4 +205,5 @@ var docs = []Doc{
 var builtinParams = map[string][]string{
 	"flow": flowParams, "step": stepParams, "edge": edgeParams,
 	"router": routerParams, "loop": loopParams, "map": mapParams,
+	"input": inputParams, "model": modelParams, "judge": judgeParams,
 }

@@ -205,6 +205,12 @@ func (c *call) errorf(format string, args ...any) error {
 	return fmt.Errorf("%s: %s", c.what(), fmt.Sprintf(format, args...))
 }
 
+// hintf is errorf with advice, which the loader shows as the diagnostic's
+// hint.
+func (c *call) hintf(hint, format string, args ...any) error {
+	return &graphir.Error{Msg: fmt.Sprintf("%s: %s", c.what(), fmt.Sprintf(format, args...)), Hint: hint}
+}
+
 func (c *call) named(kind, name string) {
 	c.kind, c.stepName = kind, name
 }

@@ -4,6 +4,7 @@ package builtins
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"go.starlark.net/starlark"
@@ -159,6 +160,9 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	switch {
 	case !isNone(run):
 		n.Kind = graphir.KindTask
+		if s, ok := run.(starlark.String); ok {
+			return nil, c.hintf(runHint(string(s)), "run must be a list of strings, got string %q", string(s))
+		}
 		if n.Argv, err = c.strings("run", run); err != nil {
 			return nil, err
 		}
@@ -319,6 +323,24 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 }
 
 const defaultBackoff = time.Second
+
+// runHint says how to write a command given to run= as one string: as an
+// argv (no shell) or, explicitly, with shell=.
+func runHint(s string) string {
+	fields := strings.Fields(s)
+	if len(fields) == 0 {
+		return `run takes a list: run = ["make", "all"]`
+	}
+	q := make([]string, len(fields))
+	for i, f := range fields {
+		q[i] = fmt.Sprintf("%q", f)
+	}
+	argv := fmt.Sprintf("run = [%s]", strings.Join(q, ", "))
+	if strings.ContainsAny(s, "|&;<>()$`\\\"'*?[]#~") {
+		return fmt.Sprintf("run= executes a program without a shell; for a shell command line write shell = %q (or split it into an argv: %s)", s, argv)
+	}
+	return fmt.Sprintf("write %s (an argv, no shell), or shell = %q", argv, s)
+}
 
 // name unpacks a step name. Its validity is the checker's to report, so that
 // one load can show every bad name at once.

@@ -165,7 +165,7 @@ func (p *pass) resolveSite(ix *exprIndex, si int32) {
 	s := &ix.sites[si]
 	if s.x.Err != nil {
 		ix.problems = append(ix.problems, p.siteDiag(s, "expr_syntax", s.x.Err.Pos,
-			fmt.Sprintf("invalid expression in %s: %s", p.describe(s), s.x.Err.Msg), ""))
+			fmt.Sprintf("invalid expression in %s: %s", p.describe(s), s.x.Err.Msg), syntaxHint(s.x.Src)))
 		return
 	}
 	refs := s.x.Refs
@@ -495,4 +495,36 @@ func envName(x *graphir.Expr) string {
 		return "VALUE"
 	}
 	return name
+}
+
+// syntaxHint explains a common mistake in an expression that does not
+// parse: a single "=" meant as a comparison.
+func syntaxHint(src string) string {
+	var b strings.Builder
+	var quote byte
+	found := false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case quote != 0:
+			if c == '\\' && i+1 < len(src) {
+				b.WriteByte(c)
+				i++
+				c = src[i]
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '=' && (i == 0 || !strings.ContainsRune("=!<>", rune(src[i-1]))) && (i+1 == len(src) || src[i+1] != '='):
+			b.WriteString("==")
+			found = true
+			continue
+		}
+		b.WriteByte(c)
+	}
+	if !found {
+		return ""
+	}
+	return fmt.Sprintf("= assigns and an expression cannot assign; to compare, write ==: %s", b.String())
 }

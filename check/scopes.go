@@ -199,8 +199,14 @@ func checkScopes(p *pass) {
 			step = dst
 			msg = fmt.Sprintf("edge from %q to %q enters %s", src.Name, dst.Name, describeScope(g, to))
 			owner := g.Nodes[liftTo(g, e.To, from)]
-			hint = fmt.Sprintf("a body is entered only through its %s: connect %q to %s %q instead",
-				owner.Kind, src.Name, owner.Kind, owner.Name)
+			switch {
+			case owner.ID == e.From && len(owner.Body) > 0:
+				first := g.Nodes[owner.Body[0]].Name
+				hint = fmt.Sprintf("%s %q runs its body itself, starting at its first step %q: remove this edge (list %q first in body= to start there), and connect body steps to each other inside the body", owner.Kind, owner.Name, first, dst.Name)
+			default:
+				hint = fmt.Sprintf("a body is entered only through its %s: connect %q to %s %q instead, or move this edge inside the body (between steps of body=)",
+					owner.Kind, src.Name, owner.Kind, owner.Name)
+			}
 		case encloses(g, to, from):
 			step = src
 			msg = fmt.Sprintf("edge from %q to %q leaves %s", src.Name, dst.Name, describeScope(g, from))

@@ -131,6 +131,9 @@ func convertEval(eval *starlark.EvalError, loc graphir.Locator) *graphir.Error {
 	msg := eval.Msg
 	msg = strings.TrimPrefix(msg, "Starlark computation cancelled: ")
 	msg, hint := splitHint(msg)
+	if hinted := (*graphir.Error)(nil); hint == "" && errors.As(eval.Unwrap(), &hinted) {
+		hint = hinted.Hint // a builtin's (or the loader's) advice
+	}
 	e := &graphir.Error{Code: "load_error", Msg: msg, Hint: hint, Err: eval}
 	// Point at the innermost frame in a file the user wrote: an error
 	// inside an @std helper is the caller's to fix.

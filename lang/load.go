@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 
@@ -173,7 +174,17 @@ func (l *loader) exec(file string, src []byte) (starlark.StringDict, error) {
 	}
 	prog, err := starlark.FileProgram(f, builtins.Predeclared().Has)
 	if err != nil {
-		return nil, convert(err, nil)
+		e := convert(err, nil)
+		var rerrs resolve.ErrorList
+		if errors.As(err, &rerrs) {
+			// The resolver's own did-you-mean knows local names too; keep
+			// it unless a step fits the place better.
+			own := strings.Contains(rerrs[0].Msg, "(did you mean")
+			if h, strong := undefinedHint(f, rerrs); h != "" && (strong || !own) {
+				e.Hint = h
+			}
+		}
+		return nil, e
 	}
 	l.s.loc.add(f)
 
@@ -305,9 +316,14 @@ func (l *loader) resolve(from, name string) (string, error) {
 	}
 	path := filepath.Join(filepath.Dir(from), name)
 	if err := l.s.confine(path); err != nil {
-		return "", err
+		return "", &graphir.Error{Msg: err.Error(), Err: err, Hint: rootHint(path)}
 	}
 	return path, nil
+}
+
+// rootHint says how to let a flow reach path, outside its root.
+func rootHint(path string) string {
+	return "load() and child flows stay inside the flow root, the main flow's directory unless --root says otherwise: widen it with --root DIR (skein check --root DIR, skein run --root DIR), DIR holding both the flow and " + filepath.Clean(path)
 }
 
 // confine refuses a path outside the flow root.
@@ -378,6 +394,7 @@ func (l *loader) loadChildren(file string, chain []string) {
 		}
 		if err := l.s.confine(path); err != nil {
 			fail("subflow_not_found", "child flow %q: %v", rel, err)
+			n.ChildErr.Hint = rootHint(path)
 			continue
 		}
 		clean := filepath.Clean(path)

@@ -357,6 +357,13 @@ for i in range(100):
 	}
 }
 
+func hintOf(err *graphir.Error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Hint
+}
+
 func TestLoadSyntaxError(t *testing.T) {
 	type syntaxCase struct {
 		src, pos, frag string
@@ -386,6 +393,24 @@ func TestLoadSyntaxError(t *testing.T) {
 	wantError(t, err, "parse_error", "flow.star:2:1", "undefined: chian")
 	if err != nil && err.Hint != `did you mean "chain"?` {
 		t.Errorf("hint %q", err.Hint)
+	}
+	// The hint prefers names that make sense where the name is written:
+	// a step variable in an argument that takes steps, the file's own
+	// names over builtins as near, a local name the resolver knows.
+	for _, tc := range []struct{ src, hint string }{
+		{"build = step(\"build\")\ntest = step(\"test\")\nchain(START, build, tset, END)\n", `did you mean "test"?`},
+		{"test = step(\"test\")\nedge(START, tset)\n", `did you mean "test"?`},
+		{"test = step(\"test\")\nl = loop(\"l\", body = [tset], until = lambda it: True, max_iterations = 2)\n", `did you mean "test"?`},
+		{"test = step(\"test\")\nx = tset\n", `did you mean "test"?`},
+		{"test = 1\nx = lenn([1])\n", `did you mean "len"?`},
+		{"len_x = 1\ny = lenx\n", `did you mean "len_x"?`},
+		{"def f(r):\n    count = 1\n    return coutn\n", `did you mean "count"?`},
+		{"s = step(\"s\")\nchain(START, s, ENDD)\n", `did you mean "END"?`},
+	} {
+		_, err := memFS{"flow.star": tc.src}.load(t, "flow.star")
+		if err == nil || err.Hint != tc.hint {
+			t.Errorf("%q: got %v (hint %q), want hint %q", tc.src, err, hintOf(err), tc.hint)
+		}
 	}
 	// Recursion is refused when it happens.
 	_, err = memFS{"flow.star": "def f(n):\n  return f(n)\nf(1)\n"}.load(t, "flow.star")

@@ -1,0 +1,117 @@
+package lang
+
+// This file chooses the did-you-mean of "undefined: NAME" from names that
+// make sense where NAME is written: in an argument of edge(), chain(),
+// router(), loop() or map() that takes steps, the step variables of the
+// file come first; anywhere, the file's own names win over builtins that
+// are as near.
+
+import (
+	"fmt"
+	"strings"
+
+	"go.starlark.net/resolve"
+	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
+
+	"github.com/skeinlang/skein/builtins"
+	"github.com/skeinlang/skein/graphir"
+)
+
+// stepBuiltins are the builtins that return a step.
+var stepBuiltins = map[string]bool{"step": true, "router": true, "loop": true, "map": true}
+
+// wiringBuiltins are the builtins whose arguments are mostly steps.
+var wiringBuiltins = map[string]bool{"edge": true, "chain": true, "router": true, "loop": true, "map": true}
+
+// undefinedHint returns the did-you-mean for the first "undefined: NAME"
+// error of errs in the resolved file f, or "" for other errors; strong is
+// set when it names a step variable for a place that takes steps.
+func undefinedHint(f *syntax.File, errs resolve.ErrorList) (hint string, strong bool) {
+	if len(errs) == 0 {
+		return "", false
+	}
+	name, ok := strings.CutPrefix(errs[0].Msg, "undefined: ")
+	if !ok {
+		return "", false
+	}
+	if i := strings.IndexByte(name, ' '); i >= 0 {
+		name = name[:i] // the resolver's own " (did you mean x?)"
+	}
+	at := errs[0].Pos
+
+	var stepVars, globals []string
+	seen := map[string]bool{}
+	global := func(id *syntax.Ident, isStep bool) {
+		if id == nil || seen[id.Name] {
+			return
+		}
+		seen[id.Name] = true
+		globals = append(globals, id.Name)
+		if isStep {
+			stepVars = append(stepVars, id.Name)
+		}
+	}
+	inWiring := false
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.AssignStmt:
+			if id, ok := n.LHS.(*syntax.Ident); ok {
+				call, _ := n.RHS.(*syntax.CallExpr)
+				isStep := false
+				if call != nil {
+					if fn, ok := call.Fn.(*syntax.Ident); ok && stepBuiltins[fn.Name] {
+						isStep = true
+					}
+				}
+				global(id, isStep)
+			}
+		case *syntax.DefStmt:
+			global(n.Name, false)
+		case *syntax.LoadStmt:
+			for _, id := range n.To {
+				global(id, false)
+			}
+		case *syntax.CallExpr:
+			if fn, ok := n.Fn.(*syntax.Ident); ok && wiringBuiltins[fn.Name] {
+				for _, arg := range n.Args {
+					if kw, ok := arg.(*syntax.BinaryExpr); ok && kw.Op == syntax.EQ {
+						if k, ok := kw.X.(*syntax.Ident); ok && (k.Name == "over" || k.Name == "by" || k.Name == "until") {
+							continue // not steps
+						}
+						arg = kw.Y
+					}
+					if spans(arg, at) {
+						inWiring = true
+					}
+				}
+			}
+		}
+		return true
+	})
+	// Only the file's globals: names local to a function have the
+	// resolver's own did-you-mean.
+	var builtinNames []string
+	builtinNames = append(builtinNames, builtins.Names()...)
+	builtinNames = append(builtinNames, starlark.Universe.Keys()...)
+	if inWiring {
+		if near := graphir.Nearest(name, stepVars); near != "" {
+			return fmt.Sprintf("did you mean %q?", near), true
+		}
+	}
+	// Nearest keeps the first of equally near names: the file's own.
+	if near := graphir.Nearest(name, append(globals, builtinNames...)); near != "" {
+		return fmt.Sprintf("did you mean %q?", near), false
+	}
+	return "", false
+}
+
+// spans reports whether the identifier at pos lies within n.
+func spans(n syntax.Node, pos syntax.Position) bool {
+	start, end := n.Span()
+	return pos.IsValid() && posLE(start, pos) && posLE(pos, end)
+}
+
+func posLE(a, b syntax.Position) bool {
+	return a.Line < b.Line || a.Line == b.Line && a.Col <= b.Col
+}

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -20,11 +24,17 @@ type checkOptions struct {
 func init() {
 	register(&command{
 		name:    "check",
-		args:    "FLOW... [--json]",
+		args:    "PATH... [--json]",
 		summary: "check flows and print their diagnostics",
 		long: `Loads each flow and proves it sane without running it: names, reachability,
 termination, joins, scopes, routers, until functions, nested flows and
-injection safety. Diagnostics print in compiler form (file:line:col: ...).
+injection safety. Diagnostics print in compiler form (file:line:col: ...);
+several flows merge into one report.
+
+A directory means every flow file under it, recursively (hidden directories
+are skipped). A file that another flow there loads with load() or names as a
+literal child flow is checked through that flow, not on its own. Test files
+(*_test.star) are skipped: 'skein test' runs them.
 
 Exit status: 0 when no flow has errors (warnings are fine), 1 when one has,
 2 on bad usage.`,
@@ -41,31 +51,135 @@ Exit status: 0 when no flow has errors (warnings are fine), 1 when one has,
 func runCheck(_ context.Context, io stdio, o any, args []string) int {
 	opts := o.(*checkOptions)
 	if len(args) == 0 {
-		fmt.Fprintln(io.err, "skein check: no flow given\nusage: skein check FLOW... [--json]")
+		fmt.Fprintln(io.err, "skein check: no flow given\nusage: skein check PATH... [--json]")
 		return exitUsage
 	}
-	var all []check.Diagnostic
-	for _, file := range args {
-		_, ds := loadAndCheck(file, opts.root)
-		all = append(all, ds...)
+	set, err := findFlows(args)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein check: %v\n", err)
+		return exitUsage
 	}
+	all, checked := set.check(opts.root)
 	all = check.Sort(all)
 	errs, warns := check.Count(all)
 	if opts.json {
 		check.WriteJSON(io.out, all)
 	} else {
 		check.WriteText(io.out, all)
+		if n := len(set.tests); n > 0 {
+			fmt.Fprintf(io.err, "skipped %s (*_test.star): flow tests are run by 'skein test', not checked as flows\n", plural(n, "test file"))
+		}
 		switch {
 		case errs+warns == 0:
-			fmt.Fprintf(io.err, "ok: %s\n", countFlows(len(args)))
+			fmt.Fprintf(io.err, "ok: %s\n", countFlows(checked))
 		default:
-			fmt.Fprintf(io.err, "%s, %s in %s\n", plural(errs, "error"), plural(warns, "warning"), countFlows(len(args)))
+			fmt.Fprintf(io.err, "%s, %s in %s\n", plural(errs, "error"), plural(warns, "warning"), countFlows(checked))
 		}
 	}
 	if errs > 0 {
 		return exitFail
 	}
 	return exitOK
+}
+
+// flowSet is what `skein check PATH...` checks: the files named, and the
+// flow files found under the directories named.
+type flowSet struct {
+	files []checkTarget
+	tests []string // *_test.star files found under directories, skipped
+}
+
+type checkTarget struct {
+	path  string
+	found bool // found under a directory, not named
+}
+
+// findFlows expands the paths given to skein check: a directory stands for
+// every .star file under it (recursively, skipping hidden directories),
+// except test files (*_test.star).
+func findFlows(args []string) (*flowSet, error) {
+	set := &flowSet{}
+	for _, arg := range args {
+		st, err := os.Stat(arg)
+		if err != nil || !st.IsDir() {
+			set.files = append(set.files, checkTarget{path: arg}) // a missing file is a finding about it
+			continue
+		}
+		before := len(set.files)
+		err = filepath.WalkDir(arg, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			name := d.Name()
+			if d.IsDir() {
+				if path != arg && strings.HasPrefix(name, ".") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			switch {
+			case !strings.HasSuffix(name, ".star"):
+			case strings.HasSuffix(name, "_test.star"):
+				set.tests = append(set.tests, path)
+			default:
+				set.files = append(set.files, checkTarget{path: path, found: true})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(set.files) == before {
+			return nil, fmt.Errorf("no flow files (*.star) under %s", arg)
+		}
+	}
+	return set, nil
+}
+
+// check loads and checks every file of the set and returns the
+// diagnostics and how many flows were checked. A file found under a
+// directory that another file of the set loads with load() or names as a
+// literal child flow is checked through that file only: on its own a
+// module is not a flow, and a child's errors reach its parents.
+func (set *flowSet) check(root string) ([]check.Diagnostic, int) {
+	type result struct {
+		ds   []check.Diagnostic
+		read map[string]bool
+	}
+	results := make([]result, len(set.files))
+	used := map[string]bool{} // absolute paths read by the load of another file
+	for i, f := range set.files {
+		read := map[string]bool{}
+		opts := lang.Options{Root: root, ReadFile: func(name string) ([]byte, error) {
+			if abs, err := filepath.Abs(name); err == nil {
+				read[abs] = true
+			}
+			return os.ReadFile(name)
+		}}
+		var ds []check.Diagnostic
+		if g, err := lang.Load(f.path, opts); err != nil {
+			ds = []check.Diagnostic{check.FromError(asError(err))}
+		} else {
+			ds = check.Graph(g)
+		}
+		self, _ := filepath.Abs(f.path)
+		for p := range read {
+			if p != self {
+				used[p] = true
+			}
+		}
+		results[i] = result{ds: ds, read: read}
+	}
+	var all []check.Diagnostic
+	checked := 0
+	for i, f := range set.files {
+		if abs, _ := filepath.Abs(f.path); f.found && used[abs] {
+			continue
+		}
+		checked++
+		all = append(all, results[i].ds...)
+	}
+	return all, checked
 }
 
 func countFlows(n int) string { return plural(n, "flow") }

@@ -137,9 +137,12 @@ func (c *cursor) stepAt() *graphir.Node {
 	if word == "" {
 		return nil
 	}
-	if _, _, _, in := stringAt(c.line, c.off); in {
+	if str, start, _, in := stringAt(c.line, c.off); in {
 		if ws > 0 && c.line[ws-1] == '.' {
 			return nil // a field, not a name
+		}
+		if strings.Contains(str, "{{") && !inHole(str, c.off-start) {
+			return nil // the literal text of a template
 		}
 		if n := c.g.Node(word); n != nil {
 			return n
@@ -150,11 +153,19 @@ func (c *cursor) stepAt() *graphir.Node {
 		if name, ok := stepVars(c.file)[id.Name]; ok {
 			return c.g.Node(name)
 		}
-		if n := c.g.Node(id.Name); n != nil && !n.IsStep() {
-			return n // START, END, ABORT
+		for _, sentinel := range []graphir.NodeID{graphir.Start, graphir.End, graphir.Abort} {
+			if n := c.g.Nodes[sentinel]; n.Name == id.Name {
+				return n
+			}
 		}
 	}
 	return nil
+}
+
+// inHole reports whether offset off of template s is inside a {{ }}.
+func inHole(s string, off int) bool {
+	open := strings.LastIndex(s[:off], "{{")
+	return open >= 0 && !strings.Contains(s[open:off], "}}")
 }
 
 // inputAt returns the input named by inputs.NAME around the cursor in a

@@ -109,8 +109,9 @@ func TestReader(t *testing.T) {
 type session struct {
 	t    *testing.T
 	in   io.WriteCloser
-	msgs chan map[string]any // what the server wrote, read as it comes
-	err  chan error
+	msgs   chan map[string]any // what the server wrote, read as it comes
+	err    chan error
+	nextID int
 }
 
 func newSession(t *testing.T) *session {
@@ -269,5 +270,198 @@ c = step("c")
 	walk(m["result"].([]any), 0)
 	if strings.Join(desc, " ") != "l >a >b c" {
 		t.Errorf("symbols: %v", desc)
+	}
+}
+
+// request sends a request and returns its result, skipping notifications.
+func (s *session) request(method string, params any) any {
+	s.t.Helper()
+	s.nextID++
+	id := float64(s.nextID)
+	s.send(map[string]any{"id": s.nextID, "method": method, "params": params})
+	for {
+		m := s.next()
+		if m["method"] == nil && m["id"] == id {
+			if m["error"] != nil {
+				s.t.Fatalf("%s: %v", method, m["error"])
+			}
+			return m["result"]
+		}
+	}
+}
+
+func (s *session) open(uri, text string) {
+	s.send(map[string]any{"method": "textDocument/didOpen", "params": map[string]any{
+		"textDocument": map[string]any{"uri": uri, "languageId": "skein", "version": 1, "text": text}}})
+}
+
+func writeFiles(t *testing.T, files map[string]string) string {
+	dir := t.TempDir()
+	for name, src := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const featureFlow = `load("@std/patterns.star", "fan_out")
+
+flow(name = "f", inputs = {"who": input("me", help = "who to greet")})
+
+a = step("a", run = ["echo", "{{ inputs.who }}"], max_visits = 2)
+b = step("b", run = ["echo", "b"])
+c = step("c", join = "or")
+pick = router("pick", by = "a.stdout", routes = {"x": b, "y": "c"}, default = b)
+edge(START, a)
+edge(a, pick)
+edge(b, c)
+edge(c, END)
+`
+
+// TestFeatures asks for hover, definition and completion at places in one
+// flow.
+func TestFeatures(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"f.star": featureFlow})
+	uri := uriOf(filepath.Join(dir, "f.star"))
+	s := newSession(t)
+	s.open(uri, featureFlow)
+	if ds := s.published(uri)[uri]; len(ds) != 0 {
+		t.Fatalf("diagnostics: %v", ds)
+	}
+	lines := strings.Split(featureFlow, "\n")
+	at := func(line int, sub string, delta int) map[string]any {
+		i := strings.Index(lines[line], sub)
+		if i < 0 {
+			t.Fatalf("%q not on line %d", sub, line)
+		}
+		return map[string]any{"textDocument": map[string]any{"uri": uri}, "position": map[string]any{"line": line, "character": i + delta}}
+	}
+	hover := func(p map[string]any) string {
+		r := s.request("textDocument/hover", p)
+		if r == nil {
+			return ""
+		}
+		return r.(map[string]any)["contents"].(map[string]any)["value"].(string)
+	}
+	for _, tc := range []struct {
+		name string
+		p    map[string]any
+		want []string
+	}{
+		{"a step variable", at(9, "a, pick", 0), []string{"**task** `a`", "max_visits: 2", "join: and"}},
+		{"a route given by name", at(7, `"c"}`, 1), []string{"**noop** `c`", "join: or", "max_visits: unbounded"}},
+		{"a router and what it reads", at(9, "pick)", 0), []string{"**router** `pick`", "reads: a.stdout"}},
+		{"a builtin", at(7, "router", 1), []string{"router(name, *, by=None", "exactly one branch"}},
+		{"a keyword argument", at(4, "max_visits", 2), []string{"**max_visits** of `step(", "default `None`"}},
+		{"a new builtin", at(2, "input(", 1), []string{"input(default=<required>", "Declares one flow input"}},
+		{"an input", at(4, "who", 0), []string{"**input `who`**"}},
+		{"a sentinel", at(8, "START", 1), []string{"**START**"}},
+	} {
+		got := hover(tc.p)
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("hover on %s: %q lacks %q", tc.name, got, w)
+			}
+		}
+	}
+	if got := hover(at(0, "load", 1)); got != "" {
+		t.Errorf("hover on load: %q, want nothing", got)
+	}
+
+	def := func(p map[string]any) string {
+		r := s.request("textDocument/definition", p)
+		if r == nil {
+			return "none"
+		}
+		l := r.([]any)[0].(map[string]any)
+		st := l["range"].(map[string]any)["start"].(map[string]any)
+		return fmt.Sprintf("%s:%v:%v", filepath.Base(pathOf(l["uri"].(string))), st["line"], st["character"])
+	}
+	for _, tc := range []struct {
+		name string
+		p    map[string]any
+		want string
+	}{
+		{"edge() argument", at(9, "a, pick", 0), "f.star:4:4"},
+		{"route value", at(7, "b, ", 0), "f.star:5:4"},
+		{"route by name", at(7, `"c"}`, 1), "f.star:6:4"},
+		{"expression", at(7, "a.stdout", 0), "f.star:4:4"},
+		{"input", at(4, "who", 1), "f.star:2:27"},
+		{"a keyword", at(4, "max_visits", 1), "none"},
+		{"an @std load", at(0, "@std", 2), "none"},
+	} {
+		if got := def(tc.p); got != tc.want {
+			t.Errorf("definition of %s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+
+	labels := func(p map[string]any) string {
+		var out []string
+		for _, it := range s.request("textDocument/completion", p).(map[string]any)["items"].([]any) {
+			it := it.(map[string]any)
+			l := it["label"].(string)
+			if ins, ok := it["insertText"].(string); ok && ins != l {
+				l += "=>" + ins
+			}
+			out = append(out, l)
+		}
+		return strings.Join(out, " ")
+	}
+	if got := labels(at(0, `patterns`, 0)); got != "@std/patterns.star=>patterns.star" {
+		t.Errorf("completion after @std/: %s", got)
+	}
+	if got := labels(at(7, `stdout`, 0)); got != "stdout stderr exit_code error code" {
+		t.Errorf("completion after a.: %s", got)
+	}
+	if got := labels(at(4, `{{ `, 3)); !strings.HasPrefix(got, "a b c pick inputs self") {
+		t.Errorf("completion in a template: %s", got)
+	}
+	if got := labels(at(6, `join`, 0)); !strings.HasPrefix(got, "name=>name =  run=>run = ") {
+		t.Errorf("completion in step(): %s", got)
+	}
+}
+
+// TestModuleDiagnostics: a load error inside a module is shown in the
+// module, and cleared once the module's buffer is fixed.
+func TestModuleDiagnostics(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"main.star": "load(\"lib.star\", \"x\")\na = step(\"a\")\n",
+		"lib.star":  "x = 1\nstep(\"zz\", run = \"echo\")\n",
+	})
+	mu, lu := uriOf(filepath.Join(dir, "main.star")), uriOf(filepath.Join(dir, "lib.star"))
+	s := newSession(t)
+	s.open(mu, "load(\"lib.star\", \"x\")\na = step(\"a\")\n")
+	got := s.published(mu, lu)
+	if len(got[lu]) != 1 || !strings.HasPrefix(got[lu][0], "load_error 1:") || !strings.Contains(got[lu][0], "run must be") {
+		t.Fatalf("diagnostics: %v", got)
+	}
+	s.open(lu, "x = 1\nstep(\"zz\", run = \"echo\")\n")
+	s.published(lu)
+	s.published(lu)
+	// Saving sends the text: the fix is checked at once.
+	s.send(map[string]any{"method": "textDocument/didSave", "params": map[string]any{
+		"textDocument": map[string]any{"uri": lu}, "text": "x = 1\n"}})
+	for i := 0; i < 2; i++ {
+		if m := s.published(lu); len(m[lu]) != 0 {
+			t.Errorf("after the fix: %v", m)
+		}
+	}
+	// Closing the module leaves the main flow's view of the disk file.
+	s.send(map[string]any{"method": "textDocument/didClose", "params": map[string]any{"textDocument": map[string]any{"uri": lu}}})
+	if m := s.published(lu); len(m[lu]) != 0 {
+		t.Errorf("after close, what the closed buffer published is cleared: %v", m)
+	}
+	if m := s.published(lu); len(m[lu]) != 1 {
+		t.Errorf("after close, the main flow sees the file on disk again: %v", m)
+	}
+}
+
+func TestInHole(t *testing.T) {
+	s := "built a {{ a.stdout }} and b"
+	for sub, want := range map[string]bool{"a {{": false, "a.stdout": true, "and": false} {
+		if got := inHole(s, strings.Index(s, sub)); got != want {
+			t.Errorf("inHole at %q = %v", sub, got)
+		}
 	}
 }

@@ -107,8 +107,8 @@ func TestReader(t *testing.T) {
 
 // session runs a Server in process over pipes.
 type session struct {
-	t    *testing.T
-	in   io.WriteCloser
+	t      *testing.T
+	in     io.WriteCloser
 	msgs   chan map[string]any // what the server wrote, read as it comes
 	err    chan error
 	nextID int

@@ -183,9 +183,12 @@ var notifications = map[string]func(s *Server, params json.RawMessage) error{
 func (s *Server) handle(m *message) {
 	if m.ID == nil {
 		if f, ok := notifications[m.Method]; ok {
-			if err := f(s, m.Params); err != nil {
-				s.logf("%s: %v", m.Method, err)
-			}
+			func() {
+				defer s.recoverTo(m.Method)
+				if err := f(s, m.Params); err != nil {
+					s.logf("%s: %v", m.Method, err)
+				}
+			}()
 		} else if !strings.HasPrefix(m.Method, "$/") {
 			s.logf("ignoring the notification %s", m.Method)
 		}
@@ -217,6 +220,14 @@ func (s *Server) call(h handler, m *message) (result any, e *respError) {
 		}
 	}()
 	return h(s, m.Params)
+}
+
+// recoverTo logs a panic instead of ending the session. A handler that
+// panics while holding s.mu has its deferred unlock run first.
+func (s *Server) recoverTo(what string) {
+	if p := recover(); p != nil {
+		s.logf("%s: internal error: %v", what, p)
+	}
 }
 
 func decode(params json.RawMessage, v any) *respError {
@@ -350,6 +361,7 @@ func (s *Server) schedule() {
 		s.timer.Stop()
 	}
 	s.timer = time.AfterFunc(delay, func() {
+		defer s.recoverTo("checking")
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.checkAll()

@@ -8,6 +8,7 @@ package lang
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"go.starlark.net/resolve"
@@ -28,6 +29,12 @@ var wiringBuiltins = map[string]bool{"edge": true, "chain": true, "router": true
 // error of errs in the resolved file f, or "" for other errors; strong is
 // set when it names a step variable for a place that takes steps.
 func undefinedHint(f *syntax.File, errs resolve.ErrorList) (hint string, strong bool) {
+	return undefinedHintWith(f, errs, nil)
+}
+
+// undefinedHintWith is [undefinedHint] with globals defined before f (a
+// REPL session's): their names, and whether each holds a step.
+func undefinedHintWith(f *syntax.File, errs resolve.ErrorList, before map[string]bool) (hint string, strong bool) {
 	if len(errs) == 0 {
 		return "", false
 	}
@@ -50,6 +57,13 @@ func undefinedHint(f *syntax.File, errs resolve.ErrorList) (hint string, strong 
 		globals = append(globals, id.Name)
 		if isStep {
 			stepVars = append(stepVars, id.Name)
+		}
+	}
+	for _, name := range sortedKeys(before) {
+		seen[name] = true
+		globals = append(globals, name)
+		if before[name] {
+			stepVars = append(stepVars, name)
 		}
 	}
 	inWiring := false
@@ -114,4 +128,13 @@ func spans(n syntax.Node, pos syntax.Position) bool {
 
 func posLE(a, b syntax.Position) bool {
 	return a.Line < b.Line || a.Line == b.Line && a.Col <= b.Col
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -6,11 +6,13 @@ package lang
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 
@@ -229,20 +231,32 @@ func (s *Session) Exec(ctx context.Context, src string) (starlark.Value, error) 
 		if e, ok := f.Stmts[0].(*syntax.ExprStmt); ok {
 			v, err := starlark.EvalExprOptions(chunkOptions, thread, e.X, s.globals)
 			if err != nil {
-				return nil, s.hint(convert(err, s.ls.loc))
+				return nil, s.hint(f, err, convert(err, s.ls.loc))
 			}
 			return v, nil
 		}
 	}
 	if err := starlark.ExecREPLChunk(f, thread, s.globals); err != nil {
-		return nil, s.hint(convert(err, s.ls.loc))
+		return nil, s.hint(f, err, convert(err, s.ls.loc))
 	}
 	return nil, nil
 }
 
 // hint suggests the nearest name for "undefined: NAME": the resolver knows
 // a chunk's own names only, not the session's.
-func (s *Session) hint(err *graphir.Error) *graphir.Error {
+func (s *Session) hint(f *syntax.File, cause error, err *graphir.Error) *graphir.Error {
+	var rerrs resolve.ErrorList
+	if errors.As(cause, &rerrs) && !strings.Contains(rerrs[0].Msg, "(did you mean") {
+		before := map[string]bool{}
+		for name, v := range s.globals {
+			_, isStep := v.(*builtins.Step)
+			before[name] = isStep
+		}
+		if h, _ := undefinedHintWith(f, rerrs, before); h != "" {
+			err.Hint = h
+			return err
+		}
+	}
 	if name, ok := strings.CutPrefix(err.Msg, "undefined: "); ok && err.Hint == "" {
 		if n := graphir.Nearest(name, s.Names()); n != "" {
 			err.Hint = fmt.Sprintf("did you mean %q?", n)

@@ -165,6 +165,12 @@ func TestSessionErrors(t *testing.T) {
 	if err := execErr(t, s, "lod + 1\n"); err.Hint != `did you mean "loud"?` {
 		t.Errorf("undefined global: %v (hint %q)", err, err.Hint)
 	}
+	// Where steps are expected, a step entered before is preferred to the
+	// builtin set.
+	exec(t, s, "test = step(\"test\")\n")
+	if err := execErr(t, s, "chain(START, tset, END)\n"); err.Hint != `did you mean "test"?` {
+		t.Errorf("undefined step: %v (hint %q)", err, err.Hint)
+	}
 
 	// A failing chunk keeps what it did before failing; the session goes on.
 	execErr(t, s, "z = 5\nfail(\"stop\")\n")

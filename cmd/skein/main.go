@@ -86,7 +86,7 @@ func Main(ctx context.Context, args []string, io stdio) int {
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			if c.help != nil {
-				return c.help(io.err, opts, fs.Args())
+				return c.help(io.err, opts, helpArgs(fs.Args(), args[1:]))
 			}
 			return exitOK
 		}
@@ -94,6 +94,22 @@ func Main(ctx context.Context, args []string, io stdio) int {
 		return exitUsage
 	}
 	return c.run(ctx, io, opts, fs.Args())
+}
+
+// helpArgs returns the arguments --help was given with: those parsed
+// before it, else (for `skein run --help FLOW`, where parsing stopped at
+// --help) the .star files among the raw arguments.
+func helpArgs(parsed, raw []string) []string {
+	if len(parsed) > 0 {
+		return parsed
+	}
+	var out []string
+	for _, a := range raw {
+		if !strings.HasPrefix(a, "-") && strings.HasSuffix(a, ".star") {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // suggestCommand is the did-you-mean for an unknown command, or "".

@@ -33,6 +33,13 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+# Model steps against a real inference engine (node-llama-cpp, a tiny
+# random-weight model made by a script); needs node, npm and python3 with
+# numpy (installed from apt when missing). Opt-in: not in make test or CI.
+.PHONY: test-llm-engine
+test-llm-engine:
+	GO='$(GO)' bash test/llm-engine/run.sh
+
 # Skein next to LangGraph.js and XState (needs node and npm; fetches the pinned
 # packages into bench/peers/node_modules) -> bench/RESULTS.md. See bench/README.md.
 .PHONY: bench-peers

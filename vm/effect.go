@@ -57,6 +57,10 @@ type EffectRequest struct {
 	// the first retry).
 	Visit   int
 	Attempt int
+	// OnExit: the effect belongs to the flow's exit handler (or a child
+	// flow it runs), which runs once per run attempt: a resumed run runs
+	// it again rather than replaying it.
+	OnExit bool
 
 	// Tasks and shells: the rendered process. Shells are ["/bin/sh", "-c",
 	// script].
@@ -217,7 +221,7 @@ func stopsParent(code string) bool {
 // frame f.
 func (r *run) request(f *frame, n *graphir.Node) *EffectRequest {
 	return &EffectRequest{RunID: r.opts.top, Flow: r.opts.prefix, Scope: f.scopePath(), Step: n.Name, Node: n, Kind: n.Kind,
-		Visit: int(f.state(r, n.ID).visits), Attempt: 1}
+		Visit: int(f.state(r, n.ID).visits), Attempt: 1, OnExit: r.exiting || r.opts.onExit}
 }
 
 // startEffect asks the producer for an attempt of effect step n in frame

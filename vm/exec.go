@@ -790,6 +790,7 @@ func (r *run) startSubflow(f *frame, n *graphir.Node) {
 	opts.chain = chain
 	opts.prefix = append(append(append([]string(nil), r.opts.prefix...), f.scopePath()...), n.Name)
 	opts.Timeout, opts.RunID = 0, ""
+	opts.onExit = opts.onExit || r.exiting
 	req := r.request(f, n)
 	req.ChildPath, req.ChildGraph, req.ChildInputs = path, child, inputs
 	req.child = &childRun{r: r, opts: opts}

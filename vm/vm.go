@@ -140,6 +140,7 @@ type Options struct {
 	// Set for child runs.
 	top    string        // the id of the top-level run
 	budget *model.Budget // shared by the whole run tree
+	onExit bool          // run by an exit handler
 	depth  int
 	chain  []string // flow files of the parents, outermost first
 	prefix []string // step names leading to this child, for events

@@ -223,6 +223,7 @@ type Effect struct {
 	Stdout    string
 	Stderr    string
 	Truncated bool
+	OnExit    bool // an effect of the flow's exit handler
 	Started   time.Time
 	Ended     time.Time
 }
@@ -232,7 +233,7 @@ type Effect struct {
 func (s *Store) Effects(id string, afterID int64) ([]*Effect, error) {
 	rows, err := s.db.Query(`SELECT e.id, e.path, e.step, e.kind, e.visit, e.attempt, e.status, COALESCE(e.done, 0), COALESCE(e.code, ''),
 		COALESCE(e.error, ''), e.output, COALESCE(e.exit_code, 0), COALESCE(e.stdout, ''), COALESCE(e.stderr, ''), COALESCE(e.truncated, 0),
-		e.started, COALESCE(e.ended, 0)
+		e.on_exit, e.started, COALESCE(e.ended, 0)
 		FROM effects e JOIN runs r ON r.n = e.run WHERE r.id = ? AND e.id > ? ORDER BY e.id`, id, afterID)
 	if err != nil {
 		return nil, s.fail(err)
@@ -244,7 +245,7 @@ func (s *Store) Effects(id string, afterID int64) ([]*Effect, error) {
 		var output sql.NullString
 		var started, ended int64
 		if err := rows.Scan(&e.ID, &e.Path, &e.Step, &e.Kind, &e.Visit, &e.Attempt, &e.Status, &e.Done, &e.Code, &e.Error,
-			&output, &e.ExitCode, &e.Stdout, &e.Stderr, &e.Truncated, &started, &ended); err != nil {
+			&output, &e.ExitCode, &e.Stdout, &e.Stderr, &e.Truncated, &e.OnExit, &started, &ended); err != nil {
 			return nil, s.fail(err)
 		}
 		if output.Valid {

@@ -199,7 +199,7 @@ var faultStep = os.Getenv("SKEIN_TEST_CRASH_BEFORE_COMMIT")
 // it on. A store that cannot be written stops the run (store_error).
 func (rec *Recorder) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
 	go func() {
-		res, err := rec.s.insEffect.Exec(rec.n, EffectPath(req), req.Step, req.Kind.String(), req.Visit, req.Attempt, nanos(time.Now()))
+		res, err := rec.s.insEffect.Exec(rec.n, EffectPath(req), req.Step, req.Kind.String(), req.Visit, req.Attempt, req.OnExit, nanos(time.Now()))
 		if err != nil {
 			done(rec.storeStop(err))
 			return
@@ -387,7 +387,7 @@ func procState(pid int) string {
 // record journals a whole attempt at once: a replayed completion copied
 // into a new run's record.
 func (rec *Recorder) record(req *vm.EffectRequest, attempt int, c *vm.EffectCompletion) error {
-	res, err := rec.s.insEffect.Exec(rec.n, EffectPath(req), req.Step, req.Kind.String(), req.Visit, attempt, nanos(time.Now()))
+	res, err := rec.s.insEffect.Exec(rec.n, EffectPath(req), req.Step, req.Kind.String(), req.Visit, attempt, req.OnExit, nanos(time.Now()))
 	if err != nil {
 		return err
 	}

@@ -75,6 +75,9 @@ func (s *Store) Replay(id, fromStep string) (*Replay, error) {
 	}
 	p := &Replay{from: id, ok: map[effectKey]*Effect{}, kinds: map[effectKey]string{}, prior: map[effectKey]int{}}
 	for _, e := range effects {
+		if e.OnExit {
+			continue // exit handlers run again
+		}
 		k := effectKey{e.Path, e.Step, e.Visit}
 		p.prior[k] = max(p.prior[k], e.Attempt)
 		p.kinds[k] = e.Kind
@@ -107,6 +110,10 @@ func (p *Replay) Replayed() int {
 
 // Start implements [vm.EffectProducer].
 func (p *Replay) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	if req.OnExit {
+		p.Inner.Start(ctx, req, done)
+		return
+	}
 	k := effectKey{EffectPath(req), req.Step, req.Visit}
 	p.mu.Lock()
 	e, recorded := p.ok[k]

@@ -63,7 +63,7 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("run store %s: %v", path, storeErr(err))
 	}
-	if s.insEffect, err = db.Prepare(`INSERT INTO effects (run, path, step, kind, visit, attempt, status, started) VALUES (?, ?, ?, ?, ?, ?, 'running', ?)`); err == nil {
+	if s.insEffect, err = db.Prepare(`INSERT INTO effects (run, path, step, kind, visit, attempt, on_exit, status, started) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)`); err == nil {
 		s.endEffect, err = db.Prepare(`UPDATE effects SET status = ?, done = ?, code = ?, error = ?, output = ?, exit_code = ?, stdout = ?, stderr = ?, truncated = ?, ended = ? WHERE id = ?`)
 	}
 	if err != nil {
@@ -162,6 +162,8 @@ var migrations = []string{
 		due   INTEGER NOT NULL,
 		PRIMARY KEY (run, path, step, visit)
 	) WITHOUT ROWID;`,
+	// Effects of exit handlers, which a resume runs again.
+	`ALTER TABLE effects ADD COLUMN on_exit INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // migrate brings the schema up to date inside one immediate transaction:

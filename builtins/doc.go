@@ -146,6 +146,7 @@ var docs = []Doc{
 			{"max_tokens", "None", "the most tokens the llm step's reply may have"},
 			{"retry_when", "None", "a condition deciding whether a failed attempt is retried; the step's own name is bound to the failed attempt (code, error, exit_code, ...)"},
 			{"wait", "None", `a wait step: a duration such as "30s" (a template may compute it); it succeeds once it has passed`},
+			{"approve", "None", `an approval step: the question (a template) a person answers; approved it succeeds with {approved, by, reason, at}, rejected it fails with code rejected; timeout bounds the wait from when it was first asked`},
 		}},
 	{Name: "edge", Positional: 2,
 		Summary: "Connects the end of src to the start of dst. src may be START; dst may be END or ABORT.",

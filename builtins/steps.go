@@ -122,7 +122,7 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 
 // step(name, *, run=None, shell=None, fn=None, flow=None, args=[], env={},
 // stdin=None, dir=None, inputs={}, max_visits=None, retries=0, backoff="1s",
-// timeout=None, join="and", retry_when=None, wait=None)
+// timeout=None, join="and", retry_when=None, wait=None, approve=None)
 func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	c, err := newCall(thread, fn)
 	if err != nil {
@@ -132,13 +132,13 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		return nil, err
 	}
 	var name, run, shell, fnv, flow, argv, env, stdin, dir, inputs, maxVisits, retries, backoff, timeout, join starlark.Value
-	var vals [22]starlark.Value
+	var vals [23]starlark.Value
 	if err := c.unpack(args, kwargs, stepParams, vals[:]); err != nil {
 		return nil, err
 	}
 	name, run, shell, fnv, flow, argv, env, stdin, dir, inputs, maxVisits, retries, backoff, timeout, join = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6], vals[7], vals[8], vals[9], vals[10], vals[11], vals[12], vals[13], vals[14]
 	llm, system, modelName, schema, maxTokens := vals[15], vals[16], vals[17], vals[18], vals[19]
-	retryWhen, wait := vals[20], vals[21]
+	retryWhen, wait, approve := vals[20], vals[21], vals[22]
 	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindNoop, Backoff: defaultBackoff}
 	if n.Name, err = c.name(name); err != nil {
 		return nil, err
@@ -149,13 +149,13 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	for _, k := range []struct {
 		param string
 		v     starlark.Value
-	}{{"run", run}, {"shell", shell}, {"fn", fnv}, {"flow", flow}, {"llm", llm}, {"wait", wait}} {
+	}{{"run", run}, {"shell", shell}, {"fn", fnv}, {"flow", flow}, {"llm", llm}, {"wait", wait}, {"approve", approve}} {
 		if !isNone(k.v) {
 			kinds = append(kinds, k.param)
 		}
 	}
 	if len(kinds) > 1 {
-		return nil, c.errorf("give at most one of run, shell, fn, flow, llm, wait; got %s and %s", kinds[0], kinds[1])
+		return nil, c.errorf("give at most one of run, shell, fn, flow, llm, wait, approve; got %s and %s", kinds[0], kinds[1])
 	}
 	switch {
 	case !isNone(run):
@@ -196,6 +196,11 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	case !isNone(llm):
 		n.Kind = graphir.KindLLM
 		if n.Prompt, err = c.template("llm", llm); err != nil {
+			return nil, err
+		}
+	case !isNone(approve):
+		n.Kind = graphir.KindApproval
+		if n.Approve, err = c.template("approve", approve); err != nil {
 			return nil, err
 		}
 	case !isNone(wait):
@@ -495,6 +500,6 @@ func chainFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 var (
 	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?", "on_exit?", "max_tokens?"}
 	stepParams = []string{"name", "run?", "shell?", "fn?", "flow?", "args?", "env?", "stdin?", "dir?", "inputs?", "max_visits?", "retries?", "backoff?", "timeout?", "join?",
-		"llm?", "system?", "model?", "schema?", "max_tokens?", "retry_when?", "wait?"}
+		"llm?", "system?", "model?", "schema?", "max_tokens?", "retry_when?", "wait?", "approve?"}
 	edgeParams = []string{"src", "dst", "when?", "on?"}
 )

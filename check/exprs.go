@@ -117,6 +117,7 @@ func (p *pass) exprs() *exprIndex {
 		tmpl(n.Dir, "dir", "", 0)
 		tmpl(n.Flow, "flow", "", 0)
 		tmpl(n.Wait, "wait", "", 0)
+		tmpl(n.Approve, "approve", "", 0)
 		add(site{x: n.RetryWhen, kind: siteRetryWhen, at: n.ID, scope: n.Parent})
 		for _, in := range n.Inputs {
 			tmpl(in.Value, "inputs", in.Name, 0)

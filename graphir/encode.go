@@ -67,6 +67,7 @@ type jsonNode struct {
 	Join          string            `json:"join,omitempty"`
 	RetryWhen     string            `json:"retry_when,omitempty"`
 	Wait          string            `json:"wait,omitempty"`
+	Approve       string            `json:"approve,omitempty"`
 	Exhausted     string            `json:"exhausted,omitempty"`
 }
 
@@ -183,6 +184,9 @@ func (g *Graph) jsonNode(n *Node) jsonNode {
 		j.Join = n.Join.String()
 	}
 	j.RetryWhen = n.RetryWhen.String()
+	if n.Approve != nil {
+		j.Approve = n.Approve.Src
+	}
 	if n.Wait != nil {
 		j.Wait = n.Wait.Src
 	}

@@ -45,9 +45,10 @@ const (
 	KindMap
 	KindLLM
 	KindWait
+	KindApproval
 )
 
-var kindNames = [...]string{"start", "end", "abort", "task", "shell", "fn", "subflow", "noop", "router", "loop", "map", "llm", "wait"}
+var kindNames = [...]string{"start", "end", "abort", "task", "shell", "fn", "subflow", "noop", "router", "loop", "map", "llm", "wait", "approval"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -130,6 +131,8 @@ type Node struct {
 
 	// Wait steps: the duration, e.g. "30s" or "{{ 2 ** self.visits }}s".
 	Wait *Template
+	// Approval steps: the question a person answers.
+	Approve *Template
 
 	// Subflow steps.
 	Flow      *Template

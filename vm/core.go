@@ -318,6 +318,15 @@ func (r *run) enter(t task) {
 		r.startSubflow(f, n)
 	case graphir.KindWait:
 		r.startWait(f, n)
+	case graphir.KindApproval:
+		msg, err := r.render(f, n, n.Approve)
+		if err != nil {
+			r.evalFailed(n, "approve", err)
+			return
+		}
+		req := r.request(f, n)
+		req.Message, req.Timeout = msg, n.Timeout
+		r.startEffect(f, n, req)
 	}
 }
 
@@ -631,6 +640,11 @@ func (r *run) reachEnd(f *frame, from *graphir.Node) {
 // complete ends a run that has nothing left ready or running: it succeeded
 // if END received a live token, else no branch got there (no_route).
 func (r *run) complete() {
+	if len(r.parked) > 0 && !r.exiting {
+		// Nothing else can progress: the run waits for its approvals.
+		r.end(Waiting, nil)
+		return
+	}
 	if r.exiting {
 		r.end(Succeeded, nil)
 		return

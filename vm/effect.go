@@ -78,6 +78,10 @@ type EffectRequest struct {
 	// Child flows: the file and the bound-by-name inputs (the child binds
 	// them against its own declaration). ChildGraph is nil for a templated
 	// flow= path, which RunChild loads.
+	// Approvals: the rendered question. Timeout bounds the wait for the
+	// decision from when it was first asked, across parks.
+	Message string
+
 	ChildPath   string
 	ChildGraph  *graphir.Graph
 	ChildInputs map[string]starlark.Value
@@ -121,6 +125,11 @@ type EffectCompletion struct {
 	Answer   string
 	Usage    model.Usage
 	Duration time.Duration
+	// Park: the effect waits for something from outside the run (a
+	// person's decision) that this process will not see. The step is left
+	// waiting; once nothing else in the run can progress, the run ends with
+	// status Waiting, to be resumed when the decision is in.
+	Park bool
 }
 
 // Local is the producer that does the work on this machine: tasks and
@@ -140,6 +149,9 @@ func (Local) Start(ctx context.Context, req *EffectRequest, done func(*EffectCom
 		go func() { done(req.RunChild(ctx)) }()
 	case graphir.KindWait:
 		go func() { done(Sleep(ctx, req.Wait)) }()
+	case graphir.KindApproval:
+		// Nobody here can decide: park.
+		done(&EffectCompletion{Park: true})
 	default:
 		done(&EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("step %q: %s steps cannot run here", req.Step, req.Kind)})
 	}
@@ -195,6 +207,8 @@ func (req *EffectRequest) RunChild(ctx context.Context) *EffectCompletion {
 		return &EffectCompletion{OK: true, Output: res.Output, Child: res}
 	case Cancelled:
 		return &EffectCompletion{Cancelled: true, Child: res}
+	case Waiting:
+		return &EffectCompletion{Park: true, Child: res}
 	}
 	if res.Error != nil && stopsParent(res.Error.Code) {
 		return &EffectCompletion{Stop: res.Error, Child: res}

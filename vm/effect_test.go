@@ -2,6 +2,7 @@ package vm_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 )
 
@@ -203,5 +205,52 @@ chain(START, t, END)
 	}).Attr("stdout")
 	if got := string(out.(starlark.String)); got != "r-1 t 1 2\n" {
 		t.Errorf("stdout = %q", got)
+	}
+}
+
+// An approval nobody can decide here parks: the other branch still runs,
+// then the run ends waiting, listing the approval; the exit handler does
+// not run. A producer that decides completes it.
+func TestApprovalParks(t *testing.T) {
+	src := `
+flow(inputs = {"v": "1.4"}, on_exit = "bye")
+deploy = step("deploy", approve = "Deploy {{ inputs.v }}?")
+other = step("other", fn = lambda r: 1)
+after = step("after", fn = lambda r: r.deploy.approved)
+bye = step("bye", fn = lambda r: 0)
+edge(START, deploy)
+edge(START, other)
+edge(deploy, after)
+edge(after, END)
+edge(other, END)
+`
+	res := run(t, src, nil, vm.Options{})
+	if res.Status != vm.Waiting || res.Error != nil {
+		t.Fatalf("status %s %+v", res.Status, res.Error)
+	}
+	if got := stepStatus(res); got["deploy"] != vm.StepWaiting || got["other"] != vm.StepSucceeded || got["after"] != vm.StepNotRun {
+		t.Errorf("steps = %v", got)
+	}
+	if len(res.Pending) != 1 || res.Pending[0].Step != "deploy" || res.Pending[0].Message != "Deploy 1.4?" {
+		t.Errorf("pending = %+v", res.Pending)
+	}
+	if res.OnExit != nil && res.OnExit.Status != vm.StepNotRun {
+		t.Errorf("exit handler ran: %+v", res.OnExit)
+	}
+	b, err := res.MarshalJSON()
+	var obj map[string]any
+	if err != nil || json.Unmarshal(b, &obj) != nil {
+		t.Fatalf("json %s: %v", b, err)
+	}
+	if diff := cmp.Diff([]any{map[string]any{"step": "deploy", "scope": []any{}, "visit": 1.0, "message": "Deploy 1.4?"}}, obj["approvals"]); diff != "" {
+		t.Errorf("approvals (-want +got):\n%s", diff)
+	}
+
+	approve := producerFunc(func(ctx context.Context, q *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+		done(&vm.EffectCompletion{OK: true, Output: stdlib.NewMap([]string{"approved"}, []starlark.Value{starlark.True})})
+	})
+	res = run(t, src, nil, vm.Options{Effects: approve})
+	if res.Status != vm.Succeeded || goValue(t, res.Output) != true {
+		t.Errorf("approved: %s %v %+v", res.Status, res.Output, res.Error)
 	}
 }

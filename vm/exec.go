@@ -45,6 +45,7 @@ type run struct {
 	work     []arrival
 	over     bool
 	exiting  bool           // the exit handler is running: the run itself has ended
+	parked   []*Pending     // effects waiting for a decision from outside the run
 	exitErr  *graphir.Error // what stopped the exit handler
 	reached  bool           // END has received a live token
 	stopped  []string       // top-level steps where live branches ended, latest last
@@ -172,7 +173,8 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 
 	res := r.res
 	res.Duration = r.now().Sub(res.Started)
-	if g.OnExit != graphir.None {
+	res.Pending = r.parked
+	if g.OnExit != graphir.None && res.Status != Waiting {
 		stopThread()
 		stopThread = r.exitHandler(g.Nodes[g.OnExit])
 	}
@@ -304,7 +306,7 @@ func (r *run) dispatch() {
 			continue
 		}
 		// A timer does no work, so it takes no slot of the budget.
-		if isAsync(t.n) && t.n.Kind != graphir.KindWait && r.running >= r.opts.Parallel {
+		if isAsync(t.n) && t.n.Kind != graphir.KindWait && t.n.Kind != graphir.KindApproval && r.running >= r.opts.Parallel {
 			return
 		}
 		r.queue.pop()
@@ -318,7 +320,7 @@ func (r *run) dispatch() {
 
 func isAsync(n *graphir.Node) bool {
 	switch n.Kind {
-	case graphir.KindTask, graphir.KindShell, graphir.KindSubflow, graphir.KindWait, graphir.KindLLM:
+	case graphir.KindTask, graphir.KindShell, graphir.KindSubflow, graphir.KindWait, graphir.KindLLM, graphir.KindApproval:
 		return true
 	case graphir.KindRouter:
 		return n.Prompt != nil
@@ -367,6 +369,17 @@ func (r *run) completed(c *completion) {
 	}
 	if o.stop != nil {
 		r.stop(o.stop)
+		return
+	}
+	if c.c.Park {
+		rec := r.recs[c.n.ID]
+		rec.Status = StepWaiting
+		if ch := c.c.Child; ch != nil {
+			rec.Child = ch
+			r.parked = append(r.parked, ch.Pending...)
+		} else {
+			r.parked = append(r.parked, &Pending{Step: c.n.Name, Flow: c.req.Flow, Scope: c.req.Scope, Visit: c.req.Visit, Message: c.req.Message})
+		}
 		return
 	}
 	if o.cancelled {

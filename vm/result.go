@@ -176,6 +176,24 @@ func (e *resultEncoder) result(r *Result, level int) error {
 		e.key(l, "error")
 		e.runError(r.Error, l)
 	}
+	if len(r.Pending) > 0 {
+		e.key(l, "approvals")
+		e.b = append(e.b, '[')
+		for i, p := range r.Pending {
+			if i > 0 {
+				e.b = append(e.b, ',')
+			}
+			e.newline(l + 1)
+			e.open()
+			e.str(l+2, "step", p.Step)
+			e.strings(l+2, "scope", append(append([]string{}, p.Flow...), p.Scope...))
+			e.int(l+2, "visit", p.Visit)
+			e.str(l+2, "message", p.Message)
+			e.close(l + 1)
+		}
+		e.newline(l)
+		e.b = append(e.b, ']')
+	}
 	e.key(l, "output")
 	var err error
 	if e.b, err = stdlib.AppendJSON(e.b, r.Output, e.indent, l); err != nil {

@@ -184,6 +184,9 @@ const (
 	Succeeded Status = "succeeded"
 	Failed    Status = "failed"
 	Cancelled Status = "cancelled"
+	// Waiting: parked on approvals (see [EffectCompletion.Park]); the run
+	// has not ended and can be resumed.
+	Waiting Status = "waiting"
 )
 
 // StepStatus is the state of one step in a result.
@@ -196,6 +199,7 @@ const (
 	StepSkipped   StepStatus = "skipped"
 	StepCancelled StepStatus = "cancelled"
 	StepRunning   StepStatus = "running"
+	StepWaiting   StepStatus = "waiting"
 )
 
 // Result is the record of one run (SPEC §7).
@@ -217,6 +221,8 @@ type Result struct {
 	// and PathTotal counts them all.
 	Path      []string
 	PathTotal int
+	// Pending lists the approvals a waiting run waits for.
+	Pending []*Pending
 	// Steps holds one record per step, in declaration order, except the
 	// exit handler's.
 	Steps []*StepRecord
@@ -445,4 +451,13 @@ func NewRunID(t time.Time) string {
 	var b [4]byte
 	rand.Read(b[:])
 	return t.UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// Pending is an effect a waiting run waits for: an approval.
+type Pending struct {
+	Step    string
+	Flow    []string // child-flow chain, as in [EffectRequest]
+	Scope   []string
+	Visit   int
+	Message string
 }

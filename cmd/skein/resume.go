@@ -144,6 +144,8 @@ func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opt
 		fmt.Fprintf(io.err, "skein resume: %v\n", err)
 		return exitFail
 	}
+	prompt := newPrompter(io, opts.noPrompt)
+	rec.Inner = &approver{inner: vm.Local{}, rec: rec, st: st, runID: rec.ID(), prompt: prompt}
 	replay.Inner = rec
 	if resumedFrom != "" {
 		replay.CopyTo = rec
@@ -161,7 +163,7 @@ func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opt
 	if !opts.reload {
 		vopts.LoadFlow = recordedLoader(src, rec)
 	}
-	return execute(ctx, io, g, inputs, vopts, rec, nil, resumedFrom, opts.json, opts.events)
+	return execute(ctx, io, g, inputs, vopts, rec, runHooks{prompt: prompt}, resumedFrom, opts.json, opts.events)
 }
 
 // recordedInputs binds the inputs recorded with run r to g.

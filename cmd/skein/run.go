@@ -39,6 +39,7 @@ type runOptions struct {
 	fs       *pflag.FlagSet // to tell a flag given as 0 from one not given
 	store    string
 	noStore  bool
+	noPrompt bool
 	dryRun   bool
 	mocks    []string
 
@@ -93,6 +94,7 @@ Exit status: 0 succeeded, 1 failed or cancelled, 2 usage, load or check errors.`
 			fs.StringVar(&o.root, "root", "", "flow root that load() and child flows may not leave (default: the flow's directory)")
 			fs.StringVar(&o.store, "store", "", "record the run in this store (default: $SKEIN_STORE, else .skein/runs.db at or above the flow root)")
 			fs.BoolVar(&o.noStore, "no-store", false, "do not record the run")
+			fs.BoolVar(&o.noPrompt, "no-prompt", false, "never ask for approvals on the terminal: park the run instead (exit 3)")
 			fs.BoolVar(&o.dryRun, "dry-run", false, "execute no effect: tasks, shells, child flows, model calls, approvals and waits succeed with empty output and print what they would do (not recorded)")
 			fs.StringArrayVar(&o.mocks, "mock", nil, "with --dry-run, STEP=ok or STEP=fail: the outcome of that step's effects (repeatable)")
 			fs.StringVar(&o.cassette, "cassette", "", "record model exchanges into this file, and answer from it when it has them")
@@ -242,13 +244,20 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		vopts.RunID, vopts.Effects = rec.ID(), rec
 		vopts.LoadFlow = recordingLoader(rec)
 	}
-	return execute(ctx, io, g, inputs, vopts, rec, dry, "", opts.json, opts.events)
+	prompt := newPrompter(io, opts.noPrompt)
+	if rec != nil {
+		rec.Inner = &approver{inner: vm.Local{}, rec: rec, st: rec.Store(), runID: rec.ID(), prompt: prompt}
+	} else if dry == nil {
+		vopts.Effects = &approver{inner: vm.Local{}, prompt: prompt}
+	}
+	return execute(ctx, io, g, inputs, vopts, rec, runHooks{dry: dry, prompt: prompt}, "", opts.json, opts.events)
 }
 
 // execute runs g, showing progress, events or the result as asked, and
 // records how it ended when rec is not nil. dry is the producer of a dry
 // run, if it is one; resumedFrom names the run a resumed one continues.
-func execute(ctx context.Context, io stdio, g *graphir.Graph, inputs *stdlib.Map, vopts vm.Options, rec *store.Recorder, dry *dryRun, resumedFrom string, asJSON, events bool) int {
+func execute(ctx context.Context, io stdio, g *graphir.Graph, inputs *stdlib.Map, vopts vm.Options, rec *store.Recorder, hooks runHooks, resumedFrom string, asJSON, events bool) int {
+	dry := hooks.dry
 	var prog *progress
 	switch {
 	case events:
@@ -259,6 +268,9 @@ func execute(ctx context.Context, io stdio, g *graphir.Graph, inputs *stdlib.Map
 		prog = newProgress(io.out, isTerminal(io.out))
 		vopts.OnEvent = prog.event
 		prog.start()
+		if hooks.prompt != nil {
+			hooks.prompt.note = prog.note
+		}
 		if dry != nil {
 			dry.show = prog.note
 			prog.note("dry run: no effect is executed")
@@ -281,10 +293,37 @@ func execute(ctx context.Context, io stdio, g *graphir.Graph, inputs *stdlib.Map
 			return exitFail
 		}
 	}
+	if res.Status == vm.Waiting && rec != nil {
+		fmt.Fprintf(io.err, "run %s is waiting for a decision; decide with:\n", res.RunID)
+		for _, p := range res.Pending {
+			fmt.Fprintf(io.err, "  skein approve %s %s\n", res.RunID, p.Step)
+		}
+		return exitWaiting
+	}
 	if res.Status != vm.Succeeded {
 		return exitFail
 	}
 	return exitOK
+}
+
+// runHooks are what execute wires to the progress display: a dry run's
+// notes and the approval prompt.
+type runHooks struct {
+	dry    *dryRun
+	prompt *prompter
+}
+
+// newPrompter returns the approval prompt when stdin and stdout are a
+// terminal and prompting is not turned off, else nil.
+func newPrompter(io stdio, off bool) *prompter {
+	if off || !isTerminal(io.out) {
+		return nil
+	}
+	in, ok := io.in.(*os.File)
+	if !ok || !isTerminal(in) {
+		return nil
+	}
+	return &prompter{in: bufio.NewReader(in), out: io.out}
 }
 
 // loadChild loads and checks a child flow that a templated flow= path names

@@ -231,6 +231,8 @@ func (rec *Recorder) commit(id int64, req *vm.EffectRequest, c *vm.EffectComplet
 		status = "succeeded"
 	case c.Cancelled:
 		status = "cancelled"
+	case c.Park:
+		status = Waiting
 	}
 	code, msg := c.Code, c.Error
 	if c.Stop != nil {
@@ -276,8 +278,12 @@ func (rec *Recorder) Finish(res *vm.Result) error {
 	if res.Error != nil {
 		code, step, msg = res.Error.Code, res.Error.Step, res.Error.Msg
 	}
+	var ended any = nanos(res.Started.Add(res.Duration))
+	if res.Status == vm.Waiting {
+		ended = nil // not over: it waits for a decision
+	}
 	if _, err := rec.s.db.Exec(`UPDATE runs SET status = ?, error_code = ?, error_step = ?, error_msg = ?, ended = ?, result = ?, owner_pid = NULL WHERE n = ?`,
-		string(res.Status), code, step, msg, nanos(res.Started.Add(res.Duration)), string(b), rec.n); err != nil {
+		string(res.Status), code, step, msg, ended, string(b), rec.n); err != nil {
 		return rec.s.fail(err)
 	}
 	rec.s.Checkpoint()

@@ -1,0 +1,313 @@
+package main
+
+// This file is approvals on the command line: the producer that answers
+// approve= steps (a recorded decision, the inline prompt, or parking the
+// run), and skein approve.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/store"
+)
+
+// exitWaiting is skein run's status for a run parked on an approval.
+const exitWaiting = 3
+
+// approver answers approval steps and hands every other effect to inner.
+type approver struct {
+	inner vm.EffectProducer
+	rec   *store.Recorder // nil without a store
+	st    *store.Store
+	runID string
+
+	// The inline prompt, when asking on a terminal.
+	prompt *prompter
+}
+
+// prompter asks on a terminal, one question at a time.
+type prompter struct {
+	mu   sync.Mutex
+	in   *bufio.Reader
+	out  io.Writer
+	note func(string) // prints above the live progress, if any
+}
+
+func (a *approver) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	if req.Kind != graphir.KindApproval {
+		a.inner.Start(ctx, req, done)
+		return
+	}
+	go func() { done(a.decide(ctx, req)) }()
+}
+
+func (a *approver) decide(ctx context.Context, req *vm.EffectRequest) *vm.EffectCompletion {
+	if a.rec == nil {
+		if a.prompt == nil {
+			return &vm.EffectCompletion{Code: "step_failed",
+				Error: fmt.Sprintf("approval %q needs a decision: run on a terminal, or with the run store (without --no-store) to park the run", req.Step)}
+		}
+		approved, reason := a.prompt.ask(ctx, req, time.Time{})
+		return decision(req, approved, currentUser(), reason, time.Now())
+	}
+	ap, err := a.rec.Ask(req)
+	if err != nil {
+		return &vm.EffectCompletion{Stop: &graphir.Error{Code: "store_error", Msg: err.Error()}}
+	}
+	var deadline time.Time
+	if req.Timeout > 0 {
+		deadline = ap.Requested.Add(req.Timeout)
+	}
+	if !ap.Decided.IsZero() && (deadline.IsZero() || ap.Decided.Before(deadline)) {
+		return decision(req, ap.Approved, ap.By, ap.Reason, ap.Decided)
+	}
+	if !deadline.IsZero() && !time.Now().Before(deadline) {
+		return timedOut(req)
+	}
+	if a.prompt == nil {
+		return &vm.EffectCompletion{Park: true}
+	}
+	approved, reason := a.prompt.ask(ctx, req, deadline)
+	if ctx.Err() != nil {
+		return &vm.EffectCompletion{Cancelled: true, Error: "cancelled"}
+	}
+	if !deadline.IsZero() && !time.Now().Before(deadline) {
+		return timedOut(req)
+	}
+	by := currentUser()
+	if err := a.st.Decide(a.runID, ap, approved, by, reason); err != nil {
+		if !errors.Is(err, store.ErrDecided) {
+			return &vm.EffectCompletion{Stop: &graphir.Error{Code: "store_error", Msg: err.Error()}}
+		}
+		// Decided meanwhile by skein approve: that decision stands.
+		if ap, err = a.rec.Ask(req); err == nil {
+			return decision(req, ap.Approved, ap.By, ap.Reason, ap.Decided)
+		}
+	}
+	return decision(req, approved, by, reason, time.Now())
+}
+
+func timedOut(req *vm.EffectRequest) *vm.EffectCompletion {
+	return &vm.EffectCompletion{Code: "timeout", Error: fmt.Sprintf("no decision within %s", req.Timeout)}
+}
+
+// decision is the completion of an approval decided by by at at.
+func decision(req *vm.EffectRequest, approved bool, by, reason string, at time.Time) *vm.EffectCompletion {
+	if !approved {
+		msg := "rejected by " + by
+		if reason != "" {
+			msg += ": " + reason
+		}
+		return &vm.EffectCompletion{Code: "rejected", Error: msg}
+	}
+	return &vm.EffectCompletion{OK: true, Output: stdlib.NewMap([]string{"approved", "by", "reason", "at"},
+		[]starlark.Value{starlark.True, starlark.String(by), starlark.String(reason), starlark.String(at.UTC().Format(time.RFC3339))})}
+}
+
+// ask puts the approval's question on the terminal and reads y or n
+// (anything else is no), until ctx ends or the deadline passes.
+func (p *prompter) ask(ctx context.Context, req *vm.EffectRequest, deadline time.Time) (bool, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := fmt.Sprintf("approve %q: %s [y/N] ", req.Step, req.Message)
+	if p.note != nil {
+		p.note(strings.TrimSpace(q))
+	} else {
+		fmt.Fprint(p.out, q)
+	}
+	line := make(chan string, 1)
+	go func() {
+		s, _ := p.in.ReadString('\n')
+		line <- strings.TrimSpace(s)
+	}()
+	var expire <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		expire = t.C
+	}
+	select {
+	case s := <-line:
+		switch strings.ToLower(s) {
+		case "y", "yes":
+			return true, ""
+		}
+		return false, "answered " + fmt.Sprintf("%q", s) + " at the prompt"
+	case <-ctx.Done():
+	case <-expire:
+	}
+	return false, ""
+}
+
+func currentUser() string {
+	for _, k := range []string{"SKEIN_USER", "USER", "LOGNAME"} {
+		if u := os.Getenv(k); u != "" {
+			return u
+		}
+	}
+	return "unknown"
+}
+
+type approveOptions struct {
+	store    string
+	reject   bool
+	reason   string
+	by       string
+	resume   bool
+	noPrompt bool
+}
+
+func init() {
+	register(&command{
+		name:    "approve",
+		args:    "RUN [STEP] [--reject] [--reason R] [--by NAME] [--resume]",
+		summary: "decide an approval a run waits for",
+		long: `Records the decision for an approval step of a waiting run: approved, or with
+--reject rejected (the step fails with code rejected, which on = "failure"
+can route). STEP may be left out when the run waits for one approval only. A
+decision is recorded once: a second one is refused, saying what was decided,
+by whom and when. --by defaults to $USER. --resume then continues the run in
+the foreground, as skein resume does.
+
+Exit status: 0; 1 when the run or approval is not found or already decided;
+with --resume, as skein resume.`,
+		flags: func(fs *pflag.FlagSet) any {
+			o := &approveOptions{}
+			fs.BoolVar(&o.reject, "reject", false, "reject instead of approving")
+			fs.StringVar(&o.reason, "reason", "", "why, recorded with the decision")
+			fs.StringVar(&o.by, "by", "", "who decides (default $USER)")
+			fs.BoolVar(&o.resume, "resume", false, "continue the run once the decision is recorded")
+			fs.BoolVar(&o.noPrompt, "no-prompt", false, "with --resume: park on further approvals instead of asking on the terminal")
+			storeFlag(fs, &o.store)
+			return o
+		},
+		run: runApprove,
+	})
+}
+
+func runApprove(ctx context.Context, io stdio, o any, args []string) int {
+	opts := o.(*approveOptions)
+	if len(args) < 1 || len(args) > 2 {
+		fmt.Fprintln(io.err, "skein approve: want a run and optionally a step\nusage: skein approve RUN [STEP] [--reject] [--reason R] [--by NAME] [--resume]")
+		return exitUsage
+	}
+	st, r, ok := getRun(io, "approve", opts.store, args[0])
+	if !ok {
+		return exitFail
+	}
+	defer st.Close()
+	all, err := st.Approvals(r.ID)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein approve: %v\n", err)
+		return exitFail
+	}
+	var pending, named []*store.Approval
+	for _, a := range all {
+		if len(args) == 2 && a.Step != args[1] {
+			continue
+		}
+		named = append(named, a)
+		if a.Decided.IsZero() {
+			pending = append(pending, a)
+		}
+	}
+	var target *store.Approval
+	switch {
+	case len(pending) == 1:
+		target = pending[0]
+	case len(pending) > 1:
+		var steps []string
+		for _, a := range pending {
+			steps = append(steps, a.Step)
+		}
+		fmt.Fprintf(io.err, "skein approve: run %s waits for %d approvals (%s): name the step\n", r.ID, len(pending), strings.Join(steps, ", "))
+		return exitFail
+	case len(named) > 0:
+		// Only decided ones: let Decide say what was decided.
+		target = named[len(named)-1]
+	default:
+		var steps []string
+		for _, a := range all {
+			steps = append(steps, a.Step)
+		}
+		msg := fmt.Sprintf("skein approve: run %s waits for no approval", r.ID)
+		if len(args) == 2 {
+			msg = fmt.Sprintf("skein approve: run %s has no approval step %q", r.ID, args[1])
+			if n := graphir.Nearest(args[1], steps); n != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", n)
+			}
+		}
+		fmt.Fprintln(io.err, msg)
+		return exitFail
+	}
+	by := opts.by
+	if by == "" {
+		by = currentUser()
+	}
+	if r.Status == store.Waiting || r.Status == store.Interrupted {
+		if err := checkDeadline(st, r, target); err != nil {
+			fmt.Fprintf(io.err, "skein approve: %v\n", err)
+			return exitFail
+		}
+	}
+	if err := st.Decide(r.ID, target, !opts.reject, by, opts.reason); err != nil {
+		fmt.Fprintf(io.err, "skein approve: %v\n", err)
+		return exitFail
+	}
+	what := "approved"
+	if opts.reject {
+		what = "rejected"
+	}
+	fmt.Fprintf(io.err, "%s %q of run %s\n", what, target.Step, r.ID)
+	if !opts.resume {
+		if r.Status == store.Waiting {
+			fmt.Fprintf(io.err, "continue it with: skein resume %s\n", r.ID)
+		}
+		return exitOK
+	}
+	r, err = st.Get(r.ID)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein approve: %v\n", err)
+		return exitFail
+	}
+	return resumeRun(ctx, io, st, r, &resumeOptions{noPrompt: opts.noPrompt})
+}
+
+// checkDeadline refuses a decision that comes after the approval's
+// timeout, which counts from when it was first asked.
+func checkDeadline(st *store.Store, r *store.Run, a *store.Approval) error {
+	sources, err := st.Sources(r.ID)
+	if err != nil || len(sources) == 0 {
+		return nil
+	}
+	src := &sourceRecorder{from: map[string][]byte{}}
+	for _, s := range sources {
+		src.from[s.Path] = s.Text
+	}
+	g, _ := loadAndCheckFrom(r.File, r.Root, src.readFile)
+	if g == nil {
+		return nil
+	}
+	n := g.Node(a.Step)
+	if n == nil || n.Timeout <= 0 || !a.Decided.IsZero() {
+		return nil
+	}
+	if deadline := a.Requested.Add(n.Timeout); time.Now().After(deadline) {
+		return fmt.Errorf("approval %q of run %s timed out at %s (its timeout of %s counts from when it was asked); skein resume %s routes the timeout",
+			a.Step, r.ID, deadline.Local().Format("2006-01-02 15:04:05"), n.Timeout, r.ID)
+	}
+	return nil
+}

@@ -224,6 +224,11 @@ type Effect struct {
 	Stderr    string
 	Truncated bool
 	OnExit    bool // an effect of the flow's exit handler
+	// Model calls.
+	Model            string
+	Answer           string
+	PromptTokens     int
+	CompletionTokens int
 	Started   time.Time
 	Ended     time.Time
 }
@@ -233,7 +238,8 @@ type Effect struct {
 func (s *Store) Effects(id string, afterID int64) ([]*Effect, error) {
 	rows, err := s.db.Query(`SELECT e.id, e.path, e.step, e.kind, e.visit, e.attempt, e.status, COALESCE(e.done, 0), COALESCE(e.code, ''),
 		COALESCE(e.error, ''), e.output, COALESCE(e.exit_code, 0), COALESCE(e.stdout, ''), COALESCE(e.stderr, ''), COALESCE(e.truncated, 0),
-		e.on_exit, e.started, COALESCE(e.ended, 0)
+		e.on_exit, e.started, COALESCE(e.ended, 0), COALESCE(e.model, ''), COALESCE(e.answer, ''),
+		COALESCE(e.prompt_tokens, 0), COALESCE(e.completion_tokens, 0)
 		FROM effects e JOIN runs r ON r.n = e.run WHERE r.id = ? AND e.id > ? ORDER BY e.id`, id, afterID)
 	if err != nil {
 		return nil, s.fail(err)
@@ -245,7 +251,8 @@ func (s *Store) Effects(id string, afterID int64) ([]*Effect, error) {
 		var output sql.NullString
 		var started, ended int64
 		if err := rows.Scan(&e.ID, &e.Path, &e.Step, &e.Kind, &e.Visit, &e.Attempt, &e.Status, &e.Done, &e.Code, &e.Error,
-			&output, &e.ExitCode, &e.Stdout, &e.Stderr, &e.Truncated, &e.OnExit, &started, &ended); err != nil {
+			&output, &e.ExitCode, &e.Stdout, &e.Stderr, &e.Truncated, &e.OnExit, &started, &ended,
+			&e.Model, &e.Answer, &e.PromptTokens, &e.CompletionTokens); err != nil {
 			return nil, s.fail(err)
 		}
 		if output.Valid {

@@ -253,7 +253,11 @@ func (rec *Recorder) commit(id int64, req *vm.EffectRequest, c *vm.EffectComplet
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	_, err := rec.s.endEffect.Exec(status, rec.done+1, code, msg, output, exit, stdout, stderr, c.Truncated, nanos(time.Now()), id)
+	var mdl, answer, ptok, ctok any
+	if c.Model != "" || c.Answer != "" || c.Usage.Total() > 0 {
+		mdl, answer, ptok, ctok = c.Model, c.Answer, c.Usage.PromptTokens, c.Usage.CompletionTokens
+	}
+	_, err := rec.s.endEffect.Exec(status, rec.done+1, code, msg, output, exit, stdout, stderr, c.Truncated, nanos(time.Now()), mdl, answer, ptok, ctok, id)
 	if err == nil {
 		rec.done++
 	}

@@ -64,7 +64,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("run store %s: %v", path, storeErr(err))
 	}
 	if s.insEffect, err = db.Prepare(`INSERT INTO effects (run, path, step, kind, visit, attempt, on_exit, status, started) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)`); err == nil {
-		s.endEffect, err = db.Prepare(`UPDATE effects SET status = ?, done = ?, code = ?, error = ?, output = ?, exit_code = ?, stdout = ?, stderr = ?, truncated = ?, ended = ? WHERE id = ?`)
+		s.endEffect, err = db.Prepare(`UPDATE effects SET status = ?, done = ?, code = ?, error = ?, output = ?, exit_code = ?, stdout = ?, stderr = ?, truncated = ?, ended = ?, model = ?, answer = ?, prompt_tokens = ?, completion_tokens = ? WHERE id = ?`)
 	}
 	if err != nil {
 		db.Close()
@@ -164,6 +164,11 @@ var migrations = []string{
 	) WITHOUT ROWID;`,
 	// Effects of exit handlers, which a resume runs again.
 	`ALTER TABLE effects ADD COLUMN on_exit INTEGER NOT NULL DEFAULT 0;`,
+	// Model calls: the model, its raw answer and the tokens spent.
+	`ALTER TABLE effects ADD COLUMN model TEXT;
+	ALTER TABLE effects ADD COLUMN answer TEXT;
+	ALTER TABLE effects ADD COLUMN prompt_tokens INTEGER;
+	ALTER TABLE effects ADD COLUMN completion_tokens INTEGER;`,
 }
 
 // migrate brings the schema up to date inside one immediate transaction:

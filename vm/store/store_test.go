@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/model"
 	"github.com/skeinlang/skein/vm/store"
 )
 
@@ -297,5 +299,60 @@ func TestGC(t *testing.T) {
 	}
 	if n, _ := s.GC(0, time.Hour); n != 0 {
 		t.Errorf("older-than an hour deleted %d", n)
+	}
+}
+
+type producerFunc func(ctx context.Context, q *vm.EffectRequest, done func(*vm.EffectCompletion))
+
+func (f producerFunc) Start(ctx context.Context, q *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	f(ctx, q, done)
+}
+
+// A model call's completion is journaled whole (output, model, answer,
+// tokens) and replayed whole; the record's attempts carry over to the
+// first re-execution.
+func TestReplayModelCall(t *testing.T) {
+	s := open(t)
+	g := loadFlow(t, `step("a")`)
+	id := vm.NewRunID(time.Now())
+	rec, err := s.Begin(&store.NewRun{ID: id, Flow: g.Name, File: g.File, Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &vm.EffectCompletion{OK: true, Output: starlark.String("yes"), Model: "m1", Answer: "yes", Usage: model.Usage{PromptTokens: 7, CompletionTokens: 2}}
+	rec.Inner = producerFunc(func(_ context.Context, q *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+		if q.Step == "ask" {
+			done(want)
+		} else {
+			done(&vm.EffectCompletion{Code: "step_failed", Error: "boom", ExitCode: 1})
+		}
+	})
+	ask := &vm.EffectRequest{RunID: id, Step: "ask", Kind: graphir.KindLLM, Visit: 1, Attempt: 1, Scope: []string{"l#2"}}
+	task := &vm.EffectRequest{RunID: id, Step: "t", Kind: graphir.KindTask, Visit: 1, Attempt: 1}
+	for _, q := range []*vm.EffectRequest{ask, task} {
+		ch := make(chan *vm.EffectCompletion, 1)
+		rec.Start(context.Background(), q, func(c *vm.EffectCompletion) { ch <- c })
+		<-ch
+	}
+	p, err := s.Replay(id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inner []*vm.EffectRequest
+	p.Inner = producerFunc(func(_ context.Context, q *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+		inner = append(inner, q)
+		done(&vm.EffectCompletion{OK: true})
+	})
+	var got *vm.EffectCompletion
+	p.Start(context.Background(), ask, func(c *vm.EffectCompletion) { got = c })
+	if got == nil || !got.OK || got.Output != starlark.String("yes") || got.Model != "m1" || got.Answer != "yes" || got.Usage != want.Usage {
+		t.Errorf("replayed %+v", got)
+	}
+	p.Start(context.Background(), task, func(c *vm.EffectCompletion) { got = c })
+	if len(inner) != 1 || inner[0].Attempt != 2 || inner[0].Step != "t" {
+		t.Errorf("the failed task went to Inner as %+v", inner)
+	}
+	if p.Replayed() != 1 {
+		t.Errorf("replayed %d", p.Replayed())
 	}
 }

@@ -229,8 +229,8 @@ type Effect struct {
 	Answer           string
 	PromptTokens     int
 	CompletionTokens int
-	Started   time.Time
-	Ended     time.Time
+	Started          time.Time
+	Ended            time.Time
 }
 
 // Effects returns the journal of the run with id, in the order the

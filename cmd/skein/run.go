@@ -63,7 +63,9 @@ JSON object in --inputs-file whose values must already have the types;
 
 On a terminal the run shows live progress and a summary; when stdout is not a
 terminal it prints plain lines. --json prints only the result object at the
-end; --events prints one JSON object per event per line as the run goes.
+end (for a flow that does not load or check, or inputs that do not fit, an
+object with "status": "invalid" and the diagnostics of check --json);
+--events prints one JSON object per event per line as the run goes.
 Ctrl-C cancels the run: running tasks are signalled and waited for. The
 flow's exit handler (flow(on_exit=...)) then runs with 30s of grace; a
 second Ctrl-C stops it.

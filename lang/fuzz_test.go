@@ -24,6 +24,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("for i in range(10):\n  step('s%d' % i)\n"))
 	f.Add([]byte("x = step('x', run=['echo', '{{ x.stdout'])\nedge(x, END, when='x.')\n"))
 	f.Add([]byte("loop('l', body=[step('b')], until='nope', max_iterations=2)\n"))
+	f.Add([]byte("def f(r):\n  return r.a.stdout + helper(r) + r.nope['k']\nflow(inputs={'n': input(3, type='int', choices=[1, 3]), 'm': input('x', type='int')})\na = step('a', run=['x'])\nb = step('b', fn=f)\nm = map('m', over='[1]', body=[step('c', fn=lambda r: r.item)])\nl = loop('l', body=[step('d')], until=lambda it: it.d or it.result['d'] or it.result.e, max_iterations=2)\nedge(b, l, when=lambda r: r.c)\nchain(START, a, tset)\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		timer := time.AfterFunc(3*time.Second, func() { panic(fmt.Sprintf("load hangs on %q", src)) })
 		defer timer.Stop()

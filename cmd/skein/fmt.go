@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -26,8 +27,9 @@ func init() {
 		summary: "format flow files the way buildifier formats Starlark",
 		long: `Formats .star files the way buildifier formats Starlark, keeping comments,
 and never changing what a flow means. A directory stands for the .star files
-under it (hidden directories are skipped). Without a flag the formatted text
-is printed; -w rewrites the files that change; --check lists them instead.
+under it (hidden directories are skipped), and - for standard input (for
+editors' format commands). Without a flag the formatted text is printed; -w
+rewrites the files that change; --check lists them instead.
 
 A file that does not parse is reported as file:line:col and left untouched.
 
@@ -60,7 +62,18 @@ func runFmt(_ context.Context, io stdio, o any, args []string) int {
 	}
 	status := exitOK
 	for _, file := range files {
-		src, err := os.ReadFile(file)
+		var src []byte
+		var err error
+		if file == "-" {
+			if opts.write {
+				fmt.Fprintln(io.err, "skein fmt: -w cannot rewrite standard input")
+				return exitUsage
+			}
+			src, err = readAll(io.in)
+			file = "<stdin>"
+		} else {
+			src, err = os.ReadFile(file)
+		}
 		if err != nil {
 			fmt.Fprintf(io.err, "skein fmt: %v\n", err)
 			status = exitUsage
@@ -94,11 +107,16 @@ func runFmt(_ context.Context, io stdio, o any, args []string) int {
 	return status
 }
 
-// starFiles expands the paths given: a file stands for itself, a directory
-// for the .star files under it, outside hidden directories, sorted.
+// starFiles expands the paths given: a file (or - for standard input)
+// stands for itself, a directory for the .star files under it, outside
+// hidden directories, sorted.
 func starFiles(paths []string) ([]string, error) {
 	var files []string
 	for _, p := range paths {
+		if p == "-" {
+			files = append(files, p)
+			continue
+		}
 		info, err := os.Stat(p)
 		if err != nil {
 			return nil, fmt.Errorf("cannot read %s: %v", p, unwrapPath(err))
@@ -128,6 +146,10 @@ func starFiles(paths []string) ([]string, error) {
 	}
 	return files, nil
 }
+
+// readAll is io.ReadAll, for the functions whose stdio parameter hides the
+// package.
+func readAll(r io.Reader) ([]byte, error) { return io.ReadAll(r) }
 
 func unwrapPath(err error) error {
 	if pe, ok := err.(*fs.PathError); ok {

@@ -86,3 +86,25 @@ func TestREPLTerminalLoadCompletion(t *testing.T) {
 	term.expect(">>> ")
 	term.exit()
 }
+
+// skein logs on a terminal shows a task's output with its control
+// sequences made visible (piped, it passes the bytes on as they were).
+func TestLogsTerminalEscapes(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	saveInPlace(t, filepath.Join(dir, "esc.star"), `step("a", shell = "printf 'one\\033[2J\\033]0;pwned\\007two\\n'")`+"\n")
+	term := startTerminal(t, dir, state, "run", "esc.star")
+	if code := term.wait(); code != 0 {
+		t.Fatalf("run: exit status %d:\n%q", code, term.out.String())
+	}
+	term = startTerminal(t, dir, state, "logs", "last")
+	if code := term.wait(); code != 0 {
+		t.Fatalf("logs: exit status %d:\n%q", code, term.out.String())
+	}
+	out := term.out.String()
+	if strings.Contains(out, "\x1b[2J") || strings.Contains(out, "\x1b]0;") {
+		t.Errorf("logs wrote the raw sequences:\n%q", out)
+	}
+	if !strings.Contains(out, `one\x1b[2J\x1b]0;pwned\x07two`) {
+		t.Errorf("logs does not show the output:\n%q", out)
+	}
+}

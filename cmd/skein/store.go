@@ -385,7 +385,7 @@ func runShow(_ context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintf(io.out, "resumed from %s\n", r.ResumedFrom)
 	}
 	if r.ErrorCode != "" {
-		fmt.Fprintf(io.out, "error %s: %s\n", r.ErrorCode, r.ErrorMsg)
+		fmt.Fprintf(io.out, "error %s: %s\n", r.ErrorCode, visible(r.ErrorMsg, false))
 	}
 	if r.Result != nil {
 		var res struct {
@@ -543,6 +543,7 @@ func runLogs(ctx context.Context, io stdio, o any, args []string) int {
 	if len(args) == 2 {
 		step = args[1]
 	}
+	tty := isTerminal(io.out)
 	var last int64
 	printed := 0
 	var steps []string
@@ -571,14 +572,20 @@ func runLogs(ctx context.Context, io stdio, o any, args []string) int {
 			if e.Status == "failed" && e.Error != "" {
 				status += ": " + e.Error
 			}
-			fmt.Fprintf(io.out, "==> %s (visit %d, attempt %d) %s <==\n", where(e), e.Visit, e.Attempt, status)
-			io.out.Write([]byte(e.Stdout))
+			fmt.Fprintf(io.out, "==> %s (visit %d, attempt %d) %s <==\n", where(e), e.Visit, e.Attempt, visible(status, false))
+			show := func(s string) string { return s }
+			if tty {
+				// On a terminal what a task printed is shown, never
+				// interpreted; piped, it is passed on as it was.
+				show = func(s string) string { return visible(s, true) }
+			}
+			io.out.Write([]byte(show(e.Stdout)))
 			if e.Stdout != "" && !strings.HasSuffix(e.Stdout, "\n") {
 				fmt.Fprintln(io.out)
 			}
 			if e.Stderr != "" {
 				fmt.Fprintln(io.out, "--- stderr ---")
-				io.out.Write([]byte(e.Stderr))
+				io.out.Write([]byte(show(e.Stderr)))
 				if !strings.HasSuffix(e.Stderr, "\n") {
 					fmt.Fprintln(io.out)
 				}

@@ -462,16 +462,34 @@ func (r *run) follow(f *frame, n *graphir.Node, o *outcome) {
 }
 
 // branchEnded notes a top-level step where a live branch stopped without
-// reaching END, for the no_route error of a run that never does.
+// reaching END, for the no_route error of a run that never does: the
+// latest maxStopped distinct steps, and how many distinct ones in all.
 func (r *run) branchEnded(n *graphir.Node) {
+	if r.reached {
+		return // the run has succeeded already; nothing to explain
+	}
+	if r.stoppedSeen == nil {
+		r.stoppedSeen = make([]bool, len(r.g.Nodes))
+	}
+	if !r.stoppedSeen[n.ID] {
+		r.stoppedSeen[n.ID] = true
+		r.stoppedDistinct++
+	}
 	for i, name := range r.stopped {
 		if name == n.Name {
 			r.stopped = append(r.stopped[:i], r.stopped[i+1:]...)
 			break
 		}
 	}
+	if len(r.stopped) == maxStopped {
+		r.stopped = append(r.stopped[:0], r.stopped[1:]...)
+	}
 	r.stopped = append(r.stopped, n.Name)
 }
+
+// maxStopped is how many of the steps where branches ended a no_route
+// error names.
+const maxStopped = 5
 
 // arrival is a token on its way along an edge.
 type arrival struct {
@@ -654,13 +672,12 @@ func (r *run) complete() {
 		var step string
 		if k := len(r.stopped); k > 0 {
 			step = r.stopped[k-1]
-			names := r.stopped
 			more := ""
-			if len(names) > 5 {
-				names, more = names[len(names)-5:], fmt.Sprintf(" (and %d more)", len(names)-5)
+			if extra := r.stoppedDistinct - k; extra > 0 {
+				more = fmt.Sprintf(" (and %d more)", extra)
 			}
 			msg = fmt.Sprintf("the run ended without reaching END: the last live branches stopped at %s%s, where no out-edge fired",
-				quoteList(names), more)
+				quoteList(r.stopped), more)
 		}
 		r.stop(&graphir.Error{Code: "no_route", Step: step, Msg: msg})
 		return

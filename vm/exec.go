@@ -49,6 +49,9 @@ type run struct {
 	exitErr  *graphir.Error // what stopped the exit handler
 	reached  bool           // END has received a live token
 	stopped  []string       // top-level steps where live branches ended, latest last
+	// stoppedSeen marks, by node id, the steps in stopped now or before.
+	stoppedSeen     []bool
+	stoppedDistinct int
 
 	running int   // async work in flight, retry timers included
 	inbox   inbox // async work reports here

@@ -332,3 +332,18 @@ chain(START, m, after, END)
 `, nil, vm.Options{})
 	check(t, res, want{status: vm.Failed, code: "dependency_unmet", step: "after", msg: `reads "c"`})
 }
+
+// The no_route error names the latest five steps where branches ended and
+// counts the others.
+func TestNoRouteNamesAtMostFive(t *testing.T) {
+	res := run(t, `
+src = step("src")
+edge(START, src)
+for i in range(8):
+    s = step("s%d" % i)
+    edge(src, s)
+    edge(s, END, when = "False")
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Failed, code: "no_route", step: "s7",
+		msg: `stopped at "s3", "s4", "s5", "s6", "s7" (and 3 more)`})
+}

@@ -3,6 +3,7 @@ package graphir
 import (
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"time"
 )
 
@@ -49,8 +50,13 @@ type Builder struct {
 	edges    []*Edge
 	flow     *FlowDecl
 	models   []ModelDecl
-	userEdge int // edges added by edge()/chain(), not counting router routes
+	userEdge int          // edges added by edge()/chain(), not counting router routes
+	recorded atomic.Int64 // steps and edges recorded; read by the loader's memory watchdog
 }
+
+// Recorded returns how many steps and edges have been recorded. Unlike the
+// rest of the builder it may be called from any goroutine.
+func (b *Builder) Recorded() int64 { return b.recorded.Load() }
 
 // NewBuilder returns a builder for the flow in file, holding only the
 // sentinels.
@@ -103,6 +109,7 @@ func (b *Builder) AddStep(n *Node) NodeID {
 	n.Parent = None
 	n.Decl = len(b.nodes) - 3
 	b.nodes = append(b.nodes, n)
+	b.recorded.Add(1)
 	return n.ID
 }
 
@@ -112,6 +119,7 @@ func (b *Builder) AddEdge(e *Edge) {
 	e.Case = -1
 	b.edges = append(b.edges, e)
 	b.userEdge++
+	b.recorded.Add(1)
 }
 
 // Dropped reports whether [Builder.Drop] removed the node.
@@ -314,11 +322,17 @@ func (b *Builder) freeze(copyNodes bool) *Graph {
 	if id, ok := g.byName[g.OnExitName]; ok && g.OnExitName != "" {
 		g.OnExit = id
 	}
-	edges := make([]Edge, len(b.edges))
 	g.Edges = make([]*Edge, len(b.edges), len(b.edges)+len(b.nodes))
-	for i, e := range b.edges {
-		edges[i] = *e
-		g.Edges[i] = &edges[i]
+	if copyNodes {
+		edges := make([]Edge, len(b.edges))
+		for i, e := range b.edges {
+			edges[i] = *e
+			g.Edges[i] = &edges[i]
+		}
+	} else {
+		// A final freeze takes the edges over too: copying them would hold
+		// two sets at the peak of a huge load.
+		copy(g.Edges, b.edges)
 	}
 
 	g.addRouterEdges()

@@ -259,17 +259,17 @@ type Edge struct {
 	ID       EdgeID
 	From, To NodeID
 	On       On
-	When     *Expr // nil: always
-	Back     bool  // a back-edge (SPEC §5): its arrival always triggers
-	Implicit bool  // added by freeze (linear default, body chain, entry)
-	Pos      Pos
-	Stack    Stack
-
+	Back     bool // a back-edge (SPEC §5): its arrival always triggers
+	Implicit bool // added by freeze (linear default, body chain, entry)
 	// Router edges: which route, case (index) or default it stands for.
+	// (The flags sit together so an edge packs into 112 bytes.)
 	Router  bool
+	Default bool
+	When    *Expr // nil: always
+	Pos     Pos
+	Stack   Stack
 	Label   string
 	Case    int // -1 unless a case
-	Default bool
 }
 
 // Graph is a frozen flow. Nothing in it changes after [Builder.Freeze].

@@ -191,7 +191,7 @@ func (l *loader) exec(file string, src []byte) (starlark.StringDict, error) {
 	thread := l.newThread(file)
 	l.chain = append(l.chain, file)
 	l.active = append(l.active, thread)
-	stop := watchMemory(thread, l.s.opts.MaxMemory)
+	stop := watchMemory(thread, l.s.opts.MaxMemory, l.b)
 	globals, err := prog.Init(thread, builtins.Predeclared())
 	stop()
 	l.active = l.active[:len(l.active)-1]

@@ -665,3 +665,45 @@ for i in range(30):
 	_, err := memFS{"flow.star": src}.loadOpts(t, "flow.star", Options{MaxMemory: 64 << 20})
 	wantError(t, err, "load_error", "flow.star:4", "load-time memory limit of 64 MiB exceeded")
 }
+
+// TestLoadMemoryScalesWithGraph: the memory bound grows with the steps and
+// edges a flow records, so a big generated flow loads under a bound its
+// graph alone exceeds, while a value growing without bound beside a few
+// steps is still stopped.
+func TestLoadMemoryScalesWithGraph(t *testing.T) {
+	src := `prev = START
+for i in range(30000):
+    s = step("s%d" % i)
+    edge(prev, s)
+    prev = s
+edge(prev, END)
+`
+	g, err := memFS{"flow.star": src}.loadOpts(t, "flow.star", Options{MaxMemory: 4 << 20})
+	if err != nil {
+		t.Fatalf("a 30,000-step flow under a 4 MiB bound: %v", err)
+	}
+	if n := len(g.Steps()); n != 30000 {
+		t.Fatalf("%d steps, want 30000", n)
+	}
+	src = `for i in range(100):
+    step("s%d" % i)
+x = "ab" * 1000000
+for i in range(30):
+    x = x + x
+`
+	_, err = memFS{"flow.star": src}.loadOpts(t, "flow.star", Options{MaxMemory: 4 << 20})
+	wantError(t, err, "load_error", "flow.star:5", "load-time memory limit of 4 MiB exceeded")
+}
+
+// TestLoadMaxSteps: Options.MaxSteps sets the load-time step budget.
+func TestLoadMaxSteps(t *testing.T) {
+	src := `for i in range(2000):
+    step("s%d" % i)
+`
+	_, err := memFS{"flow.star": src}.loadOpts(t, "flow.star", Options{MaxSteps: 1000})
+	wantError(t, err, "load_error", "flow.star:2", "load-time step budget of 1000 steps exceeded")
+	fs := memFS{"flow.star": src}
+	if _, err := fs.loadOpts(t, "flow.star", Options{MaxSteps: 1_000_000}); err != nil {
+		t.Fatalf("with a budget of 1,000,000: %v", err)
+	}
+}

@@ -12,21 +12,31 @@ import (
 	"time"
 
 	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
 )
 
 // DefaultMaxMemory is the default bound on how much the heap may grow while
-// one file of a flow runs. Flow files describe graphs; they never need this
-// much.
+// one file of a flow runs, beyond what the graph it records takes. Flow
+// files describe graphs; they never need this much.
 const DefaultMaxMemory = 512 << 20
 
+// memoryPerRecord is how much heap growth each step or edge the flow records
+// adds to the bound: a generous measure of what one takes while loading
+// (the record, its share of the graph's indexes, garbage not yet
+// collected). A huge generated flow is not a runaway value; the step
+// budget still bounds how many records a load can make.
+const memoryPerRecord = 2 << 10
+
 // watchMemory cancels thread if the heap grows by more than limit bytes
-// before stop is called. The heap is the process's, so the bound is loose:
-// it is there to turn a runaway computation into an error, not to account.
-func watchMemory(thread *starlark.Thread, limit uint64) (stop func()) {
+// plus memoryPerRecord for each step and edge b records before stop is
+// called. The heap is the process's, so the bound is loose: it is there to
+// turn a runaway computation into an error, not to account.
+func watchMemory(thread *starlark.Thread, limit uint64, b *graphir.Builder) (stop func()) {
 	if limit == 0 {
 		limit = DefaultMaxMemory
 	}
-	base := heapBytes()
+	base, records := heapBytes(), b.Recorded()
 	done := make(chan struct{})
 	go func() {
 		tick := time.NewTicker(5 * time.Millisecond)
@@ -36,7 +46,8 @@ func watchMemory(thread *starlark.Thread, limit uint64) (stop func()) {
 			case <-done:
 				return
 			case <-tick.C:
-				if heapBytes() > base+limit {
+				allowed := base + limit + memoryPerRecord*uint64(max(0, b.Recorded()-records))
+				if heapBytes() > allowed {
 					thread.Cancel(fmt.Sprintf("load-time memory limit of %d MiB exceeded (is a value growing without bound?)", limit>>20))
 					return
 				}

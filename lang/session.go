@@ -216,7 +216,7 @@ func (s *Session) Exec(ctx context.Context, src string) (starlark.Value, error) 
 	thread := l.newThread(filepath.Join(filepath.Dir(s.file), ChunkFile))
 	l.active = append(l.active[:0], thread)
 	defer func() { l.active = l.active[:0] }()
-	defer watchMemory(thread, s.opts.MaxMemory)()
+	defer watchMemory(thread, s.opts.MaxMemory, l.b)()
 	done := make(chan struct{})
 	defer close(done)
 	go func() {

@@ -62,9 +62,14 @@ import (
 // Defaults for [Options].
 const (
 	// DefaultParallel is how many task, shell and child-flow steps run at
-	// once unless told otherwise. Such steps mostly wait on processes, so
-	// the default is generous rather than tied to the number of cores.
-	DefaultParallel = 16
+	// once unless told otherwise. Such steps mostly wait on processes (a
+	// waiting task costs a process and a few file descriptors, not a core),
+	// so the default is wide enough that a fan-out of a couple of hundred
+	// waiting tasks runs in one wave, as a shell's & and wait would run it:
+	// measured, 200 parallel `sleep 0.1` take ~5x a bash script at 16,
+	// ~1.8x at 64 and ~1.2x at 256 (docs/performance.md). CPU-bound work
+	// wants --parallel near the number of cores.
+	DefaultParallel = 256
 	// DefaultEvalSteps is the step budget of one runtime evaluation (SPEC §4).
 	DefaultEvalSteps = 1_000_000
 	// DefaultMaxOutput is how many bytes of each of a task's stdout and

@@ -17,8 +17,9 @@ import (
 )
 
 type checkOptions struct {
-	json bool
-	root string
+	json    bool
+	root    string
+	maxLoad uint64
 }
 
 func init() {
@@ -42,6 +43,7 @@ Exit status: 0 when no flow has errors (warnings are fine), 1 when one has,
 			o := &checkOptions{}
 			fs.BoolVar(&o.json, "json", false, `print {"diagnostics": [...], "errors": N, "warnings": N}`)
 			fs.StringVar(&o.root, "root", "", "flow root that load() and child flows may not leave (default: each flow's directory)")
+			defineMaxLoadSteps(fs, &o.maxLoad)
 			return o
 		},
 		run: runCheck,
@@ -59,7 +61,7 @@ func runCheck(_ context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintf(io.err, "skein check: %v\n", err)
 		return exitUsage
 	}
-	all, checked := set.check(opts.root)
+	all, checked := set.check(lang.Options{Root: opts.root, MaxSteps: opts.maxLoad})
 	all = check.Sort(all)
 	errs, warns := check.Count(all)
 	if opts.json {
@@ -141,7 +143,7 @@ func findFlows(args []string) (*flowSet, error) {
 // directory that another file of the set loads with load() or names as a
 // literal child flow is checked through that file only: on its own a
 // module is not a flow, and a child's errors reach its parents.
-func (set *flowSet) check(root string) ([]check.Diagnostic, int) {
+func (set *flowSet) check(lo lang.Options) ([]check.Diagnostic, int) {
 	type result struct {
 		ds   []check.Diagnostic
 		read map[string]bool
@@ -150,18 +152,14 @@ func (set *flowSet) check(root string) ([]check.Diagnostic, int) {
 	used := map[string]bool{} // absolute paths read by the load of another file
 	for i, f := range set.files {
 		read := map[string]bool{}
-		opts := lang.Options{Root: root, ReadFile: func(name string) ([]byte, error) {
+		opts := lo
+		opts.ReadFile = func(name string) ([]byte, error) {
 			if abs, err := filepath.Abs(name); err == nil {
 				read[abs] = true
 			}
 			return os.ReadFile(name)
-		}}
-		var ds []check.Diagnostic
-		if g, err := lang.Load(f.path, opts); err != nil {
-			ds = []check.Diagnostic{check.FromError(asError(err))}
-		} else {
-			ds = check.Graph(g)
 		}
+		_, ds := loadAndCheck(f.path, opts)
 		self, _ := filepath.Abs(f.path)
 		for p := range read {
 			if p != self {
@@ -193,10 +191,14 @@ func plural(n int, what string) string {
 
 // loadAndCheck loads file and checks it; a load failure is returned as its
 // one diagnostic with a nil graph.
-func loadAndCheck(file, root string) (*graphir.Graph, []check.Diagnostic) {
-	g, err := lang.Load(file, lang.Options{Root: root})
+func loadAndCheck(file string, lo lang.Options) (*graphir.Graph, []check.Diagnostic) {
+	g, err := lang.Load(file, lo)
 	if err != nil {
-		return nil, []check.Diagnostic{check.FromError(asError(err))}
+		ge := asError(err)
+		if ge.Hint == "" && strings.Contains(ge.Msg, "load-time step budget") {
+			ge.Hint = "a flow that generates this many steps can raise the budget with --max-load-steps"
+		}
+		return nil, []check.Diagnostic{check.FromError(ge)}
 	}
 	return g, check.Graph(g)
 }

@@ -46,6 +46,7 @@ type runOptions struct {
 	cassette   string
 	replayOnly bool
 	maxTokens  int
+	maxLoad    uint64
 }
 
 func init() {
@@ -102,6 +103,7 @@ Exit status: 0 succeeded, 1 failed or cancelled, 2 usage, load or check errors.`
 			fs.StringVar(&o.cassette, "cassette", "", "record model exchanges into this file, and answer from it when it has them")
 			fs.BoolVar(&o.replayOnly, "replay-only", false, "with --cassette: answer model calls only from the cassette (a missing one is replay_miss)")
 			fs.IntVar(&o.maxTokens, "max-tokens", 0, "bound the tokens the run's model calls may spend (overrides flow(max_tokens=))")
+			defineMaxLoadSteps(fs, &o.maxLoad)
 			return o
 		},
 		run:  runRun,
@@ -180,7 +182,7 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		return exitUsage
 	}
 	src := &sourceRecorder{}
-	g, ds := loadAndCheckFrom(args[0], opts.root, src.readFile)
+	g, ds := loadAndCheck(args[0], lang.Options{Root: opts.root, ReadFile: src.readFile, MaxSteps: opts.maxLoad})
 	errs, _ := check.Count(ds)
 	if errs > 0 || g == nil {
 		if opts.json {
@@ -216,7 +218,7 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 	ctx, exitCtx, stop := interrupts(ctx)
 	defer stop()
 
-	vopts := vm.Options{Parallel: opts.parallel, Timeout: opts.timeout, LoadFlow: loadChild, ExitCtx: exitCtx, Models: models, MaxTokens: opts.maxTokens}
+	vopts := vm.Options{Parallel: opts.parallel, Timeout: opts.timeout, LoadFlow: childLoader(opts.maxLoad), ExitCtx: exitCtx, Models: models, MaxTokens: opts.maxTokens}
 	var dry *dryRun
 	if opts.dryRun {
 		var err error
@@ -244,7 +246,7 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 			return exitFail
 		}
 		vopts.RunID, vopts.Effects = rec.ID(), rec
-		vopts.LoadFlow = recordingLoader(rec)
+		vopts.LoadFlow = budgetedRecordingLoader(rec, opts.maxLoad)
 	}
 	prompt := newPrompter(io, opts.noPrompt)
 	if rec != nil {
@@ -330,14 +332,26 @@ func newPrompter(io stdio, off bool) *prompter {
 
 // loadChild loads and checks a child flow that a templated flow= path names
 // at run time, inside the parent's flow root.
-func loadChild(_ context.Context, path, root string) (*graphir.Graph, error) {
-	g, ds := loadAndCheck(path, root)
-	for _, d := range ds {
-		if d.Severity == check.Error {
-			return nil, fmt.Errorf("%s", d.String())
+func loadChild(ctx context.Context, path, root string) (*graphir.Graph, error) {
+	return childLoader(0)(ctx, path, root)
+}
+
+// childLoader is loadChild with a load-time step budget (0: the default).
+func childLoader(maxSteps uint64) func(context.Context, string, string) (*graphir.Graph, error) {
+	return func(_ context.Context, path, root string) (*graphir.Graph, error) {
+		g, ds := loadAndCheck(path, lang.Options{Root: root, MaxSteps: maxSteps})
+		for _, d := range ds {
+			if d.Severity == check.Error {
+				return nil, fmt.Errorf("%s", d.String())
+			}
 		}
+		return g, nil
 	}
-	return g, nil
+}
+
+// defineMaxLoadSteps adds --max-load-steps, the load-time step budget.
+func defineMaxLoadSteps(fs *pflag.FlagSet, v *uint64) {
+	fs.Uint64Var(v, "max-load-steps", 0, fmt.Sprintf("Starlark steps loading the flow may take, for flows that generate very many steps (default %d)", lang.DefaultMaxSteps))
 }
 
 func absPath(p string) string {
@@ -350,9 +364,15 @@ func absPath(p string) string {
 // recordingLoader is loadChild recording the files it reads in the run's
 // sources.
 func recordingLoader(rec *store.Recorder) func(context.Context, string, string) (*graphir.Graph, error) {
+	return budgetedRecordingLoader(rec, 0)
+}
+
+// budgetedRecordingLoader is recordingLoader with a load-time step budget
+// (0: the default).
+func budgetedRecordingLoader(rec *store.Recorder, maxSteps uint64) func(context.Context, string, string) (*graphir.Graph, error) {
 	return func(_ context.Context, path, root string) (*graphir.Graph, error) {
 		src := &sourceRecorder{}
-		g, ds := loadAndCheckFrom(path, root, src.readFile)
+		g, ds := loadAndCheck(path, lang.Options{Root: root, ReadFile: src.readFile, MaxSteps: maxSteps})
 		for _, s := range src.sources() {
 			if err := rec.AddSource(s); err != nil {
 				return nil, err

@@ -46,6 +46,12 @@ test-llm-engine:
 bench-peers:
 	$(GO) run ./bench/peers/harness -go '$(GO)'
 
+# skein run as a user runs it: whole processes side by side, ratios to the
+# in-process VM and to bash -> bench/CLI.md. See bench/README.md.
+.PHONY: bench-cli
+bench-cli:
+	$(GO) run ./bench/cli -go '$(GO)'
+
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 

@@ -135,6 +135,28 @@ func TestEventJSON(t *testing.T) {
 	}
 }
 
+// TestEventEncoderTimes checks the encoder's cached date and time against
+// time.RFC3339Nano over a stream of times within and across seconds.
+func TestEventEncoderTimes(t *testing.T) {
+	base := time.Date(2026, 12, 31, 23, 59, 58, 0, time.FixedZone("y", -7200))
+	var times []time.Time
+	for _, d := range []time.Duration{0, 1, 10, 100 * time.Microsecond, 123456789, 999999999, time.Second, time.Second + 500*time.Millisecond,
+		2 * time.Second, 2*time.Second + 1, 3 * time.Hour, -time.Second} {
+		times = append(times, base.Add(d))
+	}
+	times = append(times, time.Time{}, time.Date(10000, 1, 1, 0, 0, 0, 5, time.UTC), time.Unix(-1, 5))
+	var enc vm.EventEncoder
+	var b []byte
+	for _, at := range times {
+		ev := vm.Event{Type: vm.StepStarted, Time: at}
+		b = enc.Append(b[:0], &ev)
+		want := `{"event":"step_started","time":"` + at.UTC().Format(time.RFC3339Nano) + `"}`
+		if string(b) != want {
+			t.Errorf("time %v: got %s, want %s", at, b, want)
+		}
+	}
+}
+
 // oldResultJSON is the result encoder this package had before it wrote
 // results in one pass: a tree of stdlib.Object, then json.MarshalIndent.
 func oldResultJSON(r *vm.Result, indent string) ([]byte, error) {

@@ -108,6 +108,15 @@ func (f *frame) cancelExec() {
 
 var errFlowTimeout = errors.New("flow timeout")
 
+// monotonicClock returns a clock that reads the wall time once and then
+// only the monotonic clock: the wall time of a reading is the start's plus
+// the monotonic time since, which costs one clock read instead of two
+// (time.Now reads both) and never jumps when the wall clock is set.
+func monotonicClock() func() time.Time {
+	start := time.Now()
+	return func() time.Time { return start.Add(time.Since(start)) }
+}
+
 // Run runs the program with bound inputs (see [BindInputs]).
 func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Result {
 	opts.defaults()
@@ -120,7 +129,7 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 		opts.budget = model.NewBudget(int64(limit))
 	}
 	r := &run{p: p, g: g, opts: opts, inputs: inputs, events: opts.OnEvent != nil,
-		timers: map[*time.Timer]bool{}, now: time.Now}
+		timers: map[*time.Timer]bool{}, now: monotonicClock()}
 	r.inbox.wake = make(chan struct{}, 1)
 	timeout := opts.Timeout
 	if timeout == 0 {

@@ -519,6 +519,7 @@ type eventWriter struct {
 	mu    sync.Mutex
 	w     *bufio.Writer
 	buf   []byte // reused for each event
+	enc   vm.EventEncoder
 	flush *flusher
 }
 
@@ -534,7 +535,7 @@ func newEventWriter(w io.Writer) *eventWriter {
 
 func (e *eventWriter) write(ev vm.Event) {
 	e.mu.Lock()
-	e.buf = append(ev.AppendJSON(e.buf[:0]), '\n')
+	e.buf = append(e.enc.Append(e.buf[:0], &ev), '\n')
 	e.w.Write(e.buf)
 	if mustShow(&ev) {
 		e.w.Flush()

@@ -131,6 +131,7 @@ func main() {
 
 	// 2. Skein.
 	skein, skeinNote, goCPU := runSkein(root, *goCmd, *runs, selected)
+	cli := runSkeinCLI(root, *goCmd, *runs, selected)
 
 	// 3. Peers.
 	peer := map[string]map[string]result{}
@@ -149,7 +150,7 @@ func main() {
 	// 4. Report.
 	env := environment(root, *goCmd, versions, versionWarnings, loadStart, loadAvg(), started)
 	env.goCPU = goCPU
-	md := render(selected, skein, skeinNote, peer, env, *runs)
+	md := render(selected, skein, cli, skeinNote, peer, env, *runs)
 	path := filepath.Join(root, *out)
 	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
 		fatal(err)
@@ -259,6 +260,87 @@ func runSkein(root, goCmd string, count int, selected []workload) (res map[strin
 		res[w.name] = result{ns: median(a.ns), runs: a.ns, bytes: median(a.b), allocs: median(a.allocs)}
 	}
 	return res, note, goCPU
+}
+
+// cliFlows are the workloads measured through `skein run` as well: the flow,
+// and the --input that sizes it for one op and for one unit.
+var cliFlows = map[string]struct{ src, input, one string }{
+	"loop10k": {`flow(inputs = {"n": 10}, output = "critique")
+draft = step("draft", fn = lambda r: r.visits("draft"), max_visits = 1 << 30)
+critique = step("critique", fn = lambda r: r.draft)
+chain(START, draft, critique)
+edge(critique, draft, when = "critique < inputs.n")
+edge(critique, END, when = "critique >= inputs.n")
+`, "n=10000", "n=1"},
+}
+
+// runSkeinCLI builds skein and times the workloads of cliFlows as whole
+// processes: per round, one run of the workload and one of a single unit,
+// the op being the difference.
+func runSkeinCLI(root, goCmd string, runs int, selected []workload) map[string]result {
+	res := map[string]result{}
+	dir, err := os.MkdirTemp("", "skein-peers-cli")
+	if err != nil {
+		fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	exe := filepath.Join(dir, "skein")
+	logf("go build ./cmd/skein (for the CLI column)")
+	build := exec.Command(goCmd, "build", "-o", exe, "./cmd/skein")
+	build.Dir, build.Stderr = root, os.Stderr
+	if err := build.Run(); err != nil {
+		fatal(fmt.Errorf("go build ./cmd/skein: %v", err))
+	}
+	for _, w := range selected {
+		f, ok := cliFlows[w.name]
+		if !ok {
+			continue
+		}
+		flow := filepath.Join(dir, w.name+".star")
+		if err := os.WriteFile(flow, []byte(f.src), 0o644); err != nil {
+			fatal(err)
+		}
+		timeRun := func(input string) (float64, error) {
+			cmd := exec.Command(exe, "run", "--input", input, flow)
+			cmd.Dir = dir
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				return 0, err
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			t0 := time.Now()
+			if err := cmd.Start(); err != nil {
+				return 0, err
+			}
+			io.Copy(io.Discard, out)
+			if err := cmd.Wait(); err != nil {
+				return 0, fmt.Errorf("%v: %s", err, tail(stderr.String(), 500))
+			}
+			return float64(time.Since(t0)), nil
+		}
+		logf("skein run %s, %d rounds", w.name, runs)
+		r := result{bytes: math.NaN(), allocs: math.NaN()}
+		timeRun(f.input) // warm the file cache
+		for i := 0; i < runs; i++ {
+			one, err := timeRun(f.one)
+			if err == nil {
+				var all float64
+				if all, err = timeRun(f.input); err == nil {
+					r.runs = append(r.runs, all-one)
+				}
+			}
+			if err != nil {
+				res[w.name] = missing("skein run failed: " + err.Error())
+				break
+			}
+		}
+		if _, failed := res[w.name]; !failed {
+			r.ns = median(r.runs)
+			res[w.name] = r
+		}
+	}
+	return res
 }
 
 func quoteArgs(args []string) []string {
@@ -428,7 +510,7 @@ func loadAvg() string {
 
 // ---- rendering ----
 
-func render(selected []workload, skein map[string]result, skeinNote string, peer map[string]map[string]result, e envInfo, runs int) string {
+func render(selected []workload, skein, cli map[string]result, skeinNote string, peer map[string]map[string]result, e envInfo, runs int) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 
@@ -442,6 +524,18 @@ func render(selected []workload, skein map[string]result, skeinNote string, peer
 	for _, w := range selected {
 		s, lg, xs := skein[w.name], peer["langgraph"][w.name], peer["xstate"][w.name]
 		p("| %s | %s | %s | %s | %s | %s |\n", w.name, cell(s, 1), cell(lg, 1), cell(xs, 1), ratio(lg, s), ratio(xs, s))
+	}
+	if len(cli) > 0 {
+		p("\nThe same workloads through the command line: `skein run FLOW` in its default mode (progress lines, stdout a pipe, the run recorded in the run store), ")
+		p("one op being T(run of the workload) - T(run of one iteration), so that process start, load and check cancel out; median of %d:\n\n", runs)
+		p("| workload | Skein CLI | per %s | LangGraph/Skein CLI | XState/Skein CLI |\n|---|---:|---:|---:|---:|\n", "unit")
+		for _, w := range selected {
+			c, ok := cli[w.name]
+			if !ok {
+				continue
+			}
+			p("| %s | %s | %s | %s | %s |\n", w.name, cell(c, 1), cell(c, w.units), ratio(peer["langgraph"][w.name], c), ratio(peer["xstate"][w.name], c))
+		}
 	}
 	p("\nThe same figures per unit of work (op time / units per op):\n\n")
 	p("| workload | per | Skein | LangGraph.js | XState |\n")
@@ -486,6 +580,12 @@ func render(selected []workload, skein map[string]result, skeinNote string, peer
 			title string
 			r     result
 		}{{"Skein", skein[w.name]}}
+		if c, ok := cli[w.name]; ok {
+			rows = append(rows, struct {
+				title string
+				r     result
+			}{"Skein CLI", c})
+		}
 		for _, eng := range engines {
 			rows = append(rows, struct {
 				title string

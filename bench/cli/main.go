@@ -1,0 +1,352 @@
+// Command cli measures `skein run` as a user runs it, whole processes side
+// by side in one invocation, and reports each figure as a ratio to a
+// baseline measured in the same rounds, so the ratios hold on a busy
+// machine. It is what `make bench-cli` runs; see bench/README.md.
+//
+// Figures (each the median over -rounds rounds; within a round the
+// variants run one after another):
+//
+//   - loop: per iteration of a draft -> critique loop of two fn steps, as
+//     (T(n iterations) - T(1 iteration)) / (n - 1), so that process start,
+//     load and check cancel out. In-process (vm.Program.Run, no events)
+//     is the baseline; the CLI modes are piped stdout (default progress),
+//     stdout on a pseudo-terminal, --events and --json.
+//   - json100k: --json of a 100,000-step chain of noop steps, per step, as
+//     (T(run --json) - T(check)) / 100,000: running the steps plus encoding
+//     and writing the result, with loading and checking taken out.
+//   - fan200: 200 parallel `sleep 0.1` task steps at the default --parallel
+//     next to a bash script that starts 200 `sleep 0.1 &` and waits.
+//   - load1m: peak RSS of `skein check` of a generated 1,000,000-step chain.
+//
+// The results are printed and written to bench/CLI.md.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/vm"
+)
+
+const loopFlow = `flow(inputs = {"n": 10}, output = "critique")
+draft = step("draft", fn = lambda r: r.visits("draft"), max_visits = 1 << 30)
+critique = step("critique", fn = lambda r: r.draft)
+chain(START, draft, critique)
+edge(critique, draft, when = "critique < inputs.n")
+edge(critique, END, when = "critique >= inputs.n")
+`
+
+// chainFlow generates a chain of N noop steps.
+const chainFlow = `def build(n):
+    prev = START
+    for i in range(n):
+        s = step("s%d" % i)
+        edge(prev, s)
+        prev = s
+    edge(prev, END)
+build(N)
+`
+
+func fanFlow(n int) string {
+	var b strings.Builder
+	b.WriteString("src = step(\"src\")\nedge(START, src)\njoin = step(\"join\", join = \"and\")\nedge(join, END)\n")
+	fmt.Fprintf(&b, "def branch(i):\n    s = step(\"s%%d\" %% i, run = [\"sleep\", \"0.1\"])\n    edge(src, s)\n    edge(s, join)\n")
+	fmt.Fprintf(&b, "for i in range(%d):\n    branch(i)\n", n)
+	return b.String()
+}
+
+const fanScript = "for i in $(seq 200); do sleep 0.1 & done; wait\n"
+
+func main() {
+	goCmd := flag.String("go", "go", "go command used to build skein")
+	rounds := flag.Int("rounds", 5, "rounds; each figure is the median over them (minimum 3)")
+	iters := flag.Int("n", 50_000, "loop iterations")
+	skip1m := flag.Bool("skip-1m", false, "skip the 1,000,000-step load (about 10 s and 1.5 GB)")
+	out := flag.String("out", "bench/CLI.md", "results file, relative to the repository root")
+	flag.Parse()
+	if *rounds < 3 {
+		*rounds = 3
+	}
+	root, err := repoRoot()
+	if err != nil {
+		fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "skein-bench-cli")
+	if err != nil {
+		fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	exe := filepath.Join(dir, "skein")
+	logf("building skein")
+	build := exec.Command(*goCmd, "build", "-o", exe, "./cmd/skein")
+	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fatal(fmt.Errorf("go build: %v", err))
+	}
+	write := func(name, src string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			fatal(err)
+		}
+		return p
+	}
+	loop := write("loop.star", loopFlow)
+	chain100k := write("chain100k.star", strings.Replace(chainFlow, "build(N)", "build(100000)", 1))
+	fan := write("fan.star", fanFlow(200))
+	fanSh := write("fan.sh", fanScript)
+	chain1m := write("chain1m.star", strings.Replace(chainFlow, "build(N)", "build(1000000)", 1))
+	loadStart := loadAvg()
+	started := time.Now()
+
+	// In-process baseline: the same flow, loaded once, run by the VM.
+	g, err := lang.Load(loop, lang.Options{})
+	if err != nil {
+		fatal(err)
+	}
+	prog := vm.Prepare(g)
+	inProc := func(n int) time.Duration {
+		in, err := vm.BindInputs(g, map[string]starlark.Value{"n": starlark.MakeInt(n)})
+		if err != nil {
+			fatal(err)
+		}
+		t0 := time.Now()
+		res := prog.Run(context.Background(), in, vm.Options{Parallel: 1})
+		d := time.Since(t0)
+		if res.Status != vm.Succeeded {
+			fatal(fmt.Errorf("in-process loop: %s", res.Status))
+		}
+		return d
+	}
+
+	type mode struct {
+		name string
+		args []string
+		tty  bool
+	}
+	modes := []mode{
+		{"default, stdout a pipe", nil, false},
+		{"default, stdout a terminal", nil, true},
+		{"--events", []string{"--events"}, false},
+		{"--json", []string{"--json"}, false},
+	}
+	n := *iters
+	perIter := map[string][]float64{}
+	var inProcRuns []float64
+	var json100k []float64
+	var fanSkein, fanBash []float64
+	for r := 1; r <= *rounds; r++ {
+		logf("round %d of %d", r, *rounds)
+		inProc(n) // warm
+		inProcRuns = append(inProcRuns, perUnit(inProc(n)-inProc(1), n-1))
+		for _, m := range modes {
+			args := append([]string{"run", "--input", ""}, m.args...)
+			args = append(args, loop)
+			one := append([]string(nil), args...)
+			one[2] = "n=1"
+			many := append([]string(nil), args...)
+			many[2] = fmt.Sprintf("n=%d", n)
+			t1 := timeRun(exe, dir, one, m.tty).wall
+			tn := timeRun(exe, dir, many, m.tty).wall
+			perIter[m.name] = append(perIter[m.name], perUnit(tn-t1, n-1))
+		}
+		tc := timeRun(exe, dir, []string{"check", chain100k}, false).wall
+		tj := timeRun(exe, dir, []string{"run", "--json", chain100k}, false).wall
+		json100k = append(json100k, perUnit(tj-tc, 100_000))
+		fanSkein = append(fanSkein, float64(timeRun(exe, dir, []string{"run", fan}, false).wall))
+		fanBash = append(fanBash, float64(timeCmd(exec.Command("bash", fanSh), dir, false).wall))
+	}
+	var rss int64
+	var loadWall time.Duration
+	if !*skip1m {
+		logf("load + check of 1,000,000 steps")
+		m := timeRun(exe, dir, []string{"check", "--max-load-steps", "100000000", chain1m}, false)
+		rss, loadWall = m.maxRSS, m.wall
+	}
+
+	base := median(inProcRuns)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# skein run, whole process\n\nGenerated by `make bench-cli` (bench/cli) on %s; took %s. "+
+		"Medians of %d rounds; in each round every variant runs once, one after another, so ratios compare runs made at the same moment. "+
+		"Machine: %d logical CPUs, %s/%s, %s; load average at start %s, at end %s.\n\n",
+		started.UTC().Format("2006-01-02 15:04 UTC"), time.Since(started).Round(time.Second), *rounds,
+		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), loadStart, loadAvg())
+	fmt.Fprintf(&b, "Loop iteration (draft -> critique, two fn steps; (T(%d) - T(1)) / %d):\n\n", n, n-1)
+	b.WriteString("| mode | µs per iteration | vs in-process VM | goal | rounds (µs) |\n|---|---:|---:|---|---|\n")
+	fmt.Fprintf(&b, "| in-process VM (`vm.Program.Run`, no events) | %.2f | 1.0x | | %s |\n", base/1e3, list(inProcRuns))
+	goals := map[string]float64{"default, stdout a pipe": 1.5, "default, stdout a terminal": 2, "--events": 2.5, "--json": 1.1}
+	for _, m := range modes {
+		v := median(perIter[m.name])
+		fmt.Fprintf(&b, "| %s | %.2f | %.2fx | ≤ %.1fx %s | %s |\n", m.name, v/1e3, v/base, goals[m.name], met(v/base <= goals[m.name]), list(perIter[m.name]))
+	}
+	j := median(json100k)
+	fmt.Fprintf(&b, "\n`--json` of a 100,000-step chain, per step, (T(run --json) - T(check)) / 100,000 (running the step, encoding and writing its record): "+
+		"**%.2f µs** (goal ≤ 1.5 µs %s; rounds: %s µs).\n", j/1e3, met(j <= 1500), list(json100k))
+	fs, fb := median(fanSkein), median(fanBash)
+	fmt.Fprintf(&b, "\n200 parallel `sleep 0.1` task steps, `skein run` at the default --parallel (%d) vs bash `&`/`wait`: "+
+		"**%s vs %s = %.2fx** (goal ≤ 1.3x %s; skein rounds: %s; bash rounds: %s).\n",
+		vm.DefaultParallel, human(fs), human(fb), ratioOfMedians(fanSkein, fanBash), met(fs/fb <= 1.3), listHuman(fanSkein), listHuman(fanBash))
+	if !*skip1m {
+		fmt.Fprintf(&b, "\nLoad + check of a generated 1,000,000-step chain (`skein check --max-load-steps 100000000`): "+
+			"**peak RSS %d MB** in %s (goal ≤ 1 GB %s).\n", rss>>20, loadWall.Round(10*time.Millisecond), met(rss <= 1<<30))
+	}
+	md := b.String()
+	fmt.Print(md)
+	if err := os.WriteFile(filepath.Join(root, *out), []byte(md), 0o644); err != nil {
+		fatal(err)
+	}
+	logf("wrote %s", *out)
+}
+
+func met(ok bool) string {
+	if ok {
+		return "— met"
+	}
+	return "— **not met**"
+}
+
+type measure struct {
+	wall   time.Duration
+	maxRSS int64 // bytes
+}
+
+// timeRun runs skein with args in dir and times it; output is read and
+// thrown away (through a pipe, or a pseudo-terminal when tty is set).
+func timeRun(exe, dir string, args []string, tty bool) measure {
+	return timeCmd(exec.Command(exe, args...), dir, tty)
+}
+
+func timeCmd(cmd *exec.Cmd, dir string, tty bool) measure {
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "TERM=xterm")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	var t0 time.Time
+	var err error
+	if tty {
+		t0 = time.Now()
+		f, perr := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+		if perr != nil {
+			fatal(perr)
+		}
+		io.Copy(io.Discard, f) // ends with EIO when the process exits
+		err = cmd.Wait()
+		f.Close()
+	} else {
+		out, perr := cmd.StdoutPipe()
+		if perr != nil {
+			fatal(perr)
+		}
+		t0 = time.Now()
+		if err := cmd.Start(); err != nil {
+			fatal(err)
+		}
+		io.Copy(io.Discard, out)
+		err = cmd.Wait()
+	}
+	wall := time.Since(t0)
+	if err != nil {
+		fatal(fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, tail(stderr.String(), 2000)))
+	}
+	var rss int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss << 10 // KiB on Linux
+	}
+	return measure{wall: wall, maxRSS: rss}
+}
+
+func perUnit(d time.Duration, units int) float64 { return float64(d) / float64(units) }
+
+func ratioOfMedians(a, b []float64) float64 { return median(a) / median(b) }
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func list(ns []float64) string {
+	var parts []string
+	for _, v := range ns {
+		parts = append(parts, fmt.Sprintf("%.2f", v/1e3))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func listHuman(ns []float64) string {
+	var parts []string
+	for _, v := range ns {
+		parts = append(parts, human(v))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func human(ns float64) string {
+	return time.Duration(ns).Round(time.Millisecond).String()
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "n/a"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "n/a"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// repoRoot walks up from the working directory to the directory holding go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run from inside the skein repository")
+		}
+		dir = parent
+	}
+}
+
+func logf(format string, a ...any) { fmt.Fprintf(os.Stderr, "bench-cli: "+format+"\n", a...) }
+
+func fatal(err error) {
+	logf("%v", err)
+	os.Exit(1)
+}

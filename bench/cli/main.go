@@ -269,7 +269,9 @@ func timeRun(exe, dir string, args []string, tty bool) measure {
 	return timeCmd(exec.Command(exe, args...), dir, tty)
 }
 
-func timeCmd(cmd *exec.Cmd, dir string, tty bool) measure { return timeCapture(cmd, dir, tty, io.Discard) }
+func timeCmd(cmd *exec.Cmd, dir string, tty bool) measure {
+	return timeCapture(cmd, dir, tty, io.Discard)
+}
 
 // timeCapture is timeCmd copying the output to w.
 func timeCapture(cmd *exec.Cmd, dir string, tty bool, w io.Writer) measure {

@@ -68,3 +68,20 @@ func TestValidateSchema(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSchema: checking any JSON as a schema, and validating any JSON
+// against a schema that checks, never panics.
+func FuzzSchema(f *testing.F) {
+	f.Add(`{"type": "object", "properties": {"a": {"type": "array", "items": {"enum": [1, "x"]}}}, "required": ["a"]}`, `{"a": [1]}`)
+	f.Add(`{"type": "integer"}`, `1e400`)
+	f.Add(`{"enum": [null, {"a": [true]}]}`, `{"a": [true]}`)
+	f.Fuzz(func(t *testing.T, schema, value string) {
+		var s, v any
+		if json.Unmarshal([]byte(schema), &s) != nil || json.Unmarshal([]byte(value), &v) != nil {
+			return
+		}
+		if CheckSchema(s) == nil {
+			ValidateSchema(s, v)
+		}
+	})
+}

@@ -42,7 +42,7 @@ func (req *EffectRequest) CallModel(ctx context.Context) *EffectCompletion {
 	}
 	m := req.model
 	start := time.Now()
-	pol := model.Policy{Retries: m.retries, Backoff: m.backoff, Budget: m.budget}
+	pol := model.Policy{Retries: m.retries, Backoff: m.backoff, Budget: m.budget, Timeout: req.Timeout}
 	var rep *model.Reply
 	var err error
 	if req.Kind == graphir.KindLLM {
@@ -175,6 +175,9 @@ func (r *run) modelRequest(f *frame, n *graphir.Node, name string) (*EffectReque
 	}
 	req := r.request(f, n)
 	req.Chat = &chat
+	if n.Kind == graphir.KindLLM {
+		req.Timeout = n.Timeout
+	}
 	req.model = &modelRun{provider: r.opts.Models, budget: r.opts.budget, retries: n.Retries, backoff: n.Backoff}
 	if n.Kind == graphir.KindLoop {
 		req.model.retries, req.model.backoff = judgeRetries, time.Second

@@ -114,6 +114,9 @@ type Policy struct {
 	OnRetry func(attempt int, err error, wait time.Duration)
 	// Budget, if set, is checked before each attempt and charged after it.
 	Budget *Budget
+	// Timeout, if set, bounds each attempt (a step's timeout=); an attempt
+	// that runs out is retried like a transport error.
+	Timeout time.Duration
 }
 
 // maxWait caps a Retry-After a server asks for.
@@ -129,7 +132,7 @@ func Call(ctx context.Context, p Provider, req Request, pol Policy) (*Reply, err
 		if err := pol.Budget.check(); err != nil {
 			return nil, err
 		}
-		rep, err := p.Complete(ctx, req)
+		rep, err := complete(ctx, p, req, pol.Timeout)
 		if err == nil {
 			pol.Budget.charge(rep.Usage)
 			return rep, nil
@@ -157,6 +160,20 @@ func Call(ctx context.Context, p Provider, req Request, pol Policy) (*Reply, err
 		}
 		wait *= 2
 	}
+}
+
+// complete makes one attempt, bounded by timeout when it is set.
+func complete(ctx context.Context, p Provider, req Request, timeout time.Duration) (*Reply, error) {
+	if timeout <= 0 {
+		return p.Complete(ctx, req)
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rep, err := p.Complete(actx, req)
+	if err != nil && ctx.Err() == nil && actx.Err() != nil {
+		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: no reply within the step's timeout of %s", req.Model, timeout), Retryable: true}
+	}
+	return rep, err
 }
 
 // Generate is one model step: [Call], and when req has a schema, the reply

@@ -29,6 +29,9 @@ type modelRun struct {
 	budget   *model.Budget
 	retries  int
 	backoff  time.Duration
+	// onRetry reports a retried attempt (a step_retrying event); it may
+	// be called from any goroutine.
+	onRetry func(attempt int, err error)
 }
 
 // CallModel makes the model call of a model request on this machine:
@@ -43,6 +46,9 @@ func (req *EffectRequest) CallModel(ctx context.Context) *EffectCompletion {
 	m := req.model
 	start := time.Now()
 	pol := model.Policy{Retries: m.retries, Backoff: m.backoff, Budget: m.budget, Timeout: req.Timeout}
+	if m.onRetry != nil {
+		pol.OnRetry = func(attempt int, err error, _ time.Duration) { m.onRetry(attempt+1, err) }
+	}
 	var rep *model.Reply
 	var err error
 	if req.Kind == graphir.KindLLM {
@@ -179,6 +185,15 @@ func (r *run) modelRequest(f *frame, n *graphir.Node, name string) (*EffectReque
 		req.Timeout = n.Timeout
 	}
 	req.model = &modelRun{provider: r.opts.Models, budget: r.opts.budget, retries: n.Retries, backoff: n.Backoff}
+	if r.events {
+		// Events may come from any goroutine (child flows emit from
+		// theirs); the event carries only what the request already says.
+		scope, kind, emit := req.Scope, n.Kind.String(), r.opts.OnEvent
+		prefix := r.opts.prefix
+		req.model.onRetry = func(attempt int, err error) {
+			emit(Event{Type: StepRetrying, Time: time.Now(), Flow: prefix, Scope: scope, Step: n.Name, Kind: kind, Attempt: attempt, Error: err.Error()})
+		}
+	}
 	if n.Kind == graphir.KindLoop {
 		req.model.retries, req.model.backoff = judgeRetries, time.Second
 	}

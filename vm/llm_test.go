@@ -138,6 +138,7 @@ func TestLLMStepModelError(t *testing.T) {
 		modeltest.Rule{Match: "down", Replies: []modeltest.Reply{{Status: 503}}},
 	)
 	defer s.Close()
+	var evs events
 	res := run(t, `
 fix = step("fix", llm = "bad", schema = {"type": "object"})
 down = step("down", llm = "down", retries = 1, backoff = "1ms")
@@ -148,7 +149,7 @@ edge(fix, down, on = "failure")
 edge(down, END)
 edge(down, report, on = "failure")
 edge(report, END)
-`, nil, modelOpts(s, nil))
+`, nil, modelOpts(s, &evs))
 	if res.Status != vm.Succeeded {
 		t.Fatalf("status %s: %v", res.Status, res.Error)
 	}
@@ -170,6 +171,10 @@ edge(report, END)
 	}
 	if n != 2 {
 		t.Errorf("down was tried %d times, want 2 (retries = 1)", n)
+	}
+	retries := evs.of(vm.StepRetrying)
+	if len(retries) != 1 || retries[0].Step != "down" || retries[0].Attempt != 2 || !strings.Contains(retries[0].Error, "HTTP 503") {
+		t.Errorf("step_retrying events: %+v", retries)
 	}
 }
 

@@ -193,12 +193,7 @@ func (s *Server) hover(params json.RawMessage) (any, *respError) {
 		md = stepHover(c.g, n)
 	} else if name := c.inputAt(); name != "" && c.g != nil {
 		if in := c.g.Input(name); in != nil {
-			md = fmt.Sprintf("**input `%s`**", name)
-			if in.Required {
-				md += " (required)"
-			} else {
-				md += fmt.Sprintf(", default `%s`", in.Default)
-			}
+			md = inputHover(in)
 		}
 	} else if id, call, kw := c.ident(); id != nil {
 		if kw {
@@ -219,6 +214,30 @@ func (s *Server) hover(params json.RawMessage) (any, *respError) {
 		return nil, nil
 	}
 	return hover{Contents: markupContent{Kind: "markdown", Value: md}}, nil
+}
+
+// inputHover describes a flow input: type, default, help and choices.
+func inputHover(in *graphir.Input) string {
+	md := fmt.Sprintf("**input `%s`**", in.Name)
+	if in.Type != "" {
+		md += fmt.Sprintf(" (%s)", in.Type)
+	}
+	if in.Required {
+		md += ", required"
+	} else {
+		md += fmt.Sprintf(", default `%s`", in.Default)
+	}
+	if len(in.Choices) > 0 {
+		var cs []string
+		for _, c := range in.Choices {
+			cs = append(cs, c.String())
+		}
+		md += fmt.Sprintf("; one of %s", strings.Join(cs, ", "))
+	}
+	if in.Help != "" {
+		md += "\n\n" + in.Help
+	}
+	return md
 }
 
 func builtinHover(d *builtins.Doc) string {
@@ -509,7 +528,11 @@ func (c *cursor) complete() []completionItem {
 			case name == "inputs":
 				if c.g != nil {
 					for _, in := range c.g.Inputs {
-						add(kindField, "input", in.Name)
+						detail := "input"
+						if in.Type != "" {
+							detail = in.Type + " input"
+						}
+						items = append(items, completionItem{Label: in.Name, Kind: kindField, Detail: detail + ": " + in.Help})
 					}
 				}
 			case name == "self":

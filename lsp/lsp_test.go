@@ -355,7 +355,7 @@ func TestFeatures(t *testing.T) {
 		{"a builtin", at(7, "router", 1), []string{"router(name, *, by=None", "exactly one branch"}},
 		{"a keyword argument", at(4, "max_visits", 2), []string{"**max_visits** of `step(", "default `None`"}},
 		{"a new builtin", at(2, "input(", 1), []string{"input(default=<required>", "Declares one flow input"}},
-		{"an input", at(4, "who", 0), []string{"**input `who`**"}},
+		{"an input", at(4, "who", 0), []string{"**input `who`** (string), default `\"me\"`", "who to greet"}},
 		{"a sentinel", at(8, "START", 1), []string{"**START**"}},
 	} {
 		got := hover(tc.p)

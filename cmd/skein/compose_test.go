@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/skeinlang/skein/vm/model/modeltest"
+)
+
+const goodDraft = "```python\n" + `flow(name = "deploy")
+build = step("build", run = ["make", "all"])
+ship = step("ship", run = ["make", "ship"])
+chain(START, build, ship, END)
+` + "```\n"
+
+// A draft with a typo the checker reports with a did-you-mean.
+const typoDraft = `flow(name = "deploy")
+build = step("build", run = ["make", "all"])
+ship = step("ship", run = ["make", "ship", "{{ biuld.stdout }}"])
+chain(START, build, ship, END)
+`
+
+const shellDraft = `flow(name = "deploy")
+build = step("build", shell = "make all && make ship")
+chain(START, build, END)
+`
+
+// composeWith runs `skein compose` against a fake model server whose one
+// rule answers with replies in order.
+func composeWith(t *testing.T, replies []string, args ...string) (srv *modeltest.Server, dir, out, errOut string, code int) {
+	t.Helper()
+	var rs []modeltest.Reply
+	for _, r := range replies {
+		rs = append(rs, modeltest.Reply{Content: r})
+	}
+	srv = modeltest.New(modeltest.Rule{Replies: rs})
+	t.Cleanup(srv.Close)
+	dir = t.TempDir()
+	t.Chdir(dir)
+	t.Setenv("SKEIN_MODEL", "test-model")
+	t.Setenv("SKEIN_BASE_URL", srv.BaseURL())
+	t.Setenv("OPENAI_API_KEY", "sk-test-secret")
+	var o, e bytes.Buffer
+	code = Main(context.Background(), append([]string{"compose"}, args...), stdio{strings.NewReader(""), &o, &e})
+	return srv, dir, o.String(), e.String(), code
+}
+
+func TestComposeCleanFirstTime(t *testing.T) {
+	srv, dir, out, errOut, code := composeWith(t, []string{goodDraft}, "build then ship", "-o", "deploy.star")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "deploy.star"))
+	if err != nil || !strings.HasPrefix(string(got), `flow(name = "deploy")`) || strings.Contains(string(got), "```") {
+		t.Errorf("deploy.star = %q, %v", got, err)
+	}
+	for _, want := range []string{"round 1: a draft of 4 lines: no errors", "wrote deploy.star: 2 steps, 3 edges, in 1 round", "flowchart"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if !strings.Contains(reqs[0].FirstUser(), "build then ship") || !strings.Contains(reqs[0].Raw, "Do not use shell= steps") {
+		t.Errorf("request lacks the description or the floor: %s", reqs[0].Raw)
+	}
+	if reqs[0].Body["model"] != "test-model" {
+		t.Errorf("model %v", reqs[0].Body["model"])
+	}
+}
+
+func TestComposeRepairedInRoundTwo(t *testing.T) {
+	srv, dir, out, errOut, code := composeWith(t, []string{typoDraft, goodDraft}, "build then ship", "-o", "deploy.star")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "round 1: a draft of 4 lines: 1 error") || !strings.Contains(out, `deploy.star:3:48: error: unknown name "biuld"`) {
+		t.Errorf("round 1 report:\n%s", out)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	repair := reqs[1].LastUser()
+	for _, want := range []string{"skein check found errors", `deploy.star:3:48: error: unknown name "biuld"`, `did you mean "build"?`, "[unknown_name]"} {
+		if !strings.Contains(repair, want) {
+			t.Errorf("repair message lacks %q:\n%s", want, repair)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "deploy.star")); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestComposeBudgetExhaustedKeepsDraft(t *testing.T) {
+	_, dir, out, _, code := composeWith(t, []string{typoDraft}, "x", "-o", "deploy.star", "--max-repairs", "1")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "deploy.star")); err == nil {
+		t.Error("deploy.star was written although no draft checked")
+	}
+	kept, err := os.ReadFile(filepath.Join(dir, "deploy.star.draft"))
+	if err != nil || string(kept) != typoDraft {
+		t.Errorf("kept draft %q, %v", kept, err)
+	}
+	if !strings.Contains(out, "no draft checked clean in 2 rounds") || !strings.Contains(out, "deploy.star.draft") {
+		t.Errorf("stdout:\n%s", out)
+	}
+}
+
+func TestComposeSafetyFloor(t *testing.T) {
+	srv, _, out, _, code := composeWith(t, []string{shellDraft, typoDraft, goodDraft}, "x", "-o", "f.star", "--allow-run", "make")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests:\n%s", len(reqs), out)
+	}
+	if r := reqs[1].LastUser(); !strings.Contains(r, `step "build" is a shell step`) || !strings.Contains(r, "[not_allowed]") {
+		t.Errorf("shell draft not sent back:\n%s", r)
+	}
+	if !strings.Contains(reqs[0].Raw, "Tasks may only run these commands (run[0]): make") {
+		t.Errorf("floor not in the system message")
+	}
+
+	// A command outside --allow-run is refused.
+	srv, _, out, _, code = composeWith(t, []string{goodDraft}, "x", "-o", "f.star", "--allow-run", "go", "--max-repairs", "0")
+	if code != 1 || !strings.Contains(out, `step "build" runs "make", which is not allowed; allowed commands: go`) {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestComposeUsage(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv("SKEIN_MODEL", "")
+	t.Setenv("OPENAI_API_KEY", "")
+	var o, e bytes.Buffer
+	if code := Main(context.Background(), []string{"compose", "x"}, stdio{strings.NewReader(""), &o, &e}); code != 2 || !strings.Contains(e.String(), "SKEIN_MODEL") {
+		t.Errorf("no model: exit %d, %s", code, e.String())
+	}
+	os.WriteFile(filepath.Join(dir, "flow.star"), []byte("x"), 0o644)
+	e.Reset()
+	t.Setenv("SKEIN_MODEL", "m")
+	if code := Main(context.Background(), []string{"compose", "x"}, stdio{strings.NewReader(""), &o, &e}); code != 2 || !strings.Contains(e.String(), "flow.star exists") {
+		t.Errorf("existing target: exit %d, %s", code, e.String())
+	}
+}
+
+// The key is sent to the server and never written to a cassette.
+func TestComposeCassette(t *testing.T) {
+	srv, dir, out, _, code := composeWith(t, []string{typoDraft, goodDraft}, "x", "-o", "a.star", "--cassette", "c.json")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if a := srv.Requests()[0].Authorization; a != "Bearer sk-test-secret" {
+		t.Errorf("authorization %q", a)
+	}
+	c, err := os.ReadFile(filepath.Join(dir, "c.json"))
+	if err != nil || strings.Contains(string(c), "sk-test-secret") {
+		t.Fatalf("cassette: %v, key inside: %v", err, strings.Contains(string(c), "sk-test-secret"))
+	}
+	// Replayed with no server and no key: the same two rounds.
+	srv.Close()
+	t.Setenv("OPENAI_API_KEY", "")
+	var o, e bytes.Buffer
+	code = Main(context.Background(), []string{"compose", "x", "-o", "a.star", "--force", "--cassette", "c.json", "--replay-only"}, stdio{strings.NewReader(""), &o, &e})
+	if code != 0 || !strings.Contains(o.String(), "in 2 rounds") {
+		t.Errorf("replay: exit %d\n%s\n%s", code, o.String(), e.String())
+	}
+}

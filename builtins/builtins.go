@@ -53,6 +53,9 @@ var predeclared = func() starlark.StringDict {
 	for k, v := range stdlib.Modules() {
 		d[k] = v
 	}
+	for k, v := range stdlib.SafeBuiltins() {
+		d[k] = v
+	}
 	d.Freeze()
 	return d
 }()

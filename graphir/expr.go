@@ -352,7 +352,7 @@ func compile(src string) *compiled {
 	}
 	b.WriteString(src[last:])
 	b.WriteString("\n)")
-	fn, err := starlark.ExprFuncOptions(FileOptions, ExprFile, b.String(), stdlib.Modules())
+	fn, err := starlark.ExprFuncOptions(FileOptions, ExprFile, b.String(), exprEnv)
 	if err != nil {
 		return syntaxError(err)
 	}
@@ -367,6 +367,20 @@ func compile(src string) *compiled {
 	}
 	return &compiled{fn: lambda.(starlark.Callable), refs: refs, rewrites: at}
 }
+
+// exprEnv is what expressions see besides the run view: the modules and
+// the bounded str, repr and print.
+var exprEnv = func() starlark.StringDict {
+	d := starlark.StringDict{}
+	for k, v := range stdlib.Modules() {
+		d[k] = v
+	}
+	for k, v := range stdlib.SafeBuiltins() {
+		d[k] = v
+	}
+	d.Freeze()
+	return d
+}()
 
 func syntaxError(err error) *compiled {
 	msg := err.Error()

@@ -210,7 +210,11 @@ func (l *loader) newThread(file string) *starlark.Thread {
 	thread := &starlark.Thread{Name: file, Load: l.load}
 	thread.Print = func(t *starlark.Thread, msg string) {
 		if l.s.opts.Print != nil {
+			// The innermost frame that is the user's: print is wrapped.
 			fr := t.CallFrame(1)
+			for d := 2; d < t.CallStackDepth() && fr.Pos.Filename() == "<builtin>"; d++ {
+				fr = t.CallFrame(d)
+			}
 			l.s.opts.Print(pos(fr.Pos), msg)
 		}
 	}

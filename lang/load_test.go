@@ -2,6 +2,7 @@ package lang
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -705,5 +706,21 @@ func TestLoadMaxSteps(t *testing.T) {
 	fs := memFS{"flow.star": src}
 	if _, err := fs.loadOpts(t, "flow.star", Options{MaxSteps: 1_000_000}); err != nil {
 		t.Fatalf("with a budget of 1,000,000: %v", err)
+	}
+}
+
+// Deep values fail fast at load with the position of the call, rather than
+// overflowing the stack or taking minutes (issue 9).
+func TestLoadDeepValues(t *testing.T) {
+	deep := "s = step(\"s\")\nx = []\nfor i in range(100000):\n    x = [x]\n"
+	for _, tc := range []struct{ src, frag string }{
+		{"s = step(\"s\")\nx = json.decode(\"[\" * 2000000)\n", "json.decode: JSON nested more than 64 deep"},
+		{deep + "y = len(str(x))\n", "str: value nested more than 1000 deep"},
+		{deep + "y = repr(x)\n", "repr: value nested more than 1000 deep"},
+		{deep + "y = json.encode(x)\n", "json.encode: value nested more than 64 deep"},
+	} {
+		_, err := memFS{"flow.star": tc.src}.load(t, "flow.star")
+		line := strings.Count(tc.src, "\n")
+		wantError(t, err, "load_error", fmt.Sprintf("flow.star:%d", line), tc.frag)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strings"
 
-	"go.starlark.net/lib/json"
 	"go.starlark.net/lib/math"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
@@ -22,7 +21,7 @@ var stdFiles embed.FS
 
 var modules = func() starlark.StringDict {
 	d := starlark.StringDict{
-		"json":   json.Module,
+		"json":   jsonModule,
 		"math":   math.Module,
 		"re":     reModule,
 		"struct": starlark.NewBuiltin("struct", starlarkstruct.Make),

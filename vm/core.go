@@ -630,6 +630,9 @@ func (r *run) bodyFailed(f *frame, n *graphir.Node, o *outcome) {
 }
 
 func shortValue(v starlark.Value) string {
+	if stdlib.CheckDepth(v, 100) != nil {
+		return v.Type() + " nested more than 100 deep"
+	}
 	s := v.String()
 	if len(s) > 40 {
 		s = s[:37] + "..."

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"go.starlark.net/starlark"
@@ -57,12 +58,22 @@ type run struct {
 	inbox   inbox // async work reports here
 	timers  map[*time.Timer]bool
 
-	thread *starlark.Thread // every evaluation runs here, on the driver goroutine
-	view   *view            // the run view of the evaluation under way
-	args   starlark.Tuple   // its arguments: the view
-	cur    *StepRecord      // the fn step print() writes to
+	// Evaluations (eval.go). mu is held by the driver except while it
+	// evaluates; finished is closed when the last driver of a phase (the
+	// run, then its exit handler) is done.
+	mu       sync.Mutex
+	gen      *evalGen // thread and view of the current driver; nil until needed
+	inEval   *evalGen // set while an evaluation is under way
+	evalSeq  uint64
+	phase    int
+	finished chan struct{}
 
 	cause *graphir.Error // the latest step failure routed on (see follow)
+
+	// In retry_when, the failed attempt's record, bound to the name of the
+	// step attemptOf.
+	attempt   starlark.Value
+	attemptOf *graphir.Node
 
 	path     []string
 	pathNext int
@@ -143,10 +154,6 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 	r.ctx = ctx
 	r.execCtx, r.stopExec = context.WithCancel(ctx)
 	defer r.stopExec()
-	r.thread = &starlark.Thread{Name: "skein run"}
-	r.thread.Print = r.print
-	stopThread := context.AfterFunc(ctx, func() { r.thread.Cancel("cancelled") })
-	defer func() { stopThread() }()
 
 	r.res = &Result{RunID: opts.RunID, Flow: g.Name, File: g.File, Inputs: inputs, Started: r.now()}
 	if r.res.RunID == "" {
@@ -173,22 +180,21 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 		r.emit(Event{Type: RunStarted, RunID: r.res.RunID, FlowName: g.Name})
 	}
 
-	if len(g.Steps()) == 0 {
-		r.res.Output = starlark.None
-		r.end(Succeeded, nil)
-	} else {
-		r.seq++
-		r.follow(r.root, g.Nodes[graphir.Start], &outcome{ok: true, value: starlark.None})
-	}
-	r.drive()
-	r.drain()
+	r.runDriver(func() {
+		if len(g.Steps()) == 0 {
+			r.res.Output = starlark.None
+			r.end(Succeeded, nil)
+		} else {
+			r.seq++
+			r.follow(r.root, g.Nodes[graphir.Start], &outcome{ok: true, value: starlark.None})
+		}
+	})
 
 	res := r.res
 	res.Duration = r.now().Sub(res.Started)
 	res.Pending = r.parked
 	if g.OnExit != graphir.None && res.Status != Waiting {
-		stopThread()
-		stopThread = r.exitHandler(g.Nodes[g.OnExit])
+		r.exitHandler(g.Nodes[g.OnExit])
 	}
 	if len(r.path) == r.opts.MaxPath && r.pathNext > 0 {
 		res.Path = append(append([]string(nil), r.path[r.pathNext:]...), r.path[:r.pathNext]...)
@@ -217,8 +223,8 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 // out), before or while the handler runs, the handler has Options.ExitGrace
 // left; Options.ExitCtx ending stops it at once (a second Ctrl-C). Its
 // failure is recorded in its record, never in the run's status. It returns
-// the stop function of its evaluation thread's cancellation.
-func (r *run) exitHandler(n *graphir.Node) (stopThread func() bool) {
+// nothing.
+func (r *run) exitHandler(n *graphir.Node) {
 	hctx, cancel := context.WithCancelCause(context.WithoutCancel(r.ctx))
 	defer cancel(nil)
 	stopGrace := context.AfterFunc(r.ctx, func() {
@@ -229,18 +235,16 @@ func (r *run) exitHandler(n *graphir.Node) (stopThread func() bool) {
 	if r.opts.ExitCtx != nil {
 		defer context.AfterFunc(r.opts.ExitCtx, func() { cancel(errExitStopped) })()
 	}
-	stopThread = context.AfterFunc(hctx, func() { r.thread.Cancel("cancelled") })
-
 	r.exiting = true
 	r.ctx = hctx
 	r.execCtx, r.stopExec = context.WithCancel(hctx)
 	r.over = false
 	r.queue = r.queue[:0]
 	r.root.exec = nil // the run's was cancelled when it ended
-	r.seq++
-	r.ready(r.root, n)
-	r.drive()
-	r.drain()
+	r.runDriver(func() {
+		r.seq++
+		r.ready(r.root, n)
+	})
 	r.stopExec()
 
 	rec := r.recs[n.ID]
@@ -260,7 +264,6 @@ func (r *run) exitHandler(n *graphir.Node) (stopThread func() bool) {
 		}
 		r.emit(ev)
 	}
-	return stopThread
 }
 
 var (
@@ -279,6 +282,36 @@ func (r *run) runValue() starlark.Value {
 	return stdlib.NewMap([]string{"status", "error"}, []starlark.Value{starlark.String(string(r.res.Status)), e})
 }
 
+// runDriver runs one phase of the run (the run, or its exit handler) on a
+// driver goroutine, starting with start, and waits for the phase to end.
+// The driver holds r.mu except while it evaluates; a goroutine that takes
+// the run over from a stuck evaluation becomes the phase's driver
+// (eval.go).
+func (r *run) runDriver(start func()) {
+	r.mu.Lock() // against timers of the phase before
+	r.phase++
+	r.gen = nil
+	r.finished = make(chan struct{})
+	r.mu.Unlock()
+	stopWatch := r.watchContext()
+	go func() {
+		r.mu.Lock()
+		start()
+		r.loop()
+	}()
+	<-r.finished
+	stopWatch()
+}
+
+// loop runs the driver loop to the end of the phase, then lets runDriver
+// return. It is called holding r.mu.
+func (r *run) loop() {
+	r.drive()
+	r.drain()
+	r.mu.Unlock()
+	close(r.finished)
+}
+
 // drive is the driver loop: start what is ready, wait for async work or
 // an interruption, feed outcomes back to the core.
 func (r *run) drive() {
@@ -288,6 +321,13 @@ func (r *run) drive() {
 			break
 		}
 		if r.running == 0 && len(r.queue) == 0 {
+			if r.ctx.Err() != nil {
+				// An evaluation saw the run being stopped and left its
+				// step unfinished: that is the interruption, not a
+				// pruned path.
+				r.interrupted()
+				break
+			}
 			r.complete()
 			break
 		}
@@ -421,10 +461,9 @@ func (r *run) retryWanted(f *frame, n *graphir.Node, o *outcome) (retry, ok bool
 	if n.RetryWhen == nil {
 		return true, true
 	}
-	r.viewArgs(f, n)
-	r.view.attempt, r.view.attemptOf = outcomeValue(o), n
+	r.attempt, r.attemptOf = outcomeValue(o), n
 	retry, err := r.evalCond(f, n, n.RetryWhen)
-	r.view.attempt, r.view.attemptOf = nil, nil
+	r.attempt, r.attemptOf = nil, nil
 	if err != nil {
 		r.evalFailed(n, "retry_when "+quoteExpr(n.RetryWhen), err)
 		return false, false
@@ -504,51 +543,9 @@ func (r *run) emit(ev Event) {
 	r.opts.OnEvent(ev)
 }
 
-// print implements print() for fn steps: lines go to the step's record
-// and to the event stream.
-func (r *run) print(_ *starlark.Thread, msg string) {
-	rec := r.cur
-	if rec == nil {
-		return
-	}
-	if len(rec.Log) < maxLog {
-		rec.Log = append(rec.Log, msg)
-	}
-	if r.events {
-		r.emit(Event{Type: StepLog, Step: rec.Name, Kind: rec.Kind.String(), Message: msg})
-	}
-}
-
-// evalThread readies the run's thread for one evaluation: a fresh step
-// budget, and no leftover cancellation unless the run is being stopped.
-func (r *run) evalThread() *starlark.Thread {
-	th := r.thread
-	if r.ctx.Err() == nil {
-		th.Uncancel()
-	}
-	th.Steps = 0
-	th.SetMaxExecutionSteps(r.opts.EvalSteps)
-	return th
-}
-
-// viewArgs returns the arguments of a call that evaluates something for
-// step self in frame f: the run view. Evaluations never nest and never
-// outlive their call (a function's result must be flow data, which a view
-// is not), so one view per run serves them all.
-func (r *run) viewArgs(f *frame, self *graphir.Node) starlark.Tuple {
-	if r.args == nil {
-		r.view = &view{r: r}
-		r.view.visitsFn = starlark.NewBuiltin("visits", r.view.visits)
-		r.view.statusFn = starlark.NewBuiltin("status", r.view.status)
-		r.args = starlark.Tuple{r.view}
-	}
-	r.view.f, r.view.self = f, self
-	return r.args
-}
-
 // eval evaluates an expression or function of r for step self in frame f.
 func (r *run) eval(f *frame, self *graphir.Node, x *graphir.Expr) (starlark.Value, error) {
-	v, err := starlark.Call(r.evalThread(), x.Func, r.viewArgs(f, self), nil)
+	v, err := r.evaluate(f, self, x.Func, nil, nil, 0, nil)
 	if err != nil && !x.User {
 		err = &exprError{x: x, err: err}
 	}
@@ -557,17 +554,17 @@ func (r *run) eval(f *frame, self *graphir.Node, x *graphir.Expr) (starlark.Valu
 
 // callFn runs attempt number attempt of fn step n.
 func (r *run) callFn(f *frame, n *graphir.Node, attempt int) {
-	th := r.evalThread()
-	r.cur = r.recs[n.ID]
-	var timer *time.Timer
+	var onTimeout func()
 	if n.Timeout > 0 {
-		timer = time.AfterFunc(n.Timeout, func() { th.Cancel("timeout") })
+		onTimeout = func() { r.fnDone(f, n, attempt, nil, errEvalTimeout) }
 	}
-	out, err := starlark.Call(th, n.Fn, r.viewArgs(f, n), nil)
-	if timer != nil {
-		timer.Stop()
-	}
-	r.cur = nil
+	out, err := r.evaluate(f, n, n.Fn, nil, r.recs[n.ID], n.Timeout, onTimeout)
+	r.fnDone(f, n, attempt, out, err)
+}
+
+// fnDone carries on after attempt number attempt of fn step n gave out or
+// err: the step finishes, fails, or is retried.
+func (r *run) fnDone(f *frame, n *graphir.Node, attempt int, out starlark.Value, err error) {
 	if err == nil {
 		if out, err = stdlib.Data(out); err != nil {
 			err = fmt.Errorf("returned a value that is not flow data: %v", err)
@@ -586,7 +583,7 @@ func (r *run) callFn(f *frame, n *graphir.Node, attempt int) {
 		return
 	}
 	msg, code := evalMessage(err), "step_failed"
-	if strings.Contains(msg, "cancelled: timeout") {
+	if errors.Is(err, errEvalTimeout) {
 		msg, code = fmt.Sprintf("timed out after %s", n.Timeout), "timeout"
 	} else if strings.Contains(msg, "step budget") {
 		msg = fmt.Sprintf("exceeded its step budget of %d steps", r.opts.EvalSteps)
@@ -636,7 +633,7 @@ func (r *run) callUntil(lf *frame, out starlark.Value) (stop bool, reason starla
 		[]starlark.Value{starlark.MakeInt(lf.iteration - 1), starlark.MakeInt(lf.iteration), out,
 			stdlib.NewMap(keys, vals), history{elems: lf.history[:len(lf.history):len(lf.history)]}, feedback,
 			starlark.MakeInt(n.MaxIterations), starlark.Bool(lf.iteration >= n.MaxIterations), r.inputs})
-	v, err := starlark.Call(r.evalThread(), n.Until, starlark.Tuple{it}, nil)
+	v, err := r.evaluate(lf, nil, n.Until, starlark.Tuple{it}, nil, 0, nil)
 	if err != nil {
 		return false, nil, err
 	}

@@ -16,15 +16,12 @@ import (
 // view is the run as seen from one step in one frame. Reading a step that
 // has not completed on the path taken is an unmetError.
 type view struct {
-	r    *run
-	f    *frame
-	self *graphir.Node // nil outside a step (the flow's output)
-	// In retry_when, the failed attempt's record, bound to the name of
-	// the step attemptOf.
-	attempt   starlark.Value
-	attemptOf *graphir.Node
-	visitsFn  *starlark.Builtin
-	statusFn  *starlark.Builtin
+	r        *run
+	f        *frame
+	self     *graphir.Node // nil outside a step (the flow's output)
+	visitsFn *starlark.Builtin
+	statusFn *starlark.Builtin
+	gen      *evalGen // whose evaluations read the view
 }
 
 var _ starlark.HasAttrs = (*view)(nil)
@@ -49,7 +46,14 @@ func (e *unmetError) Error() string {
 	return fmt.Sprintf("step %q has not completed on the path taken", e.step)
 }
 
+// errGone is what an abandoned evaluation reads.
+var errGone = fmt.Errorf("the run is no longer waiting for this evaluation")
+
 func (v *view) Attr(name string) (starlark.Value, error) {
+	if !v.r.lock(v.gen) {
+		return nil, errGone
+	}
+	defer v.r.mu.Unlock()
 	// Names bound by an enclosing loop or map come first inside bodies.
 	for f := v.f; f != nil && f.scope != graphir.None; f = f.parent {
 		switch f.kind {
@@ -87,8 +91,8 @@ func (v *view) Attr(name string) (starlark.Value, error) {
 	case "loop", "item", "index":
 		return nil, fmt.Errorf("%s is only defined inside a %s body", name, map[string]string{"loop": "loop", "item": "map", "index": "map"}[name])
 	}
-	if v.attemptOf != nil && name == v.attemptOf.Name {
-		return v.attempt, nil
+	if v.r.attemptOf != nil && name == v.r.attemptOf.Name {
+		return v.r.attempt, nil
 	}
 	n := v.r.g.Node(name)
 	if n == nil || !n.IsStep() {
@@ -111,6 +115,10 @@ func (v *view) visits(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err := starlark.UnpackPositionalArgs("visits", args, kwargs, 1, &name); err != nil {
 		return nil, err
 	}
+	if !v.r.lock(v.gen) {
+		return nil, errGone
+	}
+	defer v.r.mu.Unlock()
 	n := v.r.g.Node(name)
 	if n == nil || !n.IsStep() {
 		return nil, fmt.Errorf("visits: no step named %q", name)
@@ -130,6 +138,10 @@ func (v *view) status(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err := starlark.UnpackPositionalArgs("status", args, kwargs, 1, &name); err != nil {
 		return nil, err
 	}
+	if !v.r.lock(v.gen) {
+		return nil, errGone
+	}
+	defer v.r.mu.Unlock()
 	n := v.r.g.Node(name)
 	if n == nil || !n.IsStep() {
 		msg := fmt.Sprintf("status: no step named %q", name)

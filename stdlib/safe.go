@@ -1,0 +1,241 @@
+package stdlib
+
+// This file bounds the Starlark builtins whose one call can take time
+// without bound on a deeply nested value. The step budget cannot see inside
+// a builtin, and go.starlark.net's str, repr, print and json.encode walk a
+// value with a cycle check that is quadratic in its depth (a list nested
+// 100,000 deep takes seconds, a million deep minutes), while json.decode
+// recurses once per bracket and overflows the stack on "[" * 2000000. So
+// these wrappers measure the nesting first and fail fast with an error.
+// Predeclared names shadow the universe, so flow files and expressions get
+// these versions transparently.
+
+import (
+	"fmt"
+	"unsafe"
+
+	"go.starlark.net/lib/json"
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+)
+
+// MaxJSONDepth is how deeply JSON may nest, decoded or encoded: the bound of
+// flow data.
+const MaxJSONDepth = maxDepth
+
+// MaxReprDepth is how deeply a value given to str, repr or print may nest.
+const MaxReprDepth = 1000
+
+var (
+	universeStr   = starlark.Universe["str"].(*starlark.Builtin)
+	universeRepr  = starlark.Universe["repr"].(*starlark.Builtin)
+	universePrint = starlark.Universe["print"].(*starlark.Builtin)
+)
+
+var safeBuiltins = func() starlark.StringDict {
+	d := starlark.StringDict{
+		"str":   starlark.NewBuiltin("str", boundedArgs(universeStr, MaxReprDepth)),
+		"repr":  starlark.NewBuiltin("repr", boundedArgs(universeRepr, MaxReprDepth)),
+		"print": starlark.NewBuiltin("print", boundedArgs(universePrint, MaxReprDepth)),
+	}
+	d.Freeze()
+	return d
+}()
+
+// SafeBuiltins returns the bounded versions of str, repr and print, to
+// predeclare over the universe's. The dict is frozen and shared.
+func SafeBuiltins() starlark.StringDict { return safeBuiltins }
+
+// boundedArgs wraps b so that every argument is first checked to nest at
+// most limit deep.
+func boundedArgs(b *starlark.Builtin, limit int) func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+	return func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		for _, a := range args {
+			if err := CheckDepth(a, limit); err != nil {
+				return nil, fmt.Errorf("%s: %v", b.Name(), err)
+			}
+		}
+		return starlark.Call(thread, b, args, kwargs)
+	}
+}
+
+// CheckDepth reports an error if v nests more than limit containers deep.
+// It visits each container once, so it is linear in the size of v even when
+// v shares (or contains) itself; a container inside itself counts once, as
+// str prints it as "[...]".
+func CheckDepth(v starlark.Value, limit int) error {
+	w := depthWalk{limit: limit, height: map[unsafe.Pointer]int{}}
+	if _, ok := w.walk(v, 0); !ok {
+		return fmt.Errorf("value nested more than %d deep", limit)
+	}
+	return nil
+}
+
+type depthWalk struct {
+	limit  int
+	height map[unsafe.Pointer]int // of containers seen; -1 while being walked
+}
+
+// walk returns the height of v below it, or false once depth plus that
+// height passes the limit.
+func (w *depthWalk) walk(v starlark.Value, depth int) (int, bool) {
+	var key unsafe.Pointer
+	var kids func(yield func(starlark.Value) bool)
+	switch x := v.(type) {
+	case *starlark.List:
+		if x.Len() == 0 {
+			return 0, true
+		}
+		key = unsafe.Pointer(x)
+		kids = func(yield func(starlark.Value) bool) {
+			for i := 0; i < x.Len(); i++ {
+				if !yield(x.Index(i)) {
+					return
+				}
+			}
+		}
+	case starlark.Tuple:
+		if len(x) == 0 {
+			return 0, true
+		}
+		key = unsafe.Pointer(&x[0])
+		kids = func(yield func(starlark.Value) bool) {
+			for _, e := range x {
+				if !yield(e) {
+					return
+				}
+			}
+		}
+	case *starlark.Dict:
+		if x.Len() == 0 {
+			return 0, true
+		}
+		key = unsafe.Pointer(x)
+		kids = itemKids(x.Items())
+	case *Map:
+		if len(x.vals) == 0 {
+			return 0, true
+		}
+		key = unsafe.Pointer(x)
+		kids = func(yield func(starlark.Value) bool) {
+			for _, e := range x.vals {
+				if !yield(e) {
+					return
+				}
+			}
+		}
+	case *starlark.Set:
+		if x.Len() == 0 {
+			return 0, true
+		}
+		key = unsafe.Pointer(x)
+		kids = func(yield func(starlark.Value) bool) {
+			it := x.Iterate()
+			defer it.Done()
+			var e starlark.Value
+			for it.Next(&e) {
+				if !yield(e) {
+					return
+				}
+			}
+		}
+	case *starlarkstruct.Struct:
+		key = unsafe.Pointer(x)
+		kids = func(yield func(starlark.Value) bool) {
+			for _, n := range x.AttrNames() {
+				a, _ := x.Attr(n)
+				if !yield(a) {
+					return
+				}
+			}
+		}
+	default:
+		return 0, true
+	}
+	if h, seen := w.height[key]; seen {
+		if h < 0 {
+			return 0, true // inside itself
+		}
+		return h, depth+h <= w.limit
+	}
+	if depth >= w.limit {
+		return 0, false
+	}
+	w.height[key] = -1
+	h, ok := 0, true
+	kids(func(e starlark.Value) bool {
+		var eh int
+		eh, ok = w.walk(e, depth+1)
+		h = max(h, eh+1)
+		return ok
+	})
+	if !ok {
+		return 0, false
+	}
+	w.height[key] = h
+	return h, true
+}
+
+func itemKids(items []starlark.Tuple) func(yield func(starlark.Value) bool) {
+	return func(yield func(starlark.Value) bool) {
+		for _, kv := range items {
+			if !yield(kv[0]) || !yield(kv[1]) {
+				return
+			}
+		}
+	}
+}
+
+// jsonModule is go.starlark.net's json with encode and decode bounded.
+var jsonModule = func() *starlarkstruct.Module {
+	m := &starlarkstruct.Module{Name: "json", Members: starlark.StringDict{}}
+	for k, v := range json.Module.Members {
+		m.Members[k] = v
+	}
+	for _, name := range []string{"encode", "encode_indent"} {
+		b := json.Module.Members[name].(*starlark.Builtin)
+		m.Members[name] = starlark.NewBuiltin("json."+name, boundedArgs(b, MaxJSONDepth))
+	}
+	decode := json.Module.Members["decode"].(*starlark.Builtin)
+	m.Members["decode"] = starlark.NewBuiltin("json.decode", func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		if len(args) > 0 {
+			if s, ok := args[0].(starlark.String); ok {
+				if err := checkJSONDepth(string(s), MaxJSONDepth); err != nil {
+					return nil, fmt.Errorf("json.decode: %v", err)
+				}
+			}
+		}
+		return starlark.Call(thread, decode, args, kwargs)
+	})
+	m.Freeze()
+	return m
+}()
+
+// checkJSONDepth reports an error if the arrays and objects of the JSON text
+// s nest more than limit deep. It only counts brackets outside strings; the
+// decoder reports every other mistake.
+func checkJSONDepth(s string, limit int) error {
+	depth, inString := 0, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case inString:
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			if depth > limit {
+				return fmt.Errorf("JSON nested more than %d deep (at byte %d)", limit, i)
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return nil
+}

@@ -1,0 +1,177 @@
+package vm_test
+
+// Tests of hostile flows (issue 9): evaluations that never return on their
+// own, cancellation during loops of fn steps.
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/vm"
+)
+
+// stuck is a builtin that stands for one long builtin call (str of a list
+// nested a million deep): it returns only when released, then reports what
+// reading the run view gave it.
+type stuck struct {
+	release chan struct{}
+	after   chan error
+	entered chan struct{}
+	once    sync.Once
+}
+
+func newStuck() *stuck {
+	return &stuck{release: make(chan struct{}), after: make(chan error, 1), entered: make(chan struct{})}
+}
+
+func (s *stuck) fn() *starlark.Builtin {
+	return starlark.NewBuiltin("stuck", func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+		s.once.Do(func() { close(s.entered) })
+		<-s.release
+		_, err := args[0].(starlark.HasAttrs).Attr("inputs")
+		s.after <- err
+		return starlark.None, nil
+	})
+}
+
+// finish releases the stuck call and checks that, abandoned, it could no
+// longer read the run.
+func (s *stuck) finish(t *testing.T) {
+	t.Helper()
+	close(s.release)
+	if err := <-s.after; err == nil {
+		t.Error("an abandoned evaluation read the run view")
+	}
+}
+
+// runStuck runs g with the given context and options, failing the test if
+// Run does not return: the hang that abandoning evaluations prevents. The
+// deadline only detects a hang; nothing here measures speed.
+func runStuck(t *testing.T, ctx context.Context, g *graphir.Graph, opts vm.Options) *vm.Result {
+	t.Helper()
+	done := make(chan *vm.Result, 1)
+	go func() {
+		res, err := vm.Run(ctx, g, nil, opts)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		return res
+	case <-time.After(60 * time.Second):
+		t.Fatal("Run did not return while an evaluation was stuck")
+		return nil
+	}
+}
+
+func TestStuckFnHonoursTimeout(t *testing.T) {
+	g := load(t, map[string]string{"flow.star": `
+flow(output = "b")
+a = step("a", fn = lambda r: 1, timeout = "100ms")
+b = step("b", fn = lambda r: r.a.error)
+edge(START, a)
+edge(a, b, on = "failure")
+edge(b, END)
+`})
+	s := newStuck()
+	g.Node("a").Fn = s.fn()
+	res := runStuck(t, context.Background(), g, vm.Options{})
+	// The run went on after the timeout, on a fresh evaluator.
+	check(t, res, want{status: vm.Succeeded, output: "timed out after 100ms"})
+	if rec := res.Step("a"); rec.Code != "timeout" {
+		t.Errorf("a: code %q, want timeout", rec.Code)
+	}
+	s.finish(t)
+}
+
+func TestStuckEvaluationCancelled(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		stick     func(g *graphir.Graph, fn starlark.Callable)
+	}{
+		{"fn", `step("a", fn = lambda r: 1)`, func(g *graphir.Graph, fn starlark.Callable) { g.Node("a").Fn = fn }},
+		{"template", `step("a", run = ["echo", "{{ inputs }}"])`, func(g *graphir.Graph, fn starlark.Callable) {
+			g.Node("a").Argv[1].Parts[0].X.Func = fn
+		}},
+		{"condition", "a = step(\"a\")\nedge(START, a)\nedge(a, END, when = \"inputs\")", func(g *graphir.Graph, fn starlark.Callable) {
+			g.Edges[g.Node("a").Out[0]].When.Func = fn
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := load(t, map[string]string{"flow.star": tc.src})
+			s := newStuck()
+			tc.stick(g, s.fn())
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() { <-s.entered; cancel() }()
+			res := runStuck(t, ctx, g, vm.Options{})
+			check(t, res, want{status: vm.Cancelled, code: "cancelled"})
+			s.finish(t)
+		})
+	}
+}
+
+func TestStuckFnFlowTimeout(t *testing.T) {
+	g := load(t, map[string]string{"flow.star": `step("a", fn = lambda r: 1)`})
+	s := newStuck()
+	g.Node("a").Fn = s.fn()
+	res := runStuck(t, context.Background(), g, vm.Options{Timeout: 100 * time.Millisecond})
+	check(t, res, want{status: vm.Failed, code: "flow_timeout"})
+	s.finish(t)
+}
+
+// Cancelling a loop of fn steps, or a back-edge loop of them, is a
+// cancellation, not a pruned path (no_route). The signal lands while a fn
+// step runs (here: when it prints), so that step never finishes.
+func TestCancelFnLoops(t *testing.T) {
+	for name, src := range map[string]string{
+		"loop": `
+def work(r):
+    print("working")
+    n = 0
+    for i in range(100):
+        n += i
+    return n
+b = step("b", fn = work)
+c = step("c", fn = work)
+edge(b, c)
+l = loop("l", body = [b, c], until = lambda it: False, max_iterations = 2000000000)
+chain(START, l, END)
+`,
+		"back-edge": `
+def work(r):
+    print("working")
+    n = 0
+    for i in range(100):
+        n += i
+    return n
+a = step("a", fn = work, max_visits = 2000000000)
+b = step("b", fn = work)
+chain(START, a, b)
+edge(b, a, when = "True")
+edge(b, END, when = "False")
+`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := load(t, map[string]string{"flow.star": src})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var started atomic.Int64
+			res := runStuck(t, ctx, g, vm.Options{OnEvent: func(ev vm.Event) {
+				if ev.Type == vm.StepLog && started.Add(1) == 1000 {
+					cancel()
+					// Give a context.AfterFunc time to reach the thread.
+					time.Sleep(20 * time.Millisecond)
+				}
+			}})
+			check(t, res, want{status: vm.Cancelled, code: "cancelled"})
+		})
+	}
+}

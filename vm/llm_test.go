@@ -454,3 +454,50 @@ chain(START, a, b, END)
 	}
 	_ = json.Valid
 }
+
+func TestJudgeFails(t *testing.T) {
+	s := modeltest.New(
+		modeltest.Rule{Match: "Condition:", Replies: []modeltest.Reply{{Status: 400, Raw: `{"error":{"message":"bad schema"}}`}}},
+		modeltest.Rule{Match: "draft", Replies: []modeltest.Reply{{Content: "a draft"}}},
+	)
+	defer s.Close()
+	res := run(t, judged, nil, modelOpts(s, nil))
+	if res.Status != vm.Failed || res.Error.Code != "model_error" || res.Error.Step != "polish" {
+		t.Fatalf("status %s: %+v", res.Status, res.Error)
+	}
+	l := res.Step("polish")
+	if l.Status != vm.StepFailed || !strings.Contains(l.Error, `judge after iteration 1: model "m1": HTTP 400: bad schema`) {
+		t.Errorf("loop record: %s %q", l.Status, l.Error)
+	}
+}
+
+// Model calls in map items run at once (within --parallel); records,
+// usage and the budget stay consistent.
+func TestModelCallsInMap(t *testing.T) {
+	s := modeltest.New(
+		modeltest.Rule{Match: "route", Replies: []modeltest.Reply{{Content: "odd", Prompt: 3, Completion: 1}}},
+		modeltest.Rule{Replies: []modeltest.Reply{{Content: "hi", Prompt: 5, Completion: 2, Delay: 5 * time.Millisecond}}},
+	)
+	defer s.Close()
+	opts := modelOpts(s, nil)
+	opts.Parallel = 4
+	res := run(t, `
+flow(output = "each")
+say = step("say", llm = "say {{ item }}")
+pick = router("pick", llm = "route {{ item }}", routes = {"odd": "odd", "even": "even"}, default = "even")
+odd = step("odd", fn = lambda r: "o")
+even = step("even", fn = lambda r: "e")
+each = map("each", over = "range(6)", body = [say, pick, odd, even], concurrency = 3)
+edge(say, pick)
+chain(START, each, END)
+`, nil, opts)
+	if res.Status != vm.Succeeded {
+		t.Fatalf("%s: %v", res.Status, res.Error)
+	}
+	if res.ModelCalls != 12 || res.Usage != (model.Usage{PromptTokens: 6*5 + 6*3, CompletionTokens: 6*2 + 6*1}) {
+		t.Errorf("%d calls, usage %+v", res.ModelCalls, res.Usage)
+	}
+	if got := res.Output.String(); got != `["o", "o", "o", "o", "o", "o"]` {
+		t.Errorf("output %s", got)
+	}
+}

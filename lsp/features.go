@@ -53,6 +53,42 @@ func (s *Server) at(params json.RawMessage) (*cursor, *respError) {
 	return c, nil
 }
 
+// str reports whether the cursor is inside a string literal, which may
+// span lines (a triple-quoted prompt), and returns the literal's contents
+// and the part of them before the cursor. An unterminated string ends at
+// the end of its line (or, triple-quoted, of the buffer).
+func (c *cursor) str() (contents, before string, ok bool) {
+	src := c.d.text.src
+	at := lineStart(c.d.text, c.pos.Line) + c.off
+	for i := 0; i < len(src) && i <= at; i++ {
+		switch ch := src[i]; ch {
+		case '#':
+			for i < len(src) && src[i] != '\n' {
+				i++
+			}
+		case '"', '\'':
+			q := string(ch)
+			if strings.HasPrefix(src[i:], strings.Repeat(q, 3)) {
+				q = strings.Repeat(q, 3)
+			}
+			start := i + len(q)
+			j := start
+			for j < len(src) && !strings.HasPrefix(src[j:], q) && (len(q) == 3 || src[j] != '\n') {
+				if src[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			j = min(j, len(src))
+			if at >= start && at <= j {
+				return src[start:j], src[start:at], true
+			}
+			i = j + len(q) - 1
+		}
+	}
+	return "", "", false
+}
+
 // runeCol is the 1-based rune column of byte offset off in c's line.
 func (c *cursor) runeCol(off int) int { return utf8.RuneCountInString(c.line[:off]) + 1 }
 
@@ -137,11 +173,11 @@ func (c *cursor) stepAt() *graphir.Node {
 	if word == "" {
 		return nil
 	}
-	if str, start, _, in := stringAt(c.line, c.off); in {
+	if str, before, in := c.str(); in {
 		if ws > 0 && c.line[ws-1] == '.' {
 			return nil // a field, not a name
 		}
-		if strings.Contains(str, "{{") && !inHole(str, c.off-start) {
+		if strings.Contains(str, "{{") && !inHole(str, len(before)) {
 			return nil // the literal text of a template
 		}
 		if n := c.g.Node(word); n != nil {
@@ -171,7 +207,7 @@ func inHole(s string, off int) bool {
 // inputAt returns the input named by inputs.NAME around the cursor in a
 // string, or "".
 func (c *cursor) inputAt() string {
-	if _, _, _, in := stringAt(c.line, c.off); !in {
+	if _, _, in := c.str(); !in {
 		return ""
 	}
 	word, ws, _ := wordAt(c.line, c.off)
@@ -511,8 +547,7 @@ func (c *cursor) complete() []completionItem {
 		}
 	}
 	pre := c.line[:c.off]
-	if str, start, _, in := stringAt(c.line, c.off); in {
-		typed := str[:c.off-start]
+	if _, typed, in := c.str(); in {
 		if strings.HasPrefix(strings.TrimSpace(c.line), "load(") && strings.HasPrefix(typed, "@") {
 			dir := typed[:strings.LastIndex(typed, "/")+1]
 			for _, n := range stdlib.StdNames() {

@@ -465,3 +465,32 @@ func TestInHole(t *testing.T) {
 		}
 	}
 }
+
+// TestMultilineTemplate: completion and hover work inside a triple-quoted
+// prompt that spans lines.
+func TestMultilineTemplate(t *testing.T) {
+	src := "a = step(\"a\", run = [\"echo\"])\nb = step(\"b\", llm = \"\"\"Summarize:\n{{ a.stdout }} and {{ a. }}\n\"\"\")\n"
+	dir := writeFiles(t, map[string]string{"m.star": src})
+	uri := uriOf(filepath.Join(dir, "m.star"))
+	s := newSession(t)
+	s.open(uri, src)
+	s.published(uri)
+	line := strings.Split(src, "\n")[2]
+	pos := func(sub string, delta int) map[string]any {
+		return map[string]any{"textDocument": map[string]any{"uri": uri}, "position": map[string]any{"line": 2, "character": strings.Index(line, sub) + delta}}
+	}
+	var labels []string
+	for _, it := range s.request("textDocument/completion", pos("a. }}", 2)).(map[string]any)["items"].([]any) {
+		labels = append(labels, it.(map[string]any)["label"].(string))
+	}
+	if strings.Join(labels, ",") != "stdout,stderr,exit_code,error,code" {
+		t.Errorf("completion in a multi-line prompt: %v", labels)
+	}
+	h := s.request("textDocument/hover", pos("a.stdout", 0))
+	if h == nil || !strings.Contains(h.(map[string]any)["contents"].(map[string]any)["value"].(string), "**task** `a`") {
+		t.Errorf("hover in a multi-line prompt: %v", h)
+	}
+	if h := s.request("textDocument/hover", pos("and", 1)); h != nil {
+		t.Errorf("hover on the literal text of a prompt: %v", h)
+	}
+}

@@ -8,7 +8,7 @@ import (
 )
 
 // TestDocsCoverEveryBuiltin keeps the doc table true: every predeclared
-// builtin has a doc, and every parameter a builtin unpacks is documented,
+// builtin of Skein's own (not a Starlark builtin it only bounds) has a doc, and every parameter a builtin unpacks is documented,
 // in order.
 func TestDocsCoverEveryBuiltin(t *testing.T) {
 	for name, v := range Predeclared() {
@@ -16,6 +16,9 @@ func TestDocsCoverEveryBuiltin(t *testing.T) {
 			continue
 		}
 		d := DocOf(name)
+		if _, universal := starlark.Universe[name]; universal && d == nil {
+			continue // a Starlark builtin Skein only bounds (str, print, ...)
+		}
 		if d == nil {
 			t.Errorf("builtin %s has no entry in the doc table (builtins/doc.go)", name)
 			continue

@@ -199,6 +199,12 @@ var docs = []Doc{
 		Summary: "A struct value with the given fields, read as s.field; fn steps may return one."},
 	{Name: "range", Variadic: "*args",
 		Summary: "Starlark's range([start,] stop[, step]), limited to 10,000,000 elements."},
+	{Name: "str", Variadic: "x", Returns: "string",
+		Summary: "Starlark's str(x); a value nested more than 1,000 deep is an error rather than minutes of work."},
+	{Name: "repr", Variadic: "x", Returns: "string",
+		Summary: "Starlark's repr(x); a value nested more than 1,000 deep is an error rather than minutes of work."},
+	{Name: "print", Variadic: "*args", Returns: "None",
+		Summary: "Starlark's print(*args, sep=\" \"): fn steps' lines go to the step's log; values nested more than 1,000 deep are an error."},
 }
 
 // builtinParams are the parameter lists the builtins unpack, by name, for

@@ -15,6 +15,9 @@ func TestDocsCoverEveryBuiltin(t *testing.T) {
 		if _, ok := v.(*starlark.Builtin); !ok {
 			continue
 		}
+		if _, ok := starlark.Universe[name]; ok {
+			continue // Starlark's own (str, repr, print), bounded by stdlib: not Skein's to document
+		}
 		d := DocOf(name)
 		if _, universal := starlark.Universe[name]; universal && d == nil {
 			continue // a Starlark builtin Skein only bounds (str, print, ...)

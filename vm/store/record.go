@@ -205,6 +205,18 @@ func (rec *Recorder) Start(ctx context.Context, req *vm.EffectRequest, done func
 			return
 		}
 		id, _ := res.LastInsertId()
+		if req.Kind == graphir.KindWait {
+			// A wait is due at a recorded time: a resumed run waits
+			// only for what is left of it.
+			due, err := rec.due(req)
+			if err != nil {
+				done(rec.storeStop(err))
+				return
+			}
+			q := *req
+			q.Wait = max(0, time.Until(due))
+			req = &q
+		}
 		rec.Inner.Start(ctx, req, func(c *vm.EffectCompletion) {
 			if faultStep != "" && req.Step == faultStep {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -392,6 +404,39 @@ func procState(pid int) string {
 		}
 	}
 	return ""
+}
+
+// due returns when the wait of req is due, recording it the first time the
+// wait is asked for.
+func (rec *Recorder) due(req *vm.EffectRequest) (time.Time, error) {
+	path := EffectPath(req)
+	if _, err := rec.s.db.Exec(`INSERT OR IGNORE INTO waits (run, path, step, visit, due) VALUES (?, ?, ?, ?, ?)`,
+		rec.n, path, req.Step, req.Visit, nanos(time.Now().Add(req.Wait))); err != nil {
+		return time.Time{}, err
+	}
+	var due int64
+	err := rec.s.db.QueryRow(`SELECT due FROM waits WHERE run = ? AND path = ? AND step = ? AND visit = ?`, rec.n, path, req.Step, req.Visit).Scan(&due)
+	return fromNanos(due), err
+}
+
+// Waits returns the due times of the run's waits, by "path/step#visit".
+func (s *Store) Waits(id string) (map[string]time.Time, error) {
+	rows, err := s.db.Query(`SELECT w.path, w.step, w.visit, w.due FROM waits w JOIN runs r ON r.n = w.run WHERE r.id = ?`, id)
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	defer rows.Close()
+	out := map[string]time.Time{}
+	for rows.Next() {
+		var path, step string
+		var visit int
+		var due int64
+		if err := rows.Scan(&path, &step, &visit, &due); err != nil {
+			return nil, s.fail(err)
+		}
+		out[fmt.Sprintf("%s/%s#%d", path, step, visit)] = fromNanos(due)
+	}
+	return out, s.fail(rows.Err())
 }
 
 // record journals a whole attempt at once: a replayed completion copied

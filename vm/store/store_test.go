@@ -356,3 +356,46 @@ func TestReplayModelCall(t *testing.T) {
 		t.Errorf("replayed %d", p.Replayed())
 	}
 }
+
+// A wait's due time is recorded when it is first asked for: the run that
+// continues it after a crash waits only for what is left.
+func TestDurableWait(t *testing.T) {
+	s := open(t)
+	g := loadFlow(t, `step("a")`)
+	id := vm.NewRunID(time.Now())
+	rec, err := s.Begin(&store.NewRun{ID: id, Flow: g.Name, File: g.File, Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []time.Duration
+	inner := producerFunc(func(ctx context.Context, q *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+		asked = append(asked, q.Wait)
+		done(&vm.EffectCompletion{Cancelled: true}) // the process died mid-wait
+	})
+	rec.Inner = inner
+	req := &vm.EffectRequest{RunID: id, Step: "w", Kind: graphir.KindWait, Visit: 1, Attempt: 1, Wait: time.Hour}
+	wait := func(r *store.Recorder) {
+		ch := make(chan struct{})
+		r.Start(context.Background(), req, func(*vm.EffectCompletion) { close(ch) })
+		<-ch
+	}
+	wait(rec)
+	waits, err := s.Waits(id)
+	due := waits["/w#1"]
+	if err != nil || due.IsZero() {
+		t.Fatalf("waits = %v, %v", waits, err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	rec2, err := s.Continue(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec2.Inner = inner
+	wait(rec2)
+	if waits, _ := s.Waits(id); !waits["/w#1"].Equal(due) {
+		t.Errorf("due moved from %v to %v", due, waits["/w#1"])
+	}
+	if len(asked) != 2 || asked[0] > time.Hour || asked[1] >= asked[0] {
+		t.Errorf("waited %v; due in %v", asked, time.Until(due))
+	}
+}

@@ -1,0 +1,212 @@
+package store_test
+
+// Benchmarks of the run store (issue 13). None is a timed assertion: they
+// measure the figures docs/store.md reports.
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/store"
+)
+
+const loopSource = `
+flow(inputs = {"n": 10}, output = "critique")
+draft = step("draft", fn = lambda r: r.visits("draft"), max_visits = 1 << 30)
+critique = step("critique", fn = lambda r: r.draft)
+chain(START, draft, critique)
+edge(critique, draft, when = "critique < inputs.n")
+edge(critique, END, when = "critique >= inputs.n")
+`
+
+func benchFlow(b *testing.B, src string) *graphir.Graph {
+	b.Helper()
+	g, err := lang.LoadSource(filepath.Join(b.TempDir(), "flow.star"), []byte(src), lang.Options{MaxSteps: 1 << 40})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return g
+}
+
+// benchRun runs g once, recorded in s unless s is nil.
+func benchRun(b *testing.B, s *store.Store, p *vm.Program, in map[string]int, opts vm.Options) {
+	b.Helper()
+	given := map[string]starlark.Value{}
+	for k, v := range in {
+		given[k] = starlark.MakeInt(v)
+	}
+	bound, err := vm.BindInputs(p.Graph(), given)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var rec *store.Recorder
+	if s != nil {
+		id := vm.NewRunID(time.Now())
+		if rec, err = s.Begin(&store.NewRun{ID: id, Flow: p.Graph().Name, File: p.Graph().File, Inputs: bound, Started: time.Now()}); err != nil {
+			b.Fatal(err)
+		}
+		if opts.Effects != nil {
+			rec.Inner = opts.Effects
+		}
+		opts.RunID, opts.Effects = id, rec
+	}
+	res := p.Run(context.Background(), bound, opts)
+	if res.Status != vm.Succeeded {
+		b.Fatalf("run %s: %+v", res.Status, res.Error)
+	}
+	if rec != nil {
+		if err := rec.Finish(res); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func withAndWithout(b *testing.B, f func(b *testing.B, s *store.Store)) {
+	b.Run("no-store", func(b *testing.B) { f(b, nil) })
+	b.Run("store", func(b *testing.B) {
+		s, err := store.Open(filepath.Join(b.TempDir(), store.FileName))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		f(b, s)
+	})
+}
+
+// BenchmarkLoopIteration is vm's loop benchmark (two fn steps and a
+// condition per iteration) with and without the store: fn steps are not
+// recorded, so the two should match.
+func BenchmarkLoopIteration(b *testing.B) {
+	withAndWithout(b, func(b *testing.B, s *store.Store) {
+		p := vm.Prepare(benchFlow(b, loopSource))
+		b.ReportAllocs()
+		b.ResetTimer()
+		benchRun(b, s, p, map[string]int{"n": b.N}, vm.Options{Parallel: 1, MaxPath: 100})
+	})
+}
+
+// BenchmarkTaskStep is a run of one /bin/true task with and without the
+// store: the store's cost is the start row, the commit, and the run's own
+// two writes.
+func BenchmarkTaskStep(b *testing.B) {
+	withAndWithout(b, func(b *testing.B, s *store.Store) {
+		p := vm.Prepare(benchFlow(b, `step("t", run = ["/bin/true"])`))
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			benchRun(b, s, p, nil, vm.Options{Parallel: 1})
+		}
+	})
+}
+
+// BenchmarkTaskLoopIteration is one iteration of a loop whose body is one
+// task, with and without the store: per iteration the store records one
+// completion. It reports the store's growth per iteration.
+func BenchmarkTaskLoopIteration(b *testing.B) {
+	src := `
+flow(inputs = {"n": 10})
+t = step("t", run = ["/bin/true"], max_visits = 1 << 30)
+c = step("c", fn = lambda r: r.visits("t"))
+chain(START, t, c)
+edge(c, t, when = "c < inputs.n")
+edge(c, END, when = "c >= inputs.n")
+`
+	withAndWithout(b, func(b *testing.B, s *store.Store) {
+		p := vm.Prepare(benchFlow(b, src))
+		var before int64
+		if s != nil {
+			before = dbSize(s.Path())
+		}
+		b.ResetTimer()
+		benchRun(b, s, p, map[string]int{"n": b.N}, vm.Options{Parallel: 1, MaxPath: 100})
+		b.StopTimer()
+		if s != nil {
+			s.Checkpoint()
+			b.ReportMetric(float64(dbSize(s.Path())-before)/float64(b.N), "store-B/iter")
+		}
+	})
+}
+
+// BenchmarkFnLoopGrowth runs a loop of 100,000 fn-step iterations recorded
+// in the store and reports what the store grew by per iteration: nothing
+// beyond the run's own row and result.
+func BenchmarkFnLoopGrowth(b *testing.B) {
+	s, err := store.Open(filepath.Join(b.TempDir(), store.FileName))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	p := vm.Prepare(benchFlow(b, loopSource))
+	const n = 100_000
+	for i := 0; i < b.N; i++ {
+		before := dbSize(s.Path())
+		benchRun(b, s, p, map[string]int{"n": n}, vm.Options{Parallel: 1, MaxPath: 100})
+		s.Checkpoint()
+		b.ReportMetric(float64(dbSize(s.Path())-before)/n, "store-B/iter")
+	}
+}
+
+// BenchmarkRuns10k lists the newest 20 runs of a store of 10,000, as
+// skein runs does (open, query, close).
+func BenchmarkRuns10k(b *testing.B) {
+	if runs10k == "" {
+		dir, err := os.MkdirTemp("", "skein-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		runs10k = filepath.Join(dir, store.FileName)
+		s, err := store.Open(runs10k)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := vm.Prepare(benchFlow(b, `step("a", shell = "true")`))
+		for i := 0; i < 10_000; i++ {
+			benchRun(b, s, p, nil, vm.Options{Parallel: 1, Effects: noProcess{}})
+		}
+		s.Close()
+	}
+	path := runs10k
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s, err := store.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runs, err := s.Runs(store.Filter{Limit: 20})
+		if err != nil || len(runs) != 20 {
+			b.Fatal(len(runs), err)
+		}
+		s.Close()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(dbSize(path))/10_000, "store-B/run")
+}
+
+// runs10k is the store BenchmarkRuns10k builds once per process (the
+// benchmark function is called once per b.N tried).
+var runs10k string
+
+// noProcess completes every task at once, so that building a store of
+// 10,000 runs does not start 10,000 processes.
+type noProcess struct{}
+
+func (noProcess) Start(_ context.Context, _ *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	done(&vm.EffectCompletion{OK: true, Stdout: "ok\n"})
+}
+
+// dbSize is the size of the database file (after a checkpoint, the
+// write-ahead log is only reused space).
+func dbSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}

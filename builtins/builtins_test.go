@@ -173,6 +173,7 @@ func TestStepBad(t *testing.T) {
 		{src: `step("x", max_visits = 2.0)`, frag: `step "x": max_visits must be an int, got float 2.0`},
 		{src: `step("x", retries = -1)`, frag: `step "x": retries must be at least 0, got -1`},
 		{src: `step("x", retries = "2")`, frag: `step "x": retries must be an int, got string "2"`},
+		{src: `step("x", retries = 1000000000)`, frag: `step "x": retries must be at most 100, got 1000000000`},
 		{src: `step("x", backoff = "1x")`, frag: `step "x": backoff must be a positive duration such as "30s" or "10m", got "1x"`},
 		{src: `step("x", backoff = "0s")`, frag: `step "x": backoff must be a positive duration such as "30s" or "10m", got "0s"`},
 		{src: `step("x", backoff = 1)`, frag: `step "x": backoff must be a duration string such as "30s", got int 1`},

@@ -135,7 +135,7 @@ var docs = []Doc{
 			{"dir", "None", "the working directory, relative to the flow file (default: its directory)"},
 			{"inputs", "{}", "the child flow's inputs; a value that is exactly one template passes the value with its type"},
 			maxVisitsDoc,
-			{"retries", "0", "how many more times a failed step is tried; retries are not visits"},
+			{"retries", "0", "how many more times a failed step is tried, at most 100; retries are not visits"},
 			{"backoff", `"1s"`, "the delay before the first retry, doubled after each"},
 			timeoutDoc,
 			joinDoc,

@@ -12,6 +12,11 @@ import (
 	"go.starlark.net/starlark"
 )
 
+// MaxRetries is the most retries a step may have. The backoff doubles
+// after each failure up to an hour, so this bounds a step's retrying to
+// about four days; a flow timeout bounds it further.
+const MaxRetries = 100
+
 // MaxRange is the most elements a range() may have.
 const MaxRange = 10_000_000
 

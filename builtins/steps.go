@@ -369,6 +369,9 @@ func (c *call) common(n *graphir.Node, maxVisits, retries, backoff, timeout, joi
 		if n.Retries, err = c.intAtLeast("retries", retries, 0); err != nil {
 			return err
 		}
+		if n.Retries > MaxRetries {
+			return c.errorf("retries must be at most %d, got %d (with backoff doubling up to an hour, more would retry for days)", MaxRetries, n.Retries)
+		}
 	}
 	if !isNone(backoff) {
 		if n.Backoff, err = c.duration("backoff", backoff); err != nil {

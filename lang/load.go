@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -43,7 +42,7 @@ type Options struct {
 	// MaxMemory bounds how much the heap may grow while one file runs;
 	// 0 means DefaultMaxMemory.
 	MaxMemory uint64
-	// ReadFile reads a file; nil means os.ReadFile.
+	// ReadFile reads a file; nil means [ReadFile].
 	ReadFile func(name string) ([]byte, error)
 	// Print receives print() output during loading; nil discards it.
 	Print func(pos graphir.Pos, msg string)
@@ -53,7 +52,7 @@ func (o *Options) readFile(name string) ([]byte, error) {
 	if o.ReadFile != nil {
 		return o.ReadFile(name)
 	}
-	return os.ReadFile(name)
+	return ReadFile(name)
 }
 
 // Load loads the flow in file and returns its frozen graph. A parse or load

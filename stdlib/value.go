@@ -378,10 +378,17 @@ func (o Object) MarshalJSON() ([]byte, error) {
 }
 
 // FromJSON decodes one JSON value into flow data, keeping object key order.
-func FromJSON(data []byte) (starlark.Value, error) {
+// Of a key given twice in an object, the last value counts.
+func FromJSON(data []byte) (starlark.Value, error) { return fromJSON(data, false) }
+
+// FromJSONUnique is like [FromJSON], but a key given twice in an object is
+// an error naming it.
+func FromJSONUnique(data []byte) (starlark.Value, error) { return fromJSON(data, true) }
+
+func fromJSON(data []byte, unique bool) (starlark.Value, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := decodeValue(dec, 0)
+	v, err := decodeValue(dec, 0, unique)
 	if err != nil {
 		return nil, err
 	}
@@ -398,7 +405,7 @@ func truncate(s string, n int) string {
 	return s
 }
 
-func decodeValue(dec *json.Decoder, depth int) (starlark.Value, error) {
+func decodeValue(dec *json.Decoder, depth int, unique bool) (starlark.Value, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("JSON nested more than %d deep", maxDepth)
 	}
@@ -420,7 +427,7 @@ func decodeValue(dec *json.Decoder, depth int) (starlark.Value, error) {
 		case '[':
 			var elems []starlark.Value
 			for dec.More() {
-				e, err := decodeValue(dec, depth+1)
+				e, err := decodeValue(dec, depth+1, unique)
 				if err != nil {
 					return nil, err
 				}
@@ -442,11 +449,14 @@ func decodeValue(dec *json.Decoder, depth int) (starlark.Value, error) {
 					return nil, err
 				}
 				k := kt.(string)
-				v, err := decodeValue(dec, depth+1)
+				v, err := decodeValue(dec, depth+1, unique)
 				if err != nil {
 					return nil, err
 				}
 				if i, dup := seen[k]; dup {
+					if unique {
+						return nil, fmt.Errorf("key %q appears twice in one object", k)
+					}
 					vals[i] = v
 					continue
 				}

@@ -5,6 +5,9 @@ package vm_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/vm"
 )
 
@@ -173,5 +177,43 @@ edge(b, END, when = "False")
 			}})
 			check(t, res, want{status: vm.Cancelled, code: "cancelled"})
 		})
+	}
+}
+
+// A templated child flow that is a symbolic link out of the flow root is
+// refused like any path outside it (issue 9).
+func TestSubflowTemplatedSymlinkRefused(t *testing.T) {
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "evil.star"), []byte(`step("evil", run = ["true"])`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := load(t, map[string]string{"flow.star": `
+flow(inputs = {"which": None})
+child = step("child", flow = "{{ inputs.which }}")
+refused = step("refused", fn = lambda r: r.child.error)
+edge(START, child)
+edge(child, END)
+edge(child, refused, on = "failure")
+edge(refused, END)
+`})
+	dir := filepath.Dir(g.File)
+	if err := os.Symlink(filepath.Join(outside, "evil.star"), filepath.Join(dir, "link.star")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	for _, which := range []string{"link.star", "sub/evil.star"} {
+		res, err := vm.Run(context.Background(), g, map[string]starlark.Value{"which": starlark.String(which)}, vm.Options{Parallel: 1,
+			LoadFlow: func(_ context.Context, path, root string) (*graphir.Graph, error) {
+				return lang.Load(path, lang.Options{Root: root})
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, res, want{status: vm.Succeeded, path: []string{"child", "refused"}})
+		if got := goValue(t, res.Output).(string); !strings.Contains(got, "outside the flow root") {
+			t.Errorf("flow=%q: error %q", which, got)
+		}
 	}
 }

@@ -157,7 +157,7 @@ func (set *flowSet) check(lo lang.Options) ([]check.Diagnostic, int) {
 			if abs, err := filepath.Abs(name); err == nil {
 				read[abs] = true
 			}
-			return os.ReadFile(name)
+			return lang.ReadFile(name)
 		}
 		_, ds := loadAndCheck(f.path, opts)
 		self, _ := filepath.Abs(f.path)

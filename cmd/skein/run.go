@@ -414,11 +414,11 @@ func (f *inputFlags) parse() (*flagInputs, error) {
 	pairs, file := f.inputs, f.inputsFile
 	fi := &flagInputs{json: map[string]starlark.Value{}, text: map[string]string{}}
 	if file != "" {
-		data, err := os.ReadFile(file)
+		data, err := lang.ReadFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("--inputs-file: %v", err)
 		}
-		v, err := stdlib.FromJSON(data)
+		v, err := stdlib.FromJSONUnique(data)
 		if err != nil {
 			return nil, fmt.Errorf("--inputs-file %s: not valid JSON: %v", file, err)
 		}

@@ -106,7 +106,7 @@ func (s *sourceRecorder) readFile(name string) ([]byte, error) {
 			err = &os.PathError{Op: "open", Path: name, Err: errors.New("not among the run's recorded sources")}
 		}
 	} else {
-		b, err = os.ReadFile(name)
+		b, err = lang.ReadFile(name)
 	}
 	if err == nil {
 		s.mu.Lock()

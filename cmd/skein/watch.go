@@ -207,7 +207,7 @@ func (w *watcher) reload(ctx context.Context, changed []string) {
 	}
 	g, err := lang.Load(w.cfg.file, lang.Options{Root: w.cfg.root, ReadFile: func(name string) ([]byte, error) {
 		record(name)
-		return os.ReadFile(name)
+		return lang.ReadFile(name)
 	}})
 	var ds []check.Diagnostic
 	if err != nil {

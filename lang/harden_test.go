@@ -1,0 +1,92 @@
+package lang
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/skeinlang/skein/graphir"
+)
+
+// writeLinkTree writes files under dir; a value starting with "->" makes a
+// symbolic link to the rest.
+func writeLinkTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, src := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if target, ok := strings.CutPrefix(src, "->"); ok {
+			err = os.Symlink(target, path)
+		} else {
+			err = os.WriteFile(path, []byte(src), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Symbolic links are resolved before the flow root is enforced: a link
+// inside the root to a file or directory outside is outside (issue 9).
+func TestLoadSymlinksConfined(t *testing.T) {
+	dir := t.TempDir()
+	writeLinkTree(t, dir, map[string]string{
+		"outside/lib.star":    `x = "outside"`,
+		"outside/child.star":  `step("c")`,
+		"root/inside.star":    `x = "inside"`,
+		"root/lib.star":       "->../outside/lib.star",
+		"root/d":              "->../outside",
+		"root/child.star":     "->../outside/child.star",
+		"root/ok.star":        "->inside.star",
+		"root/load_file.star": "load(\"lib.star\", \"x\")\nstep(x)",
+		"root/load_dir.star":  "load(\"d/lib.star\", \"x\")\nstep(x)",
+		"root/load_ok.star":   "load(\"ok.star\", \"x\")\nstep(x)",
+		"root/child_lit.star": `step("a", flow = "child.star")`,
+	})
+	root := filepath.Join(dir, "root")
+	for _, f := range []string{"load_file.star", "load_dir.star"} {
+		_, err := Load(filepath.Join(root, f), Options{})
+		var ge *graphir.Error
+		if !errors.As(err, &ge) || ge.Code != "load_error" || !strings.Contains(ge.Msg, "outside the flow root") || !strings.Contains(ge.Msg, "symbolic link") {
+			t.Errorf("%s: got %v, want a load_error: outside the flow root through a symbolic link", f, err)
+		}
+	}
+	// A link that stays inside is fine.
+	if g, err := Load(filepath.Join(root, "load_ok.star"), Options{}); err != nil || g.Node("inside") == nil {
+		t.Errorf("load_ok.star: %v", err)
+	}
+	g, err := Load(filepath.Join(root, "child_lit.star"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := g.Node("a").ChildErr; e == nil || e.Code != "subflow_not_found" || !strings.Contains(e.Msg, "outside the flow root") {
+		t.Errorf("linked child flow: %v", e)
+	}
+	if g.Node("a").Child != nil {
+		t.Error("the linked child flow was loaded")
+	}
+}
+
+// Flow and module files are regular files of at most 8 MiB.
+func TestLoadBoundedFiles(t *testing.T) {
+	dir := t.TempDir()
+	big := append([]byte("x = 1\n#"), bytes.Repeat([]byte("a"), MaxFileSize)...)
+	writeLinkTree(t, dir, map[string]string{"big.star": string(big), "uses_big.star": "load(\"big.star\", \"x\")\nstep(\"s\")"})
+	for _, tc := range []struct{ file, frag string }{
+		{filepath.Join(dir, "big.star"), "larger than the limit of 8 MiB"},
+		{filepath.Join(dir, "uses_big.star"), "larger than the limit of 8 MiB"},
+		{"/dev/zero", "not a regular file (a character device)"},
+	} {
+		_, err := Load(tc.file, Options{})
+		var ge *graphir.Error
+		if !errors.As(err, &ge) || ge.Code != "load_error" || !strings.Contains(ge.Msg, tc.frag) {
+			t.Errorf("%s: got %v, want a load_error saying %q", tc.file, err, tc.frag)
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package lang
+
+// This file reads the files a flow is made of, bounded: a flow or module is
+// a regular file of at most MaxFileSize bytes, so `skein run /dev/zero` or a
+// huge generated file is a load error rather than a read until memory runs
+// out.
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+)
+
+// MaxFileSize is the largest flow, module or inputs file Skein reads.
+const MaxFileSize = 8 << 20
+
+// ReadFile reads the file name if it is a regular file of at most
+// MaxFileSize bytes. Errors are *fs.PathError, as os.ReadFile's are.
+func ReadFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return nil, &os.PathError{Op: "read", Path: name, Err: syscall.EISDIR}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &os.PathError{Op: "read", Path: name, Err: fmt.Errorf("not a regular file (%s)", fileKind(fi.Mode()))}
+	}
+	tooBig := &os.PathError{Op: "read", Path: name, Err: fmt.Errorf("larger than the limit of %d MiB", MaxFileSize>>20)}
+	if fi.Size() > MaxFileSize {
+		return nil, tooBig
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxFileSize {
+		return nil, tooBig
+	}
+	return b, nil
+}
+
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return m.Type().String()
+}

@@ -171,22 +171,12 @@ func (t *tester) loadChild(_ context.Context, path, root string) (*graphir.Graph
 func mockNames(g *graphir.Graph, names []string) error {
 	have := map[string]bool{}
 	var all []string
-	seen := map[*graphir.Graph]bool{}
-	var walk func(g *graphir.Graph)
-	walk = func(g *graphir.Graph) {
-		if g == nil || seen[g] {
-			return
+	g.EachStep(func(n *graphir.Node) {
+		if !have[n.Name] {
+			have[n.Name] = true
+			all = append(all, n.Name)
 		}
-		seen[g] = true
-		for _, n := range g.Steps() {
-			if !have[n.Name] {
-				have[n.Name] = true
-				all = append(all, n.Name)
-			}
-			walk(n.Child)
-		}
-	}
-	walk(g)
+	})
 	sort.Strings(all)
 	for _, name := range names {
 		if have[name] {

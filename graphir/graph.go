@@ -327,6 +327,24 @@ func (g *Graph) ModelDecl(name string) *ModelDecl {
 // Steps returns the nodes that are steps, in declaration order.
 func (g *Graph) Steps() []*Node { return g.Nodes[Abort+1:] }
 
+// EachStep calls fn for every step of g and of the literal child flows it
+// reaches, each flow once, parents before their children.
+func (g *Graph) EachStep(fn func(n *Node)) {
+	seen := map[*Graph]bool{}
+	var walk func(g *Graph)
+	walk = func(g *Graph) {
+		if g == nil || seen[g] {
+			return
+		}
+		seen[g] = true
+		for _, n := range g.Steps() {
+			fn(n)
+			walk(n.Child)
+		}
+	}
+	walk(g)
+}
+
 // Scope returns the steps directly in the scope owned by id: the top level
 // for None, else the body of a loop or map, in declaration order.
 func (g *Graph) Scope(id NodeID) []NodeID { return g.scopes[id] }

@@ -277,38 +277,28 @@ type floor struct {
 // its literal child flows.
 func (f floor) check(g *graphir.Graph) []check.Diagnostic {
 	var ds []check.Diagnostic
-	seen := map[*graphir.Graph]bool{}
-	var walk func(g *graphir.Graph)
-	walk = func(g *graphir.Graph) {
-		if g == nil || seen[g] {
-			return
-		}
-		seen[g] = true
-		for _, n := range g.Steps() {
-			switch n.Kind {
-			case graphir.KindShell:
-				if !f.allowShell {
-					ds = append(ds, notAllowed(n, fmt.Sprintf("step %q is a shell step, and shell steps are not allowed here", n.Name),
-						`write run=["cmd", "arg", ...] instead (or compose with --allow-shell)`))
-				}
-			case graphir.KindTask:
-				if f.allowRun == nil || len(n.Argv) == 0 {
-					break
-				}
-				cmd := n.Argv[0]
-				if !cmd.IsLiteral() {
-					ds = append(ds, notAllowed(n, fmt.Sprintf("step %q computes its command with a template; the command must be one of %s", n.Name, strings.Join(f.allowRun, ", ")), "write the command literally as run[0]"))
-					break
-				}
-				if name := literalText(cmd); !contains(f.allowRun, name) {
-					ds = append(ds, notAllowed(n, fmt.Sprintf("step %q runs %q, which is not allowed; allowed commands: %s", n.Name, name, strings.Join(f.allowRun, ", ")),
-						"use one of the allowed commands"))
-				}
+	g.EachStep(func(n *graphir.Node) {
+		switch n.Kind {
+		case graphir.KindShell:
+			if !f.allowShell {
+				ds = append(ds, notAllowed(n, fmt.Sprintf("step %q is a shell step, and shell steps are not allowed here", n.Name),
+					`write run=["cmd", "arg", ...] instead (or compose with --allow-shell)`))
 			}
-			walk(n.Child)
+		case graphir.KindTask:
+			if f.allowRun == nil || len(n.Argv) == 0 {
+				break
+			}
+			cmd := n.Argv[0]
+			if !cmd.IsLiteral() {
+				ds = append(ds, notAllowed(n, fmt.Sprintf("step %q computes its command with a template; the command must be one of %s", n.Name, strings.Join(f.allowRun, ", ")), "write the command literally as run[0]"))
+				break
+			}
+			if name := literalText(cmd); !contains(f.allowRun, name) {
+				ds = append(ds, notAllowed(n, fmt.Sprintf("step %q runs %q, which is not allowed; allowed commands: %s", n.Name, name, strings.Join(f.allowRun, ", ")),
+					"use one of the allowed commands"))
+			}
 		}
-	}
-	walk(g)
+	})
 	return ds
 }
 

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skeinlang/skein/vm/store"
+)
+
+// On a terminal an approval is asked inline; the answer is recorded as the
+// decision, by $USER.
+func TestApprovalPrompt(t *testing.T) {
+	dir := t.TempDir()
+	flow := `
+flow(inputs = {"v": "1.4"})
+build = step("build", shell = "echo built")
+deploy = step("deploy", approve = "Deploy {{ inputs.v }} to prod?")
+ship = step("ship", env = {"BY": "{{ deploy.by }}"}, run = ["sh", "-c", "echo shipped by $BY"])
+chain(START, build, deploy, ship, END)
+`
+	if err := os.WriteFile(filepath.Join(dir, "flow.star"), []byte(flow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "runs.db")
+	for _, c := range []struct {
+		answer string
+		ok     bool
+	}{{"y", true}, {"n", false}} {
+		t.Setenv("USER", "pat")
+		term := startTerminal(t, dir, t.TempDir(), "run", "--store", db, "flow.star")
+		term.expect(`approve "deploy": Deploy 1.4 to prod? [y/N]`)
+		term.send(c.answer + "\r")
+		if c.ok {
+			term.expect("succeeded")
+		} else {
+			term.expect("rejected by pat")
+		}
+		done := make(chan error, 1)
+		go func() { done <- term.cmd.Wait() }()
+		select {
+		case err := <-done:
+			if (err == nil) != c.ok {
+				t.Errorf("answer %q: exit %v; output:\n%s", c.answer, err, term.out.String())
+			}
+		case <-time.After(ptyDeadline):
+			t.Fatalf("skein run did not exit; output:\n%q", term.out.String())
+		}
+		st, err := store.Open(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := st.Get("last")
+		if err != nil {
+			t.Fatal(err)
+		}
+		aps, err := st.Approvals(r.ID)
+		st.Close()
+		if err != nil || len(aps) != 1 || aps[0].Decided.IsZero() || aps[0].Approved != c.ok || aps[0].By != "pat" {
+			t.Errorf("answer %q: approvals %+v, %v", c.answer, aps, err)
+		}
+		if c.ok && !strings.Contains(term.out.String(), "shipped by pat") {
+			t.Errorf("output:\n%s", term.out.String())
+		}
+	}
+}

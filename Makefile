@@ -23,12 +23,16 @@ fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 5s ./lang
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime 5s ./check
 	$(GO) test -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime 5s ./graphir
+	$(GO) test -run '^$$' -fuzz '^FuzzFormat$$' -fuzztime 5s ./lang
+	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime 5s ./lsp
 
 # Longer fuzzing: make fuzz FUZZTIME=10m
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./lang
 	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./check
 	$(GO) test -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(FUZZTIME) ./graphir
+	$(GO) test -run '^$$' -fuzz '^FuzzFormat$$' -fuzztime $(FUZZTIME) ./lang
+	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME) ./lsp
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

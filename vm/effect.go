@@ -37,6 +37,16 @@ type EffectProducer interface {
 	Start(ctx context.Context, req *EffectRequest, done func(*EffectCompletion))
 }
 
+// EffectIdler is implemented by a producer that holds completions back to
+// report them in an order of its own (a replay reports them in the order
+// they were recorded). The VM calls Idle with the child-flow chain of a run
+// (as in [EffectRequest.Flow]) whenever that run can do nothing more until
+// a completion arrives: the producer must then report at least one of that
+// run's held completions, if it holds any.
+type EffectIdler interface {
+	Idle(flow []string)
+}
+
 // EffectRequest asks for one attempt of an effect. Producers must not
 // modify it; they may keep it after done is called.
 type EffectRequest struct {

@@ -47,6 +47,7 @@ type run struct {
 	over     bool
 	exiting  bool           // the exit handler is running: the run itself has ended
 	parked   []*Pending     // effects waiting for a decision from outside the run
+	idler    EffectIdler    // the producer, if it holds completions back
 	exitErr  *graphir.Error // what stopped the exit handler
 	reached  bool           // END has received a live token
 	stopped  []string       // top-level steps where live branches ended, latest last
@@ -141,6 +142,7 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 	}
 	r := &run{p: p, g: g, opts: opts, inputs: inputs, events: opts.OnEvent != nil,
 		timers: map[*time.Timer]bool{}, now: monotonicClock()}
+	r.idler, _ = opts.Effects.(EffectIdler)
 	r.inbox.wake = make(chan struct{}, 1)
 	timeout := opts.Timeout
 	if timeout == 0 {
@@ -336,6 +338,9 @@ func (r *run) drive() {
 			r.completed(c)
 			continue
 		}
+		if r.idler != nil {
+			r.idler.Idle(r.opts.prefix)
+		}
 		select {
 		case <-r.inbox.wake:
 		case <-r.ctx.Done():
@@ -521,6 +526,9 @@ func (r *run) drain() {
 	for r.running > 0 {
 		c := r.take()
 		if c == nil {
+			if r.idler != nil {
+				r.idler.Idle(r.opts.prefix)
+			}
 			<-r.inbox.wake
 			continue
 		}

@@ -35,6 +35,7 @@ type Replay struct {
 	from string // the run whose record is replayed
 
 	mu      sync.Mutex
+	drivers map[string]*driverState
 	ok      map[effectKey]*Effect // the successful completion of each effect
 	kinds   map[effectKey]string
 	prior   map[effectKey]int // attempts recorded, successful or not
@@ -73,7 +74,7 @@ func (s *Store) Replay(id, fromStep string) (*Replay, error) {
 			return nil, fmt.Errorf("%s", msg)
 		}
 	}
-	p := &Replay{from: id, ok: map[effectKey]*Effect{}, kinds: map[effectKey]string{}, prior: map[effectKey]int{}}
+	p := &Replay{from: id, drivers: map[string]*driverState{}, ok: map[effectKey]*Effect{}, kinds: map[effectKey]string{}, prior: map[effectKey]int{}}
 	for _, e := range effects {
 		if e.OnExit {
 			continue // exit handlers run again
@@ -87,7 +88,12 @@ func (s *Store) Replay(id, fromStep string) (*Replay, error) {
 		if _, dup := p.ok[k]; !dup {
 			p.ok[k] = e
 			p.left++
+			d := p.driver(flowKey(e.Path))
+			d.seq = append(d.seq, e.Done)
 		}
+	}
+	for _, d := range p.drivers {
+		sort.Slice(d.seq, func(i, j int) bool { return d.seq[i] < d.seq[j] })
 	}
 	return p, nil
 }
@@ -145,18 +151,14 @@ func (p *Replay) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm
 		return
 	}
 	if recorded {
-		c, err := completionOf(req, e)
-		if err != nil {
-			done(&vm.EffectCompletion{Stop: &graphir.Error{Code: "resume_diverged", Step: req.Step,
-				Msg: fmt.Sprintf("step %q: cannot read back its recorded output: %v", req.Step, err)}})
-			return
-		}
-		if p.CopyTo != nil {
-			if err := p.CopyTo.record(req, req.Attempt, c); err != nil {
-				c = p.CopyTo.storeStop(err)
-			}
-		}
-		done(c)
+		// Held until the completions recorded before it in its run have
+		// been reported: the run sees them in the recorded order.
+		p.mu.Lock()
+		d := p.driver(strings.Join(req.Flow, "/"))
+		d.held[e.Done] = &held{req: req, e: e, done: done}
+		out := d.flush(nil)
+		p.mu.Unlock()
+		p.deliver(out)
 		return
 	}
 	if prior > 0 && req.Kind != graphir.KindSubflow {
@@ -167,6 +169,109 @@ func (p *Replay) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm
 		req = &q
 	}
 	p.Inner.Start(ctx, req, done)
+}
+
+// held is a replayed completion waiting for its turn.
+type held struct {
+	req  *vm.EffectRequest
+	e    *Effect
+	done func(*vm.EffectCompletion)
+}
+
+// driverState is the replay order of one run of the tree (the top-level
+// run, or one child flow's), which reports its completions in the order it
+// recorded them.
+type driverState struct {
+	seq       []int64 // completion orders of its replayable records, ascending
+	next      int     // seq[next] is the next to report
+	held      map[int64]*held
+	delivered map[int64]bool
+}
+
+func (p *Replay) driver(key string) *driverState {
+	d := p.drivers[key]
+	if d == nil {
+		d = &driverState{held: map[int64]*held{}, delivered: map[int64]bool{}}
+		p.drivers[key] = d
+	}
+	return d
+}
+
+// flush appends to out the held completions whose turn has come.
+func (d *driverState) flush(out []*held) []*held {
+	for d.next < len(d.seq) {
+		o := d.seq[d.next]
+		if d.delivered[o] {
+			d.next++
+			continue
+		}
+		h, ok := d.held[o]
+		if !ok {
+			break
+		}
+		delete(d.held, o)
+		d.delivered[o] = true
+		d.next++
+		out = append(out, h)
+	}
+	return out
+}
+
+// Idle implements [vm.EffectIdler]: the run with the child-flow chain flow
+// can do nothing until a completion arrives, so the record's order cannot
+// be kept (an effect recorded earlier is not asked for: it now waits on an
+// effect running for real). The earliest held completion goes out.
+func (p *Replay) Idle(flow []string) {
+	p.mu.Lock()
+	d := p.drivers[strings.Join(flow, "/")]
+	var out []*held
+	if d != nil && len(d.held) > 0 {
+		first := int64(-1)
+		for o := range d.held {
+			if first < 0 || o < first {
+				first = o
+			}
+		}
+		out = append(out, d.held[first])
+		delete(d.held, first)
+		d.delivered[first] = true
+		out = d.flush(out)
+	}
+	p.mu.Unlock()
+	p.deliver(out)
+}
+
+// deliver reports replayed completions, in order, copying each into the
+// new run's record first when there is one.
+func (p *Replay) deliver(out []*held) {
+	for _, h := range out {
+		c, err := completionOf(h.req, h.e)
+		if err != nil {
+			c = &vm.EffectCompletion{Stop: &graphir.Error{Code: "resume_diverged", Step: h.req.Step,
+				Msg: fmt.Sprintf("step %q: cannot read back its recorded output: %v", h.req.Step, err)}}
+		} else if p.CopyTo != nil {
+			if err := p.CopyTo.record(h.req, h.req.Attempt, c); err != nil {
+				c = p.CopyTo.storeStop(err)
+			}
+		}
+		h.done(c)
+	}
+}
+
+// flowKey is the child-flow chain of a journal path: the elements up to the
+// last one that names a step (the rest are the run's own loop iterations and
+// map items).
+func flowKey(path string) string {
+	if path == "" {
+		return ""
+	}
+	parts := strings.Split(path, "/")
+	for i := len(parts) - 1; i >= 0; i-- {
+		if !strings.ContainsAny(parts[i], "#[") {
+			return strings.Join(parts[:i+1], "/")
+		}
+	}
+	return ""
 }
 
 // nextLeft names the earliest completion not replayed yet.

@@ -45,6 +45,7 @@ var predeclared = func() starlark.StringDict {
 		"input":  starlark.NewBuiltin("input", inputFn),
 		"model":  starlark.NewBuiltin("model", modelFn),
 		"judge":  starlark.NewBuiltin("judge", judgeFn),
+		"tool":   starlark.NewBuiltin("tool", toolFn),
 		"range":  starlark.NewBuiltin("range", rangeFn),
 		"START":  &Step{id: graphir.Start, name: "START", kind: "start"},
 		"END":    &Step{id: graphir.End, name: "END", kind: "end"},

@@ -39,7 +39,7 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	var vals [8]starlark.Value
+	var vals [10]starlark.Value
 	if err := c.unpack(args, kwargs, flowParams, vals[:]); err != nil {
 		return nil, err
 	}
@@ -96,6 +96,17 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 			return nil, err
 		}
 	}
+	if !isNone(vals[8]) {
+		if f.Tools, err = c.toolRefs("tools", vals[8]); err != nil {
+			return nil, err
+		}
+	}
+	f.MaxGrants = defaultMaxGrants
+	if !isNone(vals[9]) {
+		if f.MaxGrants, err = c.intAtLeast("max_grants", vals[9], 0); err != nil {
+			return nil, err
+		}
+	}
 	switch h := onExit.(type) {
 	case nil, starlark.NoneType:
 	case starlark.String:
@@ -132,13 +143,14 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		return nil, err
 	}
 	var name, run, shell, fnv, flow, argv, env, stdin, dir, inputs, maxVisits, retries, backoff, timeout, join starlark.Value
-	var vals [23]starlark.Value
+	var vals [26]starlark.Value
 	if err := c.unpack(args, kwargs, stepParams, vals[:]); err != nil {
 		return nil, err
 	}
 	name, run, shell, fnv, flow, argv, env, stdin, dir, inputs, maxVisits, retries, backoff, timeout, join = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6], vals[7], vals[8], vals[9], vals[10], vals[11], vals[12], vals[13], vals[14]
 	llm, system, modelName, schema, maxTokens := vals[15], vals[16], vals[17], vals[18], vals[19]
 	retryWhen, wait, approve := vals[20], vals[21], vals[22]
+	agent, tools, maxTurns := vals[23], vals[24], vals[25]
 	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindNoop, Backoff: defaultBackoff}
 	if n.Name, err = c.name(name); err != nil {
 		return nil, err
@@ -149,13 +161,13 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	for _, k := range []struct {
 		param string
 		v     starlark.Value
-	}{{"run", run}, {"shell", shell}, {"fn", fnv}, {"flow", flow}, {"llm", llm}, {"wait", wait}, {"approve", approve}} {
+	}{{"run", run}, {"shell", shell}, {"fn", fnv}, {"flow", flow}, {"llm", llm}, {"wait", wait}, {"approve", approve}, {"agent", agent}} {
 		if !isNone(k.v) {
 			kinds = append(kinds, k.param)
 		}
 	}
 	if len(kinds) > 1 {
-		return nil, c.errorf("give at most one of run, shell, fn, flow, llm, wait, approve; got %s and %s", kinds[0], kinds[1])
+		return nil, c.errorf("give at most one of run, shell, fn, flow, llm, agent, wait, approve; got %s and %s", kinds[0], kinds[1])
 	}
 	switch {
 	case !isNone(run):
@@ -198,6 +210,11 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		if n.Prompt, err = c.template("llm", llm); err != nil {
 			return nil, err
 		}
+	case !isNone(agent):
+		n.Kind = graphir.KindAgent
+		if n.Prompt, err = c.template("agent", agent); err != nil {
+			return nil, err
+		}
 	case !isNone(approve):
 		n.Kind = graphir.KindApproval
 		if n.Approve, err = c.template("approve", approve); err != nil {
@@ -225,16 +242,19 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		return nil
 	}
 	proc := n.Kind.IsProcess()
+	model := n.Kind == graphir.KindLLM || n.Kind == graphir.KindAgent
 	for _, chk := range []error{
 		only("args", argv, n.Kind == graphir.KindTask, "run="),
 		only("env", env, proc, "run= and shell="),
 		only("stdin", stdin, proc, "run= and shell="),
 		only("dir", dir, proc, "run= and shell="),
 		only("inputs", inputs, n.Kind == graphir.KindSubflow, "flow="),
-		only("system", system, n.Kind == graphir.KindLLM, "llm="),
-		only("model", modelName, n.Kind == graphir.KindLLM, "llm="),
-		only("schema", schema, n.Kind == graphir.KindLLM, "llm="),
-		only("max_tokens", maxTokens, n.Kind == graphir.KindLLM, "llm="),
+		only("system", system, model, "llm= and agent="),
+		only("model", modelName, model, "llm= and agent="),
+		only("schema", schema, model, "llm= and agent="),
+		only("max_tokens", maxTokens, model, "llm= and agent="),
+		only("tools", tools, n.Kind == graphir.KindAgent, "agent="),
+		only("max_turns", maxTurns, n.Kind == graphir.KindAgent, "agent="),
 	} {
 		if chk != nil {
 			return nil, chk
@@ -306,11 +326,24 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 			n.Inputs = append(n.Inputs, graphir.NamedTemplate{Name: k, Value: t, Literal: lit})
 		}
 	}
-	if n.Kind == graphir.KindLLM {
+	if model {
 		if err := c.modelParams(n, system, modelName, schema, maxTokens); err != nil {
 			return nil, err
 		}
 		n.Retries = defaultModelRetries
+	}
+	if n.Kind == graphir.KindAgent {
+		if !isNone(tools) {
+			if n.Tools, err = c.toolRefs("tools", tools); err != nil {
+				return nil, err
+			}
+		}
+		n.MaxTurns = defaultMaxTurns
+		if !isNone(maxTurns) {
+			if n.MaxTurns, err = c.intAtLeast("max_turns", maxTurns, 1); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := c.common(n, maxVisits, retries, backoff, timeout, join); err != nil {
 		return nil, err
@@ -501,8 +534,8 @@ func chainFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 
 // Parameter names, in order; "?" marks an optional one.
 var (
-	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?", "on_exit?", "max_tokens?"}
+	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?", "on_exit?", "max_tokens?", "tools?", "max_grants?"}
 	stepParams = []string{"name", "run?", "shell?", "fn?", "flow?", "args?", "env?", "stdin?", "dir?", "inputs?", "max_visits?", "retries?", "backoff?", "timeout?", "join?",
-		"llm?", "system?", "model?", "schema?", "max_tokens?", "retry_when?", "wait?", "approve?"}
+		"llm?", "system?", "model?", "schema?", "max_tokens?", "retry_when?", "wait?", "approve?", "agent?", "tools?", "max_turns?"}
 	edgeParams = []string{"src", "dst", "when?", "on?"}
 )

@@ -83,6 +83,7 @@ func init() {
 		checkRouters,      // control.go
 		checkUntil,        // control.go
 		checkModels,       // models.go
+		checkTools,        // tools.go
 		checkSubflows,     // subflows.go
 		checkDataflow,     // dataflow.go
 		checkExitHandler,  // exit.go

@@ -122,7 +122,11 @@ func (p *pass) exprs() *exprIndex {
 		for _, in := range n.Inputs {
 			tmpl(in.Value, "inputs", in.Name, 0)
 		}
-		tmpl(n.Prompt, "llm", "", 0)
+		if n.Kind == graphir.KindAgent {
+			tmpl(n.Prompt, "agent", "", 0)
+		} else {
+			tmpl(n.Prompt, "llm", "", 0)
+		}
 		tmpl(n.System, "system", "", 0)
 		switch n.Kind {
 		case graphir.KindFn:
@@ -343,6 +347,9 @@ func (p *pass) unknownName(s *site, r graphir.Ref) Diagnostic {
 		if s.kind == siteOver {
 			hint = "over= is evaluated before the map runs, so its items are not bound yet"
 		}
+	case "args":
+		msg = fmt.Sprintf("args is only defined in a tool's templates (in %s)", p.describe(s))
+		hint = "tool(..., run = [\"cat\", \"{{ args.path }}\"], params = {\"path\": \"string\"}) reads the model's arguments as args.NAME"
 	case "r":
 		hint = "r is the argument of functions; in an expression name the step directly (critique.ok, not r.critique.ok)"
 	}

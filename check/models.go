@@ -27,7 +27,7 @@ func checkModels(p *pass) {
 		p.report("model_unknown", n, pos, fmt.Sprintf("step %q names model %q, which no model() declares", n.Name, name), hint)
 	}
 	for _, n := range g.Steps() {
-		if n.Kind == graphir.KindLLM || n.Prompt != nil {
+		if n.Kind == graphir.KindLLM || n.Kind == graphir.KindAgent || n.Prompt != nil {
 			pos := n.ModelPos
 			if pos.Line == 0 {
 				pos = n.Pos

@@ -32,7 +32,9 @@ type FlowDecl struct {
 	MaxVisits   int
 	Timeout     time.Duration
 	MaxTokens   int
-	OnExit      string // the exit handler's name, "" for none
+	Tools       []ToolRef // flow(tools=): the pool agents may be granted from
+	MaxGrants   int       // flow(max_grants=)
+	OnExit      string    // the exit handler's name, "" for none
 	OnExitPos   Pos
 	Pos         Pos
 }
@@ -50,6 +52,7 @@ type Builder struct {
 	edges    []*Edge
 	flow     *FlowDecl
 	models   []ModelDecl
+	tools    []*Tool
 	userEdge int          // edges added by edge()/chain(), not counting router routes
 	recorded atomic.Int64 // steps and edges recorded; read by the loader's memory watchdog
 }
@@ -282,9 +285,11 @@ func (b *Builder) freeze(copyNodes bool) *Graph {
 		g.Name, g.Description, g.Pos = f.Name, f.Description, f.Pos
 		g.Inputs, g.Output, g.MaxVisits, g.Timeout = f.Inputs, f.Output, f.MaxVisits, f.Timeout
 		g.MaxTokens = f.MaxTokens
+		g.ToolPool, g.MaxGrants = f.Tools, f.MaxGrants
 		g.OnExitName, g.OnExitPos = f.OnExit, f.OnExitPos
 	}
 	g.Models = append([]ModelDecl(nil), b.models...)
+	g.Tools = append([]*Tool(nil), b.tools...)
 	g.Nodes = make([]*Node, len(b.nodes))
 	var copies []Node
 	if copyNodes {

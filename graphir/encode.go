@@ -25,8 +25,20 @@ type jsonGraph struct {
 	MaxTokens   int                  `json:"max_tokens,omitempty"`
 	OnExit      string               `json:"on_exit,omitempty"`
 	Models      []jsonModel          `json:"models,omitempty"`
+	Tools       []jsonTool           `json:"tools,omitempty"`
+	ToolPool    []string             `json:"tool_pool,omitempty"`
+	MaxGrants   int                  `json:"max_grants,omitempty"`
 	Nodes       []jsonNode           `json:"nodes"`
 	Edges       []jsonEdge           `json:"edges"`
+}
+
+type jsonTool struct {
+	Name   string            `json:"name"`
+	Kind   string            `json:"kind"`
+	Run    []string          `json:"run,omitempty"`
+	Shell  string            `json:"shell,omitempty"`
+	Params map[string]string `json:"params"`
+	Help   string            `json:"help,omitempty"`
 }
 
 type jsonNode struct {
@@ -45,6 +57,9 @@ type jsonNode struct {
 	Flow          string            `json:"flow,omitempty"`
 	Inputs        map[string]string `json:"inputs,omitempty"`
 	LLM           *string           `json:"llm,omitempty"`
+	Agent         *string           `json:"agent,omitempty"`
+	Tools         []string          `json:"tools,omitempty"`
+	MaxTurns      int               `json:"max_turns,omitempty"`
 	System        *string           `json:"system,omitempty"`
 	Model         string            `json:"model,omitempty"`
 	Schema        any               `json:"schema,omitempty"`
@@ -137,6 +152,25 @@ func (g *Graph) jsonHeader() jsonGraph {
 	for _, m := range g.Models {
 		jg.Models = append(jg.Models, jsonModel{Name: m.Name, Model: m.Model, BaseURL: m.BaseURL, APIKeyEnv: m.KeyEnv, Temperature: m.Temperature, MaxTokens: m.MaxTokens})
 	}
+	for _, t := range g.Tools {
+		jt := jsonTool{Name: t.Name, Kind: t.Kind.String(), Help: t.Help, Params: map[string]string{}}
+		for _, a := range t.Argv {
+			jt.Run = append(jt.Run, a.Src)
+		}
+		if t.Shell != nil {
+			jt.Shell = t.Shell.Src
+		}
+		for _, p := range t.Params {
+			jt.Params[p.Name] = p.Type
+		}
+		jg.Tools = append(jg.Tools, jt)
+	}
+	for _, r := range g.ToolPool {
+		jg.ToolPool = append(jg.ToolPool, r.Name)
+	}
+	if len(g.ToolPool) > 0 {
+		jg.MaxGrants = g.MaxGrants
+	}
 	jg.OnExit = g.OnExitName
 	return jg
 }
@@ -224,8 +258,16 @@ func (g *Graph) jsonNode(n *Node) jsonNode {
 		}
 	}
 	if n.Prompt != nil {
-		j.LLM = &n.Prompt.Src
+		if n.Kind == KindAgent {
+			j.Agent = &n.Prompt.Src
+		} else {
+			j.LLM = &n.Prompt.Src
+		}
 	}
+	for _, r := range n.Tools {
+		j.Tools = append(j.Tools, r.Name)
+	}
+	j.MaxTurns = n.MaxTurns
 	if n.System != nil {
 		j.System = &n.System.Src
 	}

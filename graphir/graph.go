@@ -46,9 +46,10 @@ const (
 	KindLLM
 	KindWait
 	KindApproval
+	KindAgent
 )
 
-var kindNames = [...]string{"start", "end", "abort", "task", "shell", "fn", "subflow", "noop", "router", "loop", "map", "llm", "wait", "approval"}
+var kindNames = [...]string{"start", "end", "abort", "task", "shell", "fn", "subflow", "noop", "router", "loop", "map", "llm", "wait", "approval", "agent"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -151,6 +152,11 @@ type Node struct {
 	SchemaPos Pos
 	MaxTokens int // max_tokens= of the call; 0 for the model's
 
+	// Agent steps (agent= is Prompt): the tools offered, and the bound on
+	// model calls.
+	Tools    []ToolRef
+	MaxTurns int
+
 	// Routers. Routes and Cases are in declaration order; every one of them
 	// and the default also appear as an out-edge of the router.
 	By      *Expr
@@ -204,7 +210,7 @@ type ModelDecl struct {
 // IsModelCall reports whether n calls a model: an llm= step, an LLM router
 // or a judged loop.
 func (n *Node) IsModelCall() bool {
-	return n.Kind == KindLLM || n.Prompt != nil || n.Judge != nil
+	return n.Kind == KindLLM || n.Kind == KindAgent || n.Prompt != nil || n.Judge != nil
 }
 
 // EnvVar is one entry of env=.
@@ -285,6 +291,9 @@ type Graph struct {
 	Timeout     time.Duration
 	MaxTokens   int         // flow(max_tokens=): the run's token budget, 0 for none
 	Models      []ModelDecl // model() declarations, in order
+	Tools       []*Tool     // tool() declarations, in order
+	ToolPool    []ToolRef   // flow(tools=): what agents may be granted during a run
+	MaxGrants   int         // flow(max_grants=): grants per run
 	// OnExit is the exit handler named by flow(on_exit=), or None.
 	// OnExitName is the name as given; OnExitPos where.
 	OnExit     NodeID

@@ -301,6 +301,8 @@ func (r *run) enter(t task) {
 		r.route(f, n)
 	case graphir.KindLLM:
 		r.startLLM(f, n)
+	case graphir.KindAgent:
+		r.finish(f, n, &outcome{ok: false, value: starlark.None, code: "step_failed", err: "agent steps cannot run in this build"})
 	case graphir.KindLoop:
 		lf := r.newFrame(f, n)
 		lf.iteration = 1

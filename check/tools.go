@@ -1,0 +1,107 @@
+package check
+
+// This file checks tools and agent steps: what a tool's templates read
+// (unknown_param, unknown_input, unknown_name, expr_syntax,
+// shell_interpolation) and the tools agent steps and flow(tools=) name
+// (unknown_tool).
+//
+// A tool's templates are evaluated when an agent's model calls it, at any
+// turn of any agent step that has it, so they read only the call's
+// arguments (args.NAME, each a declared parameter) and the flow's inputs;
+// a step's output reaches a tool through the agent's prompt instead.
+
+import (
+	"fmt"
+
+	"github.com/skeinlang/skein/graphir"
+)
+
+func checkTools(p *pass) {
+	g := p.g
+	for _, t := range g.Tools {
+		for i, a := range t.Argv {
+			p.checkToolTemplate(t, a, fmt.Sprintf("run[%d]", i))
+		}
+		if t.Shell != nil {
+			for _, part := range t.Shell.Parts {
+				if part.X != nil {
+					p.report("shell_interpolation", nil, part.X.Pos,
+						fmt.Sprintf("shell= of tool %q contains the template {{ %s }}: its value would be parsed by the shell", t.Name, part.X.Src),
+						"a shell tool's arguments reach the script as environment variables: write \"$ARG_NAME\" (quoted), or use run= for an argv")
+				}
+			}
+		}
+	}
+	names := g.ToolNames()
+	unknown := func(n *graphir.Node, r graphir.ToolRef, where string) {
+		if r.Name == "request_tool" || g.Tool(r.Name) != nil {
+			return
+		}
+		hint := "declare it with tool()"
+		if near := graphir.Nearest(r.Name, names); near != "" {
+			hint = fmt.Sprintf("did you mean %q?", near)
+		} else if len(names) > 0 {
+			hint = fmt.Sprintf("the flow declares %s", quoted(names))
+		}
+		pos := r.Pos
+		if pos.Line == 0 && n != nil {
+			pos = n.Pos
+		} else if pos.Line == 0 {
+			pos = p.flowPos()
+		}
+		p.report("unknown_tool", n, pos, fmt.Sprintf("%s names tool %q, which no tool() declares", where, r.Name), hint)
+	}
+	for _, n := range g.Steps() {
+		for _, r := range n.Tools {
+			unknown(n, r, fmt.Sprintf("step %q", n.Name))
+		}
+	}
+	for _, r := range g.ToolPool {
+		unknown(nil, r, "flow(tools=)")
+	}
+}
+
+// checkToolTemplate checks the names one template of tool t reads.
+func (p *pass) checkToolTemplate(t *graphir.Tool, tm *graphir.Template, field string) {
+	if tm == nil {
+		return
+	}
+	where := fmt.Sprintf("%s of tool %q", field, t.Name)
+	if tm.Err != nil && !holeErr(tm) {
+		p.report("expr_syntax", nil, tm.Err.Pos, fmt.Sprintf("invalid template in %s: %s", where, tm.Err.Msg), `write a literal "{{" as {{ "{{" }}`)
+	}
+	for _, part := range tm.Parts {
+		x := part.X
+		if x == nil {
+			continue
+		}
+		if x.Err != nil {
+			p.report("expr_syntax", nil, x.Err.Pos, fmt.Sprintf("invalid expression in %s: %s", where, x.Err.Msg), syntaxHint(x.Src))
+			continue
+		}
+		for _, r := range x.Refs {
+			switch r.Name {
+			case "args":
+				name := r.Attr + r.Key
+				if name == "" || t.Param(name) != nil {
+					continue
+				}
+				hint := fmt.Sprintf("declare it in params= (params = {%q: \"string\"})", name)
+				if near := graphir.Nearest(name, t.ParamNames()); near != "" {
+					hint = fmt.Sprintf("did you mean %q?", near)
+				}
+				p.report("unknown_param", nil, r.Pos, fmt.Sprintf("tool %q has no parameter %q (in %s)", t.Name, name, where), hint)
+			case "inputs":
+				if name := r.Attr + r.Key; name != "" && p.g.Input(name) == nil {
+					p.report("unknown_input", nil, r.Pos, fmt.Sprintf("unknown input %q in %s", name, where), p.inputHint(name))
+				}
+			default:
+				hint := "a tool's templates read its arguments (args.NAME) and the flow's inputs (inputs.NAME); pass a step's output to the agent in its prompt"
+				if near := graphir.Nearest(r.Name, []string{"args", "inputs"}); near != "" {
+					hint = fmt.Sprintf("did you mean %q?", near)
+				}
+				p.report("unknown_name", nil, r.Pos, fmt.Sprintf("unknown name %q in %s", r.Name, where), hint)
+			}
+		}
+	}
+}

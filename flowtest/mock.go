@@ -191,10 +191,18 @@ func (m *Mocks) Problems() []string {
 // Start implements [vm.EffectProducer].
 func (m *Mocks) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
 	m.mu.Lock()
-	spec := m.steps[req.Step]
+	key := req.Step
+	if req.Tool != "" {
+		// An agent's tool call is mocked by the tool's name.
+		key = req.Tool
+	}
+	spec := m.steps[key]
 	if spec == nil {
 		if m.Strict {
 			msg := fmt.Sprintf("step %q (%s) ran without a mock in a strict test", req.Step, req.Kind)
+			if req.Tool != "" {
+				msg = fmt.Sprintf("tool %q (called by agent step %q) ran without a mock in a strict test", req.Tool, req.Step)
+			}
 			m.problem(msg)
 			m.mu.Unlock()
 			done(&vm.EffectCompletion{Code: "step_failed", Error: "no mock in a strict test"})
@@ -204,14 +212,14 @@ func (m *Mocks) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.
 		m.Fallback.Start(ctx, req, done)
 		return
 	}
-	n := m.calls[req.Step]
-	m.calls[req.Step] = n + 1
+	n := m.calls[key]
+	m.calls[key] = n + 1
 	var o *Outcome
 	if spec.fn != nil {
 		var err error
 		o, err = m.call(spec.fn, req)
 		if err != nil {
-			msg := fmt.Sprintf("mock of step %q: %v", req.Step, err)
+			msg := fmt.Sprintf("mock of %q: %v", key, err)
 			m.problem(msg)
 			m.mu.Unlock()
 			done(&vm.EffectCompletion{Code: "step_failed", Error: msg})
@@ -314,6 +322,9 @@ func requestExtras(req *vm.EffectRequest) []extra {
 	if req.Chat != nil {
 		return []extra{{"prompt", req.Prompt}}
 	}
+	if req.Tool != "" {
+		return []extra{{"tool", req.Tool}, {"arguments", req.ToolArgs}}
+	}
 	return nil
 }
 
@@ -330,7 +341,11 @@ func (d *DryRun) Start(_ context.Context, req *vm.EffectRequest, done func(*vm.E
 	if d.Report != nil {
 		d.Report(req)
 	}
-	o := d.Outcomes[req.Step]
+	key := req.Step
+	if req.Tool != "" {
+		key = req.Tool
+	}
+	o := d.Outcomes[key]
 	if o == nil {
 		o = OK
 	}

@@ -302,7 +302,7 @@ func (r *run) enter(t task) {
 	case graphir.KindLLM:
 		r.startLLM(f, n)
 	case graphir.KindAgent:
-		r.finish(f, n, &outcome{ok: false, value: starlark.None, code: "step_failed", err: "agent steps cannot run in this build"})
+		r.startAgent(f, n)
 	case graphir.KindLoop:
 		lf := r.newFrame(f, n)
 		lf.iteration = 1

@@ -102,7 +102,18 @@ type EffectRequest struct {
 	Chat   *model.Request
 	Prompt string
 
+	// Agent steps: Turn counts the step's model calls in this visit (1
+	// for the first). A tool call's request has Tool (the tool's name),
+	// ToolCallID (the model's id of the call) and ToolArgs (the
+	// validated arguments as JSON), and Kind is the tool's: task or
+	// shell.
+	Turn       int
+	Tool       string
+	ToolCallID string
+	ToolArgs   string
+
 	child *childRun
+	agent *agentRun
 	model *modelRun
 }
 

@@ -27,6 +27,8 @@ const (
 	MapItem       EventType = "map_item"       // one item of a map finished
 	ExitHandled   EventType = "exit_handler"   // the exit handler finished (status, code, error)
 	ModelCall     EventType = "model_call"     // a model call ended (llm step, LLM router, judge)
+	ToolCalled    EventType = "tool_call"      // an agent's tool call ended (tool, arguments, bounded result)
+	ToolGranted   EventType = "tool_granted"   // a tool of the flow's pool was granted to agents
 )
 
 // Event is one thing that happened in a run.
@@ -59,6 +61,11 @@ type Event struct {
 	Exhausted bool
 	Model     string      // model_call: the model id
 	Usage     model.Usage // model_call: the tokens spent
+	// tool_call, tool_granted: the tool, its arguments (JSON) and its
+	// result (bounded); Index is the agent's turn.
+	Tool   string
+	Args   string
+	Result string
 }
 
 // Where returns the step's location for display: "per_file[3] › check_one".
@@ -137,7 +144,7 @@ func (enc *EventEncoder) Append(b []byte, e *Event) []byte {
 		b = strconv.AppendInt(append(b, `,"attempt":`...), int64(e.Attempt), 10)
 	}
 	switch e.Type {
-	case MapItem, LoopIteration:
+	case MapItem, LoopIteration, ToolCalled, ToolGranted:
 		b = strconv.AppendInt(append(b, `,"index":`...), int64(e.Index), 10)
 	}
 	if e.Type == LoopIteration {
@@ -163,6 +170,13 @@ func (enc *EventEncoder) Append(b []byte, e *Event) []byte {
 		b = strconv.AppendInt(append(b, `,"usage":{"prompt_tokens":`...), int64(e.Usage.PromptTokens), 10)
 		b = strconv.AppendInt(append(b, `,"completion_tokens":`...), int64(e.Usage.CompletionTokens), 10)
 		b = append(b, '}')
+	}
+	if e.Tool != "" {
+		b = appendMember(b, "tool", e.Tool)
+	}
+	if e.Type == ToolCalled {
+		b = appendMember(b, "arguments", e.Args)
+		b = appendMember(b, "result", e.Result)
 	}
 	if e.Type == StepFinished || e.Type == RunFinished || e.Type == ModelCall {
 		b = appendMillis(append(b, `,"duration_ms":`...), e.Duration)

@@ -79,6 +79,11 @@ type run struct {
 	path     []string
 	pathNext int
 	now      func() time.Time
+
+	// Agent steps: the arguments of the tool call whose templates are
+	// being rendered (args), and the tools granted in this run.
+	toolArgs starlark.Value
+	grants   []Grant
 }
 
 // completion is what async work reports to the driver: an effect's
@@ -377,7 +382,7 @@ func (r *run) dispatch() {
 
 func isAsync(n *graphir.Node) bool {
 	switch n.Kind {
-	case graphir.KindTask, graphir.KindShell, graphir.KindSubflow, graphir.KindWait, graphir.KindLLM, graphir.KindApproval:
+	case graphir.KindTask, graphir.KindShell, graphir.KindSubflow, graphir.KindWait, graphir.KindLLM, graphir.KindApproval, graphir.KindAgent:
 		return true
 	case graphir.KindRouter:
 		return n.Prompt != nil
@@ -401,6 +406,10 @@ func (r *run) completed(c *completion) {
 				rec.Child = o.child
 			}
 		}
+		return
+	}
+	if c.req != nil && c.req.agent != nil {
+		r.agentDone(c)
 		return
 	}
 	if c.retry > 0 {

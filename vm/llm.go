@@ -51,7 +51,7 @@ func (req *EffectRequest) CallModel(ctx context.Context) *EffectCompletion {
 	}
 	var rep *model.Reply
 	var err error
-	if req.Kind == graphir.KindLLM {
+	if req.Kind == graphir.KindLLM && len(req.Chat.Tools) == 0 {
 		rep, err = model.Generate(ctx, m.provider, *req.Chat, pol)
 	} else {
 		// Routers and judges read their answers loosely: a server that
@@ -76,6 +76,11 @@ func (req *EffectRequest) CallModel(ctx context.Context) *EffectCompletion {
 		return c
 	}
 	c.OK = true
+	if req.Kind == graphir.KindAgent {
+		// The core reads the reply (tool calls, or the final answer).
+		c.Output = envelope(rep)
+		return c
+	}
 	c.Output = starlark.String(rep.Text)
 	if rep.Object != nil {
 		v, err := objectValue(rep.Object)

@@ -3,9 +3,11 @@ package vm
 // This file encodes a Result as the JSON of SPEC §7.
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/stdlib"
@@ -151,6 +153,23 @@ func (e *resultEncoder) runError(err *graphir.Error, level int) {
 	e.close(level)
 }
 
+// raw writes a member encoded by encoding/json, indented to its level.
+func (e *resultEncoder) raw(level int, name string, v any) error {
+	e.key(level, name)
+	var b []byte
+	var err error
+	if e.indent == "" {
+		b, err = json.Marshal(v)
+	} else {
+		b, err = json.MarshalIndent(v, strings.Repeat(e.indent, level), e.indent)
+	}
+	if err != nil {
+		return err
+	}
+	e.b = append(e.b, b...)
+	return nil
+}
+
 // usage writes a "usage" member.
 func (e *resultEncoder) usage(level int, u model.Usage) {
 	e.key(level, "usage")
@@ -209,6 +228,14 @@ func (e *resultEncoder) result(r *Result, level int) error {
 	if len(r.Warnings) > 0 {
 		e.strings(l, "warnings", r.Warnings)
 	}
+	if len(r.Grants) > 0 {
+		if err := e.raw(l, "grants", r.Grants); err != nil {
+			return err
+		}
+	}
+	if len(r.Findings) > 0 {
+		e.strings(l, "findings", r.Findings)
+	}
 	e.key(l, "steps")
 	e.open()
 	for _, s := range r.Steps {
@@ -262,6 +289,11 @@ func (e *resultEncoder) step(s *StepRecord, level int) error {
 	}
 	if s.Answer != "" {
 		e.str(sl, "answer", s.Answer)
+	}
+	if s.Agent != nil {
+		if err := e.raw(sl, "agent", s.Agent); err != nil {
+			return fmt.Errorf("step %s agent: %v", s.Name, err)
+		}
 	}
 	switch s.Kind {
 	case graphir.KindLoop:

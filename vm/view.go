@@ -88,6 +88,11 @@ func (v *view) Attr(name string) (starlark.Value, error) {
 			return nil, fmt.Errorf("run is only defined in the exit handler (flow(on_exit=))")
 		}
 		return v.r.runValue(), nil
+	case "args":
+		if v.r.toolArgs == nil {
+			return nil, fmt.Errorf("args is only defined in a tool's templates")
+		}
+		return v.r.toolArgs, nil
 	case "loop", "item", "index":
 		return nil, fmt.Errorf("%s is only defined inside a %s body", name, map[string]string{"loop": "loop", "item": "map", "index": "map"}[name])
 	}

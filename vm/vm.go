@@ -241,6 +241,10 @@ type Result struct {
 	// Warnings are what the summary should point out although the run
 	// went on (a judged loop whose condition was unrelated).
 	Warnings []string
+	// Grants are the tools of the flow's pool granted to agent steps;
+	// Findings the requests for tools that were refused.
+	Grants   []Grant
+	Findings []string
 }
 
 // Step returns the record of the step called name, or nil.
@@ -283,6 +287,8 @@ type StepRecord struct {
 	Model  string
 	Usage  model.Usage
 	Answer string
+	// Agent steps: the latest visit's turns, conversation and tool calls.
+	Agent *AgentRecord
 }
 
 // BindInputs checks the inputs given for a run against the flow's

@@ -280,6 +280,24 @@ func (p *progress) event(ev vm.Event) {
 		} else {
 			b = append(b, where...)
 		}
+	case vm.ToolCalled:
+		if ev.Status == "succeeded" {
+			b = appendPaint(b, p.color, "36", "tool ")
+		} else {
+			b = appendPaint(b, p.color, "33", "tool ")
+		}
+		b = append(append(b, ' '), where...)
+		b = append(append(b, ": "...), ev.Tool...)
+		b = append(append(b, ' '), visible(clipLine(ev.Args, 80), false)...)
+		if ev.Status != "succeeded" {
+			b = append(append(b, " -> "...), visible(clipLine(ev.Result, 80), false)...)
+		}
+	case vm.ToolGranted:
+		b = appendPaint(b, p.color, "35", "grant")
+		b = append(append(b, ' '), where...)
+		b = append(append(b, ": "...), ev.Tool...)
+		b = append(append(b, " ("...), visible(clipLine(ev.Message, 80), false)...)
+		b = append(b, ')')
 	case vm.StepLog:
 		b = append(append(b, "      "...), where...)
 		b = append(append(b, ": "...), visible(ev.Message, false)...)
@@ -331,6 +349,12 @@ func (p *progress) summary(res *vm.Result) {
 	for _, w := range res.Warnings {
 		fmt.Fprintf(p.w, "  %s %s\n", p.paint("33", "warning:"), visible(w, false))
 	}
+	for _, g := range res.Grants {
+		fmt.Fprintf(p.w, "  grant:  %s granted to %s and later agent steps (%s)\n", g.Tool, g.Step, visible(g.Reason, false))
+	}
+	for _, f := range res.Findings {
+		fmt.Fprintf(p.w, "  %s %s\n", p.paint("33", "finding:"), visible(f, false))
+	}
 	if res.ModelCalls > 0 {
 		fmt.Fprintf(p.w, "  tokens: %d (%d prompt, %d completion) in %s\n", res.Usage.Total(), res.Usage.PromptTokens, res.Usage.CompletionTokens, plural(res.ModelCalls, "model call"))
 	}
@@ -378,4 +402,13 @@ func appendDuration(b []byte, d time.Duration) []byte {
 		b = append(b, '0')
 	}
 	return append(strconv.AppendInt(b, s, 10), 's')
+}
+
+// clipLine is s on one line, cut to n bytes.
+func clipLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }

@@ -26,8 +26,40 @@ import (
 
 // Message is one chat message.
 type Message struct {
-	Role    string `json:"role"` // "system", "user" or "assistant"
+	Role    string `json:"role"` // "system", "user", "assistant" or "tool"
 	Content string `json:"content"`
+	// ToolCalls: an assistant message's calls of tools (agent steps).
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID: a tool message answers the call with this id.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is one call of a tool a model makes.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"` // "function"
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall names the function called and its arguments, a JSON
+// object as text (as the model wrote it: it may not be valid).
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ToolDef offers one tool to the model, as an OpenAI function definition.
+type ToolDef struct {
+	Type     string      `json:"type"` // "function"
+	Function FunctionDef `json:"function"`
+}
+
+// FunctionDef describes a function: its name, what it does and the JSON
+// schema of its arguments.
+type FunctionDef struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Parameters  any    `json:"parameters"`
 }
 
 // Endpoint says where a request goes and which environment variable holds
@@ -46,6 +78,7 @@ type Request struct {
 	SchemaName  string    `json:"schema_name,omitempty"` // response_format's name
 	Temperature *float64  `json:"temperature,omitempty"`
 	MaxTokens   int       `json:"max_tokens,omitempty"`
+	Tools       []ToolDef `json:"tools,omitempty"` // the functions the model may call (agent steps)
 }
 
 // Usage is the token count of one or more calls.
@@ -65,6 +98,8 @@ func (u Usage) Add(v Usage) Usage {
 // Reply is what a model answered.
 type Reply struct {
 	Text   string          // the message content
+	// ToolCalls are the tools the model called (a request with Tools).
+	ToolCalls []ToolCall
 	Object any             // the decoded, validated object when the request had a schema ([Generate] only)
 	Usage  Usage           // tokens of this reply (summed over repair attempts by [Generate])
 	Raw    json.RawMessage // the provider's response body
@@ -208,6 +243,10 @@ func Generate(ctx context.Context, p Provider, req Request, pol Policy) (*Reply,
 	rep2.Object = obj
 	return rep2, nil
 }
+
+// DecodeValid decodes text as JSON (a Markdown code fence around it is
+// tolerated) and validates it against schema.
+func DecodeValid(schema any, text string) (any, error) { return decodeValid(schema, text) }
 
 // decodeValid decodes text as JSON (a Markdown code fence around it is
 // tolerated) and validates it against schema.

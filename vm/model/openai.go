@@ -34,10 +34,20 @@ type Client struct {
 
 type wireRequest struct {
 	Model          string          `json:"model"`
-	Messages       []Message       `json:"messages"`
+	Messages       []wireMessage   `json:"messages"`
+	Tools          []ToolDef       `json:"tools,omitempty"`
 	Temperature    *float64        `json:"temperature,omitempty"`
 	MaxTokens      int             `json:"max_tokens,omitempty"`
 	ResponseFormat *responseFormat `json:"response_format,omitempty"`
+}
+
+// wireMessage is a message as sent: an assistant message that only calls
+// tools has null content.
+type wireMessage struct {
+	Role       string     `json:"role"`
+	Content    *string    `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
 }
 
 type responseFormat struct {
@@ -54,8 +64,9 @@ type jsonSchema struct {
 type wireResponse struct {
 	Choices []struct {
 		Message struct {
-			Content *string `json:"content"`
-			Refusal *string `json:"refusal"`
+			Content   *string    `json:"content"`
+			Refusal   *string    `json:"refusal"`
+			ToolCalls []ToolCall `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -67,7 +78,16 @@ type wireResponse struct {
 
 // WireBody returns the JSON body [Client] sends for req.
 func WireBody(req Request) ([]byte, error) {
-	w := wireRequest{Model: req.Model, Messages: req.Messages, Temperature: req.Temperature, MaxTokens: req.MaxTokens}
+	w := wireRequest{Model: req.Model, Temperature: req.Temperature, MaxTokens: req.MaxTokens, Tools: req.Tools}
+	w.Messages = make([]wireMessage, len(req.Messages))
+	for i, m := range req.Messages {
+		wm := wireMessage{Role: m.Role, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
+		if m.Content != "" || len(m.ToolCalls) == 0 {
+			c := m.Content
+			wm.Content = &c
+		}
+		w.Messages[i] = wm
+	}
 	if req.Schema != nil {
 		name := req.SchemaName
 		if name == "" {
@@ -156,13 +176,22 @@ func ParseResponse(model string, raw []byte) (*Reply, error) {
 		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: the reply has no choices%s", model, errorDetail(raw)), Retryable: true}
 	}
 	m := w.Choices[0].Message
+	if m.Content == nil && len(m.ToolCalls) > 0 {
+		empty := ""
+		m.Content = &empty
+	}
 	if m.Content == nil {
 		if m.Refusal != nil {
 			return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q refused: %s", model, *m.Refusal)}
 		}
 		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: the reply has no content", model), Retryable: true}
 	}
-	rep := &Reply{Text: *m.Content, Raw: json.RawMessage(raw)}
+	rep := &Reply{Text: *m.Content, ToolCalls: m.ToolCalls, Raw: json.RawMessage(raw)}
+	for i := range rep.ToolCalls {
+		if rep.ToolCalls[i].Type == "" {
+			rep.ToolCalls[i].Type = "function"
+		}
+	}
 	if w.Usage != nil {
 		rep.Usage = *w.Usage
 	}

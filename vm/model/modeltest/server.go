@@ -24,6 +24,17 @@ type Reply struct {
 	Delay      time.Duration // wait before answering (the client may give up first)
 	Prompt     int           // usage.prompt_tokens; 0: a count derived from the request
 	Completion int           // usage.completion_tokens; 0: a count derived from the content
+	// ToolCalls are tool calls the reply makes (content may then be "").
+	ToolCalls []ToolCall
+}
+
+// ToolCall is one scripted tool call: the function's name and its
+// arguments as the model would write them (JSON text, or anything else to
+// test invalid arguments). ID defaults to call_N.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
 }
 
 // Rule answers requests whose first user message contains Match ("" matches
@@ -161,9 +172,37 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		"model":   model,
 		"choices": []any{map[string]any{
 			"index":         0,
-			"message":       map[string]any{"role": "assistant", "content": rep.Content},
-			"finish_reason": "stop",
+			"message":       message(rep),
+			"finish_reason": finish(rep),
 		}},
 		"usage": map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
 	})
+}
+
+func message(rep *Reply) map[string]any {
+	m := map[string]any{"role": "assistant", "content": rep.Content}
+	if len(rep.ToolCalls) == 0 {
+		return m
+	}
+	if rep.Content == "" {
+		m["content"] = nil
+	}
+	var calls []any
+	for i, c := range rep.ToolCalls {
+		id := c.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d", i+1)
+		}
+		calls = append(calls, map[string]any{"id": id, "type": "function",
+			"function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
+	}
+	m["tool_calls"] = calls
+	return m
+}
+
+func finish(rep *Reply) string {
+	if len(rep.ToolCalls) > 0 {
+		return "tool_calls"
+	}
+	return "stop"
 }

@@ -97,12 +97,12 @@ func (u Usage) Add(v Usage) Usage {
 
 // Reply is what a model answered.
 type Reply struct {
-	Text   string          // the message content
+	Text string // the message content
 	// ToolCalls are the tools the model called (a request with Tools).
 	ToolCalls []ToolCall
-	Object any             // the decoded, validated object when the request had a schema ([Generate] only)
-	Usage  Usage           // tokens of this reply (summed over repair attempts by [Generate])
-	Raw    json.RawMessage // the provider's response body
+	Object    any             // the decoded, validated object when the request had a schema ([Generate] only)
+	Usage     Usage           // tokens of this reply (summed over repair attempts by [Generate])
+	Raw       json.RawMessage // the provider's response body
 }
 
 // Provider answers chat completion requests, one attempt per call.

@@ -219,7 +219,11 @@ func (m *Mocks) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.
 		var err error
 		o, err = m.call(spec.fn, req)
 		if err != nil {
-			msg := fmt.Sprintf("mock of %q: %v", key, err)
+			what := "step"
+			if req.Tool != "" {
+				what = "tool"
+			}
+			msg := fmt.Sprintf("mock of %s %q: %v", what, key, err)
 			m.problem(msg)
 			m.mu.Unlock()
 			done(&vm.EffectCompletion{Code: "step_failed", Error: msg})

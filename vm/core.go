@@ -165,6 +165,7 @@ type outcome struct {
 	child     *Result        // subflows: the child's run
 	stop      *graphir.Error // a hard stop of the whole run (subflow guards)
 	cancelled bool
+	replayed  bool     // read back from a record (resume)
 	trace     []string // a runtime error in Starlark: its backtrace, innermost first
 	pos       string   // and where it happened, file:line:col
 }
@@ -395,7 +396,7 @@ func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
 	}
 	if r.events {
 		ev := Event{Type: StepFinished, Time: now, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: int(st.visits),
-			Status: string(rec.Status), Duration: took, Output: o.value}
+			Status: string(rec.Status), Duration: took, Output: o.value, Replayed: o.replayed}
 		if !o.ok {
 			ev.Code, ev.Error, ev.Trace = o.code, o.err, o.trace
 		}

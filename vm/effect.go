@@ -146,6 +146,9 @@ type EffectCompletion struct {
 	Answer   string
 	Usage    model.Usage
 	Duration time.Duration
+	// Replayed: the completion was read back from a record rather than
+	// produced (resume); events say so.
+	Replayed bool
 	// Park: the effect waits for something from outside the run (a
 	// person's decision) that this process will not see. The step is left
 	// waiting; once nothing else in the run can progress, the run ends with
@@ -274,7 +277,7 @@ func (r *run) startEffect(f *frame, n *graphir.Node, req *EffectRequest) {
 // effectOutcome turns an effect's completion into the outcome the core
 // acts on.
 func effectOutcome(n *graphir.Node, c *EffectCompletion) *outcome {
-	o := &outcome{ok: c.OK, err: c.Error, code: c.Code, trunc: c.Truncated, child: c.Child, stop: c.Stop, cancelled: c.Cancelled}
+	o := &outcome{ok: c.OK, err: c.Error, code: c.Code, trunc: c.Truncated, child: c.Child, stop: c.Stop, cancelled: c.Cancelled, replayed: c.Replayed}
 	switch n.Kind {
 	case graphir.KindTask, graphir.KindShell:
 		o.task = true

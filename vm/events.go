@@ -56,6 +56,7 @@ type Event struct {
 	FlowName string // run_started, run_finished: the flow's name
 	Index    int    // map_item: the item's index; loop_iteration: the iteration (1-based)
 	Stop     bool   // loop_iteration: until said stop
+	Replayed bool   // step_finished: the outcome was read back from the run's record (resume)
 	// Exhausted (loop_iteration): this was the last allowed iteration and
 	// until did not say stop.
 	Exhausted bool
@@ -146,6 +147,9 @@ func (enc *EventEncoder) Append(b []byte, e *Event) []byte {
 	switch e.Type {
 	case MapItem, LoopIteration, ToolCalled, ToolGranted:
 		b = strconv.AppendInt(append(b, `,"index":`...), int64(e.Index), 10)
+	}
+	if e.Replayed {
+		b = append(b, `,"replayed":true`...)
 	}
 	if e.Type == LoopIteration {
 		b = strconv.AppendBool(append(b, `,"stop":`...), e.Stop)

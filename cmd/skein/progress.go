@@ -245,6 +245,12 @@ func (p *progress) event(ev vm.Event) {
 			b = appendPaint(b, p.color, "31", "FAIL ")
 			b = append(append(b, ' '), where...)
 			b = append(append(b, ' '), visible(traceAt(ev.Trace)+ev.Error, false)...)
+		} else if ev.Replayed {
+			b = appendPaint(b, p.color, "32", "ok   ")
+			b = append(append(b, ' '), where...)
+			b = append(b, ' ')
+			p.line(p.appendDim(b, func(b []byte) []byte { return append(b, "(replayed)"...) }))
+			return
 		} else {
 			b = appendPaint(b, p.color, "32", "ok   ")
 			b = append(append(b, ' '), where...)

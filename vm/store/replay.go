@@ -297,7 +297,7 @@ func where(k effectKey) string {
 // completionOf rebuilds a completion from its record.
 func completionOf(req *vm.EffectRequest, e *Effect) (*vm.EffectCompletion, error) {
 	c := &vm.EffectCompletion{OK: true, ExitCode: e.ExitCode, Stdout: e.Stdout, Stderr: e.Stderr, Truncated: e.Truncated,
-		Model: e.Model, Answer: e.Answer}
+		Model: e.Model, Answer: e.Answer, Replayed: true}
 	c.Usage.PromptTokens, c.Usage.CompletionTokens = e.PromptTokens, e.CompletionTokens
 	if e.Output != nil {
 		v, err := stdlib.FromJSON(e.Output)

@@ -25,6 +25,12 @@ fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime 5s ./graphir
 	$(GO) test -run '^$$' -fuzz '^FuzzFormat$$' -fuzztime 5s ./lang
 	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime 5s ./lsp
+	$(GO) test -run '^$$' -fuzz '^FuzzEval$$' -fuzztime 3s ./vm
+	$(GO) test -run '^$$' -fuzz '^FuzzResultJSON$$' -fuzztime 3s ./vm
+	$(GO) test -run '^$$' -fuzz '^FuzzJSONModule$$' -fuzztime 3s ./stdlib
+	$(GO) test -run '^$$' -fuzz '^FuzzInputsFile$$' -fuzztime 3s ./stdlib
+	$(GO) test -run '^$$' -fuzz '^FuzzRe$$' -fuzztime 3s ./stdlib
+	$(GO) test -run '^$$' -fuzz '^FuzzInputValue$$' -fuzztime 3s ./graphir
 
 # Longer fuzzing: make fuzz FUZZTIME=10m
 fuzz:
@@ -33,6 +39,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(FUZZTIME) ./graphir
 	$(GO) test -run '^$$' -fuzz '^FuzzFormat$$' -fuzztime $(FUZZTIME) ./lang
 	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME) ./lsp
+	$(GO) test -run '^$$' -fuzz '^FuzzEval$$' -fuzztime $(FUZZTIME) ./vm
+	$(GO) test -run '^$$' -fuzz '^FuzzResultJSON$$' -fuzztime $(FUZZTIME) ./vm
+	$(GO) test -run '^$$' -fuzz '^FuzzJSONModule$$' -fuzztime $(FUZZTIME) ./stdlib
+	$(GO) test -run '^$$' -fuzz '^FuzzInputsFile$$' -fuzztime $(FUZZTIME) ./stdlib
+	$(GO) test -run '^$$' -fuzz '^FuzzRe$$' -fuzztime $(FUZZTIME) ./stdlib
+	$(GO) test -run '^$$' -fuzz '^FuzzInputValue$$' -fuzztime $(FUZZTIME) ./graphir
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

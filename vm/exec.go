@@ -401,10 +401,7 @@ func (r *run) completed(c *completion) {
 	}
 	if r.over || c.f.dead {
 		if rec := r.recs[c.n.ID]; rec.Status == StepRunning {
-			rec.Status = StepCancelled
-			if o != nil && o.child != nil {
-				rec.Child = o.child
-			}
+			r.cancelledStep(c, o)
 		}
 		return
 	}
@@ -451,6 +448,7 @@ func (r *run) completed(c *completion) {
 	if o.cancelled {
 		// Cancelled without the run or frame ending: only the caller's
 		// context does that, and the driver sees it next.
+		r.cancelledStep(c, o)
 		r.interrupted()
 		return
 	}
@@ -465,6 +463,27 @@ func (r *run) completed(c *completion) {
 		}
 	}
 	r.finish(c.f, c.n, o)
+}
+
+// cancelledStep records step c.n as cancelled, keeping what it produced
+// so far: a task's output up to the signal, a child flow's run.
+func (r *run) cancelledStep(c *completion, o *outcome) {
+	rec := r.recs[c.n.ID]
+	rec.Status = StepCancelled
+	if o == nil {
+		return
+	}
+	if o.child != nil {
+		rec.Child = o.child
+	}
+	if !o.task {
+		return
+	}
+	rec.Output, rec.Truncated, rec.Error, rec.Code = o.value, o.trunc, "cancelled", "cancelled"
+	if r.events {
+		r.emit(Event{Type: StepFinished, Scope: c.f.scopePath(), Step: c.n.Name, Kind: c.n.Kind.String(),
+			Status: string(StepCancelled), Code: "cancelled", Error: "cancelled", Output: o.value})
+	}
 }
 
 // retryWanted decides whether a failed attempt of step n is retried: always,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 )
 
@@ -57,11 +58,15 @@ func (s *stuck) finish(t *testing.T) {
 // runStuck runs g with the given context and options, failing the test if
 // Run does not return: the hang that abandoning evaluations prevents. The
 // deadline only detects a hang; nothing here measures speed.
-func runStuck(t *testing.T, ctx context.Context, g *graphir.Graph, opts vm.Options) *vm.Result {
+func runStuck(t *testing.T, ctx context.Context, g *graphir.Graph, opts vm.Options, inputs ...map[string]starlark.Value) *vm.Result {
 	t.Helper()
 	done := make(chan *vm.Result, 1)
+	var in map[string]starlark.Value
+	if len(inputs) > 0 {
+		in = inputs[0]
+	}
 	go func() {
-		res, err := vm.Run(ctx, g, nil, opts)
+		res, err := vm.Run(ctx, g, in, opts)
 		if err != nil {
 			t.Error(err)
 		}
@@ -215,5 +220,54 @@ edge(refused, END)
 		if got := goValue(t, res.Output).(string); !strings.Contains(got, "outside the flow root") {
 			t.Errorf("flow=%q: error %q", which, got)
 		}
+	}
+}
+
+// A cancelled task keeps the output it produced, in its record and its
+// final event, as a timed-out one does (issue 9).
+func TestCancelledTaskKeepsOutput(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "marker")
+	g := load(t, map[string]string{"flow.star": `
+flow(inputs = {"marker": None})
+step("a", run = ["sh", "-c", "echo partial; echo err >&2; : > \"$0\"; sleep 30", "{{ inputs.marker }}"])
+`})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			if _, err := os.Stat(marker); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	var mu sync.Mutex
+	var final *vm.Event
+	res := runStuck(t, ctx, g, vm.Options{KillGrace: 100 * time.Millisecond, OnEvent: func(ev vm.Event) {
+		if ev.Type == vm.StepFinished && ev.Step == "a" {
+			mu.Lock()
+			final = &ev
+			mu.Unlock()
+		}
+	}}, map[string]starlark.Value{"marker": starlark.String(marker)})
+	check(t, res, want{status: vm.Cancelled, code: "cancelled"})
+	rec := res.Step("a")
+	if rec.Status != vm.StepCancelled {
+		t.Errorf("a is %s, want cancelled", rec.Status)
+	}
+	out, _ := rec.Output.(*stdlib.Map)
+	if out == nil {
+		t.Fatalf("a's output is %v, want its task fields", rec.Output)
+	}
+	if v, _ := out.Lookup("stdout"); v != starlark.String("partial\n") {
+		t.Errorf("stdout %v, want \"partial\\n\"", v)
+	}
+	if v, _ := out.Lookup("stderr"); v != starlark.String("err\n") {
+		t.Errorf("stderr %v", v)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if final == nil || final.Status != "cancelled" || final.Output == nil {
+		t.Errorf("final event of a: %+v", final)
 	}
 }

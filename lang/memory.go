@@ -8,18 +8,18 @@ package lang
 
 import (
 	"fmt"
-	"runtime/metrics"
 	"time"
 
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
 )
 
 // DefaultMaxMemory is the default bound on how much the heap may grow while
 // one file of a flow runs, beyond what the graph it records takes. Flow
 // files describe graphs; they never need this much.
-const DefaultMaxMemory = 512 << 20
+const DefaultMaxMemory = stdlib.DefaultMaxMemory
 
 // memoryPerRecord is how much heap growth each step or edge the flow records
 // adds to the bound: a generous measure of what one takes while loading
@@ -57,11 +57,4 @@ func watchMemory(thread *starlark.Thread, limit uint64, b *graphir.Builder) (sto
 	return func() { close(done) }
 }
 
-func heapBytes() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s[0].Value.Uint64()
-}
+func heapBytes() uint64 { return stdlib.HeapBytes() }

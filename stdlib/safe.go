@@ -12,6 +12,7 @@ package stdlib
 
 import (
 	"fmt"
+	"strings"
 	"unsafe"
 
 	"go.starlark.net/lib/json"
@@ -192,10 +193,31 @@ var jsonModule = func() *starlarkstruct.Module {
 	for k, v := range json.Module.Members {
 		m.Members[k] = v
 	}
-	for _, name := range []string{"encode", "encode_indent"} {
-		b := json.Module.Members[name].(*starlark.Builtin)
-		m.Members[name] = starlark.NewBuiltin("json."+name, boundedArgs(b, MaxJSONDepth))
+	encode := boundedArgs(json.Module.Members["encode"].(*starlark.Builtin), MaxJSONDepth)
+	fixed := func(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		v, err := encode(thread, fn, args, kwargs)
+		if s, ok := v.(starlark.String); ok && err == nil {
+			v = starlark.String(fixJSONEscapes(string(s)))
+		}
+		return v, err
 	}
+	m.Members["encode"] = starlark.NewBuiltin("json.encode", fixed)
+	indent := json.Module.Members["indent"].(*starlark.Builtin)
+	m.Members["encode_indent"] = starlark.NewBuiltin("json.encode_indent", func(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		var x starlark.Value
+		prefix, ind := "", "\t"
+		if err := starlark.UnpackArgs(fn.Name(), args, kwargs, "x", &x, "prefix?", &prefix, "indent?", &ind); err != nil {
+			return nil, err
+		}
+		if err := CheckDepth(x, MaxJSONDepth); err != nil {
+			return nil, fmt.Errorf("%s: %v", fn.Name(), err)
+		}
+		v, err := fixed(thread, fn, starlark.Tuple{x}, nil)
+		if err != nil {
+			return nil, err
+		}
+		return starlark.Call(thread, indent, starlark.Tuple{v}, []starlark.Tuple{{starlark.String("prefix"), starlark.String(prefix)}, {starlark.String("indent"), starlark.String(ind)}})
+	})
 	decode := json.Module.Members["decode"].(*starlark.Builtin)
 	m.Members["decode"] = starlark.NewBuiltin("json.decode", func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		if len(args) > 0 {
@@ -210,6 +232,33 @@ var jsonModule = func() *starlarkstruct.Module {
 	m.Freeze()
 	return m
 }()
+
+// fixJSONEscapes turns the \xHH escapes go.starlark.net's json.encode
+// writes for DEL (it quotes "printable" ASCII with Go's strconv) into the
+// \u00HH that JSON has.
+func fixJSONEscapes(s string) string {
+	if !strings.Contains(s, `\x`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		if s[i+1] == 'x' && i+3 < len(s) {
+			b.WriteString(`\u00`)
+			b.WriteString(s[i+2 : i+4])
+			i += 3
+			continue
+		}
+		b.WriteByte(c)
+		b.WriteByte(s[i+1])
+		i++
+	}
+	return b.String()
+}
 
 // checkJSONDepth reports an error if the arrays and objects of the JSON text
 // s nest more than limit deep. It only counts brackets outside strings; the

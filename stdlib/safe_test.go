@@ -92,3 +92,21 @@ func TestCheckDepthShared(t *testing.T) {
 		t.Fatal("100 deep passed a bound of 99")
 	}
 }
+
+// json.encode writes DEL as JSON has it (go.starlark.net writes "\x7f",
+// which no JSON decoder reads; found by FuzzJSONModule).
+func TestJSONEncodeDEL(t *testing.T) {
+	g, err := run(t, "a = json.encode(\"a\\x7fb\\\\x7f\")\nb = json.decode(a)\nc = json.encode_indent([\"\\x7f\"])")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(g["a"].(starlark.String)), `"a\u007fb\\x7f"`; got != want {
+		t.Errorf("encode = %s, want %s", got, want)
+	}
+	if got := string(g["b"].(starlark.String)); got != "a\x7fb\\x7f" {
+		t.Errorf("decode(encode) = %q", got)
+	}
+	if got := string(g["c"].(starlark.String)); !strings.Contains(got, `"\u007f"`) {
+		t.Errorf("encode_indent = %s", got)
+	}
+}

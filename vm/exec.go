@@ -68,6 +68,7 @@ type run struct {
 	evalSeq  uint64
 	phase    int
 	finished chan struct{}
+	mem      *memWatch // the memory watchdog's view of the run (memory.go)
 
 	cause *graphir.Error // the latest step failure routed on (see follow)
 
@@ -161,6 +162,9 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 	r.ctx = ctx
 	r.execCtx, r.stopExec = context.WithCancel(ctx)
 	defer r.stopExec()
+	var stopMem func()
+	r.mem, stopMem = watchRun(opts.MaxMemory)
+	defer stopMem()
 
 	r.res = &Result{RunID: opts.RunID, Flow: g.Name, File: g.File, Inputs: inputs, Started: r.now()}
 	if r.res.RunID == "" {

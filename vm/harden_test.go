@@ -271,3 +271,32 @@ step("a", run = ["sh", "-c", "echo partial; echo err >&2; : > \"$0\"; sleep 30",
 		t.Errorf("final event of a: %+v", final)
 	}
 }
+
+// Runtime evaluations are under a heap bound like loading: a value growing
+// without bound in a fn step, a template or a condition is a clear error,
+// not an out-of-memory crash (issue 9). The bound is set low here.
+func TestRuntimeMemoryBound(t *testing.T) {
+	grow := `[("a" * 1000000) + str(i) for i in range(5000)]`
+	for _, tc := range []struct {
+		name, src, code string
+	}{
+		{"fn", `
+def grow(r):
+    x = "ab" * 1000000
+    for i in range(40):
+        x = x + x
+    return len(x)
+step("a", fn = grow)
+`, "step_failed"},
+		{"template", `step("a", run = ["echo", "{{ len(` + strings.ReplaceAll(grow, `"`, `'`) + `) }}"])`, "expr_error"},
+		{"condition", "a = step(\"a\")\nedge(START, a)\nedge(a, END, when = \"len(" + strings.ReplaceAll(grow, `"`, `'`) + ") > 0\")", "expr_error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := run(t, tc.src, nil, vm.Options{MaxMemory: 16 << 20})
+			check(t, res, want{status: vm.Failed, code: tc.code, msg: "runtime memory limit of 16 MiB exceeded"})
+		})
+	}
+	// Within the bound, the same run is fine afterwards.
+	res := run(t, `step("a", fn = lambda r: len("ab" * 1000))`, nil, vm.Options{MaxMemory: 16 << 20})
+	check(t, res, want{status: vm.Succeeded, output: 2000.0})
+}

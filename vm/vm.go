@@ -109,6 +109,10 @@ type Options struct {
 	// EvalSteps is the step budget of one evaluation; 0 means
 	// DefaultEvalSteps.
 	EvalSteps uint64
+	// MaxMemory bounds how much the heap may grow during one evaluation
+	// (a fn step, a condition, a template); 0 means
+	// stdlib.DefaultMaxMemory.
+	MaxMemory uint64
 	// MaxOutput is the bytes of stdout and stderr kept per task; 0 means
 	// DefaultMaxOutput.
 	MaxOutput int
@@ -157,6 +161,9 @@ func (o *Options) defaults() {
 	}
 	if o.EvalSteps == 0 {
 		o.EvalSteps = DefaultEvalSteps
+	}
+	if o.MaxMemory == 0 {
+		o.MaxMemory = stdlib.DefaultMaxMemory
 	}
 	if o.MaxOutput <= 0 {
 		o.MaxOutput = DefaultMaxOutput

@@ -31,20 +31,24 @@ type memWatch struct {
 	base uint64
 }
 
+// watchdog is the registry of runs; its goroutine runs while there are any.
 var watchdog struct {
-	once sync.Once
-	mu   sync.Mutex
-	runs map[*memWatch]struct{}
+	mu      sync.Mutex
+	runs    map[*memWatch]struct{}
+	running bool
 }
 
 func watchRun(limit uint64) (w *memWatch, stop func()) {
 	w = &memWatch{limit: limit}
-	watchdog.once.Do(func() {
-		watchdog.runs = map[*memWatch]struct{}{}
-		go sampleHeap()
-	})
 	watchdog.mu.Lock()
+	if watchdog.runs == nil {
+		watchdog.runs = map[*memWatch]struct{}{}
+	}
 	watchdog.runs[w] = struct{}{}
+	if !watchdog.running {
+		watchdog.running = true
+		go sampleHeap()
+	}
 	watchdog.mu.Unlock()
 	return w, func() {
 		watchdog.mu.Lock()
@@ -54,8 +58,15 @@ func watchRun(limit uint64) (w *memWatch, stop func()) {
 }
 
 func sampleHeap() {
-	for range time.Tick(5 * time.Millisecond) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for range tick.C {
 		watchdog.mu.Lock()
+		if len(watchdog.runs) == 0 {
+			watchdog.running = false
+			watchdog.mu.Unlock()
+			return
+		}
 		var heap uint64
 		for w := range watchdog.runs {
 			seq := w.seq.Load()

@@ -176,7 +176,17 @@ func (m *Map) AttrNames() []string {
 }
 
 func (m *Map) CompareSameType(op syntax.Token, y starlark.Value, depth int) (bool, error) {
-	o := y.(*Map)
+	o, ok := y.(*Map)
+	if !ok {
+		// A dict written in a flow or test: compare it as flow data.
+		d, err := Data(y)
+		if err != nil {
+			return false, err
+		}
+		if o, ok = d.(*Map); !ok {
+			return false, fmt.Errorf("%s %s %s not implemented", m.Type(), op, y.Type())
+		}
+	}
 	switch op {
 	case syntax.EQL, syntax.NEQ:
 		eq := len(m.keys) == len(o.keys)

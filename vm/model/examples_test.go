@@ -71,6 +71,27 @@ var exampleCassettes = []struct {
 		},
 		runs: []exampleRun{{path: []string{"build", "fix", "apply", "build", "commit"}, output: "commit: built app with: define the missing helper function"}},
 	},
+	{
+		name: "agent_build_fix",
+		rules: []modeltest.Rule{
+			{Match: "The build of the program failed", Replies: []modeltest.Reply{
+				{ToolCalls: []modeltest.ToolCall{
+					{ID: "call_1", Name: "read_file", Arguments: `{"path": "sum.sh"}`},
+					{ID: "call_2", Name: "read_file", Arguments: `{"path": "build.sh"}`},
+				}, Completion: 30},
+				{Content: "The loop subtracts each argument; it should add it.", ToolCalls: []modeltest.ToolCall{
+					{ID: "call_3", Name: "request_tool", Arguments: `{"name": "list_files", "reason": "make sure no other file uses sum.sh", "confirmed": true}`},
+					{ID: "call_4", Name: "write_file", Arguments: `{"path": "sum.sh", "text": "# sum.sh: print the sum of the arguments\ntotal=0\nfor n in \"$@\"; do\n  total=$((total + n))\ndone\necho \"$total\"\n"}`},
+				}, Completion: 60},
+				{ToolCalls: []modeltest.ToolCall{
+					{ID: "call_5", Name: "list_files", Arguments: `{}`},
+					{ID: "call_6", Name: "run_build", Arguments: `{}`},
+				}, Completion: 20},
+				{Content: `{"file": "sum.sh", "summary": "add each argument to the total instead of subtracting it"}`, Completion: 25},
+			}},
+		},
+		runs: []exampleRun{{path: []string{"setup", "build", "fix", "build", "done"}, output: "ok: sh sum.sh 2 3 = 5 (fixed sum.sh: add each argument to the total instead of subtracting it)"}},
+	},
 }
 
 func TestExampleCassettes(t *testing.T) {

@@ -28,7 +28,9 @@ import (
 	"github.com/skeinlang/skein/flowtest"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/store"
 )
 
 // defaultDebounce is how long the files must stay quiet before a reload:
@@ -39,7 +41,9 @@ type watchFlags struct {
 	run  bool
 	test bool
 	inputFlags
-	root string
+	root    string
+	store   string
+	noStore bool
 }
 
 func init() {
@@ -60,6 +64,9 @@ a terminal the reports are appended.
 With --run, a flow that checks without errors is then run with live
 progress; a change during a run cancels it (its processes included) and
 starts it again after the re-check. Inputs are given as for 'skein run'.
+Each run is recorded in the run store as skein run's are (--store,
+--no-store); a run that reaches an approval parks, and the report says how
+to decide it (skein approve RUN STEP --resume).
 
 Ctrl-C stops watching (exit status 0).`,
 		flags: func(fs *pflag.FlagSet) any {
@@ -68,6 +75,8 @@ Ctrl-C stops watching (exit status 0).`,
 			fs.BoolVar(&o.test, "test", false, "run the flow's tests (FLOW_test.star) after each clean check, and on changes to them")
 			o.inputFlags.define(fs, " for --run")
 			fs.StringVar(&o.root, "root", "", "flow root that load() and child flows may not leave (default: the flow's directory)")
+			fs.StringVar(&o.store, "store", "", "record --run's runs in this store (default: as skein run)")
+			fs.BoolVar(&o.noStore, "no-store", false, "do not record --run's runs")
 			return o
 		},
 		run: runWatch,
@@ -92,7 +101,7 @@ func runWatch(ctx context.Context, sio stdio, o any, args []string) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := watchConfig{
-		file: args[0], root: opts.root, run: opts.run, test: opts.test, inputs: given,
+		file: args[0], root: opts.root, run: opts.run, test: opts.test, inputs: given, store: opts.store, noStore: opts.noStore,
 		out: sio.out, err: sio.err, tty: isTerminal(sio.out), debounce: defaultDebounce,
 	}
 	if err := watch(ctx, cfg); err != nil {
@@ -110,6 +119,8 @@ type watchConfig struct {
 	run      bool
 	test     bool // run FLOW_test.star after each clean check
 	inputs   *flagInputs
+	store    string // --store; "" for the default place
+	noStore  bool
 	out, err io.Writer
 	tty      bool          // clear the screen before each report
 	debounce time.Duration // quiet time before a reload
@@ -371,13 +382,62 @@ func (w *watcher) startRun(ctx context.Context, g *graphir.Graph) {
 	w.cancelRun, w.runDone = cancel, done
 	prog := newProgress(w.cfg.out, w.cfg.tty)
 	opts := vm.Options{OnEvent: prog.event, LoadFlow: loadChild}
+	rec, err := w.record(g, inputs)
+	if err != nil {
+		writeError(w.cfg.out, err)
+		fmt.Fprintln(w.cfg.out, "not run: the run store cannot be written (--no-store runs without it)")
+		cancel()
+		close(done)
+		return
+	}
+	if rec != nil {
+		opts.RunID, opts.Effects, opts.LoadFlow = rec.ID(), rec, recordingLoader(rec)
+	}
 	prog.start()
 	go func() {
 		defer close(done)
 		res := vm.Prepare(g).Run(ctx, inputs, opts)
+		if rec != nil {
+			if err := rec.Finish(res); err != nil {
+				writeError(w.cfg.out, err)
+			}
+			rec.Store().Close()
+		}
 		prog.stop()
 		prog.summary(res)
+		if res.Status == vm.Waiting {
+			for _, p := range res.Pending {
+				fmt.Fprintf(w.cfg.out, "waiting: skein approve %s %s --resume\n", res.RunID, p.Step)
+			}
+		}
 	}()
+}
+
+// record begins the record of a --run run, with the texts of the files the
+// load read; nil with --no-store.
+func (w *watcher) record(g *graphir.Graph, inputs *stdlib.Map) (*store.Recorder, error) {
+	if w.cfg.noStore {
+		return nil, nil
+	}
+	st, err := store.Open(storePathFor(w.cfg.store, g.Root))
+	if err != nil {
+		return nil, err
+	}
+	var sources []store.Source
+	for _, f := range g.Files {
+		if text, err := os.ReadFile(f); err == nil {
+			sources = append(sources, store.Source{Path: absPath(f), Text: text})
+		}
+	}
+	started := time.Now()
+	rec, err := st.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: absPath(g.File), Root: absPath(g.Root),
+		Sources: sources, Inputs: inputs, Started: started})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	rec.Inner = &approver{inner: vm.Local{}, rec: rec, st: st, runID: rec.ID()}
+	return rec, nil
 }
 
 // stopRun cancels the run in progress and waits until it has ended, its

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skeinlang/skein/vm/store"
 )
 
 // These tests run the watch loop in-process on a temporary directory and
@@ -541,5 +543,34 @@ chain(START, a, END)
 	r = w.next(`changed: .*flow.star`)
 	if !strings.Contains(r, `has no step "a"`) {
 		t.Errorf("after renaming the step:\n%s", r)
+	}
+}
+
+// watch --run records its runs like skein run; a run that reaches an
+// approval parks, and the report says how to decide it.
+func TestWatchRunRecorded(t *testing.T) {
+	w := startWatch(t, map[string]string{"flow.star": `
+hi = step("hi", run = ["echo", "hi"])
+gate = step("gate", approve = "Go?")
+chain(START, hi, gate, END)
+`}, func(c *watchConfig) { c.run = true })
+	w.output(`(?m)^waiting: skein approve \S+ gate --resume$`)
+	w.stop()
+	st, err := store.Open(filepath.Join(w.dir, ".skein", store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r, err := st.Get("last")
+	if err != nil || r.Status != store.Waiting {
+		t.Fatalf("run %+v, %v", r, err)
+	}
+	effects, err := st.Effects(r.ID, 0)
+	if err != nil || len(effects) != 2 || effects[0].Stdout != "hi\n" || effects[1].Status != store.Waiting {
+		t.Errorf("effects %+v, %v", effects, err)
+	}
+	srcs, err := st.Sources(r.ID)
+	if err != nil || len(srcs) != 1 {
+		t.Errorf("sources %v, %v", srcs, err)
 	}
 }

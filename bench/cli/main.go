@@ -154,7 +154,7 @@ func main() {
 	perIter := map[string][]float64{}
 	ratios := map[string][]float64{}
 	var inProcRuns []float64
-	var json100k, encode100k []float64
+	var json100k, json100kNoStore, encode100k []float64
 	var fanSkein, fanBash, fanRatio, fanNoStore, fanNoStoreRatio []float64
 	chainG, err := lang.Load(chain100k, lang.Options{})
 	if err != nil {
@@ -182,6 +182,10 @@ func main() {
 		tc := minOf(k, func() time.Duration { return timeRun(exe, dir, []string{"check", chain100k}, false).wall })
 		tj := minOf(k, func() time.Duration { return timeRun(exe, dir, []string{"run", "--json", chain100k}, false).wall })
 		json100k = append(json100k, perUnit(tj-tc, 100_000))
+		tn := minOf(k, func() time.Duration {
+			return timeRun(exe, dir, []string{"run", "--json", "--no-store", chain100k}, false).wall
+		})
+		json100kNoStore = append(json100kNoStore, perUnit(tn-tc, 100_000))
 		encode100k = append(encode100k, perUnit(minOf(k, func() time.Duration {
 			t0 := time.Now()
 			if err := chainRes.WriteJSON(io.Discard, "  "); err != nil {
@@ -238,6 +242,9 @@ func main() {
 	fmt.Fprintf(&b, "\n`--json` of a 100,000-step chain, per step, (T(run --json) - T(check)) / 100,000 (running the step, encoding and writing its record): "+
 		"**%.2f µs** (goal ≤ 1.5 µs %s; rounds: %s µs). Encoding alone (`Result.WriteJSON` of the same result in process): %.2f µs per step (rounds: %s).\n",
 		j/1e3, met(j <= 1500), list(json100k), median(encode100k)/1e3, list(encode100k))
+	jn := median(json100kNoStore)
+	fmt.Fprintf(&b, "With `--no-store` (the store writes the whole result, here 100,000 step records, when the run ends): **%.2f µs** per step (%s; rounds: %s µs).\n",
+		jn/1e3, met(jn <= 1500), list(json100kNoStore))
 	fs, fb, fr := median(fanSkein), median(fanBash), median(fanRatio)
 	fmt.Fprintf(&b, "\n200 parallel `sleep 0.1` task steps, `skein run` at the default --parallel (%d) vs bash `&`/`wait`: "+
 		"**%s vs %s = %.2fx** (median of the per-round ratios; goal ≤ 1.3x %s; skein rounds: %s; bash rounds: %s).\n",

@@ -33,6 +33,8 @@ var warnings = map[string]bool{
 	"unused_result":     true,
 	"router_no_default": true,
 	"join_single":       true,
+
+	"interpreter_interpolation": true,
 }
 
 // SeverityOf returns the severity of a diagnostic code.
@@ -78,6 +80,7 @@ func init() {
 		checkReachability, // reach.go
 		checkScopes,       // scopes.go
 		checkExprs,        // exprs.go
+		checkInterpreters, // interpreters.go
 		checkCycles,       // cycles.go
 		checkJoins,        // cycles.go
 		checkRouters,      // control.go

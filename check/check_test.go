@@ -43,7 +43,7 @@ var codes = []string{
 	"unknown_name", "unknown_input", "unknown_output", "expr_syntax",
 	"unreachable_step", "dead_end", "exit_unreachable", "loop_unbounded", "join_in_cycle",
 	"edge_crosses_scope", "router_edge", "route_unknown", "until_invalid",
-	"subflow_not_found", "subflow_cycle", "subflow_depth", "shell_interpolation",
+	"subflow_not_found", "subflow_cycle", "subflow_depth", "shell_interpolation", "interpreter_interpolation",
 	"maybe_unmet", "unused_result", "router_no_default", "join_single",
 	"input_missing", "input_type", "body_read", "exit_handler_edge",
 	"model_unknown", "routes_missing", "schema_invalid",

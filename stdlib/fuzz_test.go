@@ -73,8 +73,14 @@ func FuzzInputsFile(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded %s does not decode: %v", b, err)
 		}
-		if eq, err := starlark.Equal(v, v2); err == nil && !eq && !strings.ContainsAny(string(b), ".eE") {
-			t.Fatalf("round trip changed %s into %s", v, v2)
+		// Encoding is stable from then on (a float may come back as an
+		// int when JSON writes it without a point: 1e17 is 100000000000000000).
+		g2, err := stdlib.ToGo(v2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b2, _ := json.Marshal(g2); string(b2) != string(b) {
+			t.Fatalf("round trip changed %s into %s", b, b2)
 		}
 	})
 }

@@ -57,7 +57,8 @@ type run struct {
 
 	running int   // async work in flight, retry timers included
 	inbox   inbox // async work reports here
-	timers  map[*time.Timer]bool
+	timers  map[*completion]func() bool // retry timers by their completion: stop
+	rt      Runtime
 
 	// Evaluations (eval.go). mu is held by the driver except while it
 	// evaluates; finished is closed when the last driver of a phase (the
@@ -95,7 +96,7 @@ type completion struct {
 	c     *EffectCompletion
 	req   *EffectRequest // the effect's request, for its retries
 	retry int            // >0: a retry timer fired; start this attempt
-	timer *time.Timer
+	timer bool           // a retry timer's
 }
 
 // execScope is the cancellation of a frame's async work.
@@ -147,8 +148,13 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 		opts.budget = model.NewBudget(int64(limit))
 	}
 	r := &run{p: p, g: g, opts: opts, inputs: inputs, events: opts.OnEvent != nil,
-		timers: map[*time.Timer]bool{}, now: monotonicClock()}
+		timers: map[*completion]func() bool{}, rt: opts.Runtime}
 	r.idler, _ = opts.Effects.(EffectIdler)
+	if r.rt == nil {
+		r.rt, r.now = localRuntime{}, monotonicClock()
+	} else {
+		r.now = r.rt.Now
+	}
 	r.inbox.wake = make(chan struct{}, 1)
 	timeout := opts.Timeout
 	if timeout == 0 {
@@ -156,7 +162,7 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 	}
 	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errFlowTimeout)
+		ctx, cancel = r.rt.WithTimeout(ctx, timeout, errFlowTimeout)
 		defer cancel()
 	}
 	r.ctx = ctx
@@ -238,13 +244,13 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 func (r *run) exitHandler(n *graphir.Node) {
 	hctx, cancel := context.WithCancelCause(context.WithoutCancel(r.ctx))
 	defer cancel(nil)
-	stopGrace := context.AfterFunc(r.ctx, func() {
-		t := time.AfterFunc(r.opts.ExitGrace, func() { cancel(errGraceOver) })
-		context.AfterFunc(hctx, func() { t.Stop() })
+	stopGrace := r.rt.AfterDone(r.ctx, func() {
+		stop := r.rt.AfterFunc(r.opts.ExitGrace, func() { cancel(errGraceOver) })
+		r.rt.AfterDone(hctx, func() { stop() })
 	})
 	defer stopGrace()
 	if r.opts.ExitCtx != nil {
-		defer context.AfterFunc(r.opts.ExitCtx, func() { cancel(errExitStopped) })()
+		defer r.rt.AfterDone(r.opts.ExitCtx, func() { cancel(errExitStopped) })()
 	}
 	r.exiting = true
 	r.ctx = hctx
@@ -303,6 +309,14 @@ func (r *run) runDriver(start func()) {
 	r.phase++
 	r.gen = nil
 	r.finished = make(chan struct{})
+	if r.rt.Replayed() {
+		// Replayed runs (workflow code) evaluate on the driver itself: no
+		// goroutine may take over, and nothing can interrupt an
+		// evaluation but its step budget.
+		start()
+		r.loop()
+		return
+	}
 	r.mu.Unlock()
 	stopWatch := r.watchContext()
 	go func() {
@@ -350,9 +364,7 @@ func (r *run) drive() {
 		if r.idler != nil {
 			r.idler.Idle(r.opts.prefix)
 		}
-		select {
-		case <-r.inbox.wake:
-		case <-r.ctx.Done():
+		if r.rt.Wait(r.ctx, r.inbox.wake) {
 			r.interrupted()
 		}
 	}
@@ -396,8 +408,8 @@ func isAsync(n *graphir.Node) bool {
 
 // completed feeds finished async work back to the core.
 func (r *run) completed(c *completion) {
-	if c.timer != nil {
-		delete(r.timers, c.timer)
+	if c.timer {
+		delete(r.timers, c)
 	}
 	var o *outcome
 	if c.c != nil {
@@ -514,10 +526,9 @@ func (r *run) retryLater(f *frame, n *graphir.Node, req *EffectRequest, attempt 
 	if r.events {
 		r.emit(Event{Type: StepRetrying, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Attempt: attempt + 1, Error: msg})
 	}
-	c := &completion{f: f, n: n, req: req, retry: attempt + 1}
+	c := &completion{f: f, n: n, req: req, retry: attempt + 1, timer: true}
 	r.running++
-	c.timer = time.AfterFunc(backoff(n.Backoff, attempt), func() { r.post(c) })
-	r.timers[c.timer] = true
+	r.timers[c] = r.rt.AfterFunc(backoff(n.Backoff, attempt), func() { r.post(c) })
 }
 
 // interrupted ends the run because its context is done: the flow timeout,
@@ -549,10 +560,10 @@ func (r *run) interrupted() {
 // no process or goroutine outlives the run.
 func (r *run) drain() {
 	r.stopExec()
-	for t := range r.timers {
-		if t.Stop() {
+	for c, stop := range r.timers {
+		if stop() {
 			r.running--
-			delete(r.timers, t)
+			delete(r.timers, c)
 		}
 	}
 	for r.running > 0 {
@@ -561,7 +572,7 @@ func (r *run) drain() {
 			if r.idler != nil {
 				r.idler.Idle(r.opts.prefix)
 			}
-			<-r.inbox.wake
+			r.rt.Wait(nil, r.inbox.wake)
 			continue
 		}
 		r.running--
@@ -595,10 +606,14 @@ func (r *run) eval(f *frame, self *graphir.Node, x *graphir.Expr) (starlark.Valu
 // callFn runs attempt number attempt of fn step n.
 func (r *run) callFn(f *frame, n *graphir.Node, attempt int) {
 	var onTimeout func()
-	if n.Timeout > 0 {
+	timeout := n.Timeout
+	if r.rt.Replayed() {
+		timeout = 0 // no wall clock in a replayed run: the step budget bounds it
+	}
+	if timeout > 0 {
 		onTimeout = func() { r.fnDone(f, n, attempt, nil, errEvalTimeout) }
 	}
-	out, err := r.evaluate(f, n, n.Fn, nil, r.recs[n.ID], n.Timeout, onTimeout)
+	out, err := r.evaluate(f, n, n.Fn, nil, r.recs[n.ID], timeout, onTimeout)
 	r.fnDone(f, n, attempt, out, err)
 }
 

@@ -142,6 +142,10 @@ type Options struct {
 	// means the flow's max_tokens, if any.
 	MaxTokens int
 
+	// Runtime is the host the driver runs on (clock, timers, waiting); nil
+	// means this process. Child flows use the parent's.
+	Runtime Runtime
+
 	// RunID is the id of the run; empty means a new one (see [NewRunID]).
 	// Child flows get ids of their own.
 	RunID string

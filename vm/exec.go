@@ -55,8 +55,8 @@ type run struct {
 	stoppedSeen     []bool
 	stoppedDistinct int
 
-	running int   // async work in flight, retry timers included
-	inbox   inbox // async work reports here
+	running int                         // async work in flight, retry timers included
+	inbox   inbox                       // async work reports here
 	timers  map[*completion]func() bool // retry timers by their completion: stop
 	rt      Runtime
 

@@ -146,6 +146,11 @@ type Options struct {
 	// means this process. Child flows use the parent's.
 	Runtime Runtime
 
+	// Nesting places a run that another engine starts for a child-flow
+	// request in its run tree (see [EffectRequest.Nesting]), so the depth
+	// cap and the cycle guard hold across runs; nil for a top-level run.
+	Nesting *Nesting
+
 	// RunID is the id of the run; empty means a new one (see [NewRunID]).
 	// Child flows get ids of their own.
 	RunID string
@@ -160,6 +165,10 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
+	if n := o.Nesting; n != nil {
+		o.top, o.depth, o.chain, o.prefix, o.onExit = n.Top, n.Depth, n.Chain, n.Prefix, n.OnExit
+		o.Nesting = nil
+	}
 	if o.Parallel <= 0 {
 		o.Parallel = DefaultParallel
 	}
@@ -482,4 +491,26 @@ type Pending struct {
 	Scope   []string
 	Visit   int
 	Message string
+}
+
+// Nesting is where a child flow sits in its run tree: the top-level run's
+// id, how deep it nests, the files of the flows above it (outermost first),
+// the step names leading to it (for events), and whether an exit handler
+// runs it.
+type Nesting struct {
+	Top    string
+	Depth  int
+	Chain  []string
+	Prefix []string
+	OnExit bool
+}
+
+// Nesting returns the nesting of the child run a child-flow request asks
+// for, for an engine that runs it as a run of its own (Options.Nesting).
+func (req *EffectRequest) Nesting() Nesting {
+	if req.child == nil {
+		return Nesting{Top: req.RunID}
+	}
+	o := req.child.opts
+	return Nesting{Top: o.top, Depth: o.depth, Chain: o.chain, Prefix: o.prefix, OnExit: o.onExit}
 }

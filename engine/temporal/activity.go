@@ -1,0 +1,74 @@
+package temporal
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/skeinlang/skein/vm"
+)
+
+var readOS = os.ReadFile
+
+// Activities are what a worker runs for the workflow: task and shell
+// attempts, as processes on this machine.
+type Activities struct {
+	// Dir is where this worker keeps the flow's files: a task whose
+	// directory is under the flow root on the machine that started the
+	// run runs in the same place under Dir. Empty: the directory as
+	// given.
+	Dir string
+	// Env is the environment tasks start from; nil means os.Environ().
+	Env []string
+}
+
+// Register registers the workflow and the activities on w.
+func Register(w worker.Registry, a *Activities) {
+	w.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})
+	w.RegisterActivityWithOptions(a.Task, activity.RegisterOptions{Name: TaskActivity})
+}
+
+// Task runs one attempt of a task or shell step, heartbeating while it
+// runs. The workflow cancelling the activity (the run cancelled, the
+// step's branch abandoned) reaches it through the heartbeat and kills the
+// task's process group, as locally.
+func (a *Activities) Task(ctx context.Context, in TaskInput) (*TaskOutput, error) {
+	env := a.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	req := &vm.EffectRequest{RunID: in.RunID, Step: in.Step, Kind: in.Kind, Visit: in.Visit, Attempt: in.Attempt,
+		Argv: in.Argv, Env: append(append([]string(nil), env...), in.Env...), Dir: a.dir(in), Stdin: in.Stdin,
+		Timeout: in.Timeout, KillGrace: in.KillGrace, MaxOutput: in.MaxOutput}
+	ch := make(chan *vm.EffectCompletion, 1)
+	vm.Local{}.Start(ctx, req, func(c *vm.EffectCompletion) { ch <- c })
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case c := <-ch:
+			return &TaskOutput{OK: c.OK, Cancelled: c.Cancelled, Error: c.Error, Code: c.Code, ExitCode: c.ExitCode,
+				Stdout: c.Stdout, Stderr: c.Stderr, Truncated: c.Truncated}, nil
+		case <-tick.C:
+			activity.RecordHeartbeat(ctx)
+		}
+	}
+}
+
+// dir is where the task runs on this worker.
+func (a *Activities) dir(in TaskInput) string {
+	if a.Dir == "" || in.Root == "" {
+		return in.Dir
+	}
+	rel, err := filepath.Rel(in.Root, in.Dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return in.Dir
+	}
+	return filepath.Join(a.Dir, rel)
+}

@@ -1,0 +1,76 @@
+package temporal
+
+import (
+	"context"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// wfRuntime is the VM's runtime as Temporal workflow code: the workflow's
+// clock, durable timers, and waiting by workflow.Await, so the driver never
+// blocks on a channel, reads the machine's clock or starts a goroutine.
+// Everything runs on a context disconnected from the workflow's
+// cancellation: the workflow's cancellation reaches the VM as the
+// cancellation of the run's context (see Run), so the VM decides what a
+// cancellation stops, as it does locally.
+type wfRuntime struct {
+	ctx workflow.Context
+}
+
+func (rt *wfRuntime) Now() time.Time { return workflow.Now(rt.ctx) }
+
+func (rt *wfRuntime) AfterFunc(d time.Duration, f func()) func() bool {
+	tctx, cancel := workflow.WithCancel(rt.ctx)
+	fired, stopped := false, false
+	t := workflow.NewTimer(tctx, max(d, 0))
+	workflow.Go(rt.ctx, func(c workflow.Context) {
+		if err := t.Get(c, nil); err == nil && !stopped {
+			fired = true
+			f()
+		}
+	})
+	return func() bool {
+		if fired || stopped {
+			return false
+		}
+		stopped = true
+		cancel()
+		return true
+	}
+}
+
+func (rt *wfRuntime) AfterDone(ctx context.Context, f func()) func() bool {
+	stopped := false
+	workflow.Go(rt.ctx, func(c workflow.Context) {
+		_ = workflow.Await(c, func() bool { return stopped || ctx.Err() != nil })
+		if !stopped {
+			stopped = true
+			f()
+		}
+	})
+	return func() bool {
+		if stopped {
+			return false
+		}
+		stopped = true
+		return true
+	}
+}
+
+func (rt *wfRuntime) WithTimeout(ctx context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancelCause(ctx)
+	stop := rt.AfterFunc(d, func() { cancel(cause) })
+	return c, func() { stop(); cancel(context.Canceled) }
+}
+
+func (rt *wfRuntime) Wait(ctx context.Context, wake <-chan struct{}) bool {
+	_ = workflow.Await(rt.ctx, func() bool { return len(wake) > 0 || ctx != nil && ctx.Err() != nil })
+	if len(wake) > 0 {
+		<-wake
+		return false
+	}
+	return true
+}
+
+func (rt *wfRuntime) Replayed() bool { return true }

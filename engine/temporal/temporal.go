@@ -1,0 +1,418 @@
+// Package temporal runs flows on Temporal: the VM's deciding half runs as
+// Temporal workflow code (the same code that decides for the local engine,
+// through vm's Runtime and EffectProducer seams), tasks and shells run as
+// activities on any worker of the task queue, child flows as child
+// workflows and waits as durable timers.
+//
+// The flow's sources travel in the workflow input (every file its load
+// read, by path) and are loaded and checked in the workflow, so the same
+// input always gives the same graph wherever a workflow task is replayed.
+// Temporal's own retries are off (one attempt per activity and child
+// workflow): a step's retries, backoff and retry_when decide, in the VM.
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+
+	"go.starlark.net/starlark"
+	sdktemporal "go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/skeinlang/skein/check"
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm"
+)
+
+// Names registered by [Register].
+const (
+	// WorkflowName is the workflow that runs one flow.
+	WorkflowName = "skein.run"
+	// TaskActivity runs one attempt of a task or shell step.
+	TaskActivity = "skein.task"
+	// DefaultTaskQueue is the task queue workers serve unless told
+	// otherwise.
+	DefaultTaskQueue = "skein"
+)
+
+// heartbeat is how often a task's activity heartbeats; heartbeatTimeout
+// is how long Temporal waits for one before it declares the worker lost.
+const (
+	heartbeat        = 5 * time.Second
+	heartbeatTimeout = 30 * time.Second
+)
+
+// RunInput is the input of the workflow: the flow, its sources and the
+// run's options.
+type RunInput struct {
+	// Flow is the path of the flow file as the load named it; Root the
+	// flow root.
+	Flow string
+	Root string
+	// Sources holds every file the load read, by the path the loader
+	// read it under.
+	Sources map[string]string
+	// Inputs are the flow's inputs as JSON values, by name.
+	Inputs map[string]json.RawMessage `json:",omitempty"`
+
+	Parallel  int           `json:",omitempty"`
+	Timeout   time.Duration `json:",omitempty"`
+	EvalSteps uint64        `json:",omitempty"`
+	MaxOutput int           `json:",omitempty"`
+	KillGrace time.Duration `json:",omitempty"`
+	MaxPath   int           `json:",omitempty"`
+	ExitGrace time.Duration `json:",omitempty"`
+	// Nesting is set for child flows.
+	Nesting *vm.Nesting `json:",omitempty"`
+}
+
+// RunOutput is the result of the workflow: the run's status and its
+// result object, the same JSON as `skein run --json` prints locally.
+type RunOutput struct {
+	Status string
+	Result json.RawMessage
+}
+
+// LoadSources loads file as the local engine would, recording every file
+// the load reads, for the workflow input.
+func LoadSources(file string, lo lang.Options) (*graphir.Graph, map[string]string, error) {
+	src := map[string]string{}
+	read := lo.ReadFile
+	lo.ReadFile = func(name string) ([]byte, error) {
+		var b []byte
+		var err error
+		if read != nil {
+			b, err = read(name)
+		} else {
+			b, err = readOS(name)
+		}
+		if err == nil {
+			src[name] = string(b)
+		}
+		return b, err
+	}
+	g, err := lang.Load(file, lo)
+	return g, src, err
+}
+
+// EncodeInputs turns bound-by-name flow values into the workflow's inputs.
+func EncodeInputs(in map[string]starlark.Value) (map[string]json.RawMessage, error) {
+	out := make(map[string]json.RawMessage, len(in))
+	for k, v := range in {
+		b, err := stdlib.AppendJSON(nil, v, "", 0)
+		if err != nil {
+			return nil, fmt.Errorf("input %q: %v", k, err)
+		}
+		out[k] = b
+	}
+	return out, nil
+}
+
+// load loads and checks a flow from the sources of the input.
+func (in *RunInput) load(path, root string) (*graphir.Graph, error) {
+	read := func(name string) ([]byte, error) {
+		s, ok := in.Sources[name]
+		if !ok {
+			return nil, fmt.Errorf("%s is not among the sources sent with the run: %w", name, fs.ErrNotExist)
+		}
+		return []byte(s), nil
+	}
+	g, err := lang.Load(path, lang.Options{Root: root, ReadFile: read})
+	if err != nil {
+		return nil, err
+	}
+	ds := check.Graph(g)
+	if n, _ := check.Count(ds); n > 0 {
+		var b strings.Builder
+		check.WriteText(&b, check.Sort(ds))
+		return nil, fmt.Errorf("flow %s does not check:\n%s", path, b.String())
+	}
+	return g, nil
+}
+
+// Run is the workflow: it loads and checks the flow from its sources, runs
+// it with the VM on the workflow's runtime and returns the result. A flow
+// that fails to load or check, or inputs that do not fit, fail the
+// workflow (the client checks both before it starts one); everything the
+// run itself does ends in the result.
+func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
+	g, err := in.load(in.Flow, in.Root)
+	if err != nil {
+		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "load_error", nil)
+	}
+	given := map[string]starlark.Value{}
+	for k, raw := range in.Inputs {
+		v, err := stdlib.FromJSON(raw)
+		if err != nil {
+			return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("input %q: %v", k, err), "bad_input", nil)
+		}
+		given[k] = v
+	}
+	bound, err := vm.BindInputs(g, given)
+	if err != nil {
+		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "bad_input", nil)
+	}
+
+	// The VM's context: cancelled when the workflow is.
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	runCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	workflow.Go(ctx, func(c workflow.Context) {
+		c.Done().Receive(c, nil)
+		cancel()
+	})
+	info := workflow.GetInfo(ctx)
+	p := &producer{ctx: dctx, in: &in, id: info.WorkflowExecution.ID}
+	opts := vm.Options{
+		Parallel: in.Parallel, Timeout: in.Timeout, EvalSteps: in.EvalSteps, MaxOutput: in.MaxOutput,
+		KillGrace: in.KillGrace, MaxPath: in.MaxPath, ExitGrace: in.ExitGrace,
+		Env:     []string{}, // the worker's environment is the activity's
+		Runtime: &wfRuntime{ctx: dctx},
+		Effects: p,
+		RunID:   info.WorkflowExecution.ID,
+		Nesting: in.Nesting,
+		LoadFlow: func(_ context.Context, path, root string) (*graphir.Graph, error) {
+			return in.load(path, root)
+		},
+	}
+	res := vm.Prepare(g).Run(runCtx, bound, opts)
+	b, err := res.MarshalJSON()
+	if err != nil {
+		return nil, sdktemporal.NewNonRetryableApplicationError("result: "+err.Error(), "result", nil)
+	}
+	return &RunOutput{Status: string(res.Status), Result: b}, nil
+}
+
+// producer is the effect producer of a run on Temporal.
+type producer struct {
+	ctx workflow.Context // disconnected: the VM cancels effects
+	in  *RunInput
+	id  string // the workflow id
+}
+
+// Start implements [vm.EffectProducer]. It runs on the workflow's driver;
+// each effect completes from a workflow coroutine of its own.
+func (p *producer) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	if req.Chat != nil {
+		done(&vm.EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("step %q: model calls do not run on the temporal engine yet", req.Step)})
+		return
+	}
+	switch req.Kind {
+	case graphir.KindTask, graphir.KindShell:
+		p.task(ctx, req, done)
+	case graphir.KindWait:
+		p.wait(ctx, req, done)
+	case graphir.KindSubflow:
+		p.child(ctx, req, done)
+	case graphir.KindApproval:
+		// Approvals by signal are not implemented yet: the run parks, as
+		// it does locally with nobody at the terminal.
+		done(&vm.EffectCompletion{Park: true})
+	default:
+		done(&vm.EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("step %q: %s steps cannot run on the temporal engine", req.Step, req.Kind)})
+	}
+}
+
+// follow completes an effect once fut is ready, or cancels it (cancel)
+// when ctx ends first and then waits for it to acknowledge.
+func (p *producer) follow(ctx context.Context, fut workflow.Future, cancel workflow.CancelFunc, get func(c workflow.Context, cancelled bool) *vm.EffectCompletion, done func(*vm.EffectCompletion)) {
+	workflow.Go(p.ctx, func(c workflow.Context) {
+		_ = workflow.Await(c, func() bool { return fut.IsReady() || ctx.Err() != nil })
+		cancelled := !fut.IsReady()
+		if cancelled {
+			cancel()
+		}
+		done(get(c, cancelled))
+	})
+}
+
+// TaskInput is one attempt of a task or shell step, rendered.
+type TaskInput struct {
+	RunID     string
+	Step      string
+	Kind      graphir.Kind
+	Visit     int
+	Attempt   int
+	Argv      []string
+	Env       []string `json:",omitempty"` // the step's env=, over the worker's
+	Dir       string
+	Root      string // the flow root Dir is under, on the machine that loaded it
+	Stdin     *string       `json:",omitempty"`
+	Timeout   time.Duration `json:",omitempty"`
+	KillGrace time.Duration `json:",omitempty"`
+	MaxOutput int           `json:",omitempty"`
+}
+
+// TaskOutput is how the attempt ended.
+type TaskOutput struct {
+	OK        bool   `json:",omitempty"`
+	Cancelled bool   `json:",omitempty"`
+	Error     string `json:",omitempty"`
+	Code      string `json:",omitempty"`
+	ExitCode  int
+	Stdout    string `json:",omitempty"`
+	Stderr    string `json:",omitempty"`
+	Truncated bool   `json:",omitempty"`
+}
+
+func (p *producer) task(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	in := TaskInput{RunID: req.RunID, Step: req.Step, Kind: req.Kind, Visit: req.Visit, Attempt: req.Attempt,
+		Argv: req.Argv, Env: req.Env, Dir: req.Dir, Root: p.in.Root, Stdin: req.Stdin,
+		Timeout: req.Timeout, KillGrace: req.KillGrace, MaxOutput: req.MaxOutput}
+	close := 30 * 24 * time.Hour
+	if req.Timeout > 0 {
+		close = req.Timeout + req.KillGrace + time.Minute
+	}
+	actx, cancel := workflow.WithCancel(p.ctx)
+	actx = workflow.WithActivityOptions(actx, workflow.ActivityOptions{
+		StartToCloseTimeout: close,
+		HeartbeatTimeout:    heartbeatTimeout,
+		WaitForCancellation: true,
+		RetryPolicy:         &sdktemporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	fut := workflow.ExecuteActivity(actx, TaskActivity, in)
+	p.follow(ctx, fut, cancel, func(c workflow.Context, cancelled bool) *vm.EffectCompletion {
+		var out TaskOutput
+		err := fut.Get(c, &out)
+		switch {
+		case cancelled:
+			return &vm.EffectCompletion{Cancelled: true}
+		case err != nil:
+			return &vm.EffectCompletion{Code: "step_failed", ExitCode: -1, Error: "the task's activity failed: " + activityError(err)}
+		}
+		return &vm.EffectCompletion{OK: out.OK, Cancelled: out.Cancelled, Error: out.Error, Code: out.Code,
+			ExitCode: out.ExitCode, Stdout: out.Stdout, Stderr: out.Stderr, Truncated: out.Truncated}
+	}, done)
+}
+
+// activityError is the message of an activity's failure, without the
+// wrapping Temporal adds.
+func activityError(err error) string {
+	var te *sdktemporal.TimeoutError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("%s timeout (the worker running it was lost or stopped heartbeating)", strings.ToLower(strings.TrimPrefix(te.TimeoutType().String(), "TIMEOUT_TYPE_")))
+	}
+	var ae *sdktemporal.ApplicationError
+	if errors.As(err, &ae) {
+		return ae.Error()
+	}
+	return err.Error()
+}
+
+func (p *producer) wait(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	tctx, cancel := workflow.WithCancel(p.ctx)
+	fut := workflow.NewTimer(tctx, max(req.Wait, 0))
+	p.follow(ctx, fut, cancel, func(c workflow.Context, cancelled bool) *vm.EffectCompletion {
+		if cancelled {
+			return &vm.EffectCompletion{Cancelled: true}
+		}
+		return &vm.EffectCompletion{OK: true, Output: starlark.None}
+	}, done)
+}
+
+// childResult is what a parent reads of its child workflow's result.
+type childResult struct {
+	RunID  string          `json:"run_id"`
+	Flow   string          `json:"flow"`
+	File   string          `json:"file"`
+	Status vm.Status       `json:"status"`
+	Output json.RawMessage `json:"output"`
+	Path   []string        `json:"path"`
+	Error  *struct {
+		Code    string `json:"code"`
+		Step    string `json:"step"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (p *producer) child(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	inputs, err := EncodeInputs(req.ChildInputs)
+	if err != nil {
+		done(&vm.EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("child flow %s: %v", req.ChildPath, err)})
+		return
+	}
+	nest := req.Nesting()
+	cin := RunInput{Flow: req.ChildPath, Root: p.in.Root, Sources: p.in.Sources, Inputs: inputs,
+		Parallel: p.in.Parallel, EvalSteps: p.in.EvalSteps, MaxOutput: p.in.MaxOutput, KillGrace: p.in.KillGrace,
+		MaxPath: p.in.MaxPath, ExitGrace: p.in.ExitGrace, Nesting: &nest}
+	id := p.id + "/"
+	for _, s := range req.Scope {
+		id += s + "/"
+	}
+	id += fmt.Sprintf("%s#%d.%d", req.Step, req.Visit, req.Attempt)
+	if req.OnExit {
+		id += ".exit"
+	}
+	cctx, cancel := workflow.WithCancel(p.ctx)
+	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
+		WorkflowID:          id,
+		WaitForCancellation: true,
+		RetryPolicy:         &sdktemporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	fut := workflow.ExecuteChildWorkflow(cctx, WorkflowName, cin)
+	p.follow(ctx, fut, cancel, func(c workflow.Context, cancelled bool) *vm.EffectCompletion {
+		var out RunOutput
+		err := fut.Get(c, &out)
+		if cancelled {
+			return &vm.EffectCompletion{Cancelled: true}
+		}
+		if err != nil {
+			return &vm.EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("child flow %s: %s", req.ChildPath, childError(err))}
+		}
+		return childCompletion(&out)
+	}, done)
+}
+
+func childError(err error) string {
+	var ae *sdktemporal.ApplicationError
+	if errors.As(err, &ae) {
+		return ae.Error()
+	}
+	return err.Error()
+}
+
+// childCompletion turns a child workflow's result into the completion of
+// its step, as a nested run's result is locally.
+func childCompletion(out *RunOutput) *vm.EffectCompletion {
+	var cr childResult
+	if err := json.Unmarshal(out.Result, &cr); err != nil {
+		return &vm.EffectCompletion{Code: "step_failed", Error: "child flow result: " + err.Error()}
+	}
+	res := &vm.Result{RunID: cr.RunID, Flow: cr.Flow, File: cr.File, Status: cr.Status, Path: cr.Path, Output: starlark.None}
+	if len(cr.Output) > 0 {
+		v, err := stdlib.FromJSON(cr.Output)
+		if err != nil {
+			return &vm.EffectCompletion{Code: "step_failed", Error: "child flow output: " + err.Error()}
+		}
+		res.Output = v
+	}
+	if cr.Error != nil {
+		res.Error = &graphir.Error{Code: cr.Error.Code, Step: cr.Error.Step, Msg: cr.Error.Message}
+	}
+	switch res.Status {
+	case vm.Succeeded:
+		return &vm.EffectCompletion{OK: true, Output: res.Output, Child: res}
+	case vm.Cancelled:
+		return &vm.EffectCompletion{Cancelled: true, Child: res}
+	case vm.Waiting:
+		return &vm.EffectCompletion{Park: true, Child: res}
+	}
+	if res.Error != nil {
+		switch res.Error.Code {
+		case "subflow_depth", "subflow_cycle", "budget_exceeded", "replay_miss":
+			return &vm.EffectCompletion{Stop: res.Error, Child: res}
+		}
+	}
+	msg := "failed"
+	if res.Error != nil {
+		msg = res.Error.Msg
+	}
+	return &vm.EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("child flow %s failed: %s", res.Flow, msg), Child: res}
+}

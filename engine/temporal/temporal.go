@@ -42,11 +42,14 @@ const (
 	DefaultTaskQueue = "skein"
 )
 
-// heartbeat is how often a task's activity heartbeats; heartbeatTimeout
-// is how long Temporal waits for one before it declares the worker lost.
+// heartbeat is how often a task's activity heartbeats (a cancellation
+// reaches the activity with the answer to a heartbeat, so this bounds how
+// late a cancelled task is killed, with the worker's heartbeat throttle);
+// heartbeatTimeout is how long Temporal waits for one before it declares
+// the worker lost.
 const (
-	heartbeat        = 5 * time.Second
-	heartbeatTimeout = 30 * time.Second
+	heartbeat        = time.Second
+	heartbeatTimeout = 10 * time.Second
 )
 
 // RunInput is the input of the workflow: the flow, its sources and the

@@ -6,7 +6,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.starlark.net/starlark"
@@ -289,5 +293,62 @@ func TestScenariosBothEngines(t *testing.T) {
 				t.Errorf("local (-) and temporal (+) differ:\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestCancelKillsTask(t *testing.T) {
+	// Cancelling the workflow while a task runs cancels its activity,
+	// which kills the task's process group; the run ends cancelled and
+	// the exit handler still runs.
+	dir := t.TempDir()
+	g, sources, _ := setup(t, scenario{files: map[string]string{"flow.star": `
+flow(on_exit = "cleanup")
+slow = step("slow", run = ["sh", "-c", 'echo $$ > "$1/pid"; sleep 30; echo late > "$1/late"', "slow", "` + dir + `"])
+cleanup = step("cleanup", fn = lambda r: r.run.status)
+`}})
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	env := s.NewTestWorkflowEnvironment()
+	Register(env, &Activities{})
+	env.SetTestTimeout(20 * time.Second)
+	env.RegisterDelayedCallback(func() { env.CancelWorkflow() }, 500*time.Millisecond)
+	env.ExecuteWorkflow(WorkflowName, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1, KillGrace: 100 * time.Millisecond})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow: %v", err)
+	}
+	var out RunOutput
+	if err := env.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	res := decode(t, out.Result)
+	if res.Status != "cancelled" || res.Steps["slow"].Status != "cancelled" {
+		t.Errorf("status %s, slow %s; want cancelled, cancelled\n%s", res.Status, res.Steps["slow"].Status, out.Result)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "pid"))
+	if err != nil {
+		t.Fatalf("the task never started: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test environment does not wait for the activity to acknowledge
+	// its cancellation as a server does: allow it time to kill the
+	// process, far less than the task's 30 s.
+	for i := 0; syscall.Kill(pid, 0) == nil; i++ {
+		if i == 100 {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the task's process %d outlived the cancellation", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var handler struct {
+		OnExit struct {
+			Output string `json:"output"`
+		} `json:"on_exit"`
+	}
+	json.Unmarshal(out.Result, &handler)
+	if handler.OnExit.Output != "cancelled" {
+		t.Errorf("exit handler output %q, want cancelled", handler.OnExit.Output)
 	}
 }

@@ -246,7 +246,7 @@ type TaskInput struct {
 	Argv      []string
 	Env       []string `json:",omitempty"` // the step's env=, over the worker's
 	Dir       string
-	Root      string // the flow root Dir is under, on the machine that loaded it
+	Root      string        // the flow root Dir is under, on the machine that loaded it
 	Stdin     *string       `json:",omitempty"`
 	Timeout   time.Duration `json:",omitempty"`
 	KillGrace time.Duration `json:",omitempty"`

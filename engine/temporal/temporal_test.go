@@ -311,7 +311,16 @@ cleanup = step("cleanup", fn = lambda r: r.run.status)
 	env := s.NewTestWorkflowEnvironment()
 	Register(env, &Activities{})
 	env.SetTestTimeout(20 * time.Second)
-	env.RegisterDelayedCallback(func() { env.CancelWorkflow() }, 500*time.Millisecond)
+	// Cancel once the task runs.
+	var cancelOnce func()
+	cancelOnce = func() {
+		if _, err := os.Stat(filepath.Join(dir, "pid")); err != nil {
+			env.RegisterDelayedCallback(cancelOnce, 100*time.Millisecond)
+			return
+		}
+		env.CancelWorkflow()
+	}
+	env.RegisterDelayedCallback(cancelOnce, 100*time.Millisecond)
 	env.ExecuteWorkflow(WorkflowName, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1, KillGrace: 100 * time.Millisecond})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatalf("workflow: %v", err)

@@ -66,3 +66,20 @@ chain(START, build, deploy, ship, END)
 		}
 	}
 }
+
+// An unanswered inline prompt ends at the approval's timeout: the step
+// fails with code timeout.
+func TestApprovalPromptTimeout(t *testing.T) {
+	dir := t.TempDir()
+	flow := `
+gate = step("gate", approve = "Go?", timeout = "1s")
+chain(START, gate, END)
+`
+	if err := os.WriteFile(filepath.Join(dir, "flow.star"), []byte(flow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	term := startTerminal(t, dir, t.TempDir(), "run", "--store", filepath.Join(dir, "runs.db"), "flow.star")
+	term.expect(`approve "gate": Go? [y/N]`)
+	term.expect("no decision within 1s")
+	term.expect("[timeout]")
+}

@@ -12,8 +12,8 @@ build:
 	$(GO) build -o bin/skein ./cmd/skein
 
 # The README's test command, and what CI runs: vet, the flows' formatting,
-# the race-enabled suite,
-# the examples' flow tests, then each fuzz target briefly.
+# the race-enabled suite, the examples' flow tests, then each fuzz target
+# briefly.
 test:
 	$(GO) vet ./...
 	$(MAKE) --no-print-directory fmt-check

@@ -209,7 +209,7 @@ func (c *composer) compose(ctx context.Context, description string) (*composeRes
 	req := c.req
 	req.Messages = []model.Message{
 		{Role: "system", Content: composeSystem(c.floor)},
-		{Role: "user", Content: "Write a Skein flow for this:\n\n" + description},
+		{Role: "user", Content: "Write a Skein flow for this:\n\n" + strings.TrimSpace(description)},
 	}
 	res := &composeResult{}
 	abs, err := filepath.Abs(c.target)
@@ -246,9 +246,12 @@ func (c *composer) compose(ctx context.Context, description string) (*composeRes
 			res.ok, res.graph = true, g
 			return res, nil
 		}
+		// The model sees the file by its name only: where it will live is
+		// none of its business, and a recorded session replays anywhere.
+		forModel := strings.ReplaceAll(report.String(), abs, filepath.Base(c.target))
 		req.Messages = append(req.Messages,
 			model.Message{Role: "assistant", Content: rep.Text},
-			model.Message{Role: "user", Content: "skein check found errors in that draft:\n\n" + text +
+			model.Message{Role: "user", Content: "skein check found errors in that draft:\n\n" + forModel +
 				"\nAnswer with the whole corrected file, and nothing else."})
 	}
 	return res, nil

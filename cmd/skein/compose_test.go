@@ -177,3 +177,82 @@ func TestComposeCassette(t *testing.T) {
 		t.Errorf("replay: exit %d\n%s\n%s", code, o.String(), e.String())
 	}
 }
+
+// The compose example replays from its cassette with no server and no key:
+// a session that needs one repair round. The cassette records the
+// language reference the model was sent, so an edit to docs/language.md or
+// docs/runs.md needs a new recording:
+//
+//	UPDATE=1 go test ./cmd/skein -run TestComposeExample
+func TestComposeExample(t *testing.T) {
+	root, _ := filepath.Abs("../..")
+	cassette := filepath.Join(root, "examples/cassettes/compose_release.json")
+	desc, err := os.ReadFile(filepath.Join(root, "examples/compose/release.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("UPDATE") == "1" {
+		os.Remove(cassette)
+		srv := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: composeExampleDraft1}, {Content: composeExampleDraft2}}})
+		defer srv.Close()
+		t.Setenv("SKEIN_BASE_URL", srv.BaseURL())
+		t.Setenv("OPENAI_API_KEY", "sk-recording")
+		t.Setenv("SKEIN_MODEL", "gpt-4o-mini")
+		dir := t.TempDir()
+		var o, e bytes.Buffer
+		code := Main(context.Background(), []string{"compose", string(desc), "-o", filepath.Join(dir, "release.star"), "--allow-run", "make,./publish.sh", "--cassette", cassette},
+			stdio{strings.NewReader(""), &o, &e})
+		if code != 0 {
+			t.Fatalf("recording: exit %d\n%s\n%s", code, o.String(), e.String())
+		}
+	}
+	t.Setenv("SKEIN_MODEL", "gpt-4o-mini")
+	t.Setenv("OPENAI_API_KEY", "")
+	dir := t.TempDir()
+	var o, e bytes.Buffer
+	code := Main(context.Background(), []string{"compose", string(desc), "-o", filepath.Join(dir, "release.star"), "--allow-run", "make,./publish.sh", "--cassette", cassette, "--replay-only"},
+		stdio{strings.NewReader(""), &o, &e})
+	if code != 0 {
+		t.Fatalf("replay: exit %d (after editing docs/language.md or docs/runs.md, re-record: UPDATE=1 go test ./cmd/skein -run TestComposeExample)\n%s\n%s", code, o.String(), e.String())
+	}
+	for _, want := range []string{"round 1: a draft of", "1 error", "[unknown_name]", "round 2:", "no errors", "in 2 rounds"} {
+		if !strings.Contains(o.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, o.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "release.star")); err != nil {
+		t.Error(err)
+	}
+}
+
+// What the scripted model answers when the example is recorded: a first
+// draft with a misspelt step name, then the fix.
+const composeExampleDraft1 = "```python\n" + `flow(name = "release")
+
+build = step("build", run = ["make"])
+test = step("test", run = ["make", "test"])
+publish = step("publish", run = ["./publish.sh", "{{ biuld.stdout.strip() }}"])
+report = step("report", fn = lambda r: "tests failed: " + r.test.stderr.strip())
+
+edge(START, build)
+edge(build, test)
+edge(test, publish)
+edge(test, report, on = "failure")
+edge(publish, END)
+edge(report, ABORT)
+` + "```\n"
+
+const composeExampleDraft2 = "```python\n" + `flow(name = "release")
+
+build = step("build", run = ["make"])
+test = step("test", run = ["make", "test"])
+publish = step("publish", run = ["./publish.sh", "{{ build.stdout.strip() }}"])
+report = step("report", fn = lambda r: "tests failed: " + r.test.stderr.strip())
+
+edge(START, build)
+edge(build, test)
+edge(test, publish)
+edge(test, report, on = "failure")
+edge(publish, END)
+edge(report, ABORT)
+` + "```\n"

@@ -35,12 +35,12 @@ func runProcess(ctx context.Context, spec *EffectRequest) *EffectCompletion {
 	}
 	stdout, stderr := &tailBuffer{max: spec.MaxOutput}, &tailBuffer{max: spec.MaxOutput}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = taskAttr()
 	// If the process exits but something it left behind still holds its
 	// output open, stop waiting for the output soon after.
 	cmd.WaitDelay = 500 * time.Millisecond
 
-	if err := cmd.Start(); err != nil {
+	if err := startTask(cmd.Start); err != nil {
 		msg := fmt.Sprintf("cannot start %q: %v", spec.Argv[0], unwrapExec(err))
 		if _, serr := os.Stat(spec.Dir); serr != nil {
 			msg = fmt.Sprintf("cannot start %q: directory %s: %v", spec.Argv[0], spec.Dir, unwrapExec(serr))
@@ -72,6 +72,7 @@ func runProcess(ctx context.Context, spec *EffectRequest) *EffectCompletion {
 	killed.Wait()
 	// Whatever the task started in its group ends with it.
 	syscall.Kill(-pgid, syscall.SIGKILL)
+	taskEnded()
 
 	code := cmd.ProcessState.ExitCode()
 	o := &EffectCompletion{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: code,

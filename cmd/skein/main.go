@@ -18,10 +18,17 @@ import (
 
 	"github.com/skeinlang/skein/builtins"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/vm"
 )
 
-func main() {
-	os.Exit(Main(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
+func main() { os.Exit(process()) }
+
+// process runs skein as a process of its own: a child subreaper (Linux),
+// so that what a task leaves running outside its process group comes back
+// to skein to be ended, then the command line.
+func process() int {
+	vm.EnableSubreaper() // best effort: elsewhere, only the group is cleaned up
+	return Main(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr})
 }
 
 // stdio is where a command reads and writes.

@@ -19,6 +19,7 @@ func TestRunScripts(t *testing.T) {
 	p.Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 		"waitfile": cmdWaitFile,
 		"pgone":    cmdProcessGroupGone,
+		"pidgone":  cmdProcessGone,
 	}
 	testscript.Run(t, p)
 }
@@ -36,6 +37,29 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	ts.Fatalf("%s did not appear", args[0])
+}
+
+// pidgone FILE: the process whose id FILE holds has ended (and been reaped).
+func cmdProcessGone(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: pidgone FILE")
+	}
+	b, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	ts.Check(err)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := syscall.Kill(pid, 0)
+		if errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			ts.Fatalf("process %d is still running (kill -0: %v)", pid, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // pgone FILE: the process group whose id FILE holds has no process left.

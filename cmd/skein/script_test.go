@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"testing"
 
@@ -12,9 +11,7 @@ import (
 // user would (exec skein check flow.star) and compare what it prints.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"skein": func() {
-			os.Exit(Main(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
-		},
+		"skein": func() { os.Exit(process()) },
 	})
 }
 

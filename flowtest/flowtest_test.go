@@ -214,10 +214,20 @@ func mustTime(s string) time.Time {
 }
 
 // The examples' own tests pass: they are the first users of flow tests.
+// Every example flow has one.
 func TestExamples(t *testing.T) {
 	files, err := Find([]string{"../examples"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	flows, _ := filepath.Glob("../examples/*.star")
+	for _, f := range flows {
+		if strings.HasSuffix(f, Suffix) {
+			continue
+		}
+		if _, err := os.Stat(strings.TrimSuffix(f, ".star") + Suffix); err != nil {
+			t.Errorf("example %s has no flow test: add %s (see docs/testing.md)", filepath.Base(f), strings.TrimSuffix(filepath.Base(f), ".star")+Suffix)
+		}
 	}
 	if len(files) < 7 {
 		t.Fatalf("found only %d example test files: %v", len(files), files)

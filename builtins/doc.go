@@ -161,6 +161,7 @@ var docs = []Doc{
 			{"shell", "None", "a script for /bin/sh -c, run verbatim (no templates); the arguments reach it as environment variables ARG_NAME"},
 			{"params", "{}", `maps parameter names to JSON-schema types ("string", "integer", "number", "boolean", "array", "object"); a call whose arguments do not match is refused and the model told why`},
 			{"help", `""`, "the description the model sees"},
+			{"fn", "None", "a Starlark function of one parameter args (the validated arguments: args.path); its result (text, or data sent as JSON) goes back to the model, and an error it raises is the tool's failure"},
 		}},
 	{Name: "edge", Positional: 2,
 		Summary: "Connects the end of src to the start of dst. src may be START; dst may be END or ABORT.",

@@ -37,7 +37,7 @@ const defaultMaxTurns = 8
 // flow(max_grants=).
 const defaultMaxGrants = 2
 
-// tool(name, *, run=None, shell=None, params={}, help="")
+// tool(name, *, run=None, shell=None, params={}, help="", fn=None)
 func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	c, err := newCall(thread, fn)
 	if err != nil {
@@ -46,11 +46,11 @@ func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	var vals [5]starlark.Value
+	var vals [6]starlark.Value
 	if err := c.unpack(args, kwargs, toolParams, vals[:]); err != nil {
 		return nil, err
 	}
-	name, run, shell, params, help := vals[0], vals[1], vals[2], vals[3], vals[4]
+	name, run, shell, params, help, fnv := vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]
 	t := &graphir.Tool{Pos: c.pos}
 	s, ok := name.(starlark.String)
 	if !ok || !graphir.ValidName(string(s)) {
@@ -61,9 +61,25 @@ func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		return nil, c.errorf("%q is the built-in tool agents use to ask for more tools; choose another name", requestToolName)
 	}
 	c.named("tool", t.Name)
+	given := 0
+	for _, v := range []starlark.Value{run, shell, fnv} {
+		if !isNone(v) {
+			given++
+		}
+	}
 	switch {
-	case !isNone(run) && !isNone(shell):
-		return nil, c.errorf("give one of run and shell, not both")
+	case given > 1:
+		return nil, c.errorf("give one of run, shell and fn, not several")
+	case !isNone(fnv):
+		t.Kind = graphir.KindFn
+		f, ok := fnv.(starlark.Callable)
+		if !ok {
+			return nil, c.errorf("fn must be a function of one parameter args, got %s", describe(fnv))
+		}
+		if err := c.arity("fn", f); err != nil {
+			return nil, err
+		}
+		t.Fn = f
 	case !isNone(run):
 		t.Kind = graphir.KindTask
 		if s, ok := run.(starlark.String); ok {
@@ -81,7 +97,7 @@ func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 			return nil, err
 		}
 	default:
-		return nil, c.errorf("a tool needs run= (an argv) or shell= (a script) to say what it does")
+		return nil, c.errorf("a tool needs run= (an argv), shell= (a script) or fn= (a function of args) to say what it does")
 	}
 	if !isNone(params) {
 		keys, vals, err := c.dict("params", params)
@@ -147,4 +163,4 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-var toolParams = []string{"name", "run?", "shell?", "params?", "help?"}
+var toolParams = []string{"name", "run?", "shell?", "params?", "help?", "fn?"}

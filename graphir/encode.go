@@ -39,6 +39,7 @@ type jsonTool struct {
 	Shell  string            `json:"shell,omitempty"`
 	Params map[string]string `json:"params"`
 	Help   string            `json:"help,omitempty"`
+	Fn     string            `json:"fn,omitempty"`
 }
 
 type jsonNode struct {
@@ -159,6 +160,9 @@ func (g *Graph) jsonHeader() jsonGraph {
 		}
 		if t.Shell != nil {
 			jt.Shell = t.Shell.Src
+		}
+		if t.Fn != nil {
+			jt.Fn = t.Fn.Name()
 		}
 		for _, p := range t.Params {
 			jt.Params[p.Name] = p.Type

@@ -3,7 +3,11 @@ package graphir
 // This file defines tools: effect templates an agent step's model may call,
 // with arguments from the model's tool call.
 
-import "fmt"
+import (
+	"fmt"
+
+	"go.starlark.net/starlark"
+)
 
 // ParamTypes are the JSON-schema types a tool parameter may have.
 var ParamTypes = []string{"string", "integer", "number", "boolean", "array", "object"}
@@ -18,10 +22,11 @@ type ToolParam struct {
 // templates read the call's arguments as args.NAME (and the flow's inputs).
 type Tool struct {
 	Name   string
-	Kind   Kind        // KindTask (run=) or KindShell (shell=)
-	Argv   []*Template // run=
-	Shell  *Template   // shell=: run verbatim; the arguments reach it as environment variables ARG_NAME
-	Params []ToolParam // in declaration order
+	Kind   Kind              // KindTask (run=), KindShell (shell=) or KindFn (fn=)
+	Argv   []*Template       // run=
+	Shell  *Template         // shell=: run verbatim; the arguments reach it as environment variables ARG_NAME
+	Fn     starlark.Callable // fn=: called with the arguments (a dict-like value); its result goes back to the model
+	Params []ToolParam       // in declaration order
 	Help   string
 	Pos    Pos
 }

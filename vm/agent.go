@@ -410,6 +410,21 @@ func (r *run) startToolCall(a *agentRun, i int, call model.ToolCall, offered []*
 		answer(false, "invalid_arguments", fmt.Sprintf("error: the arguments of %s: %v", name, err))
 		return
 	}
+	if t.Kind == graphir.KindFn {
+		// A function of its arguments alone: evaluated here, like until.
+		out, err := r.evaluate(a.f, n, t.Fn, starlark.Tuple{argv}, nil, 0, nil)
+		if err != nil {
+			answer(false, "step_failed", "the tool failed: "+evalMessage(err))
+			return
+		}
+		s, err := text(out)
+		if err != nil {
+			answer(false, "step_failed", "the tool failed: its result is not data: "+err.Error())
+			return
+		}
+		answer(true, "", clipBytes(s, maxToolResult))
+		return
+	}
 	req := r.request(a.f, n)
 	req.Scope = append(req.Scope, fmt.Sprintf("%s@%d.%d", n.Name, a.turn, i+1))
 	req.Kind, req.Tool, req.ToolCallID, req.Turn = t.Kind, t.Name, call.ID, a.turn

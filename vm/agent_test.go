@@ -305,3 +305,32 @@ chain(START, a, b, END)
 		t.Errorf("result JSON: %s", j)
 	}
 }
+
+// TestAgentFnTool: an fn= tool is a function of its validated arguments;
+// what it returns goes back to the model, what it raises is its failure.
+func TestAgentFnTool(t *testing.T) {
+	s := modeltest.New(modeltest.Rule{Match: "count", Replies: []modeltest.Reply{
+		{ToolCalls: []modeltest.ToolCall{
+			{ID: "a", Name: "words", Arguments: `{"text": "one two three"}`},
+			{ID: "b", Name: "words", Arguments: `{"text": ""}`},
+		}},
+		{Content: "3"},
+	}})
+	defer s.Close()
+	res := run(t, `
+def words(args):
+    if not args.text:
+        fail("empty text")
+    return {"n": len(args.text.split())}
+count = tool("words", fn = words, params = {"text": "string"})
+a = step("a", agent = "count the words", tools = [count])
+chain(START, a, END)
+`, nil, modelOpts(s, nil))
+	if res.Status != vm.Succeeded {
+		t.Fatalf("status %s: %v", res.Status, res.Error)
+	}
+	got := toolMessages(s.Requests()[1])
+	if got["a"] != `{"n":3}` || !strings.Contains(got["b"], "the tool failed") || !strings.Contains(got["b"], "empty text") {
+		t.Errorf("fn tool results %q", got)
+	}
+}

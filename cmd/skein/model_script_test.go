@@ -19,6 +19,9 @@ func TestModelScripts(t *testing.T) {
 	p.Setup = func(env *testscript.Env) error {
 		s := modeltest.New(
 			modeltest.Rule{Match: "Route", Replies: []modeltest.Reply{{Content: "Urgent.", Prompt: 30, Completion: 2}}},
+			modeltest.Rule{Match: "Take notes", Replies: []modeltest.Reply{
+				{ToolCalls: []modeltest.ToolCall{{ID: "n1", Name: "note", Arguments: `{"text": "hi"}`}}},
+				{Content: "noted"}}},
 			modeltest.Rule{Match: "slow", Replies: []modeltest.Reply{{Content: "late", Delay: time.Hour}}},
 			modeltest.Rule{Replies: []modeltest.Reply{{Content: "fine", Prompt: 10, Completion: 5}}},
 		)

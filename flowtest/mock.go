@@ -329,6 +329,9 @@ func requestExtras(req *vm.EffectRequest) []extra {
 	if req.Tool != "" {
 		return []extra{{"tool", req.Tool}, {"arguments", req.ToolArgs}}
 	}
+	if req.Kind == graphir.KindApproval {
+		return []extra{{"message", req.Message}}
+	}
 	return nil
 }
 
@@ -350,6 +353,16 @@ func (d *DryRun) Start(_ context.Context, req *vm.EffectRequest, done func(*vm.E
 		key = req.Tool
 	}
 	o := d.Outcomes[key]
+	if req.Kind == graphir.KindApproval {
+		// An approval's "empty output" is an approval, so the walk takes
+		// the approved path; --mock STEP=fail rejects it.
+		switch o {
+		case nil, OK:
+			o = &Outcome{Kind: "approve", By: "dry-run", Reason: starlark.None}
+		case Fail:
+			o = &Outcome{Kind: "reject", Reason: starlark.String("--mock")}
+		}
+	}
 	if o == nil {
 		o = OK
 	}

@@ -78,6 +78,8 @@ func (d *dryRun) describe(req *vm.EffectRequest) string {
 		fmt.Fprintf(&b, "would run  %s: %s", where, strings.Join(args, " "))
 	case graphir.KindWait:
 		fmt.Fprintf(&b, "would wait %s: %s", where, req.Wait)
+	case graphir.KindApproval:
+		fmt.Fprintf(&b, "would ask  %s: %s", where, strconv.Quote(req.Message))
 	case graphir.KindSubflow:
 		fmt.Fprintf(&b, "would run  %s: child flow %s", where, d.rel(req.ChildPath))
 		keys := make([]string, 0, len(req.ChildInputs))

@@ -50,7 +50,6 @@ func Open(path string) (*Store, error) {
 	}
 	dsn := "file:" + path + "?_txlock=immediate" +
 		"&_pragma=busy_timeout(10000)" +
-		"&_pragma=journal_mode(WAL)" +
 		"&_pragma=synchronous(NORMAL)" +
 		"&_pragma=journal_size_limit(67108864)" +
 		"&_pragma=foreign_keys(1)"
@@ -59,7 +58,19 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("run store %s: %v", path, err)
 	}
 	s := &Store{db: db, path: path}
-	if err := s.migrate(); err != nil {
+	// Switching a new database to WAL takes a lock SQLite does not wait
+	// for (its busy timeout does not apply), so several processes opening
+	// a new store at once retry it; the mode then stays with the file.
+	err = retryBusy(func() error {
+		// A file system without WAL support keeps its mode: the store
+		// still works, one writer at a time.
+		var mode string
+		return db.QueryRow(`PRAGMA journal_mode=WAL`).Scan(&mode)
+	})
+	if err == nil {
+		err = retryBusy(s.migrate)
+	}
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("run store %s: %v", path, storeErr(err))
 	}
@@ -219,6 +230,26 @@ func unwrapPath(err error) error {
 }
 
 // storeErr makes SQLite's messages about files readable.
+// retryBusy runs fn again while it fails with SQLITE_BUSY, for at most
+// about ten seconds, waiting a little longer each time.
+func retryBusy(fn func() error) error {
+	wait := 5 * time.Millisecond
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := fn()
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 200*time.Millisecond)
+	}
+}
+
+func isBusy(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
+}
+
 func storeErr(err error) error {
 	msg := err.Error()
 	switch {

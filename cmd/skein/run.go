@@ -31,6 +31,8 @@ import (
 
 type runOptions struct {
 	inputFlags
+	engineFlags
+	detach   bool
 	parallel int
 	timeout  time.Duration
 	json     bool
@@ -104,6 +106,8 @@ Exit status: 0 succeeded, 1 failed or cancelled, 2 usage, load or check errors.`
 			fs.BoolVar(&o.replayOnly, "replay-only", false, "with --cassette: answer model calls only from the cassette (a missing one is replay_miss)")
 			fs.IntVar(&o.maxTokens, "max-tokens", 0, "bound the tokens the run's model calls may spend (overrides flow(max_tokens=))")
 			defineMaxLoadSteps(fs, &o.maxLoad)
+			o.engineFlags.define(fs)
+			fs.BoolVar(&o.detach, "detach", false, "with --engine temporal, print the run's workflow id and return without waiting")
 			return o
 		},
 		run:  runRun,
@@ -173,6 +177,14 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintf(io.err, "skein run: --timeout must not be negative, got %s\n", opts.timeout)
 		return exitUsage
 	}
+	if err := opts.engineFlags.check("run"); err != nil {
+		fmt.Fprintln(io.err, err)
+		return exitUsage
+	}
+	if opts.detach && opts.engine != "temporal" {
+		fmt.Fprintln(io.err, "skein run: --detach needs --engine temporal")
+		return exitUsage
+	}
 	if opts.replayOnly && opts.cassette == "" {
 		fmt.Fprintln(io.err, "skein run: --replay-only needs --cassette FILE, the recorded exchanges to answer from")
 		return exitUsage
@@ -204,6 +216,12 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		}
 		printInputError(io.err, err)
 		return exitUsage
+	}
+
+	if opts.engine == "temporal" {
+		ctx, _, stop := interrupts(ctx)
+		defer stop()
+		return runOnTemporal(ctx, io, opts, g, src, inputs)
 	}
 
 	models, err := opts.models(g)

@@ -57,7 +57,7 @@ func TestRetryWhenTimeout(t *testing.T) {
 	res := run(t, `
 flow(inputs = {"dir": None})
 slow = step("slow", run = ["sh", "-c", 'n=$(cat "$1/n" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$1/n"; if [ $n = 1 ]; then sleep 30; fi; exit 3', "slow", "{{ inputs.dir }}"],
-    timeout = "200ms", retries = 2, backoff = "10ms", retry_when = "slow.code == 'timeout'")
+    timeout = "2s", retries = 2, backoff = "10ms", retry_when = "slow.code == 'timeout'")
 `, map[string]any{"dir": dir}, vm.Options{KillGrace: 100 * time.Millisecond})
 	check(t, res, want{status: vm.Failed, code: "step_failed", step: "slow", msg: "exit status 3"})
 	if n := attempts(t, dir); n != "2" {

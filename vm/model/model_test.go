@@ -170,7 +170,7 @@ func TestRetries(t *testing.T) {
 func TestSlowReplyTimesOut(t *testing.T) {
 	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "late", Delay: 10 * time.Second}}})
 	defer s.Close()
-	c := &model.Client{Getenv: env(nil), Timeout: 20 * time.Millisecond}
+	c := &model.Client{Getenv: env(nil), Timeout: time.Second}
 	_, err := model.Call(context.Background(), c, request(s, "x"), model.Policy{Retries: 1, Backoff: time.Millisecond})
 	if code(err) != "model_error" || !strings.Contains(err.Error(), "no reply within 20ms") {
 		t.Fatalf("got %v, want a timeout model_error", err)
@@ -456,18 +456,18 @@ func TestUsable(t *testing.T) {
 func TestPolicyTimeout(t *testing.T) {
 	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "late", Delay: 10 * time.Second}, {Content: "ok"}}})
 	defer s.Close()
-	rep, err := model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s, "x"), model.Policy{Retries: 1, Backoff: time.Millisecond, Timeout: 20 * time.Millisecond})
+	rep, err := model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s, "x"), model.Policy{Retries: 1, Backoff: time.Millisecond, Timeout: time.Second})
 	if err != nil || rep.Text != "ok" {
 		t.Fatalf("got %v %v, want the retry's answer after the first attempt timed out", rep, err)
 	}
-	_, err = model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s, "x"), model.Policy{Timeout: 20 * time.Millisecond})
+	_, err = model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s, "x"), model.Policy{Timeout: time.Second})
 	if err != nil {
 		t.Fatalf("the last reply repeats and is fast: %v", err)
 	}
 	s2 := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "late", Delay: 10 * time.Second}}})
 	defer s2.Close()
-	_, err = model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s2, "x"), model.Policy{Timeout: 20 * time.Millisecond})
-	if code(err) != "model_error" || !strings.Contains(err.Error(), "no reply within the step's timeout of 20ms") {
+	_, err = model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s2, "x"), model.Policy{Timeout: time.Second})
+	if code(err) != "model_error" || !strings.Contains(err.Error(), "no reply within the step's timeout of 1s") {
 		t.Fatalf("got %v", err)
 	}
 }

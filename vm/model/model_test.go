@@ -172,7 +172,7 @@ func TestSlowReplyTimesOut(t *testing.T) {
 	defer s.Close()
 	c := &model.Client{Getenv: env(nil), Timeout: time.Second}
 	_, err := model.Call(context.Background(), c, request(s, "x"), model.Policy{Retries: 1, Backoff: time.Millisecond})
-	if code(err) != "model_error" || !strings.Contains(err.Error(), "no reply within 20ms") {
+	if code(err) != "model_error" || !strings.Contains(err.Error(), "no reply within 1s") {
 		t.Fatalf("got %v, want a timeout model_error", err)
 	}
 	if n := len(s.Requests()); n != 2 {

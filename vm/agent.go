@@ -87,23 +87,9 @@ func (r *run) startAgent(f *frame, n *graphir.Node) {
 		r.modelFailed(f, n, err)
 		return
 	}
-	prompt, err := r.render(f, n, n.Prompt)
-	if err != nil {
-		r.evalFailed(n, "agent", err)
-		return
-	}
 	a := &agentRun{f: f, n: n, chat: *req.Chat, rec: &AgentRecord{ToolCalls: []ToolCallRecord{}}}
-	if n.System != nil {
-		sys, err := r.render(f, n, n.System)
-		if err != nil {
-			r.evalFailed(n, "system", err)
-			return
-		}
-		a.chat.Messages = append(a.chat.Messages, model.Message{Role: "system", Content: sys})
-	}
-	a.chat.Messages = append(a.chat.Messages, model.Message{Role: "user", Content: prompt})
-	if n.HasSchema {
-		a.chat.Schema, a.chat.SchemaName = n.Schema, "output"
+	if _, ok := r.renderChat(f, n, &a.chat, "agent"); !ok {
+		return
 	}
 	r.recs[n.ID].Agent = a.rec
 	r.agentTurn(a)

@@ -226,25 +226,36 @@ func (r *run) startLLM(f *frame, n *graphir.Node) {
 		r.modelFailed(f, n, err)
 		return
 	}
+	prompt, ok := r.renderChat(f, n, req.Chat, "llm")
+	if !ok {
+		return
+	}
+	req.Prompt = prompt
+	r.startEffect(f, n, req)
+}
+
+// renderChat adds step n's rendered system message (if any) and prompt to
+// chat, with n's schema; what names the prompt in an error. It returns the
+// prompt, or false once the failure has been reported.
+func (r *run) renderChat(f *frame, n *graphir.Node, chat *model.Request, what string) (string, bool) {
 	prompt, err := r.render(f, n, n.Prompt)
 	if err != nil {
-		r.evalFailed(n, "llm", err)
-		return
+		r.evalFailed(n, what, err)
+		return "", false
 	}
 	if n.System != nil {
 		sys, err := r.render(f, n, n.System)
 		if err != nil {
 			r.evalFailed(n, "system", err)
-			return
+			return "", false
 		}
-		req.Chat.Messages = append(req.Chat.Messages, model.Message{Role: "system", Content: sys})
+		chat.Messages = append(chat.Messages, model.Message{Role: "system", Content: sys})
 	}
-	req.Chat.Messages = append(req.Chat.Messages, model.Message{Role: "user", Content: prompt})
+	chat.Messages = append(chat.Messages, model.Message{Role: "user", Content: prompt})
 	if n.HasSchema {
-		req.Chat.Schema, req.Chat.SchemaName = n.Schema, "output"
+		chat.Schema, chat.SchemaName = n.Schema, "output"
 	}
-	req.Prompt = prompt
-	r.startEffect(f, n, req)
+	return prompt, true
 }
 
 // startLLMRoute starts an LLM router's call: the rendered prompt, and a

@@ -267,7 +267,14 @@ func (r *run) request(f *frame, n *graphir.Node) *EffectRequest {
 func (r *run) startEffect(f *frame, n *graphir.Node, req *EffectRequest) {
 	s := f.execScope(r)
 	r.running++
-	c := &completion{f: f, n: n, req: req}
+	c := &completion{f: f, n: n, req: req, slot: doesWork(n, req)}
+	if c.slot {
+		if r.reserved {
+			r.reserved = false // dispatch took it
+		} else {
+			r.opts.slots.take()
+		}
+	}
 	r.opts.Effects.Start(s.ctx, req, func(ec *EffectCompletion) {
 		c.c = ec
 		r.post(c)

@@ -55,10 +55,11 @@ type run struct {
 	stoppedSeen     []bool
 	stoppedDistinct int
 
-	running int                         // async work in flight, retry timers included
-	inbox   inbox                       // async work reports here
-	timers  map[*completion]func() bool // retry timers by their completion: stop
-	rt      Runtime
+	running  int                         // async work in flight, retry timers included
+	reserved bool                        // dispatch took a --parallel slot for the step it is entering
+	inbox    inbox                       // async work reports here
+	timers   map[*completion]func() bool // retry timers by their completion: stop
+	rt       Runtime
 
 	// Evaluations (eval.go). mu is held by the driver except while it
 	// evaluates; finished is closed when the last driver of a phase (the
@@ -97,6 +98,7 @@ type completion struct {
 	req   *EffectRequest // the effect's request, for its retries
 	retry int            // >0: a retry timer fired; start this attempt
 	timer bool           // a retry timer's
+	slot  bool           // the effect holds a slot of the --parallel budget
 }
 
 // execScope is the cancellation of a frame's async work.
@@ -383,16 +385,26 @@ func (r *run) dispatch() {
 			r.queue.pop()
 			continue
 		}
-		// A timer does no work, so it takes no slot of the budget.
-		if isAsync(t.n) && t.n.Kind != graphir.KindWait && t.n.Kind != graphir.KindApproval && r.running >= r.opts.Parallel {
+		// The budget is the run tree's: child flows, timers and approvals
+		// do no work and take no slot.
+		reserved := isAsync(t.n) && doesWork(t.n, nil)
+		if reserved && !r.opts.slots.reserve(r.inbox.wake) {
 			return
 		}
 		r.queue.pop()
 		if r.ctx.Err() != nil {
+			if reserved {
+				r.opts.slots.give()
+			}
 			r.interrupted()
 			return
 		}
+		r.reserved = reserved
 		r.enter(t)
+		if r.reserved { // the step started no effect
+			r.reserved = false
+			r.opts.slots.give()
+		}
 	}
 }
 
@@ -410,6 +422,10 @@ func isAsync(n *graphir.Node) bool {
 func (r *run) completed(c *completion) {
 	if c.timer {
 		delete(r.timers, c)
+	}
+	if c.slot {
+		c.slot = false
+		r.opts.slots.give()
 	}
 	var o *outcome
 	if c.c != nil {

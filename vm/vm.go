@@ -61,8 +61,8 @@ import (
 
 // Defaults for [Options].
 const (
-	// DefaultParallel is how many task, shell and child-flow steps run at
-	// once unless told otherwise. Such steps mostly wait on processes (a
+	// DefaultParallel is how many task, shell and model-call steps run at
+	// once in a run tree unless told otherwise. Such steps mostly wait on processes (a
 	// waiting task costs a process and a few file descriptors, not a core),
 	// so the default is wide enough that a fan-out of a couple of hundred
 	// waiting tasks runs in one wave, as a shell's & and wait would run it:
@@ -91,9 +91,10 @@ const (
 
 // Options controls a run. The zero value is ready to use.
 type Options struct {
-	// Parallel bounds the task, shell and child-flow steps running at once.
-	// With 1, the order of SPEC §5 is exactly reproducible. 0 means
-	// DefaultParallel.
+	// Parallel bounds the effects doing work (tasks, shells, model calls)
+	// running at once in the whole run tree: child flows share their
+	// parent's budget, and a child-flow step holds no slot. With 1, the
+	// order of SPEC §5 is exactly reproducible. 0 means DefaultParallel.
 	Parallel int
 	// Timeout bounds the whole run (flow_timeout); 0 means the flow's own
 	// timeout, if any.
@@ -158,6 +159,7 @@ type Options struct {
 	// Set for child runs.
 	top    string        // the id of the top-level run
 	budget *model.Budget // shared by the whole run tree
+	slots  *slots        // the --parallel budget, shared by the whole run tree
 	onExit bool          // run by an exit handler
 	depth  int
 	chain  []string // flow files of the parents, outermost first
@@ -171,6 +173,9 @@ func (o *Options) defaults() {
 	}
 	if o.Parallel <= 0 {
 		o.Parallel = DefaultParallel
+	}
+	if o.slots == nil {
+		o.slots = &slots{limit: o.Parallel}
 	}
 	if o.EvalSteps == 0 {
 		o.EvalSteps = DefaultEvalSteps

@@ -73,8 +73,9 @@ Ctrl-C cancels the run: running tasks are signalled and waited for. The
 flow's exit handler (flow(on_exit=...)) then runs with 30s of grace; a
 second Ctrl-C stops it.
 
---parallel bounds the task, shell and child-flow steps running at once
-(default %d: such steps mostly wait on processes). With --parallel 1 the path
+--parallel bounds the task, shell and model-call steps running at once in
+the whole run, child flows included (default %d: such steps mostly wait on
+processes); a child-flow step waiting for its child holds no slot. With --parallel 1 the path
 is the same on every run: nothing starts while anything runs, fn steps
 included, so a fn step racing a sleep waits for it.
 
@@ -92,7 +93,7 @@ Exit status: 0 succeeded, 1 failed or cancelled, 2 usage, load or check errors.`
 		flags: func(fs *pflag.FlagSet) any {
 			o := &runOptions{fs: fs}
 			o.inputFlags.define(fs, "")
-			fs.IntVarP(&o.parallel, "parallel", "p", 0, fmt.Sprintf("task, shell and child-flow steps run at once (default %d)", vm.DefaultParallel))
+			fs.IntVarP(&o.parallel, "parallel", "p", 0, fmt.Sprintf("task, shell and model-call steps run at once in the whole run tree (default %d)", vm.DefaultParallel))
 			fs.DurationVar(&o.timeout, "timeout", 0, "stop the run after this long (overrides the flow's timeout)")
 			fs.BoolVar(&o.json, "json", false, "print only the result, as JSON, when the run ends")
 			fs.BoolVar(&o.events, "events", false, "print one JSON object per event per line as the run goes")

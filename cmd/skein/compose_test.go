@@ -242,17 +242,5 @@ edge(publish, END)
 edge(report, ABORT)
 ` + "```\n"
 
-const composeExampleDraft2 = "```python\n" + `flow(name = "release")
-
-build = step("build", run = ["make"])
-test = step("test", run = ["make", "test"])
-publish = step("publish", run = ["./publish.sh", "{{ build.stdout.strip() }}"])
-report = step("report", fn = lambda r: "tests failed: " + r.test.stderr.strip())
-
-edge(START, build)
-edge(build, test)
-edge(test, publish)
-edge(test, report, on = "failure")
-edge(publish, END)
-edge(report, ABORT)
-` + "```\n"
+// composeExampleDraft2 is the same draft with the name fixed.
+var composeExampleDraft2 = strings.Replace(composeExampleDraft1, "biuld", "build", 1)

@@ -30,15 +30,24 @@ type cursor struct {
 	off  int    // byte offset of the cursor in line
 }
 
+// open returns the open buffer of uri; it is called with s.mu held.
+func (s *Server) open(uri string) (*document, *respError) {
+	d := s.docs[filepath.Clean(pathOf(uri))]
+	if d == nil {
+		return nil, &respError{codeInvalidParams, "the document is not open: " + uri}
+	}
+	return d, nil
+}
+
 // at resolves a text document position; it is called with s.mu held.
 func (s *Server) at(params json.RawMessage) (*cursor, *respError) {
 	var p textDocumentPositionParams
 	if e := decode(params, &p); e != nil {
 		return nil, e
 	}
-	d := s.docs[filepath.Clean(pathOf(p.TextDocument.URI))]
-	if d == nil {
-		return nil, &respError{codeInvalidParams, "the document is not open: " + p.TextDocument.URI}
+	d, e := s.open(p.TextDocument.URI)
+	if e != nil {
+		return nil, e
 	}
 	s.current(d)
 	c := &cursor{d: d, pos: p.Position, line: d.text.line(p.Position.Line), off: d.text.offset(p.Position)}
@@ -659,9 +668,9 @@ func (s *Server) documentSymbols(params json.RawMessage) (any, *respError) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d := s.docs[filepath.Clean(pathOf(p.TextDocument.URI))]
-	if d == nil {
-		return nil, &respError{codeInvalidParams, "the document is not open: " + p.TextDocument.URI}
+	d, e := s.open(p.TextDocument.URI)
+	if e != nil {
+		return nil, e
 	}
 	s.current(d)
 	if d.good == nil {
@@ -715,9 +724,9 @@ func (s *Server) formatting(params json.RawMessage) (any, *respError) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d := s.docs[filepath.Clean(pathOf(p.TextDocument.URI))]
-	if d == nil {
-		return nil, &respError{codeInvalidParams, "the document is not open: " + p.TextDocument.URI}
+	d, e := s.open(p.TextDocument.URI)
+	if e != nil {
+		return nil, e
 	}
 	out, err := lang.Format(d.path, []byte(d.text.src))
 	if err != nil {

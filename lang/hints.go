@@ -8,7 +8,8 @@ package lang
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"go.starlark.net/resolve"
@@ -59,7 +60,7 @@ func undefinedHintWith(f *syntax.File, errs resolve.ErrorList, before map[string
 			stepVars = append(stepVars, id.Name)
 		}
 	}
-	for _, name := range sortedKeys(before) {
+	for _, name := range slices.Sorted(maps.Keys(before)) {
 		seen[name] = true
 		globals = append(globals, name)
 		if before[name] {
@@ -128,13 +129,4 @@ func spans(n syntax.Node, pos syntax.Position) bool {
 
 func posLE(a, b syntax.Position) bool {
 	return a.Line < b.Line || a.Line == b.Line && a.Col <= b.Col
-}
-
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -34,6 +34,18 @@ type scenario struct {
 	allSources bool
 }
 
+// backEdgeFlow retries build through fix until it passes on visit
+// inputs.passes_on or runs out of max_visits.
+const backEdgeFlow = `
+build = step("build", run = ["sh", "-c", 'test "$1" -ge {{ inputs.passes_on }}', "build", "{{ self.visits }}"], max_visits = 3)
+fix = step("fix", fn = lambda r: "fixed " + str(r.build.exit_code))
+edge(START, build)
+edge(build, END)
+edge(build, fix, on = "failure")
+edge(fix, build)
+flow(inputs = {"passes_on": 2})
+`
+
 var scenarios = []scenario{
 	{name: "chain", files: map[string]string{"flow.star": `
 a = step("a", fn = lambda r: 1)
@@ -104,24 +116,8 @@ work = step("work", run = ["sh", "-c", 'if [ "$1" = bad ]; then exit 3; fi', "wo
 m = map("m", over = "inputs.xs", body = [work], concurrency = 1)
 chain(START, m, END)
 `}},
-	{name: "back-edge max_visits", inputs: map[string]any{"passes_on": 99}, files: map[string]string{"flow.star": `
-build = step("build", run = ["sh", "-c", 'test "$1" -ge {{ inputs.passes_on }}', "build", "{{ self.visits }}"], max_visits = 3)
-fix = step("fix", fn = lambda r: "fixed " + str(r.build.exit_code))
-edge(START, build)
-edge(build, END)
-edge(build, fix, on = "failure")
-edge(fix, build)
-flow(inputs = {"passes_on": 2})
-`}},
-	{name: "back-edge passes", files: map[string]string{"flow.star": `
-build = step("build", run = ["sh", "-c", 'test "$1" -ge {{ inputs.passes_on }}', "build", "{{ self.visits }}"], max_visits = 3)
-fix = step("fix", fn = lambda r: "fixed " + str(r.build.exit_code))
-edge(START, build)
-edge(build, END)
-edge(build, fix, on = "failure")
-edge(fix, build)
-flow(inputs = {"passes_on": 2})
-`}},
+	{name: "back-edge max_visits", inputs: map[string]any{"passes_on": 99}, files: map[string]string{"flow.star": backEdgeFlow}},
+	{name: "back-edge passes", files: map[string]string{"flow.star": backEdgeFlow}},
 	{name: "retries with backoff", files: map[string]string{"flow.star": `
 def boom(r):
     fail("no")

@@ -347,3 +347,11 @@ for i in range(8):
 	check(t, res, want{status: vm.Failed, code: "no_route", step: "s7",
 		msg: `stopped at "s3", "s4", "s5", "s6", "s7" (and 3 more)`})
 }
+
+func TestReadUnknownStep(t *testing.T) {
+	res := run(t, `
+a = step("a", fn = lambda r: r.bulid)
+b = step("build")
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Failed, code: "step_failed", step: "a", msg: `no step named "bulid" (did you mean "build"?)`})
+}

@@ -5,6 +5,7 @@ package vm
 // (SPEC §4), and the value until= functions receive (SPEC §2).
 
 import (
+	"errors"
 	"fmt"
 
 	"go.starlark.net/starlark"
@@ -101,11 +102,7 @@ func (v *view) Attr(name string) (starlark.Value, error) {
 	}
 	n := v.r.g.Node(name)
 	if n == nil || !n.IsStep() {
-		msg := fmt.Sprintf("no step named %q", name)
-		if s := graphir.Nearest(name, v.r.g.StepNames()); s != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", s)
-		}
-		return nil, fmt.Errorf("%s", msg)
+		return nil, v.noStep("", name)
 	}
 	if rec := v.r.recordValue(v.f, n); rec != nil {
 		return rec, nil
@@ -149,11 +146,7 @@ func (v *view) status(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	defer v.r.mu.Unlock()
 	n := v.r.g.Node(name)
 	if n == nil || !n.IsStep() {
-		msg := fmt.Sprintf("status: no step named %q", name)
-		if s := graphir.Nearest(name, v.r.g.StepNames()); s != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", s)
-		}
-		return nil, fmt.Errorf("%s", msg)
+		return nil, v.noStep("status: ", name)
 	}
 	return starlark.String(v.r.stepStatus(v.f, n)), nil
 }
@@ -268,3 +261,13 @@ func (it *histIter) Next(p *starlark.Value) bool {
 	return true
 }
 func (it *histIter) Done() {}
+
+// noStep is the error for a name that is no step, prefixed by the
+// builtin's name (if any), with the nearest step name as a suggestion.
+func (v *view) noStep(prefix, name string) error {
+	msg := fmt.Sprintf("%sno step named %q", prefix, name)
+	if s := graphir.Nearest(name, v.r.g.StepNames()); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return errors.New(msg)
+}

@@ -105,14 +105,7 @@ work = step("work", run = ["sleep", "30"])
 cleanup = step("cleanup", run = ["sh", "-c", "sleep 0.1; echo $0 $1", "{{ run.status }}", "{{ status('work') }}"])
 chain(START, work, END)
 `})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var once sync.Once
-	res := runCtx(t, ctx, g, vm.Options{KillGrace: 100 * time.Millisecond, OnEvent: func(ev vm.Event) {
-		if ev.Type == vm.StepStarted && ev.Step == "work" {
-			once.Do(func() { time.AfterFunc(50*time.Millisecond, cancel) })
-		}
-	}})
+	res := runCancelled(t, g, "work", 50*time.Millisecond, vm.Options{KillGrace: 100 * time.Millisecond})
 	check(t, res, want{status: vm.Cancelled, code: "cancelled"})
 	if h := res.OnExit; h.Status != vm.StepSucceeded || goValue(t, h.Output).(map[string]any)["stdout"] != "cancelled cancelled\n" {
 		t.Errorf("on_exit %+v output %v", h, goValue(t, h.Output))
@@ -152,20 +145,13 @@ cleanup = step("cleanup", run = ["sleep", "30"])
 chain(START, work, END)
 `})
 	// Grace over.
-	ctx, cancel := context.WithCancel(context.Background())
-	var once sync.Once
-	res := runCtx(t, ctx, g, vm.Options{KillGrace: 100 * time.Millisecond, ExitGrace: 200 * time.Millisecond, OnEvent: func(ev vm.Event) {
-		if ev.Type == vm.StepStarted && ev.Step == "work" {
-			once.Do(func() { time.AfterFunc(50*time.Millisecond, cancel) })
-		}
-	}})
-	cancel()
+	res := runCancelled(t, g, "work", 50*time.Millisecond, vm.Options{KillGrace: 100 * time.Millisecond, ExitGrace: 200 * time.Millisecond})
 	check(t, res, want{status: vm.Cancelled, code: "cancelled"})
 	if h := res.OnExit; h.Status != vm.StepCancelled || h.Code != "cancelled" || !strings.Contains(h.Error, "grace period of 200ms") {
 		t.Errorf("on_exit %+v", h)
 	}
 	// A second cancellation, with an hour of grace left.
-	ctx, cancel = context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
 	exit, stopExit := context.WithCancel(context.Background())
 	var once2 sync.Once
 	res = runCtx(t, ctx, g, vm.Options{KillGrace: 100 * time.Millisecond, ExitGrace: time.Hour, ExitCtx: exit, OnEvent: func(ev vm.Event) {

@@ -4,7 +4,6 @@ package vm_test
 // timer steps.
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -202,16 +201,7 @@ edge(told, END)
 // map item when another item fails.
 func TestWaitCancelled(t *testing.T) {
 	g := load(t, map[string]string{"flow.star": `step("pause", wait = "1h")`})
-	ctx, cancel := context.WithCancel(context.Background())
-	var once sync.Once
-	res, err := vm.Run(ctx, g, nil, vm.Options{OnEvent: func(ev vm.Event) {
-		if ev.Type == vm.StepStarted {
-			once.Do(func() { time.AfterFunc(50*time.Millisecond, cancel) })
-		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runCancelled(t, g, "", 50*time.Millisecond, vm.Options{})
 	check(t, res, want{status: vm.Cancelled, code: "cancelled"})
 	if st := res.Step("pause").Status; st != vm.StepCancelled {
 		t.Errorf("pause is %s, want cancelled", st)

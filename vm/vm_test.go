@@ -567,18 +567,28 @@ edge(b, END)`, want{status: vm.Failed, code: "flow_timeout", msg: "timeout of 30
 	}
 }
 
-func TestCancelled(t *testing.T) {
-	g := load(t, map[string]string{"flow.star": `step("a", run = ["sleep", "30"])`})
+// runCancelled runs g, cancelling its context after the first start of
+// step (of any step if step is ""). opts.OnEvent must be nil.
+func runCancelled(t *testing.T, g *graphir.Graph, step string, after time.Duration, opts vm.Options) *vm.Result {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var once sync.Once
-	res, err := vm.Run(ctx, g, nil, vm.Options{OnEvent: func(ev vm.Event) {
-		if ev.Type == vm.StepStarted {
-			once.Do(func() { time.AfterFunc(100*time.Millisecond, cancel) })
+	opts.OnEvent = func(ev vm.Event) {
+		if ev.Type == vm.StepStarted && (step == "" || ev.Step == step) {
+			once.Do(func() { time.AfterFunc(after, cancel) })
 		}
-	}})
+	}
+	res, err := vm.Run(ctx, g, nil, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return res
+}
+
+func TestCancelled(t *testing.T) {
+	g := load(t, map[string]string{"flow.star": `step("a", run = ["sleep", "30"])`})
+	res := runCancelled(t, g, "", 100*time.Millisecond, vm.Options{})
 	check(t, res, want{status: vm.Cancelled, code: "cancelled"})
 	if st := res.Step("a").Status; st != vm.StepCancelled {
 		t.Errorf("a is %s, want cancelled", st)

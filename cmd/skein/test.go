@@ -156,19 +156,12 @@ func writeTestText(w io.Writer, fr *flowtest.FileResult, verbose bool) {
 	if fr.Failed() > 0 {
 		word = "FAIL"
 	}
-	fmt.Fprintf(&b, "%s  %s  %d %s  %s\n", word, fr.File, len(fr.Tests), pluralWord(len(fr.Tests), "test"), shortDuration(fr.Duration))
+	fmt.Fprintf(&b, "%s  %s  %s  %s\n", word, fr.File, plural(len(fr.Tests), "test"), shortDuration(fr.Duration))
 	io.WriteString(w, b.String())
 }
 
 func indentRest(s, indent string) string {
 	return strings.ReplaceAll(s, "\n", "\n"+indent)
-}
-
-func pluralWord(n int, w string) string {
-	if n == 1 {
-		return w
-	}
-	return w + "s"
 }
 
 // shortDuration prints a duration the way test output does: 12ms, 1.2s.

@@ -136,7 +136,7 @@ func (t *tester) run(th *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	}
 	in, err := vm.BindInputs(g, given)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", b.Name(), errMsg(err))
+		return nil, fmt.Errorf("%s: %v", b.Name(), asError(err).Msg)
 	}
 	opts := vm.Options{Parallel: parallel, Effects: m, LoadFlow: t.loadChild}
 	res := vm.Prepare(g).Run(t.ctx, in, opts)
@@ -457,11 +457,4 @@ func asError(err error) *graphir.Error {
 		return ge
 	}
 	return &graphir.Error{Code: "load_error", Msg: err.Error()}
-}
-
-func errMsg(err error) string {
-	if ge, ok := err.(*graphir.Error); ok {
-		return ge.Msg
-	}
-	return err.Error()
 }

@@ -270,7 +270,7 @@ func (p *pass) resolveUntilRef(ix *exprIndex, s *site, r graphir.Ref) {
 			return
 		}
 		if !contains(body, field) {
-			hint := fmt.Sprintf("%s.result holds the output of each step of the body of loop %q: %s", param, loop.Name, strings.Join(quoteEach(body), ", "))
+			hint := fmt.Sprintf("%s.result holds the output of each step of the body of loop %q: %s", param, loop.Name, quoted(body))
 			if near := graphir.Nearest(field, body); near != "" {
 				hint = fmt.Sprintf("did you mean %q?", near)
 			}
@@ -294,14 +294,6 @@ func (p *pass) resolveUntilRef(ix *exprIndex, s *site, r graphir.Ref) {
 		hint = fmt.Sprintf("until's argument has %s", strings.Join(untilFields, ", "))
 	}
 	ix.problems = append(ix.problems, p.siteDiag(s, "unknown_name", r.Pos, msg, hint))
-}
-
-func quoteEach(xs []string) []string {
-	q := make([]string, len(xs))
-	for i, x := range xs {
-		q[i] = fmt.Sprintf("%q", x)
-	}
-	return q
 }
 
 // scopeVar reports whether name is bound by a loop or map around scope:

@@ -1,6 +1,7 @@
 package lsp
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skeinlang/skein/lang"
 )
 
 func TestPositions(t *testing.T) {
@@ -492,5 +495,22 @@ func TestMultilineTemplate(t *testing.T) {
 	}
 	if h := s.request("textDocument/hover", pos("and", 1)); h != nil {
 		t.Errorf("hover on the literal text of a prompt: %v", h)
+	}
+}
+
+// A module the loader would refuse to read (SPEC §1: larger than 8 MiB) is
+// a load error in the editor too, not read whole.
+func TestModuleTooBig(t *testing.T) {
+	main := "load(\"big.star\", \"x\")\na = step(\"a\")\n"
+	dir := writeFiles(t, map[string]string{"main.star": main})
+	big := append([]byte("x = 1\n#"), bytes.Repeat([]byte{' '}, lang.MaxFileSize)...)
+	if err := os.WriteFile(filepath.Join(dir, "big.star"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mu := uriOf(filepath.Join(dir, "main.star"))
+	s := newSession(t)
+	s.open(mu, main)
+	if got := s.published(mu); len(got[mu]) != 1 || !strings.Contains(got[mu][0], "larger than the limit") {
+		t.Fatalf("diagnostics: %v", got)
 	}
 }

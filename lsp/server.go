@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -399,7 +398,7 @@ func (s *Server) readFile(name string) ([]byte, error) {
 	if d, ok := s.docs[filepath.Clean(absPath(name))]; ok {
 		return []byte(d.text.src), nil
 	}
-	return os.ReadFile(name)
+	return lang.ReadFile(name) // bounded, as the loader's own reads are
 }
 
 func absPath(p string) string {

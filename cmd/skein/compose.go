@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -296,7 +297,7 @@ func (f floor) check(g *graphir.Graph) []check.Diagnostic {
 				ds = append(ds, notAllowed(n, fmt.Sprintf("step %q computes its command with a template; the command must be one of %s", n.Name, strings.Join(f.allowRun, ", ")), "write the command literally as run[0]"))
 				break
 			}
-			if name := literalText(cmd); !contains(f.allowRun, name) {
+			if name := literalText(cmd); !slices.Contains(f.allowRun, name) {
 				ds = append(ds, notAllowed(n, fmt.Sprintf("step %q runs %q, which is not allowed; allowed commands: %s", n.Name, name, strings.Join(f.allowRun, ", ")),
 					"use one of the allowed commands"))
 			}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -561,7 +562,7 @@ func runLogs(ctx context.Context, io stdio, o any, args []string) int {
 			if e.Kind != "task" && e.Kind != "shell" {
 				continue
 			}
-			if !contains(steps, e.Step) {
+			if !slices.Contains(steps, e.Step) {
 				steps = append(steps, e.Step)
 			}
 			if step != "" && e.Step != step {
@@ -612,7 +613,7 @@ func runLogs(ctx context.Context, io stdio, o any, args []string) int {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	if step != "" && printed == 0 && !contains(steps, step) {
+	if step != "" && printed == 0 && !slices.Contains(steps, step) {
 		msg := fmt.Sprintf("skein logs: run %s has no task or shell step %q that ran", r.ID, step)
 		if n := graphir.Nearest(step, steps); n != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", n)
@@ -621,15 +622,6 @@ func runLogs(ctx context.Context, io stdio, o any, args []string) int {
 		return exitFail
 	}
 	return exitOK
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func runGC(_ context.Context, io stdio, o any, args []string) int {

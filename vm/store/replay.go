@@ -8,6 +8,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -60,7 +61,7 @@ func (s *Store) Replay(id, fromStep string) (*Replay, error) {
 			if e.Step == fromStep && e.Status == "succeeded" && (cut < 0 || e.Done < cut) {
 				cut = e.Done
 			}
-			if !contains(steps, e.Step) {
+			if !slices.Contains(steps, e.Step) {
 				steps = append(steps, e.Step)
 			}
 		}
@@ -96,15 +97,6 @@ func (s *Store) Replay(id, fromStep string) (*Replay, error) {
 		sort.Slice(d.seq, func(i, j int) bool { return d.seq[i] < d.seq[j] })
 	}
 	return p, nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // Replayed is how many completions were answered from the record.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -221,16 +222,7 @@ func isChildPath(path string) bool {
 	}
 	last := filepath.Base(path)
 	n := len(last)
-	return !(last[n-1] == ']' || containsHash(last))
-}
-
-func containsHash(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '#' {
-			return true
-		}
-	}
-	return false
+	return !(last[n-1] == ']' || strings.Contains(last, "#"))
 }
 
 // recordedLoader loads templated child flows from the run's recorded

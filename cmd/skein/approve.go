@@ -293,11 +293,7 @@ func checkDeadline(st *store.Store, r *store.Run, a *store.Approval) error {
 	if err != nil || len(sources) == 0 {
 		return nil
 	}
-	src := &sourceRecorder{from: map[string][]byte{}}
-	for _, s := range sources {
-		src.from[s.Path] = s.Text
-	}
-	g, _ := loadAndCheckFrom(r.File, r.Root, src.readFile)
+	g, _ := loadAndCheckFrom(r.File, r.Root, recordedSources(sources).readFile)
 	if g == nil {
 		return nil
 	}

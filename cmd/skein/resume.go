@@ -95,10 +95,7 @@ func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opt
 	}
 	src := &sourceRecorder{}
 	if !opts.reload {
-		src.from = map[string][]byte{}
-		for _, s := range sources {
-			src.from[s.Path] = s.Text
-		}
+		src = recordedSources(sources)
 	}
 	g, ds := loadAndCheckFrom(r.File, r.Root, src.readFile)
 	if errs, _ := check.Count(ds); errs > 0 || g == nil {

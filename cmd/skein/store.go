@@ -127,6 +127,16 @@ func (s *sourceRecorder) readFile(name string) ([]byte, error) {
 	return b, err
 }
 
+// recordedSources is a sourceRecorder that serves sources instead of the
+// disk.
+func recordedSources(sources []store.Source) *sourceRecorder {
+	s := &sourceRecorder{from: make(map[string][]byte, len(sources))}
+	for _, src := range sources {
+		s.from[src.Path] = src.Text
+	}
+	return s
+}
+
 func (s *sourceRecorder) sources() []store.Source {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -176,7 +176,7 @@ func (r *run) agentDone(c *completion) {
 // agentFail ends the visit of a with a failure.
 func (r *run) agentFail(a *agentRun, code, msg string) {
 	r.keepConversation(a)
-	r.finish(a.f, a.n, &outcome{ok: false, value: starlark.None, code: code, err: msg})
+	r.finish(a.f, a.n, failure(code, msg))
 }
 
 // keepConversation copies the conversation, bounded, into the record.

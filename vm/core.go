@@ -170,6 +170,11 @@ type outcome struct {
 	pos       string   // and where it happened, file:line:col
 }
 
+// failure is a step that failed with code and message, and no output.
+func failure(code, msg string) *outcome {
+	return &outcome{ok: false, value: starlark.None, code: code, err: msg}
+}
+
 // errAt is the failure's message, after where it happened when known.
 func (o *outcome) errAt() string {
 	if o.pos != "" {
@@ -345,7 +350,7 @@ func (r *run) startWait(f *frame, n *graphir.Node) {
 	if err != nil {
 		// A computed duration that is not one: a failure of the step,
 		// which can be routed.
-		r.finish(f, n, &outcome{ok: false, value: starlark.None, code: "step_failed", err: "wait: " + err.Error()})
+		r.finish(f, n, failure("step_failed", "wait: "+err.Error()))
 		return
 	}
 	req := r.request(f, n)

@@ -837,7 +837,7 @@ func (r *run) startSubflow(f *frame, n *graphir.Node) {
 		}
 		if err != nil {
 			// Like any failure of the step, this can be routed.
-			r.finish(f, n, &outcome{ok: false, value: starlark.None, code: "step_failed", err: err.Error()})
+			r.finish(f, n, failure("step_failed", err.Error()))
 			return
 		}
 	}

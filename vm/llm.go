@@ -215,7 +215,7 @@ func (r *run) modelFailed(f *frame, n *graphir.Node, err error) {
 		r.evalFailed(n, "", err)
 		return
 	}
-	r.finish(f, n, &outcome{ok: false, value: starlark.None, code: model.CodeModel, err: err.Error()})
+	r.finish(f, n, failure(model.CodeModel, err.Error()))
 }
 
 // startLLM starts an llm= step: its system and user messages rendered,
@@ -299,7 +299,7 @@ func (r *run) routed(f *frame, n *graphir.Node, c *EffectCompletion) {
 			r.stop(c.Stop)
 			return
 		}
-		r.finish(f, n, &outcome{ok: false, value: starlark.None, code: failCodeOr(c.Code, model.CodeModel), err: c.Error})
+		r.finish(f, n, failure(failCodeOr(c.Code, model.CodeModel), c.Error))
 		return
 	}
 	label, ok := model.ReadLabel(answer, routeLabels(n))
@@ -376,8 +376,8 @@ func (r *run) judged(lf *frame, c *EffectCompletion) {
 		r.recs[n.ID].Iterations = lf.iteration
 		lf.dead = true
 		lf.cancelExec()
-		r.finish(lf.parent, n, &outcome{ok: false, value: starlark.None, code: failCodeOr(c.Code, model.CodeModel),
-			err: fmt.Sprintf("judge after iteration %d: %s", lf.iteration, c.Error)})
+		r.finish(lf.parent, n, failure(failCodeOr(c.Code, model.CodeModel),
+			fmt.Sprintf("judge after iteration %d: %s", lf.iteration, c.Error)))
 		return
 	}
 	answer := c.Answer

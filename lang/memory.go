@@ -36,7 +36,7 @@ func watchMemory(thread *starlark.Thread, limit uint64, b *graphir.Builder) (sto
 	if limit == 0 {
 		limit = DefaultMaxMemory
 	}
-	base, records := heapBytes(), b.Recorded()
+	base, records := stdlib.HeapBytes(), b.Recorded()
 	done := make(chan struct{})
 	go func() {
 		tick := time.NewTicker(5 * time.Millisecond)
@@ -47,7 +47,7 @@ func watchMemory(thread *starlark.Thread, limit uint64, b *graphir.Builder) (sto
 				return
 			case <-tick.C:
 				allowed := base + limit + memoryPerRecord*uint64(max(0, b.Recorded()-records))
-				if heapBytes() > allowed {
+				if stdlib.HeapBytes() > allowed {
 					thread.Cancel(fmt.Sprintf("load-time memory limit of %d MiB exceeded (is a value growing without bound?)", limit>>20))
 					return
 				}
@@ -56,5 +56,3 @@ func watchMemory(thread *starlark.Thread, limit uint64, b *graphir.Builder) (sto
 	}()
 	return func() { close(done) }
 }
-
-func heapBytes() uint64 { return stdlib.HeapBytes() }

@@ -83,11 +83,9 @@ func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 	}
 	name, id, baseURL, keyEnv, temp, maxTokens := vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]
 	d := graphir.ModelDecl{Pos: c.pos}
-	s, ok := name.(starlark.String)
-	if !ok || s == "" {
-		return nil, c.errorf("name must be a non-empty string, got %s", describe(name))
+	if d.Name, err = c.str("name", name, false); err != nil {
+		return nil, err
 	}
-	d.Name = string(s)
 	c.named("model", d.Name)
 	if isNone(id) {
 		return nil, c.errorf("missing model=, the provider's model id (e.g. \"gpt-4o-mini\")")

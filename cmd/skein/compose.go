@@ -144,7 +144,7 @@ func runCompose(ctx context.Context, io stdio, o any, args []string) int {
 		c.keepDraft(io, res.draft)
 		return exitFail
 	}
-	if err := writeFileAtomic(opts.output, []byte(res.draft)); err != nil {
+	if err := writeFileAtomic(opts.output, []byte(res.draft), 0o644); err != nil {
 		fmt.Fprintf(io.err, "skein compose: %v\n", err)
 		return exitFail
 	}
@@ -156,35 +156,11 @@ func runCompose(ctx context.Context, io stdio, o any, args []string) int {
 // keepDraft writes the last draft beside the target for a person to read.
 func (c *composer) keepDraft(io stdio, draft string) {
 	path := c.target + ".draft"
-	if err := writeFileAtomic(path, []byte(draft)); err != nil {
+	if err := writeFileAtomic(path, []byte(draft), 0o644); err != nil {
 		fmt.Fprintf(io.err, "skein compose: cannot keep the last draft: %v\n", err)
 		return
 	}
 	fmt.Fprintf(io.out, "the last draft is in %s\n", path)
-}
-
-// writeFileAtomic writes data to path through a temporary file renamed
-// over it, so a failure never leaves half a file.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // composer runs the draft, check, repair loop.

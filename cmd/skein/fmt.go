@@ -166,6 +166,12 @@ func replaceFile(file string, data []byte) error {
 	if err != nil {
 		return err
 	}
+	return writeFileAtomic(file, data, info.Mode().Perm())
+}
+
+// writeFileAtomic writes data to file with mode perm through a temporary
+// file renamed over it, so a failure never leaves half a file.
+func writeFileAtomic(file string, data []byte, perm os.FileMode) error {
 	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*")
 	if err != nil {
 		return err
@@ -175,7 +181,7 @@ func replaceFile(file string, data []byte) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Chmod(info.Mode().Perm()); err != nil {
+	if err := tmp.Chmod(perm); err != nil {
 		tmp.Close()
 		return err
 	}

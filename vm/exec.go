@@ -162,6 +162,10 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 	if timeout == 0 {
 		timeout = g.Timeout
 	}
+	if timeout > 0 && opts.Restore != nil {
+		// A continued run's timeout counts from its original start.
+		timeout = max(timeout-r.now().Sub(opts.Restore.Result.Started), time.Nanosecond)
+	}
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = r.rt.WithTimeout(ctx, timeout, errFlowTimeout)
@@ -195,15 +199,20 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 		r.res.Steps = append(r.res.Steps, rec)
 	}
 	r.root = &frame{scope: graphir.None, states: make([]nodeState, len(p.scopes[graphir.None]))}
-	if r.events {
+	if opts.Restore != nil {
+		r.restore(opts.Restore)
+	} else if r.events {
 		r.emit(Event{Type: RunStarted, RunID: r.res.RunID, FlowName: g.Name})
 	}
 
 	r.runDriver(func() {
-		if len(g.Steps()) == 0 {
+		switch {
+		case opts.Restore != nil:
+			// The driver loop dispatches the restored queue.
+		case len(g.Steps()) == 0:
 			r.res.Output = starlark.None
 			r.end(Succeeded, nil)
-		} else {
+		default:
 			r.seq++
 			r.follow(r.root, g.Nodes[graphir.Start], &outcome{ok: true, value: starlark.None})
 		}
@@ -212,6 +221,9 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 	res := r.res
 	res.Duration = r.now().Sub(res.Started)
 	res.Pending = r.parked
+	if res.Status == Suspended {
+		return res
+	}
 	if g.OnExit != graphir.None && res.Status != Waiting {
 		r.exitHandler(g.Nodes[g.OnExit])
 	}
@@ -343,7 +355,14 @@ func (r *run) loop() {
 // an interruption, feed outcomes back to the core.
 func (r *run) drive() {
 	for !r.over {
-		r.dispatch()
+		hold := r.opts.Suspend != nil && !r.exiting && len(r.parked) == 0 && r.opts.Suspend()
+		if hold && r.quiescent() {
+			r.suspend()
+			break
+		}
+		if !hold {
+			r.dispatch()
+		}
 		if r.over {
 			break
 		}
@@ -883,6 +902,7 @@ func (r *run) startSubflow(f *frame, n *graphir.Node) {
 	opts.chain = chain
 	opts.prefix = append(append(append([]string(nil), r.opts.prefix...), f.scopePath()...), n.Name)
 	opts.Timeout, opts.RunID = 0, ""
+	opts.Suspend, opts.Restore = nil, nil
 	opts.onExit = opts.onExit || r.exiting
 	req := r.request(f, n)
 	req.ChildPath, req.ChildGraph, req.ChildInputs = path, child, inputs

@@ -152,6 +152,21 @@ type Options struct {
 	// cap and the cycle guard hold across runs; nil for a top-level run.
 	Nesting *Nesting
 
+	// Suspend, when set, is asked before each round of starting ready
+	// steps whether the run should stop so that it can be continued
+	// elsewhere (an engine whose executions have a bounded history). Once
+	// it says yes the run starts nothing new; when nothing is in flight
+	// any more (no effect, retry timer or evaluation) it ends with status
+	// [Suspended] and [Result.Snapshot] holding its state. A run in its
+	// exit handler, or with approvals parked, does not suspend. Child
+	// flows run by [Local] never suspend.
+	Suspend func() bool
+	// Restore continues the run a snapshot was taken of, from where it
+	// was suspended, instead of starting the flow afresh (see
+	// [Program.DecodeSnapshot]). The flow's timeout counts from the
+	// original start.
+	Restore *Snapshot
+
 	// RunID is the id of the run; empty means a new one (see [NewRunID]).
 	// Child flows get ids of their own.
 	RunID string
@@ -270,6 +285,8 @@ type Result struct {
 	// Findings the requests for tools that were refused.
 	Grants   []Grant
 	Findings []string
+	// Snapshot is the state of a Suspended run.
+	Snapshot *Snapshot
 }
 
 // Step returns the record of the step called name, or nil.

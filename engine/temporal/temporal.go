@@ -74,7 +74,31 @@ type RunInput struct {
 	ExitGrace time.Duration `json:",omitempty"`
 	// Nesting is set for child flows.
 	Nesting *vm.Nesting `json:",omitempty"`
+
+	// ContinueEvery is how many effects one workflow execution starts
+	// before the run continues as new (0: DefaultContinueEvery); the run
+	// also continues as new when Temporal suggests it.
+	ContinueEvery int `json:",omitempty"`
+	// MaxPayload bounds the input a continue-as-new carries (0:
+	// DefaultMaxPayload).
+	MaxPayload int `json:",omitempty"`
+	// Snapshot is the state of the run to continue (vm.Snapshot.Encode),
+	// set when the run continued as new.
+	Snapshot []byte `json:",omitempty"`
+	// Executions counts the executions before this one (continue-as-new).
+	Executions int `json:",omitempty"`
 }
+
+// Continue-as-new: a workflow execution's history is bounded (Temporal
+// warns at 10,240 events and ends an execution at 51,200, or at 50 MB),
+// and each effect adds about six events. DefaultContinueEvery keeps an
+// execution well under the warning; DefaultMaxPayload is Temporal's
+// default limit on one payload (limit.blobSize.error), which the input
+// carrying a run's snapshot must fit.
+const (
+	DefaultContinueEvery = 1000
+	DefaultMaxPayload    = 2 << 20
+)
 
 // RunOutput is the result of the workflow: the run's status and its
 // result object, the same JSON as `skein run --json` prints locally.
@@ -173,6 +197,17 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 	})
 	info := workflow.GetInfo(ctx)
 	p := &producer{ctx: dctx, in: &in, id: info.WorkflowExecution.ID}
+	prog := vm.Prepare(g)
+	var restore *vm.Snapshot
+	if in.Snapshot != nil {
+		if restore, err = prog.DecodeSnapshot(in.Snapshot); err != nil {
+			return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "bad_snapshot", nil)
+		}
+	}
+	every := in.ContinueEvery
+	if every <= 0 {
+		every = DefaultContinueEvery
+	}
 	opts := vm.Options{
 		Parallel: in.Parallel, Timeout: in.Timeout, EvalSteps: in.EvalSteps, MaxOutput: in.MaxOutput,
 		KillGrace: in.KillGrace, MaxPath: in.MaxPath, ExitGrace: in.ExitGrace,
@@ -184,8 +219,17 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 		LoadFlow: func(_ context.Context, path, root string) (*graphir.Graph, error) {
 			return in.load(path, root)
 		},
+		Restore: restore,
+		// Before the history gets long, the run stops at a quiescent
+		// point and continues as a new execution from its snapshot.
+		Suspend: func() bool {
+			return p.started >= every || p.started > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+		},
 	}
-	res := vm.Prepare(g).Run(runCtx, bound, opts)
+	res := prog.Run(runCtx, bound, opts)
+	if res.Status == vm.Suspended {
+		return nil, continueAsNew(ctx, in, res.Snapshot)
+	}
 	b, err := res.MarshalJSON()
 	if err != nil {
 		return nil, sdktemporal.NewNonRetryableApplicationError("result: "+err.Error(), "result", nil)
@@ -193,16 +237,44 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 	return &RunOutput{Status: string(res.Status), Result: b}, nil
 }
 
+// continueAsNew continues the run as a new execution of the workflow from
+// snapshot s, or fails the workflow when the input carrying it would be
+// over the payload limit.
+func continueAsNew(ctx workflow.Context, in RunInput, s *vm.Snapshot) error {
+	b, err := s.Encode()
+	if err != nil {
+		return sdktemporal.NewNonRetryableApplicationError("continue-as-new: "+err.Error(), "snapshot", nil)
+	}
+	next := in
+	next.Snapshot, next.Executions = b, in.Executions+1
+	limit := in.MaxPayload
+	if limit <= 0 {
+		limit = DefaultMaxPayload
+	}
+	size, err := json.Marshal(next)
+	if err != nil {
+		return sdktemporal.NewNonRetryableApplicationError("continue-as-new: "+err.Error(), "snapshot", nil)
+	}
+	if len(size) > limit {
+		return sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"run %s cannot continue as new: the run's state and the flow's sources take %d bytes (the snapshot %d compressed), over the payload limit of %d bytes; keep fewer or smaller outputs in long loops, or run the loop in a child flow",
+			workflow.GetInfo(ctx).WorkflowExecution.ID, len(size), len(b), limit), "payload_limit", nil)
+	}
+	return workflow.NewContinueAsNewError(ctx, WorkflowName, next)
+}
+
 // producer is the effect producer of a run on Temporal.
 type producer struct {
-	ctx workflow.Context // disconnected: the VM cancels effects
-	in  *RunInput
-	id  string // the workflow id
+	ctx     workflow.Context // disconnected: the VM cancels effects
+	in      *RunInput
+	id      string // the workflow id
+	started int    // effects started in this execution
 }
 
 // Start implements [vm.EffectProducer]. It runs on the workflow's driver;
 // each effect completes from a workflow coroutine of its own.
 func (p *producer) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	p.started++
 	if req.Chat != nil {
 		done(&vm.EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("step %q: model calls do not run on the temporal engine yet", req.Step)})
 		return
@@ -344,7 +416,8 @@ func (p *producer) child(ctx context.Context, req *vm.EffectRequest, done func(*
 	nest := req.Nesting()
 	cin := RunInput{Flow: req.ChildPath, Root: p.in.Root, Sources: p.in.Sources, Inputs: inputs,
 		Parallel: p.in.Parallel, EvalSteps: p.in.EvalSteps, MaxOutput: p.in.MaxOutput, KillGrace: p.in.KillGrace,
-		MaxPath: p.in.MaxPath, ExitGrace: p.in.ExitGrace, Nesting: &nest}
+		MaxPath: p.in.MaxPath, ExitGrace: p.in.ExitGrace, Nesting: &nest,
+		ContinueEvery: p.in.ContinueEvery, MaxPayload: p.in.MaxPayload}
 	id := p.id + "/"
 	for _, s := range req.Scope {
 		id += s + "/"

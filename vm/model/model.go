@@ -286,6 +286,14 @@ func (b *Budget) Used() int64 {
 	return b.used.Load()
 }
 
+// Restore sets the tokens spent so far: a run continued from a snapshot
+// carries on with what it had spent.
+func (b *Budget) Restore(used int64) {
+	if b != nil {
+		b.used.Store(used)
+	}
+}
+
 func (b *Budget) check() error {
 	if b == nil || b.Limit <= 0 {
 		return nil

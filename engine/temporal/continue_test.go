@@ -1,0 +1,163 @@
+package temporal
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+)
+
+// runContinued runs the workflow on the test suite, continuing it as new
+// (a fresh environment for the input the execution ended with) until it
+// completes; it returns the output and how many executions continued.
+func runContinued(t *testing.T, in RunInput) (*RunOutput, int) {
+	t.Helper()
+	for n := 0; ; n++ {
+		var s testsuite.WorkflowTestSuite
+		s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+		env := s.NewTestWorkflowEnvironment()
+		Register(env, &Activities{})
+		env.ExecuteWorkflow(WorkflowName, in)
+		if !env.IsWorkflowCompleted() {
+			t.Fatal("workflow did not complete")
+		}
+		err := env.GetWorkflowError()
+		var can *workflow.ContinueAsNewError
+		if errors.As(err, &can) {
+			var next RunInput
+			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+				t.Fatal(err)
+			}
+			if next.Executions != n+1 || next.Snapshot == nil {
+				t.Fatalf("execution %d continued as %d with a snapshot of %d bytes", n, next.Executions, len(next.Snapshot))
+			}
+			in = next
+			continue
+		}
+		if err != nil {
+			t.Fatalf("workflow: %v", err)
+		}
+		var out RunOutput
+		if err := env.GetWorkflowResult(&out); err != nil {
+			t.Fatal(err)
+		}
+		return &out, n
+	}
+}
+
+// continueScenarios are long enough to continue as new several times.
+var continueScenarios = []scenario{
+	{name: "long loop", files: map[string]string{"flow.star": `
+flow(output = "l")
+t = step("t", run = ["echo", "{{ loop.iteration }}"])
+l = loop("l", body = [t], until = lambda it: len(it.history) == 119 and it.output.stdout.strip() == "120", max_iterations = 200)
+after = step("after", fn = lambda r: r.l.stdout.strip())
+chain(START, l, after, END)
+`}},
+	{name: "back-edges in a loop", files: map[string]string{"flow.star": `
+build = step("build", run = ["sh", "-c", 'test "$1" -ge 4', "build", "{{ self.visits }}"], max_visits = 5)
+fix = step("fix", fn = lambda r: {"fixed": r.build.exit_code, "f": 0.5})
+edge(build, fix, on = "failure")
+edge(fix, build)
+l = loop("l", body = [build, fix], until = lambda it: it.iteration == 6, max_iterations = 9)
+chain(START, l, END)
+`}},
+	{name: "map in a loop", files: map[string]string{"flow.star": `
+flow(output = "l")
+work = step("work", run = ["sh", "-c", "echo $1", "work", "{{ item }}"])
+shape = step("shape", fn = lambda r: (r.index, r.work.stdout.strip()))
+m = map("m", over = "[loop.iteration * 10 + i for i in range(7)]", body = [work, shape], concurrency = 3)
+l = loop("l", body = [m], until = lambda it: it.iteration == 5, max_iterations = 10)
+chain(START, l, END)
+`}},
+	{name: "child flows in a loop", files: map[string]string{
+		"flow.star": `
+flow(output = "l")
+kid = step("kid", flow = "child.star", inputs = {"n": "{{ loop.iteration }}"})
+l = loop("l", body = [kid], until = lambda it: it.iteration == 8, max_iterations = 10)
+chain(START, l, END)
+`,
+		"child.star": `
+flow(inputs = {"n": None}, output = "l")
+t = step("t", run = ["echo", "child {{ inputs.n }}"])
+l = loop("l", body = [t], until = lambda it: it.iteration == 7, max_iterations = 9)
+`}},
+}
+
+func TestContinueAsNewBothEngines(t *testing.T) {
+	// Every scenario, continued as new every few effects, gives what the
+	// local engine gives; the long ones continue several times.
+	all := append(append([]scenario(nil), scenarios...), continueScenarios...)
+	for _, sc := range all {
+		t.Run(sc.name, func(t *testing.T) {
+			parallel := max(sc.parallel, 1)
+			g, sources, given := setup(t, sc)
+			local := decode(t, runLocal(t, g, given, parallel))
+			inputs, err := EncodeInputs(given)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, n := runContinued(t, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Inputs: inputs, Parallel: parallel, ContinueEvery: 3})
+			remote := decode(t, out.Result)
+			if diff := cmp.Diff(local, remote); diff != "" {
+				t.Errorf("local (-) and temporal continued %d times (+) differ:\n%s", n, diff)
+			}
+			if strings.HasPrefix(sc.name, "long") && n < 10 {
+				t.Errorf("continued %d times, want at least 10", n)
+			}
+		})
+	}
+}
+
+// longLoop is a loop of n iterations with one task each.
+func longLoop(n int) scenario {
+	return scenario{name: "long", files: map[string]string{"flow.star": fmt.Sprintf(`
+flow(output = "l")
+t = step("t", run = ["echo", "{{ loop.iteration }}"])
+l = loop("l", body = [t], until = lambda it: it.iteration == %d, max_iterations = %d)
+`, n, n)}}
+}
+
+func TestLongLoopContinuesAsNew(t *testing.T) {
+	// A loop of many iterations with one task each finishes, continuing
+	// as new every 50 effects, with its path's tail and its counters
+	// carried over. (20,000 iterations run against a real server in
+	// servertest.)
+	const n = 600
+	g, sources, _ := setup(t, longLoop(n))
+	out, conts := runContinued(t, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1, ContinueEvery: 50, MaxPath: 100})
+	res := decode(t, out.Result)
+	if res.Status != "succeeded" || res.Output.(map[string]any)["stdout"] != fmt.Sprintf("%d\n", n) {
+		t.Fatalf("status %s, output %v", res.Status, res.Output)
+	}
+	if conts != n/50-1 && conts != n/50 {
+		t.Errorf("continued %d times, want about %d", conts, n/50)
+	}
+	if len(res.Path) != 100 || res.Path[99] != fmt.Sprintf("l#%d.t", n) || res.Steps["t"].Visits != n {
+		t.Errorf("path tail %v, t visits %d", res.Path[len(res.Path)-3:], res.Steps["t"].Visits)
+	}
+}
+
+func TestContinueAsNewPayloadLimit(t *testing.T) {
+	// A snapshot that would not fit Temporal's payload limit fails the
+	// workflow with an error naming the limit.
+	g, sources, _ := setup(t, longLoop(20))
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	env := s.NewTestWorkflowEnvironment()
+	Register(env, &Activities{})
+	env.ExecuteWorkflow(WorkflowName, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1, ContinueEvery: 5, MaxPayload: 600})
+	err := env.GetWorkflowError()
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) || ae.Type() != "payload_limit" || !strings.Contains(ae.Error(), "over the payload limit of 600 bytes") {
+		t.Fatalf("err = %v, want a payload_limit error naming 600 bytes", err)
+	}
+}

@@ -154,7 +154,7 @@ var docs = []Doc{
 			{"max_turns", "8", "the most model calls of one agent step visit; a model still calling tools after them fails the step with max_turns"},
 		}},
 	{Name: "tool", Positional: 1, Returns: "tool",
-		Summary: `Declares a tool an agent step may call: a run= argv (or shell= script) whose templates read the model's arguments as args.NAME, each argument one whole argv element.`,
+		Summary: `Declares a tool an agent step may call: a run= argv (or shell= script, fn= function, flow= child flow) whose templates read the model's arguments as args.NAME, each argument one whole argv element.`,
 		Params: []ParamDoc{
 			{"name", "", "the function name the model calls: [a-z_][a-z0-9_]*, unique in the flow"},
 			{"run", "None", `the argv to execute, no shell; args.NAME in a template is the argument's value: run = ["cat", "{{ args.path }}"]`},
@@ -162,6 +162,7 @@ var docs = []Doc{
 			{"params", "{}", `maps parameter names to JSON-schema types ("string", "integer", "number", "boolean", "array", "object"); a call whose arguments do not match is refused and the model told why`},
 			{"help", `""`, "the description the model sees"},
 			{"fn", "None", "a Starlark function of one parameter args (the validated arguments: args.path); its result (text, or data sent as JSON) goes back to the model, and an error it raises is the tool's failure"},
+			{"flow", "None", "a literal path (relative to this file) of a child flow run once per call, the validated arguments as its inputs (each param a declared input of the child); its output goes back to the model, its failure is the tool's"},
 		}},
 	{Name: "edge", Positional: 2,
 		Summary: "Connects the end of src to the start of dst. src may be START; dst may be END or ABORT.",

@@ -37,7 +37,7 @@ const defaultMaxTurns = 8
 // flow(max_grants=).
 const defaultMaxGrants = 2
 
-// tool(name, *, run=None, shell=None, params={}, help="", fn=None)
+// tool(name, *, run=None, shell=None, params={}, help="", fn=None, flow=None)
 func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	c, err := newCall(thread, fn)
 	if err != nil {
@@ -46,11 +46,11 @@ func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	var vals [6]starlark.Value
+	var vals [7]starlark.Value
 	if err := c.unpack(args, kwargs, toolParams, vals[:]); err != nil {
 		return nil, err
 	}
-	name, run, shell, params, help, fnv := vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]
+	name, run, shell, params, help, fnv, flow := vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6]
 	t := &graphir.Tool{Pos: c.pos}
 	s, ok := name.(starlark.String)
 	if !ok || !graphir.ValidName(string(s)) {
@@ -62,14 +62,14 @@ func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	}
 	c.named("tool", t.Name)
 	given := 0
-	for _, v := range []starlark.Value{run, shell, fnv} {
+	for _, v := range []starlark.Value{run, shell, fnv, flow} {
 		if !isNone(v) {
 			given++
 		}
 	}
 	switch {
 	case given > 1:
-		return nil, c.errorf("give one of run, shell and fn, not several")
+		return nil, c.errorf("give one of run, shell, fn and flow, not several")
 	case !isNone(fnv):
 		t.Kind = graphir.KindFn
 		f, ok := fnv.(starlark.Callable)
@@ -80,6 +80,18 @@ func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 			return nil, err
 		}
 		t.Fn = f
+	case !isNone(flow):
+		t.Kind = graphir.KindSubflow
+		if t.Flow, err = c.template("flow", flow); err != nil {
+			return nil, err
+		}
+		switch {
+		case t.Flow.Src == "":
+			return nil, c.errorf("flow must name the child flow file, got \"\"")
+		case !t.Flow.IsLiteral() || t.Flow.Err != nil:
+			return nil, c.hintf("the model chooses a tool's arguments, never which flow it runs: pass what varies as params (the child's inputs)",
+				"flow of tool %q must be a literal path, got the template %q", t.Name, t.Flow.Src)
+		}
 	case !isNone(run):
 		t.Kind = graphir.KindTask
 		if s, ok := run.(starlark.String); ok {
@@ -97,7 +109,7 @@ func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 			return nil, err
 		}
 	default:
-		return nil, c.errorf("a tool needs run= (an argv), shell= (a script) or fn= (a function of args) to say what it does")
+		return nil, c.errorf("a tool needs run= (an argv), shell= (a script), fn= (a function of args) or flow= (a child flow) to say what it does")
 	}
 	if !isNone(params) {
 		keys, vals, err := c.dict("params", params)
@@ -113,7 +125,8 @@ func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 				return nil, c.hintf(`types are "string", "integer", "number", "boolean", "array" and "object"`,
 					"params[%q] must be a JSON-schema type, got %s", k, describe(vals[i]))
 			}
-			t.Params = append(t.Params, graphir.ToolParam{Name: k, Type: string(ty)})
+			pos, _ := c.locate("params", k)
+			t.Params = append(t.Params, graphir.ToolParam{Name: k, Type: string(ty), Pos: pos})
 		}
 	}
 	if !isNone(help) {
@@ -163,4 +176,4 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-var toolParams = []string{"name", "run?", "shell?", "params?", "help?", "fn?"}
+var toolParams = []string{"name", "run?", "shell?", "params?", "help?", "fn?", "flow?"}

@@ -1,8 +1,8 @@
 package check
 
 // This file checks nested flows (SPEC §3): subflow_not_found, subflow_cycle
-// and subflow_depth, the inputs a parent passes to a literal child, and the
-// child's own errors. The loader has already loaded every literal flow=
+// and subflow_depth, the inputs a parent passes to a literal child (a
+// step's inputs=, a flow= tool's params), and the child's own errors. The loader has already loaded every literal flow=
 // target, transitively, and recorded on the step why one could not be;
 // templated flow= paths are known only at run time and left to its guard.
 
@@ -41,43 +41,130 @@ func (p *pass) child(c *graphir.Graph) *childCheck {
 }
 
 func checkSubflows(p *pass) {
-	g := p.g
-	for _, n := range g.Steps() {
+	for _, n := range p.g.Steps() {
 		if n.Kind != graphir.KindSubflow {
 			continue
 		}
-		if e := n.ChildErr; e != nil {
-			d := FromError(e)
-			if d.Step == "" {
-				d.Step = n.Name
-			}
-			if d.Pos.File != n.Pos.File || !d.Pos.IsValid() {
-				d.Trace = append(append([]string(nil), d.Trace...), fmt.Sprintf("%s: in child flow of step %q", p.flowArgPos(n), n.Name))
-			}
-			if !d.Pos.IsValid() {
-				d.Pos = p.flowArgPos(n)
-			}
-			p.diags = append(p.diags, d)
+		p.checkChild(n, fmt.Sprintf("step %q", n.Name), n.Child, n.ChildErr, p.flowArgPos(n))
+		if n.Child != nil {
+			p.checkChildInputs(n)
 		}
-		if n.Child == nil {
+	}
+	for _, t := range p.g.Tools {
+		if t.Flow != nil {
+			at := t.Flow.Pos
+			if !at.IsValid() {
+				at = t.Pos
+			}
+			p.checkChild(nil, fmt.Sprintf("tool %q", t.Name), t.Child, t.ChildErr, at)
+			if t.Child != nil {
+				p.checkToolInputs(t)
+			}
+		}
+	}
+}
+
+// checkChild reports why the literal child flow of a subflow step n (or of
+// a tool, n nil; what names it) could not be loaded, the child's own
+// errors, and a chain of children nested too deep. at is where flow= is
+// written.
+func (p *pass) checkChild(n *graphir.Node, what string, child *graphir.Graph, loadErr *graphir.Error, at graphir.Pos) {
+	in := fmt.Sprintf("%s: in child flow of %s", at, what)
+	if e := loadErr; e != nil {
+		d := FromError(e)
+		if d.Step == "" && n != nil {
+			d.Step = n.Name
+		}
+		if d.Pos.File != at.File || !d.Pos.IsValid() {
+			d.Trace = append(append([]string(nil), d.Trace...), in)
+		}
+		if !d.Pos.IsValid() {
+			d.Pos = at
+		}
+		p.diags = append(p.diags, d)
+	}
+	if child == nil {
+		return
+	}
+	cc := p.child(child)
+	for _, d := range cc.errors {
+		d.Trace = append(append([]string(nil), d.Trace...), in)
+		p.diags = append(p.diags, d)
+	}
+	if len(cc.chain) > len(p.deepest) {
+		p.deepest = cc.chain
+	}
+	if len(cc.chain) > MaxSubflowDepth {
+		p.report("subflow_depth", n, at,
+			fmt.Sprintf("child flows nest %d deep through %s, more than %d: %s", len(cc.chain), what,
+				MaxSubflowDepth, strings.Join(append([]string{p.g.File}, cc.chain...), " -> ")),
+			"flatten the chain: run some of these flows side by side instead of inside each other")
+	}
+}
+
+// checkToolInputs reports what a flow= tool passes its child: the call's
+// arguments are the child's inputs, so every parameter must be an input
+// the child declares (unknown_input) of a type its arguments fit
+// (input_type), and every required input of the child a parameter
+// (input_missing).
+func (p *pass) checkToolInputs(t *graphir.Tool) {
+	c := t.Child
+	names := make([]string, len(c.Inputs))
+	for i, in := range c.Inputs {
+		names[i] = in.Name
+	}
+	for _, prm := range t.Params {
+		pos := prm.Pos
+		if !pos.IsValid() {
+			pos = t.Pos
+		}
+		decl := c.Input(prm.Name)
+		if decl == nil {
+			hint := fmt.Sprintf("child flow %s declares %s; a flow= tool's params are the child's inputs", c.Name, quoteList(names))
+			if near := graphir.Nearest(prm.Name, names); near != "" {
+				hint = fmt.Sprintf("did you mean %q?", near)
+			}
+			p.report("unknown_input", nil, pos,
+				fmt.Sprintf("tool %q has parameter %q, which child flow %s does not declare as an input", t.Name, prm.Name, c.Name), hint)
 			continue
 		}
-		cc := p.child(n.Child)
-		for _, d := range cc.errors {
-			d.Trace = append(append([]string(nil), d.Trace...), fmt.Sprintf("%s: in child flow of step %q", p.flowArgPos(n), n.Name))
-			p.diags = append(p.diags, d)
+		if !graphir.InputFits(prm.Type, decl.TypeName()) {
+			p.report("input_type", nil, pos,
+				fmt.Sprintf("tool %q declares parameter %q as %q, which does not fit input %q of child flow %s", t.Name, prm.Name, prm.Type, prm.Name, c.Name),
+				fmt.Sprintf("child flow %s declares %s; give the parameter the matching JSON type", c.Name, decl.Describe()))
 		}
-		if len(cc.chain) > len(p.deepest) {
-			p.deepest = cc.chain
-		}
-		if len(cc.chain) > MaxSubflowDepth {
-			p.report("subflow_depth", n, p.flowArgPos(n),
-				fmt.Sprintf("child flows nest %d deep through step %q, more than %d: %s", len(cc.chain), n.Name,
-					MaxSubflowDepth, strings.Join(append([]string{g.File}, cc.chain...), " -> ")),
-				"flatten the chain: run some of these flows side by side instead of inside each other")
-		}
-		p.checkChildInputs(n)
 	}
+	for i := range c.Inputs {
+		decl := &c.Inputs[i]
+		if !decl.Required || t.Param(decl.Name) != nil {
+			continue
+		}
+		at := t.Flow.Pos
+		if !at.IsValid() {
+			at = t.Pos
+		}
+		p.report("input_missing", nil, at,
+			fmt.Sprintf("tool %q runs child flow %s without its required input %q", t.Name, c.Name, decl.Name),
+			fmt.Sprintf("add it to params (params = {%q: %q}); child flow %s declares %s", decl.Name, paramType(decl.TypeName()), c.Name, decl.Describe()))
+	}
+}
+
+// paramType is the JSON-schema type of a tool parameter for an input of
+// type input.
+func paramType(input string) string {
+	switch input {
+	case "int":
+		return "integer"
+	case "float":
+		return "number"
+	case "bool":
+		return "boolean"
+	case "list":
+		return "array"
+	case "dict":
+		return "object"
+	}
+	return "string"
 }
 
 // checkChildInputs reports what a step passes to its literal child flow:

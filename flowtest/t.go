@@ -178,15 +178,12 @@ func mockNames(g *graphir.Graph, names []string) error {
 		}
 	}
 	// Agents' tool calls are mocked by the tool's name.
-	for _, t := range g.Tools {
-		add(t.Name)
-	}
-	g.EachStep(func(n *graphir.Node) {
-		add(n.Name)
-		if n.Child != nil {
-			for _, t := range n.Child.Tools {
-				add(t.Name)
-			}
+	g.EachGraph(func(c *graphir.Graph) {
+		for _, t := range c.Tools {
+			add(t.Name)
+		}
+		for _, n := range c.Steps() {
+			add(n.Name)
 		}
 	})
 	sort.Strings(all)

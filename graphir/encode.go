@@ -40,6 +40,7 @@ type jsonTool struct {
 	Params map[string]string `json:"params"`
 	Help   string            `json:"help,omitempty"`
 	Fn     string            `json:"fn,omitempty"`
+	Flow   string            `json:"flow,omitempty"`
 }
 
 type jsonNode struct {
@@ -163,6 +164,9 @@ func (g *Graph) jsonHeader() jsonGraph {
 		}
 		if t.Fn != nil {
 			jt.Fn = t.Fn.Name()
+		}
+		if t.Flow != nil {
+			jt.Flow = t.Flow.Src
 		}
 		for _, p := range t.Params {
 			jt.Params[p.Name] = p.Type

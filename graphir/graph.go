@@ -337,8 +337,20 @@ func (g *Graph) ModelDecl(name string) *ModelDecl {
 func (g *Graph) Steps() []*Node { return g.Nodes[Abort+1:] }
 
 // EachStep calls fn for every step of g and of the literal child flows it
-// reaches, each flow once, parents before their children.
+// reaches (through child-flow steps and flow= tools), each flow once,
+// parents before their children.
 func (g *Graph) EachStep(fn func(n *Node)) {
+	g.EachGraph(func(c *Graph) {
+		for _, n := range c.Steps() {
+			fn(n)
+		}
+	})
+}
+
+// EachGraph calls fn for g and every literal child flow it reaches
+// (through child-flow steps and flow= tools), each once, parents before
+// their children.
+func (g *Graph) EachGraph(fn func(g *Graph)) {
 	seen := map[*Graph]bool{}
 	var walk func(g *Graph)
 	walk = func(g *Graph) {
@@ -346,9 +358,12 @@ func (g *Graph) EachStep(fn func(n *Node)) {
 			return
 		}
 		seen[g] = true
+		fn(g)
 		for _, n := range g.Steps() {
-			fn(n)
 			walk(n.Child)
+		}
+		for _, t := range g.Tools {
+			walk(t.Child)
 		}
 	}
 	walk(g)

@@ -16,19 +16,29 @@ var ParamTypes = []string{"string", "integer", "number", "boolean", "array", "ob
 type ToolParam struct {
 	Name string
 	Type string // one of ParamTypes
+	Pos  Pos    // where the name is written in params=, else the tool() call
 }
 
 // Tool is one tool() declaration: a run= argv or shell= script whose
-// templates read the call's arguments as args.NAME (and the flow's inputs).
+// templates read the call's arguments as args.NAME (and the flow's inputs),
+// a function of the arguments, or a child flow whose inputs they are.
 type Tool struct {
 	Name   string
-	Kind   Kind              // KindTask (run=), KindShell (shell=) or KindFn (fn=)
+	Kind   Kind              // KindTask (run=), KindShell (shell=), KindFn (fn=) or KindSubflow (flow=)
 	Argv   []*Template       // run=
 	Shell  *Template         // shell=: run verbatim; the arguments reach it as environment variables ARG_NAME
 	Fn     starlark.Callable // fn=: called with the arguments (a dict-like value); its result goes back to the model
 	Params []ToolParam       // in declaration order
 	Help   string
 	Pos    Pos
+
+	// flow= tools: the literal path of the child flow (relative to the
+	// flow's file), and what the loader made of it, as for child-flow
+	// steps.
+	Flow      *Template
+	Child     *Graph // the child flow, loaded by the loader; nil if it could not be
+	ChildPath string // the resolved path
+	ChildErr  *Error // why the child could not be loaded
 }
 
 // Param returns the parameter called name, or nil.
@@ -66,6 +76,19 @@ func (t *Tool) Schema() map[string]any {
 	return map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}
 }
 
+// InputFits reports whether arguments of JSON-schema type param (one of
+// ParamTypes) fit a flow input of type input (one of InputTypes).
+func InputFits(param, input string) bool {
+	switch input {
+	case "any":
+		return true
+	case "float":
+		return param == "number" || param == "integer"
+	}
+	want := map[string]string{"string": "string", "integer": "int", "boolean": "bool", "array": "list", "object": "dict"}[param]
+	return want == input
+}
+
 // ToolRef is a tool named by an agent step's tools= or flow(tools=).
 type ToolRef struct {
 	Name string
@@ -82,6 +105,9 @@ func (b *Builder) AddTool(t *Tool) error {
 	b.tools = append(b.tools, t)
 	return nil
 }
+
+// Tools returns the tool() declarations recorded so far, in order.
+func (b *Builder) Tools() []*Tool { return b.tools }
 
 // Tool returns the tool() declaration called name, or nil.
 func (g *Graph) Tool(name string) *Tool {

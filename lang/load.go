@@ -378,84 +378,95 @@ func (l *loader) funcNames(main starlark.StringDict) []string {
 	return names
 }
 
-// loadChildren loads the literal child flow of every subflow step, so the
-// checker can see them; a failure is recorded on the step.
+// loadChildren loads the literal child flow of every subflow step and
+// flow= tool, so the checker can see them; a failure is recorded on the
+// step or tool.
 func (l *loader) loadChildren(file string, chain []string) {
 	for _, n := range l.b.Nodes() {
 		if n.Kind != graphir.KindSubflow || n.Flow == nil || !n.Flow.IsLiteral() || n.Flow.Err != nil {
 			continue
 		}
-		rel := n.Flow.Src
-		path := filepath.Join(filepath.Dir(file), rel)
-		n.ChildPath = path
-		fail := func(code, format string, args ...any) {
-			n.ChildErr = &graphir.Error{Code: code, Pos: n.Flow.Pos, Step: n.Name, Msg: fmt.Sprintf(format, args...)}
-		}
-		if filepath.IsAbs(rel) {
-			fail("subflow_not_found", "child flow %q: absolute paths are not allowed", rel)
+		n.ChildPath, n.Child, n.ChildErr = l.loadChild(file, chain, n.Flow, n.Name)
+	}
+	for _, t := range l.b.Tools() {
+		if t.Flow == nil {
 			continue
 		}
-		if err := l.s.confine(path); err != nil {
-			fail("subflow_not_found", "child flow %q: %v", rel, err)
-			n.ChildErr.Hint = rootHint(path)
-			continue
-		}
-		clean := filepath.Clean(path)
-		if i := indexOf(chain, clean); i >= 0 {
-			cycle := append(append([]string(nil), chain[i:]...), clean)
-			fail("subflow_cycle", "flow %s reaches itself: %s", clean, strings.Join(cycle, " -> "))
-			continue
-		}
-		if len(chain) > MaxChildDepth {
-			fail("subflow_depth", "child flows nest deeper than %d: %s", MaxChildDepth, strings.Join(append(chain, clean), " -> "))
-			continue
-		}
-		c, ok := l.s.children[clean]
-		if !ok {
-			c = &child{}
-			src, err := l.s.opts.readFile(path)
+		t.ChildPath, t.Child, t.ChildErr = l.loadChild(file, chain, t.Flow, "")
+	}
+}
+
+// loadChild loads the child flow that the literal flow= template ref of
+// step (or of a tool, when step is "") names: its path, its graph when it
+// loaded, and why it could not be.
+func (l *loader) loadChild(file string, chain []string, ref *graphir.Template, step string) (string, *graphir.Graph, *graphir.Error) {
+	rel := ref.Src
+	path := filepath.Join(filepath.Dir(file), rel)
+	fail := func(code, format string, args ...any) *graphir.Error {
+		return &graphir.Error{Code: code, Pos: ref.Pos, Step: step, Msg: fmt.Sprintf(format, args...)}
+	}
+	if filepath.IsAbs(rel) {
+		return path, nil, fail("subflow_not_found", "child flow %q: absolute paths are not allowed", rel)
+	}
+	if err := l.s.confine(path); err != nil {
+		e := fail("subflow_not_found", "child flow %q: %v", rel, err)
+		e.Hint = rootHint(path)
+		return path, nil, e
+	}
+	clean := filepath.Clean(path)
+	if i := indexOf(chain, clean); i >= 0 {
+		cycle := append(append([]string(nil), chain[i:]...), clean)
+		return path, nil, fail("subflow_cycle", "flow %s reaches itself: %s", clean, strings.Join(cycle, " -> "))
+	}
+	if len(chain) > MaxChildDepth {
+		return path, nil, fail("subflow_depth", "child flows nest deeper than %d: %s", MaxChildDepth, strings.Join(append(chain, clean), " -> "))
+	}
+	c, ok := l.s.children[clean]
+	if !ok {
+		c = &child{}
+		src, err := l.s.opts.readFile(path)
+		if err != nil {
+			var pe *fs.PathError
+			switch {
+			case errors.As(err, &pe) && errors.Is(pe.Err, fs.ErrNotExist):
+				c.err = &graphir.Error{Code: "subflow_not_found", Msg: fmt.Sprintf("child flow %s does not exist", path)}
+			case errors.As(err, &pe):
+				// A directory, say: still the step's flow= that is wrong.
+				c.err = &graphir.Error{Code: "subflow_not_found", Msg: fmt.Sprintf("child flow %s cannot be read: %v", path, pe.Err), Err: err}
+			default:
+				c.err = fileError(path, err)
+			}
+		} else {
+			g, err := l.s.loadFlow(path, src, chain)
 			if err != nil {
-				var pe *fs.PathError
-				switch {
-				case errors.As(err, &pe) && errors.Is(pe.Err, fs.ErrNotExist):
-					c.err = &graphir.Error{Code: "subflow_not_found", Msg: fmt.Sprintf("child flow %s does not exist", path)}
-				case errors.As(err, &pe):
-					// A directory, say: still the step's flow= that is wrong.
-					c.err = &graphir.Error{Code: "subflow_not_found", Msg: fmt.Sprintf("child flow %s cannot be read: %v", path, pe.Err), Err: err}
-				default:
-					c.err = fileError(path, err)
-				}
-			} else {
-				g, err := l.s.loadFlow(path, src, chain)
-				if err != nil {
-					c.err = convert(err, nil)
-				}
-				c.g = g
+				c.err = convert(err, nil)
 			}
-			// A child whose load met a cycle is not cached: another parent
-			// chain may reach it without one.
-			if c.err == nil || c.err.Code != "subflow_cycle" {
-				l.s.children[clean] = c
-			}
+			c.g = g
 		}
-		n.Child = c.g
-		if c.err != nil {
-			e := *c.err
-			if e.Code == "subflow_not_found" {
-				e.Pos, e.Step = n.Flow.Pos, n.Name
-			}
-			n.ChildErr = &e
-		}
-		if c.g != nil {
-			for _, f := range c.g.Files {
-				if indexOf(l.files, f) < 0 {
-					l.files = append(l.files, f)
-				}
-			}
-		} else if indexOf(l.files, path) < 0 {
-			l.files = append(l.files, path)
+		// A child whose load met a cycle is not cached: another parent
+		// chain may reach it without one.
+		if c.err == nil || c.err.Code != "subflow_cycle" {
+			l.s.children[clean] = c
 		}
 	}
+	var cerr *graphir.Error
+	if c.err != nil {
+		e := *c.err
+		if e.Code == "subflow_not_found" {
+			e.Pos, e.Step = ref.Pos, step
+		}
+		cerr = &e
+	}
+	if c.g != nil {
+		for _, f := range c.g.Files {
+			if indexOf(l.files, f) < 0 {
+				l.files = append(l.files, f)
+			}
+		}
+	} else if indexOf(l.files, path) < 0 {
+		l.files = append(l.files, path)
+	}
+	return path, c.g, cerr
 }
 
 func indexOf(xs []string, x string) int {

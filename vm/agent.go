@@ -227,6 +227,9 @@ func (r *run) agentReplied(a *agentRun, ec *EffectCompletion) {
 		}
 		a.results[i] = model.Message{Role: "tool", ToolCallID: call.ID}
 		r.startToolCall(a, i, call, offered)
+		if r.over { // a child flow nesting too deep or in a cycle
+			return
+		}
 	}
 	if a.pending == 0 {
 		r.agentNextTurn(a)
@@ -415,6 +418,27 @@ func (r *run) startToolCall(a *agentRun, i int, call model.ToolCall, offered []*
 	req.Scope = append(req.Scope, fmt.Sprintf("%s@%d.%d", n.Name, a.turn, i+1))
 	req.Kind, req.Tool, req.ToolCallID, req.Turn = t.Kind, t.Name, call.ID, a.turn
 	req.ToolArgs = canonicalJSON(args)
+	if t.Kind == graphir.KindSubflow {
+		// A child flow per call, the arguments its inputs.
+		if !r.nestable(n, fmt.Sprintf("tool %q of step %q", t.Name, n.Name), t.ChildPath) {
+			return
+		}
+		req.ChildPath, req.ChildGraph = t.ChildPath, t.Child
+		req.ChildInputs = map[string]starlark.Value{}
+		for k, v := range args.(map[string]any) {
+			iv, err := objectValue(v)
+			if err != nil {
+				answer(false, "invalid_arguments", fmt.Sprintf("error: the arguments of %s: %v", name, err))
+				return
+			}
+			req.ChildInputs[k] = iv
+		}
+		req.child = r.childRun(append(append([]string(nil), req.Scope...), t.Name))
+		req.agent = a
+		a.pending++
+		r.startEffect(a.f, n, req)
+		return
+	}
 	req.Dir, req.Env, req.Timeout, req.KillGrace, req.MaxOutput = r.p.dir, r.opts.Env, n.Timeout, r.opts.KillGrace, r.opts.MaxOutput
 	r.toolArgs = argv
 	defer func() { r.toolArgs = nil }()
@@ -465,7 +489,15 @@ func (r *run) toolDone(a *agentRun, req *EffectRequest, ec *EffectCompletion) {
 	var b strings.Builder
 	ok := ec.OK
 	code := ""
-	if !ok {
+	switch {
+	case ec.Park:
+		// A child flow waiting for a person: an agent's turn cannot wait.
+		ok, code = false, "step_failed"
+		fmt.Fprintf(&b, "the tool failed: its child flow %s waits for a person's decision, which a tool's child flow cannot do", req.ChildPath)
+	case !ok && req.Kind == graphir.KindSubflow:
+		code = failCodeOr(ec.Code, "step_failed")
+		fmt.Fprintf(&b, "the tool failed (%s)\n", code)
+	case !ok:
 		code = failCodeOr(ec.Code, "step_failed")
 		fmt.Fprintf(&b, "the tool failed (exit code %d", ec.ExitCode)
 		if ec.Code != "" && ec.Code != "step_failed" {
@@ -489,6 +521,9 @@ func (r *run) toolDone(a *agentRun, req *EffectRequest, ec *EffectCompletion) {
 	}
 	if !ok && ec.Stdout == "" && ec.Stderr == "" && ec.Error != "" {
 		b.WriteString(ec.Error)
+		if req.Kind == graphir.KindSubflow {
+			b.WriteString(childFailure(ec.Child))
+		}
 	}
 	text := b.String()
 	if text == "" {
@@ -504,6 +539,28 @@ func (r *run) toolDone(a *agentRun, req *EffectRequest, ec *EffectCompletion) {
 	if a.pending == 0 {
 		r.agentNextTurn(a)
 	}
+}
+
+// childFailure is what a failed child flow of a tool says beyond its
+// error: the stderr of the step it failed at, so the model sees why.
+func childFailure(res *Result) string {
+	if res == nil || res.Error == nil || res.Error.Step == "" {
+		return ""
+	}
+	rec := res.Step(res.Error.Step)
+	if rec == nil || rec.Output == nil {
+		return ""
+	}
+	m, ok := rec.Output.(starlark.HasAttrs)
+	if !ok {
+		return ""
+	}
+	v, _ := m.Attr("stderr")
+	s, ok := v.(starlark.String)
+	if !ok || s == "" {
+		return ""
+	}
+	return fmt.Sprintf("\nstderr of step %q:\n%s", res.Error.Step, string(s))
 }
 
 // recordToolCall adds a tool call to the record and reports it.

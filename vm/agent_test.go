@@ -334,3 +334,71 @@ chain(START, a, END)
 		t.Errorf("fn tool results %q", got)
 	}
 }
+
+// TestAgentFlowTool: a flow= tool runs its child flow once per call, the
+// validated arguments as the child's inputs; the child's output goes back
+// to the model, its failure as the tool's error; the child's steps report
+// under the tool call.
+func TestAgentFlowTool(t *testing.T) {
+	s := modeltest.New(modeltest.Rule{Match: "count", Replies: []modeltest.Reply{
+		{ToolCalls: []modeltest.ToolCall{
+			{ID: "a", Name: "words", Arguments: `{"text": "one two three", "times": 2}`},
+			{ID: "b", Name: "words", Arguments: `{"text": "boom", "times": 1}`},
+			{ID: "c", Name: "words", Arguments: `{"text": "x", "times": "2"}`},
+		}},
+		{Content: "6"},
+	}})
+	defer s.Close()
+	var evs events
+	res := runFiles(t, map[string]string{
+		"flow.star": `
+words = tool("words", flow = "sub/count.star", params = {"text": "string", "times": "integer"}, help = "count words")
+a = step("a", agent = "count the words", tools = [words])
+chain(START, a, END)
+`,
+		"sub/count.star": `
+flow(inputs = {"text": input(type = "string"), "times": input(type = "int")}, output = "count")
+check = step("check", run = ["sh", "-c", 'test "$1" != boom || { echo "no booms" >&2; exit 4; }', "check", "{{ inputs.text }}"])
+count = step("count", fn = lambda r: {"words": len(r.inputs.text.split()) * r.inputs.times})
+chain(START, check, count, END)
+`,
+	}, nil, vm.Options{Env: modelOpts(s, nil).Env, OnEvent: evs.add, Parallel: 4})
+	if res.Status != vm.Succeeded {
+		t.Fatalf("status %s: %v", res.Status, res.Error)
+	}
+	got := toolMessages(s.Requests()[1])
+	if got["a"] != `{"words":6}` {
+		t.Errorf("child output: %q", got["a"])
+	}
+	if !strings.HasPrefix(got["b"], "the tool failed (step_failed)\n") || !strings.Contains(got["b"], "child flow count failed") || !strings.Contains(got["b"], "check") {
+		t.Errorf("child failure: %q", got["b"])
+	}
+	if !strings.HasSuffix(got["b"], "stderr of step \"check\":\nno booms\n") {
+		t.Errorf("child failure lacks the failed step's stderr: %q", got["b"])
+	}
+	if !strings.Contains(got["c"], "do not match its parameters") {
+		t.Errorf("invalid arguments: %q", got["c"])
+	}
+	rec := res.Step("a").Agent
+	if len(rec.ToolCalls) != 3 {
+		t.Fatalf("tool calls %+v", rec.ToolCalls)
+	}
+	var flows []string
+	for _, ev := range evs.of(vm.StepFinished) {
+		if ev.Step == "count" {
+			flows = append(flows, strings.Join(ev.Flow, "/"))
+		}
+	}
+	if d := cmp.Diff([]string{"a@1.1/words"}, flows); d != "" {
+		t.Errorf("child step events under (-want +got):\n%s", d)
+	}
+	tc := evs.of(vm.ToolCalled)
+	if len(tc) != 3 {
+		t.Fatalf("%d tool_call events", len(tc))
+	}
+	for _, ev := range tc {
+		if ev.Tool != "words" || len(ev.Flow) != 0 {
+			t.Errorf("tool_call event %+v", ev)
+		}
+	}
+}

@@ -860,19 +860,8 @@ func (r *run) startSubflow(f *frame, n *graphir.Node) {
 			return
 		}
 	}
-	if r.opts.depth+1 > MaxDepth {
-		r.stop(&graphir.Error{Code: "subflow_depth", Step: n.Name,
-			Msg: fmt.Sprintf("step %q: child flows nest deeper than %d: %s", n.Name, MaxDepth, strings.Join(append(r.flowChain(), path), " -> "))})
+	if !r.nestable(n, fmt.Sprintf("step %q", n.Name), path) {
 		return
-	}
-	chain := r.flowChain()
-	abs, _ := filepath.Abs(path)
-	for _, p := range chain {
-		if pa, _ := filepath.Abs(p); pa == abs {
-			r.stop(&graphir.Error{Code: "subflow_cycle", Step: n.Name,
-				Msg: fmt.Sprintf("step %q: flow %s is already running in this chain: %s", n.Name, path, strings.Join(append(chain, path), " -> "))})
-			return
-		}
 	}
 	inputs := map[string]starlark.Value{}
 	for _, in := range n.Inputs {
@@ -897,17 +886,45 @@ func (r *run) startSubflow(f *frame, n *graphir.Node) {
 		}
 		inputs[in.Name] = v
 	}
+	req := r.request(f, n)
+	req.ChildPath, req.ChildGraph, req.ChildInputs = path, child, inputs
+	req.child = r.childRun(append(append([]string(nil), f.scopePath()...), n.Name))
+	r.startEffect(f, n, req)
+}
+
+// nestable reports whether a child flow at path may start under this run
+// (for what: a step, a tool); if not, it has stopped the run with
+// subflow_depth or subflow_cycle.
+func (r *run) nestable(n *graphir.Node, what, path string) bool {
+	if r.opts.depth+1 > MaxDepth {
+		r.stop(&graphir.Error{Code: "subflow_depth", Step: n.Name,
+			Msg: fmt.Sprintf("%s: child flows nest deeper than %d: %s", what, MaxDepth, strings.Join(append(r.flowChain(), path), " -> "))})
+		return false
+	}
+	chain := r.flowChain()
+	abs, _ := filepath.Abs(path)
+	for _, p := range chain {
+		if pa, _ := filepath.Abs(p); pa == abs {
+			r.stop(&graphir.Error{Code: "subflow_cycle", Step: n.Name,
+				Msg: fmt.Sprintf("%s: flow %s is already running in this chain: %s", what, path, strings.Join(append(chain, path), " -> "))})
+			return false
+		}
+	}
+	return true
+}
+
+// childRun is how a child flow of this run runs: one level deeper, its
+// events and journal entries under the scope elements where (the step's
+// scope and name, or the tool call's), with its own timeout and id.
+func (r *run) childRun(where []string) *childRun {
 	opts := r.opts
 	opts.depth++
-	opts.chain = chain
-	opts.prefix = append(append(append([]string(nil), r.opts.prefix...), f.scopePath()...), n.Name)
+	opts.chain = r.flowChain()
+	opts.prefix = append(append([]string(nil), r.opts.prefix...), where...)
 	opts.Timeout, opts.RunID = 0, ""
 	opts.Suspend, opts.Restore = nil, nil
 	opts.onExit = opts.onExit || r.exiting
-	req := r.request(f, n)
-	req.ChildPath, req.ChildGraph, req.ChildInputs = path, child, inputs
-	req.child = &childRun{r: r, opts: opts}
-	r.startEffect(f, n, req)
+	return &childRun{r: r, opts: opts}
 }
 
 // flowChain is the files of the runs from the top-level one to this one.

@@ -135,7 +135,7 @@ func ModelConfig(g *graphir.Graph, name string, getenv func(string) string) (mod
 }
 
 // CheckModels reports the first model call of g (or of a literal child
-// flow) whose model cannot be called with the environment env: no model
+// flow, of a step or a flow= tool) whose model cannot be called with the environment env: no model
 // id, a bad base URL, or a key variable that is not set. It says which
 // variable to set. A run refuses to start on it.
 func CheckModels(g *graphir.Graph, env []string) error {
@@ -166,6 +166,13 @@ func CheckModels(g *graphir.Graph, env []string) error {
 			}
 			if err != nil {
 				return fmt.Errorf("%s: step %q: %v", n.Pos, n.Name, err)
+			}
+		}
+		for _, t := range g.Tools {
+			if t.Child != nil {
+				if err := walk(t.Child); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

@@ -61,7 +61,7 @@ func (s *slots) give() {
 // waits and approvals do no work of their own.
 func doesWork(n *graphir.Node, req *EffectRequest) bool {
 	if req != nil && req.Tool != "" {
-		return true
+		return req.Kind != graphir.KindSubflow // a flow= tool's child takes slots for its own work
 	}
 	switch n.Kind {
 	case graphir.KindSubflow, graphir.KindWait, graphir.KindApproval:

@@ -22,6 +22,9 @@ func TestModelScripts(t *testing.T) {
 			modeltest.Rule{Match: "Take notes", Replies: []modeltest.Reply{
 				{ToolCalls: []modeltest.ToolCall{{ID: "n1", Name: "note", Arguments: `{"text": "hi"}`}}},
 				{Content: "noted"}}},
+			modeltest.Rule{Match: "Delegate", Replies: []modeltest.Reply{
+				{ToolCalls: []modeltest.ToolCall{{ID: "d1", Name: "tally", Arguments: `{"item": "apples"}`}}},
+				{Content: "tallied"}}},
 			modeltest.Rule{Match: "slow", Replies: []modeltest.Reply{{Content: "late", Delay: time.Hour}}},
 			modeltest.Rule{Replies: []modeltest.Reply{{Content: "fine", Prompt: 10, Completion: 5}}},
 		)

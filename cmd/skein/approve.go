@@ -36,6 +36,9 @@ type approver struct {
 
 	// The inline prompt, when asking on a terminal.
 	prompt *prompter
+	// inline asks in the REPL and watch --run (inline.go); it wins over
+	// prompt.
+	inline *inlineAsker
 }
 
 // prompter asks on a terminal, one question at a time.
@@ -56,11 +59,14 @@ func (a *approver) Start(ctx context.Context, req *vm.EffectRequest, done func(*
 
 func (a *approver) decide(ctx context.Context, req *vm.EffectRequest) *vm.EffectCompletion {
 	if a.rec == nil {
-		if a.prompt == nil {
+		approved, reason, ok := a.ask(ctx, req, time.Time{})
+		if ctx.Err() != nil {
+			return &vm.EffectCompletion{Cancelled: true, Error: "cancelled"}
+		}
+		if !ok {
 			return &vm.EffectCompletion{Code: "step_failed",
 				Error: fmt.Sprintf("approval %q needs a decision: run on a terminal, or with the run store (without --no-store) to park the run", req.Step)}
 		}
-		approved, reason := a.prompt.ask(ctx, req, time.Time{})
 		return decision(req, approved, currentUser(), reason, time.Now())
 	}
 	ap, err := a.rec.Ask(req)
@@ -77,12 +83,12 @@ func (a *approver) decide(ctx context.Context, req *vm.EffectRequest) *vm.Effect
 	if !deadline.IsZero() && !time.Now().Before(deadline) {
 		return timedOut(req)
 	}
-	if a.prompt == nil {
-		return &vm.EffectCompletion{Park: true}
-	}
-	approved, reason := a.prompt.ask(ctx, req, deadline)
+	approved, reason, ok := a.ask(ctx, req, deadline)
 	if ctx.Err() != nil {
 		return &vm.EffectCompletion{Cancelled: true, Error: "cancelled"}
+	}
+	if !ok {
+		return &vm.EffectCompletion{Park: true}
 	}
 	if !deadline.IsZero() && !time.Now().Before(deadline) {
 		return timedOut(req)

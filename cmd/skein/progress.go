@@ -48,6 +48,9 @@ type progress struct {
 	// is shown once.
 	skipped map[string]bool
 	kbuf    []byte
+	// held keeps the terminal still while a question is asked: nothing
+	// is drawn or flushed until it is released.
+	held bool
 }
 
 type activeStep struct {
@@ -66,13 +69,27 @@ func newProgress(w io.Writer, tty bool) *progress {
 func (p *progress) start() {
 	p.flush = startFlusher(flushEvery, func() {
 		p.mu.Lock()
-		if p.tty {
-			p.ticks++
-			p.redraw()
+		if !p.held {
+			if p.tty {
+				p.ticks++
+				p.redraw()
+			}
+			p.w.Flush()
 		}
-		p.w.Flush()
 		p.mu.Unlock()
 	})
+}
+
+// hold stops drawing and flushing (on), with the live block erased, so a
+// question can be asked below what was printed; hold(false) goes on.
+func (p *progress) hold(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if on {
+		p.clear()
+		p.w.Flush()
+	}
+	p.held = on
 }
 
 // stop ends the live block and flushes the output.
@@ -81,6 +98,7 @@ func (p *progress) stop() {
 		p.flush.stop()
 	}
 	p.mu.Lock()
+	p.held = false
 	p.clear()
 	if p.tty {
 		// Back to the start of a clean line: the terminal may have echoed
@@ -182,6 +200,9 @@ func (p *progress) note(text string) {
 // show makes what was written visible at once: the live block is redrawn
 // and the buffer flushed.
 func (p *progress) show() {
+	if p.held {
+		return
+	}
 	if p.tty {
 		p.redraw()
 	}

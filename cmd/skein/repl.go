@@ -7,7 +7,6 @@ package main
 // a script can be piped in.
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -29,10 +28,14 @@ import (
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/store"
 )
 
 type replOptions struct {
-	root string
+	root     string
+	store    string
+	noStore  bool
+	noPrompt bool
 }
 
 func init() {
@@ -53,13 +56,27 @@ Commands:
 On a terminal: line editing, tab completion of names, step names and
 commands, history kept in $XDG_STATE_HOME/skein/history (default
 ~/.local/state/skein/history). Ctrl-C drops the current input, or cancels
-a running :run (its processes included) without leaving; Ctrl-D exits.
+a running :run (its processes included) without leaving; a second Ctrl-C
+stops its exit handler at once instead of giving it 30s; Ctrl-D exits.
+
+:run checks the flow's models as skein run does, then records the run in the
+run store as skein run does (--store, $SKEIN_STORE, else .skein/runs.db at or
+above the flow root; --no-store records nothing) and prints its id, for skein
+runs, show, logs and approve. An approval is asked inline: y approves, n
+rejects and asks for an optional reason (n REASON gives it at once), and the
+decision is recorded as skein approve records it; --no-prompt parks the run
+instead. A run of a flow that was typed in (not exactly a file loaded) is
+recorded, but skein resume cannot rebuild its flow.
 
 When stdin is not a terminal, lines are read plainly and no prompt is shown,
-so a session can be scripted: printf 'step("a")\n:check\n' | skein repl`, replCommandList()),
+so a session can be scripted: printf 'step("a")\n:check\n' | skein repl; an
+approval's answer is then the next line.`, replCommandList()),
 		flags: func(fs *pflag.FlagSet) any {
 			o := &replOptions{}
 			fs.StringVar(&o.root, "root", "", "flow root that load() and child flows may not leave (default: the flow's directory)")
+			fs.StringVar(&o.store, "store", "", "record :run's runs in this store (default: $SKEIN_STORE, else .skein/runs.db at or above the flow root)")
+			fs.BoolVar(&o.noStore, "no-store", false, "do not record :run's runs")
+			fs.BoolVar(&o.noPrompt, "no-prompt", false, "never ask for approvals: park the run instead (it needs the store)")
 			return o
 		},
 		run: runRepl,
@@ -102,6 +119,11 @@ type repl struct {
 	remember func(entry string)
 	hist     []string   // the entries, for the history file
 	last     *vm.Result // the last :run, for :show
+
+	opts *replOptions
+	// answers reads the answer to an approval: the terminal in its
+	// normal mode, or the next line of a script.
+	answers lineReader
 }
 
 func runRepl(ctx context.Context, sio stdio, o any, args []string) int {
@@ -110,7 +132,7 @@ func runRepl(ctx context.Context, sio stdio, o any, args []string) int {
 		fmt.Fprintln(sio.err, "skein repl: want at most one flow\nusage: skein repl [FLOW]")
 		return exitUsage
 	}
-	r := &repl{ctx: ctx, io: sio, root: opts.root}
+	r := &repl{ctx: ctx, io: sio, root: opts.root, opts: opts}
 	r.sess = lang.NewSession(".", lang.Options{Root: opts.root, Print: r.print})
 
 	// Ctrl-C outside line editing cancels what runs (a chunk, a :run);
@@ -143,9 +165,15 @@ func runRepl(ctx context.Context, sio stdio, o any, args []string) int {
 		}
 		defer func() { writeHistory(hist, r.hist) }()
 		r.read = ln.Prompt
+		r.answers = fdLine(int(in.Fd()))
 		fmt.Fprintln(sio.out, "skein repl: Skein builtins are predeclared; :help lists the commands, Ctrl-D leaves")
 	} else {
-		r.read = plainReader(sio.in)
+		// A goroutine reads the lines, so that an approval's question can
+		// stop waiting for its answer (a cancelled run) and the line goes
+		// to the prompt instead.
+		lines := chanLines(sio.in)
+		r.read = func(string) (string, error) { return lines(context.Background()) }
+		r.answers = lines
 	}
 
 	if len(args) == 1 {
@@ -165,18 +193,6 @@ func runRepl(ctx context.Context, sio stdio, o any, args []string) int {
 		fmt.Fprintln(sio.out)
 	}
 	return exitOK
-}
-
-// plainReader reads lines from a pipe or a file, with no prompt.
-func plainReader(in io.Reader) func(string) (string, error) {
-	br := bufio.NewReader(in)
-	return func(string) (string, error) {
-		line, err := br.ReadString('\n')
-		if err != nil && (err != io.EOF || line == "") {
-			return "", err
-		}
-		return strings.TrimRight(line, "\r\n"), nil
-	}
 }
 
 // historyFile is where the line history is kept between sessions.
@@ -560,17 +576,84 @@ func (r *repl) run(args []string) {
 		r.printError(err)
 		return
 	}
+	if err := vm.CheckModels(g, os.Environ()); err != nil {
+		fmt.Fprintf(r.io.err, "error: %v\nnot run: the flow's models cannot be called\n", err)
+		return
+	}
 	prog := newProgress(r.io.out, isTerminal(r.io.out))
-	opts := vm.Options{OnEvent: prog.event, LoadFlow: loadChild}
+	// Ctrl-C cancels the run; a second one stops its exit handler.
+	ctx, exitCtx, interrupt, stop := twoStage(r.ctx)
+	defer stop()
+	opts := vm.Options{OnEvent: prog.event, LoadFlow: loadChild, ExitCtx: exitCtx}
+	ap := &approver{inner: vm.Local{}}
+	if !r.opts.noPrompt {
+		ap.inline = &inlineAsker{out: r.io.out, read: r.answers, hold: prog.hold, echo: !r.tty}
+	}
+	opts.Effects = ap
+	var rec *store.Recorder
+	typed := false
+	if !r.opts.noStore {
+		file, sources := r.recordedAs(g)
+		typed = filepath.Base(file) == lang.ChunkFile
+		if rec, err = beginRecord(r.opts.store, g, file, sources, inputs); err != nil {
+			r.printError(err)
+			fmt.Fprintln(r.io.err, "not run: the run store cannot be written (skein repl --no-store runs without it)")
+			return
+		}
+		defer rec.Store().Close()
+		ap.rec, ap.st, ap.runID = rec, rec.Store(), rec.ID()
+		rec.Inner = ap
+		opts.RunID, opts.Effects, opts.LoadFlow = rec.ID(), rec, recordingLoader(rec)
+	}
+	for len(r.sigint) > 0 { // a Ctrl-C from before is not for this run
+		<-r.sigint
+	}
 	prog.start()
+	done := make(chan *vm.Result, 1)
+	go func() { done <- vm.Prepare(g).Run(ctx, inputs, opts) }()
 	var res *vm.Result
-	r.interruptible(func(ctx context.Context) error {
-		res = vm.Prepare(g).Run(ctx, inputs, opts)
-		return nil
-	})
+	for res == nil {
+		select {
+		case res = <-done:
+		case <-r.sigint:
+			interrupt()
+		}
+	}
+	if rec != nil {
+		if err := rec.Finish(res); err != nil {
+			r.printError(err)
+		}
+	}
 	prog.stop()
 	prog.summary(res)
+	if rec != nil {
+		fmt.Fprintf(r.io.out, "  run:    %s\n", res.RunID)
+		for _, p := range res.Pending {
+			if typed {
+				fmt.Fprintf(r.io.out, "waiting: %q has no decision; this flow was typed in, so skein resume cannot continue the run: :run again\n", p.Step)
+				continue
+			}
+			fmt.Fprintf(r.io.out, "waiting: skein approve %s %s --resume\n", res.RunID, p.Step)
+		}
+	}
 	r.last = res
+}
+
+// recordedAs returns the file and the sources to record a run of g with.
+// When g is exactly the flow of the file the session loaded, they are that
+// file and the texts it loads from now, so that skein resume can rebuild
+// it. Otherwise (steps typed in, dropped, or the file changed since) the
+// file is "<stdin>" beside it, which no recorded source provides: the
+// record keeps the texts of g's files for reference, and skein resume says
+// it cannot rebuild the flow.
+func (r *repl) recordedAs(g *graphir.Graph) (string, []store.Source) {
+	if f := r.sess.File(); f != "" && absPath(f) == absPath(g.File) {
+		src := &sourceRecorder{}
+		if fresh, err := lang.Load(f, lang.Options{Root: r.root, ReadFile: src.readFile}); err == nil && graphir.Diff(fresh, g).Empty() {
+			return absPath(g.File), src.sources()
+		}
+	}
+	return absPath(filepath.Join(filepath.Dir(g.File), lang.ChunkFile)), diskSources(g)
 }
 
 // show prints the last run's summary, or the record of one of its steps.

@@ -28,7 +28,6 @@ import (
 	"github.com/skeinlang/skein/flowtest"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
-	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
 )
@@ -41,9 +40,10 @@ type watchFlags struct {
 	run  bool
 	test bool
 	inputFlags
-	root    string
-	store   string
-	noStore bool
+	root     string
+	store    string
+	noStore  bool
+	noPrompt bool
 }
 
 func init() {
@@ -63,12 +63,18 @@ a terminal the reports are appended.
 
 With --run, a flow that checks without errors is then run with live
 progress; a change during a run cancels it (its processes included) and
-starts it again after the re-check. Inputs are given as for 'skein run'.
-Each run is recorded in the run store as skein run's are (--store,
---no-store); a run that reaches an approval parks, and the report says how
-to decide it (skein approve RUN STEP --resume).
+starts it again after the re-check. Inputs are given as for 'skein run', and
+the flow's models are checked before each run as skein run checks them.
+Each run is its own run in the run store, recorded as skein run's are
+(--store, --no-store), its id printed after its summary. An approval is
+asked inline when stdin is a terminal: y approves, n rejects and asks for an
+optional reason (n REASON gives it at once), recorded as skein approve
+records it. Otherwise, or with --no-prompt, the run parks and the report
+says how to decide it (skein approve RUN STEP --resume).
 
-Ctrl-C stops watching (exit status 0).`,
+Ctrl-C stops watching (exit status 0). A run cancelled by Ctrl-C or by a
+save gives its exit handler (flow(on_exit=)) 30s, as skein run does; a
+Ctrl-C meanwhile stops the handler at once.`,
 		flags: func(fs *pflag.FlagSet) any {
 			o := &watchFlags{}
 			fs.BoolVar(&o.run, "run", false, "run the flow after each clean check")
@@ -77,6 +83,7 @@ Ctrl-C stops watching (exit status 0).`,
 			fs.StringVar(&o.root, "root", "", "flow root that load() and child flows may not leave (default: the flow's directory)")
 			fs.StringVar(&o.store, "store", "", "record --run's runs in this store (default: as skein run)")
 			fs.BoolVar(&o.noStore, "no-store", false, "do not record --run's runs")
+			fs.BoolVar(&o.noPrompt, "no-prompt", false, "never ask for approvals on the terminal: park the run instead")
 			return o
 		},
 		run: runWatch,
@@ -98,11 +105,15 @@ func runWatch(ctx context.Context, sio stdio, o any, args []string) int {
 		fmt.Fprintf(sio.err, "skein watch: %v\n", err)
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	cfg := watchConfig{
 		file: args[0], root: opts.root, run: opts.run, test: opts.test, inputs: given, store: opts.store, noStore: opts.noStore,
-		out: sio.out, err: sio.err, tty: isTerminal(sio.out), debounce: defaultDebounce,
+		out: sio.out, err: sio.err, tty: isTerminal(sio.out), debounce: defaultDebounce, interrupts: sigs,
+	}
+	if in, ok := sio.in.(*os.File); ok && !opts.noPrompt && isTerminal(in) {
+		cfg.answers = fdLine(int(in.Fd()))
 	}
 	if err := watch(ctx, cfg); err != nil {
 		fmt.Fprintf(sio.err, "skein watch: %v\n", err)
@@ -125,6 +136,11 @@ type watchConfig struct {
 	tty      bool          // clear the screen before each report
 	debounce time.Duration // quiet time before a reload
 	reported func()        // if set, called after each report (for tests)
+	// interrupts are Ctrl-Cs: the first stops watching, and one while a
+	// cancelled run ends stops its exit handler at once.
+	interrupts <-chan os.Signal
+	// answers reads approval decisions; nil parks runs on approvals.
+	answers lineReader
 }
 
 // watcher is the state of one watch.
@@ -134,9 +150,15 @@ type watcher struct {
 	files map[string]bool // absolute paths the last load read or tried to
 	good  *graphir.Graph  // the last graph without errors
 
-	// The run in progress, if any.
-	cancelRun context.CancelFunc
-	runDone   chan struct{}
+	// The sources the last load read, recorded with its runs.
+	sources []store.Source
+
+	// The run in progress, if any: cancelRun stops it, cancelExit stops
+	// its exit handler's grace; hasExit says it has an exit handler.
+	cancelRun  context.CancelFunc
+	cancelExit context.CancelFunc
+	hasExit    bool
+	runDone    chan struct{}
 }
 
 // watch loads and checks cfg.file, then again after every change to the
@@ -159,6 +181,8 @@ func watch(ctx context.Context, cfg watchConfig) error {
 	for {
 		select {
 		case <-ctx.Done():
+			return nil
+		case <-cfg.interrupts:
 			return nil
 		case ev, ok := <-fsw.Events:
 			if !ok {
@@ -216,9 +240,10 @@ func (w *watcher) reload(ctx context.Context, changed []string) {
 	if w.cfg.test {
 		record(testFileOf(w.cfg.file))
 	}
+	src := &sourceRecorder{}
 	g, err := lang.Load(w.cfg.file, lang.Options{Root: w.cfg.root, ReadFile: func(name string) ([]byte, error) {
 		record(name)
-		return lang.ReadFile(name)
+		return src.readFile(name)
 	}})
 	var ds []check.Diagnostic
 	if err != nil {
@@ -259,6 +284,7 @@ func (w *watcher) reload(ctx context.Context, changed []string) {
 		}
 	}
 	w.good = g
+	w.sources = src.sources()
 	if w.cfg.test {
 		w.runTests(ctx)
 	}
@@ -377,22 +403,34 @@ func (w *watcher) startRun(ctx context.Context, g *graphir.Graph) {
 		fmt.Fprintln(w.cfg.out, "not run: fix the inputs and save again")
 		return
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	w.cancelRun, w.runDone = cancel, done
-	prog := newProgress(w.cfg.out, w.cfg.tty)
-	opts := vm.Options{OnEvent: prog.event, LoadFlow: loadChild}
-	rec, err := w.record(g, inputs)
-	if err != nil {
-		writeError(w.cfg.out, err)
-		fmt.Fprintln(w.cfg.out, "not run: the run store cannot be written (--no-store runs without it)")
-		cancel()
-		close(done)
+	if err := vm.CheckModels(g, os.Environ()); err != nil {
+		fmt.Fprintf(w.cfg.out, "error: %v\nnot run: the flow's models cannot be called\n", err)
 		return
 	}
-	if rec != nil {
+	prog := newProgress(w.cfg.out, w.cfg.tty)
+	exitCtx, cancelExit := context.WithCancel(context.Background())
+	opts := vm.Options{OnEvent: prog.event, LoadFlow: loadChild, ExitCtx: exitCtx}
+	ap := &approver{inner: vm.Local{}}
+	if w.cfg.answers != nil {
+		ap.inline = &inlineAsker{out: w.cfg.out, read: w.cfg.answers, hold: prog.hold}
+	}
+	opts.Effects = ap
+	var rec *store.Recorder
+	if !w.cfg.noStore {
+		if rec, err = beginRecord(w.cfg.store, g, absPath(g.File), w.sources, inputs); err != nil {
+			writeError(w.cfg.out, err)
+			fmt.Fprintln(w.cfg.out, "not run: the run store cannot be written (--no-store runs without it)")
+			cancelExit()
+			return
+		}
+		ap.rec, ap.st, ap.runID = rec, rec.Store(), rec.ID()
+		rec.Inner = ap
 		opts.RunID, opts.Effects, opts.LoadFlow = rec.ID(), rec, recordingLoader(rec)
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	w.cancelRun, w.cancelExit, w.runDone = cancel, cancelExit, done
+	w.hasExit = g.OnExit != graphir.None
 	prog.start()
 	go func() {
 		defer close(done)
@@ -405,6 +443,9 @@ func (w *watcher) startRun(ctx context.Context, g *graphir.Graph) {
 		}
 		prog.stop()
 		prog.summary(res)
+		if rec != nil {
+			fmt.Fprintf(w.cfg.out, "  run:    %s\n", res.RunID)
+		}
 		if res.Status == vm.Waiting {
 			for _, p := range res.Pending {
 				fmt.Fprintf(w.cfg.out, "waiting: skein approve %s %s --resume\n", res.RunID, p.Step)
@@ -413,40 +454,29 @@ func (w *watcher) startRun(ctx context.Context, g *graphir.Graph) {
 	}()
 }
 
-// record begins the record of a --run run, with the texts of the files the
-// load read; nil with --no-store.
-func (w *watcher) record(g *graphir.Graph, inputs *stdlib.Map) (*store.Recorder, error) {
-	if w.cfg.noStore {
-		return nil, nil
-	}
-	st, err := store.Open(storePathFor(w.cfg.store, g.Root))
-	if err != nil {
-		return nil, err
-	}
-	var sources []store.Source
-	for _, f := range g.Files {
-		if text, err := os.ReadFile(f); err == nil {
-			sources = append(sources, store.Source{Path: absPath(f), Text: text})
-		}
-	}
-	started := time.Now()
-	rec, err := st.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: absPath(g.File), Root: absPath(g.Root),
-		Sources: sources, Inputs: inputs, Started: started})
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	rec.Inner = &approver{inner: vm.Local{}, rec: rec, st: st, runID: rec.ID()}
-	return rec, nil
-}
-
 // stopRun cancels the run in progress and waits until it has ended, its
 // processes included.
+// A Ctrl-C meanwhile stops its exit handler at once.
 func (w *watcher) stopRun() {
 	if w.cancelRun == nil {
 		return
 	}
 	w.cancelRun()
-	<-w.runDone
-	w.cancelRun, w.runDone = nil, nil
+	select {
+	case <-w.runDone:
+	default:
+		if w.hasExit {
+			fmt.Fprintln(w.cfg.out, "stopping the run: its exit handler has up to 30s (Ctrl-C stops it)")
+		}
+		for waiting := true; waiting; {
+			select {
+			case <-w.runDone:
+				waiting = false
+			case <-w.cfg.interrupts:
+				w.cancelExit()
+			}
+		}
+	}
+	w.cancelExit()
+	w.cancelRun, w.cancelExit, w.runDone = nil, nil, nil
 }

@@ -8,7 +8,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -41,10 +40,10 @@ type inlineAsker struct {
 	echo bool
 }
 
-// ask returns the decision, or ok false when the input ended first (the
-// run is then parked). When ctx ends or the deadline passes first it
-// returns a rejection the caller does not use: it looks at ctx and the
-// deadline itself.
+// ask returns the decision, or ok false when the input ended or could not
+// be read (the run is then parked). When ctx ends or the deadline passes
+// first it returns a rejection the caller does not use: it looks at ctx
+// and the deadline itself.
 func (a *inlineAsker) ask(ctx context.Context, req *vm.EffectRequest, deadline time.Time) (approved bool, reason string, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -65,7 +64,7 @@ func (a *inlineAsker) ask(ctx context.Context, req *vm.EffectRequest, deadline t
 	for {
 		line, err := a.readLine(ctx)
 		if err != nil {
-			return false, "", !errors.Is(err, io.EOF)
+			return false, "", ctx.Err() != nil
 		}
 		answer, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
 		switch strings.ToLower(answer) {
@@ -78,7 +77,7 @@ func (a *inlineAsker) ask(ctx context.Context, req *vm.EffectRequest, deadline t
 			fmt.Fprint(a.out, "reason (Enter for none): ")
 			line, err := a.readLine(ctx)
 			if err != nil {
-				return false, "", !errors.Is(err, io.EOF)
+				return false, "", ctx.Err() != nil
 			}
 			return false, strings.TrimSpace(line), true
 		}

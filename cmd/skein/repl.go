@@ -144,6 +144,15 @@ func runRepl(ctx context.Context, sio stdio, o any, args []string) int {
 	if in, ok := sio.in.(*os.File); ok && in == os.Stdin && sio.out == os.Stdout &&
 		term.IsTerminal(int(in.Fd())) && term.IsTerminal(int(os.Stdout.Fd())) && liner.TerminalSupported() {
 		r.tty = true
+		// Line editing keeps the terminal in a mode of its own; an
+		// approval's answer is read in the terminal's usual mode (echo,
+		// erase, Ctrl-C), restored for the time of the question.
+		fd := int(in.Fd())
+		usual, err := term.GetState(fd)
+		if err != nil {
+			fmt.Fprintf(sio.err, "skein repl: %v\n", err)
+			return exitFail
+		}
 		ln := liner.NewLiner()
 		defer ln.Close()
 		ln.SetCtrlCAborts(true)
@@ -165,7 +174,16 @@ func runRepl(ctx context.Context, sio stdio, o any, args []string) int {
 		}
 		defer func() { writeHistory(hist, r.hist) }()
 		r.read = ln.Prompt
-		r.answers = fdLine(int(in.Fd()))
+		read := fdLine(fd)
+		r.answers = func(ctx context.Context) (string, error) {
+			editing, err := term.GetState(fd)
+			if err != nil {
+				return "", err
+			}
+			term.Restore(fd, usual)
+			defer term.Restore(fd, editing)
+			return read(ctx)
+		}
 		fmt.Fprintln(sio.out, "skein repl: Skein builtins are predeclared; :help lists the commands, Ctrl-D leaves")
 	} else {
 		// A goroutine reads the lines, so that an approval's question can

@@ -13,6 +13,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 )
 
 // runContinued runs the workflow on the test suite, continuing it as new
@@ -54,15 +56,15 @@ func runContinued(t *testing.T, in RunInput) (*RunOutput, int) {
 }
 
 // continueScenarios are long enough to continue as new several times.
-var continueScenarios = []scenario{
-	{name: "long loop", files: map[string]string{"flow.star": `
+var continueScenarios = []temporaltest.Scenario{
+	{Name: "long loop", Files: map[string]string{"flow.star": `
 flow(output = "l")
 t = step("t", run = ["echo", "{{ loop.iteration }}"])
 l = loop("l", body = [t], until = lambda it: len(it.history) == 119 and it.output.stdout.strip() == "120", max_iterations = 200)
 after = step("after", fn = lambda r: r.l.stdout.strip())
 chain(START, l, after, END)
 `}},
-	{name: "back-edges in a loop", files: map[string]string{"flow.star": `
+	{Name: "back-edges in a loop", Files: map[string]string{"flow.star": `
 build = step("build", run = ["sh", "-c", 'test "$1" -ge 4', "build", "{{ self.visits }}"], max_visits = 5)
 fix = step("fix", fn = lambda r: {"fixed": r.build.exit_code, "f": 0.5})
 edge(build, fix, on = "failure")
@@ -70,7 +72,7 @@ edge(fix, build)
 l = loop("l", body = [build, fix], until = lambda it: it.iteration == 6, max_iterations = 9)
 chain(START, l, END)
 `}},
-	{name: "map in a loop", files: map[string]string{"flow.star": `
+	{Name: "map in a loop", Files: map[string]string{"flow.star": `
 flow(output = "l")
 work = step("work", run = ["sh", "-c", "echo $1", "work", "{{ item }}"])
 shape = step("shape", fn = lambda r: (r.index, r.work.stdout.strip()))
@@ -78,7 +80,7 @@ m = map("m", over = "[loop.iteration * 10 + i for i in range(7)]", body = [work,
 l = loop("l", body = [m], until = lambda it: it.iteration == 5, max_iterations = 10)
 chain(START, l, END)
 `}},
-	{name: "child flows in a loop", files: map[string]string{
+	{Name: "child flows in a loop", Files: map[string]string{
 		"flow.star": `
 flow(output = "l")
 kid = step("kid", flow = "child.star", inputs = {"n": "{{ loop.iteration }}"})
@@ -95,10 +97,14 @@ l = loop("l", body = [t], until = lambda it: it.iteration == 7, max_iterations =
 func TestContinueAsNewBothEngines(t *testing.T) {
 	// Every scenario, continued as new every few effects, gives what the
 	// local engine gives; the long ones continue several times.
-	all := append(append([]scenario(nil), scenarios...), continueScenarios...)
+	scenarios, err := temporaltest.Load("testdata/scenarios")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append(scenarios, continueScenarios...)
 	for _, sc := range all {
-		t.Run(sc.name, func(t *testing.T) {
-			parallel := max(sc.parallel, 1)
+		t.Run(sc.Name, func(t *testing.T) {
+			parallel := sc.ParallelOrOne()
 			g, sources, given := setup(t, sc)
 			local := decode(t, runLocal(t, g, given, parallel))
 			inputs, err := EncodeInputs(given)
@@ -110,7 +116,7 @@ func TestContinueAsNewBothEngines(t *testing.T) {
 			if diff := cmp.Diff(local, remote); diff != "" {
 				t.Errorf("local (-) and temporal continued %d times (+) differ:\n%s", n, diff)
 			}
-			if strings.HasPrefix(sc.name, "long") && n < 10 {
+			if strings.HasPrefix(sc.Name, "long") && n < 10 {
 				t.Errorf("continued %d times, want at least 10", n)
 			}
 		})
@@ -118,8 +124,8 @@ func TestContinueAsNewBothEngines(t *testing.T) {
 }
 
 // longLoop is a loop of n iterations with one task each.
-func longLoop(n int) scenario {
-	return scenario{name: "long", files: map[string]string{"flow.star": fmt.Sprintf(`
+func longLoop(n int) temporaltest.Scenario {
+	return temporaltest.Scenario{Name: "long", Files: map[string]string{"flow.star": fmt.Sprintf(`
 flow(output = "l")
 t = step("t", run = ["echo", "{{ loop.iteration }}"])
 l = loop("l", body = [t], until = lambda it: it.iteration == %d, max_iterations = %d)

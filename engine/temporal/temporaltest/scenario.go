@@ -1,0 +1,126 @@
+// Package temporaltest holds what the Temporal engine's tests share across
+// modules: the scenario table both engines must agree on, kept as txtar
+// files under engine/temporal/testdata/scenarios so the SDK-testsuite
+// tests (package temporal) and the real-server tests (the servertest
+// module) run the same flows.
+//
+// A scenario file is a txtar archive: its comment's first line is the
+// scenario's name, the lines after it options, one "key: value" a line:
+//
+//	inputs: {"label": "ham"}   the run's inputs, a JSON object
+//	parallel: 4                the run's --parallel (default 1)
+//	all-sources                send every file of the archive as a source
+//	                           (for templated child flow paths)
+//
+// Its files are flow.star, the flow run, and the files it uses.
+package temporaltest
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rogpeppe/go-internal/txtar"
+)
+
+// Scenario is one flow run on both engines.
+type Scenario struct {
+	Name string
+	// Files holds flow.star and the files it uses, by slash path.
+	Files map[string]string
+	// Inputs are the run's inputs, as JSON values by name.
+	Inputs map[string]json.RawMessage
+	// Parallel is the run's parallelism; 0 means 1.
+	Parallel int
+	// AllSources sends every file as a source (templated child flows).
+	AllSources bool
+}
+
+// Load reads every scenario file (*.txtar) in dir, sorted by file name.
+func Load(dir string) ([]Scenario, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.txtar"))
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("no scenario files (*.txtar) in %s", dir)
+	}
+	sort.Strings(names)
+	var out []Scenario
+	for _, name := range names {
+		sc, err := parse(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
+func parse(file string) (Scenario, error) {
+	a, err := txtar.ParseFile(file)
+	if err != nil {
+		return Scenario{}, err
+	}
+	lines := strings.Split(strings.TrimSpace(string(a.Comment)), "\n")
+	sc := Scenario{Name: strings.TrimSpace(lines[0]), Files: map[string]string{}}
+	if sc.Name == "" {
+		return Scenario{}, fmt.Errorf("%s:1: the first line names the scenario", file)
+	}
+	for i, line := range lines[1:] {
+		key, val, _ := strings.Cut(line, ":")
+		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+		pos := fmt.Sprintf("%s:%d", file, i+2)
+		switch key {
+		case "inputs":
+			if err := json.Unmarshal([]byte(val), &sc.Inputs); err != nil {
+				return Scenario{}, fmt.Errorf("%s: inputs: %v", pos, err)
+			}
+		case "parallel":
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 1 {
+				return Scenario{}, fmt.Errorf("%s: parallel: want a positive integer, got %q", pos, val)
+			}
+			sc.Parallel = n
+		case "all-sources":
+			sc.AllSources = true
+		case "":
+		default:
+			return Scenario{}, fmt.Errorf("%s: unknown option %q; want inputs, parallel or all-sources", pos, key)
+		}
+	}
+	for _, f := range a.Files {
+		sc.Files[f.Name] = string(f.Data)
+	}
+	if _, ok := sc.Files["flow.star"]; !ok {
+		return Scenario{}, fmt.Errorf("%s: no flow.star in the archive", file)
+	}
+	return sc, nil
+}
+
+// Write writes the scenario's files under dir and returns the path of its
+// flow.star.
+func (sc *Scenario) Write(dir string) (string, error) {
+	for name, src := range sc.Files {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Join(dir, "flow.star"), nil
+}
+
+// ParallelOrOne is the scenario's parallelism, 1 when unset.
+func (sc *Scenario) ParallelOrOne() int {
+	if sc.Parallel == 0 {
+		return 1
+	}
+	return sc.Parallel
+}

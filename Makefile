@@ -62,6 +62,26 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+# The server tests (engine/temporal/servertest, a module of its own): skein
+# workers and runs against the Temporal CLI's dev server. Installs the CLI
+# (into GOBIN, else GOPATH/bin) when neither $TEMPORAL_CLI, PATH nor that
+# directory has it: a cold build takes a few minutes, once. Runs in CI
+# after make test; make test never builds any of it.
+TEMPORAL_CLI_VERSION = v1.5.1
+
+.PHONY: test-temporal
+test-temporal:
+	@set -e; \
+	gobin=$$($(GO) env GOBIN); [ -n "$$gobin" ] || gobin=$$($(GO) env GOPATH)/bin; \
+	cli=$${TEMPORAL_CLI:-$$(command -v temporal || echo "$$gobin/temporal")}; \
+	if [ ! -x "$$cli" ]; then \
+		echo "installing the Temporal CLI $(TEMPORAL_CLI_VERSION) into $$gobin (a few minutes, once)"; \
+		$(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION); \
+		cli=$$gobin/temporal; \
+	fi; \
+	echo "Temporal CLI: $$cli"; \
+	cd engine/temporal/servertest && TEMPORAL_CLI="$$cli" $(GO) test -race -count=1 ./...
+
 # Model steps against a real inference engine (node-llama-cpp, a tiny
 # random-weight model made by a script); needs node, npm and python3 with
 # numpy (installed from apt when missing). Opt-in: not in make test or CI.

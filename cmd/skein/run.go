@@ -21,6 +21,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/check"
+	"github.com/skeinlang/skein/engine/temporal"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/stdlib"
@@ -32,18 +33,20 @@ import (
 type runOptions struct {
 	inputFlags
 	engineFlags
-	detach   bool
-	parallel int
-	timeout  time.Duration
-	json     bool
-	events   bool
-	root     string
-	fs       *pflag.FlagSet // to tell a flag given as 0 from one not given
-	store    string
-	noStore  bool
-	noPrompt bool
-	dryRun   bool
-	mocks    []string
+	detach bool
+	// heartbeat is --heartbeat-timeout, for --engine temporal.
+	heartbeat time.Duration
+	parallel  int
+	timeout   time.Duration
+	json      bool
+	events    bool
+	root      string
+	fs        *pflag.FlagSet // to tell a flag given as 0 from one not given
+	store     string
+	noStore   bool
+	noPrompt  bool
+	dryRun    bool
+	mocks     []string
 
 	cassette   string
 	replayOnly bool
@@ -109,6 +112,7 @@ Exit status: 0 succeeded, 1 failed or cancelled, 2 usage, load or check errors.`
 			defineMaxLoadSteps(fs, &o.maxLoad)
 			o.engineFlags.define(fs)
 			fs.BoolVar(&o.detach, "detach", false, "with --engine temporal, print the run's workflow id and return without waiting")
+			fs.DurationVar(&o.heartbeat, "heartbeat-timeout", temporal.DefaultHeartbeatTimeout, "with --engine temporal, how long a running task may go without a heartbeat before its worker counts as lost and the task runs again on another")
 			return o
 		},
 		run:  runRun,
@@ -185,6 +189,16 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 	if opts.detach && opts.engine != "temporal" {
 		fmt.Fprintln(io.err, "skein run: --detach needs --engine temporal")
 		return exitUsage
+	}
+	if opts.fs.Changed("heartbeat-timeout") {
+		if opts.engine != "temporal" {
+			fmt.Fprintln(io.err, "skein run: --heartbeat-timeout needs --engine temporal")
+			return exitUsage
+		}
+		if opts.heartbeat < temporal.MinHeartbeatTimeout {
+			fmt.Fprintf(io.err, "skein run: --heartbeat-timeout must be at least %s (tasks heartbeat every second), got %s\n", temporal.MinHeartbeatTimeout, opts.heartbeat)
+			return exitUsage
+		}
 	}
 	if opts.replayOnly && opts.cassette == "" {
 		fmt.Fprintln(io.err, "skein run: --replay-only needs --cassette FILE, the recorded exchanges to answer from")

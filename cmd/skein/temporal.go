@@ -158,7 +158,8 @@ func runOnTemporal(ctx context.Context, io stdio, opts *runOptions, g *graphir.G
 	}
 	id := vm.NewRunID(time.Now())
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: opts.taskQueue}, temporal.WorkflowName,
-		temporal.RunInput{Flow: absPath(g.File), Root: absPath(g.Root), Sources: sources, Inputs: in, Parallel: opts.parallel, Timeout: opts.timeout})
+		temporal.RunInput{Flow: absPath(g.File), Root: absPath(g.Root), Sources: sources, Inputs: in, Parallel: opts.parallel, Timeout: opts.timeout,
+			HeartbeatTimeout: opts.heartbeat})
 	if err != nil {
 		fmt.Fprintf(io.err, "skein run: cannot start the run on Temporal at %s: %v\n", opts.address, err)
 		return exitFail

@@ -7,8 +7,11 @@
 // The flow's sources travel in the workflow input (every file its load
 // read, by path) and are loaded and checked in the workflow, so the same
 // input always gives the same graph wherever a workflow task is replayed.
-// Temporal's own retries are off (one attempt per activity and child
-// workflow): a step's retries, backoff and retry_when decide, in the VM.
+// Temporal's own retries are off for everything a step decides (one
+// attempt per child workflow; a task's failures come back as its
+// activity's result): a step's retries, backoff and retry_when decide, in
+// the VM. Temporal retries only a lost worker: the same task attempt runs
+// again on another worker (LostWorkerAttempts).
 package temporal
 
 import (
@@ -45,12 +48,24 @@ const (
 // heartbeat is how often a task's activity heartbeats (a cancellation
 // reaches the activity with the answer to a heartbeat, so this bounds how
 // late a cancelled task is killed, with the worker's heartbeat throttle);
-// heartbeatTimeout is how long Temporal waits for one before it declares
-// the worker lost.
+// DefaultHeartbeatTimeout is how long Temporal waits for one before it
+// declares the worker lost, unless the run says otherwise
+// (RunInput.HeartbeatTimeout); MinHeartbeatTimeout is the least a run may
+// ask for, a few heartbeats.
 const (
-	heartbeat        = time.Second
-	heartbeatTimeout = 10 * time.Second
+	heartbeat               = time.Second
+	DefaultHeartbeatTimeout = 10 * time.Second
+	MinHeartbeatTimeout     = 2 * time.Second
 )
+
+// LostWorkerAttempts is how many times in all one attempt of a task runs
+// when the workers running it are lost (no heartbeat in time, or no
+// answer before the activity's close timeout). A lost worker is not the
+// step's failure: Temporal runs the same attempt again on another worker.
+// The task's own failures (exit codes, its timeout) come back as the
+// activity's result, never as an activity error, so Temporal never
+// retries them: the step's retries decide.
+const LostWorkerAttempts = 3
 
 // RunInput is the input of the workflow: the flow, its sources and the
 // run's options.
@@ -72,6 +87,10 @@ type RunInput struct {
 	KillGrace time.Duration `json:",omitempty"`
 	MaxPath   int           `json:",omitempty"`
 	ExitGrace time.Duration `json:",omitempty"`
+	// HeartbeatTimeout is how long a task's activity may go without a
+	// heartbeat before its worker counts as lost; 0 means
+	// DefaultHeartbeatTimeout.
+	HeartbeatTimeout time.Duration `json:",omitempty"`
 	// Nesting is set for child flows.
 	Nesting *vm.Nesting `json:",omitempty"`
 
@@ -348,9 +367,9 @@ func (p *producer) task(ctx context.Context, req *vm.EffectRequest, done func(*v
 	actx, cancel := workflow.WithCancel(p.ctx)
 	actx = workflow.WithActivityOptions(actx, workflow.ActivityOptions{
 		StartToCloseTimeout: close,
-		HeartbeatTimeout:    heartbeatTimeout,
+		HeartbeatTimeout:    p.heartbeatTimeout(),
 		WaitForCancellation: true,
-		RetryPolicy:         &sdktemporal.RetryPolicy{MaximumAttempts: 1},
+		RetryPolicy:         &sdktemporal.RetryPolicy{MaximumAttempts: LostWorkerAttempts, InitialInterval: time.Second},
 	})
 	fut := workflow.ExecuteActivity(actx, TaskActivity, in)
 	p.follow(ctx, fut, cancel, func(c workflow.Context, cancelled bool) *vm.EffectCompletion {
@@ -367,12 +386,19 @@ func (p *producer) task(ctx context.Context, req *vm.EffectRequest, done func(*v
 	}, done)
 }
 
+func (p *producer) heartbeatTimeout() time.Duration {
+	if p.in.HeartbeatTimeout > 0 {
+		return p.in.HeartbeatTimeout
+	}
+	return DefaultHeartbeatTimeout
+}
+
 // activityError is the message of an activity's failure, without the
 // wrapping Temporal adds.
 func activityError(err error) string {
 	var te *sdktemporal.TimeoutError
 	if errors.As(err, &te) {
-		return fmt.Sprintf("%s timeout (the worker running it was lost or stopped heartbeating)", strings.ToLower(strings.TrimPrefix(te.TimeoutType().String(), "TIMEOUT_TYPE_")))
+		return fmt.Sprintf("%s timeout (the workers running it were lost or stopped heartbeating, %d times)", strings.ToLower(strings.TrimPrefix(te.TimeoutType().String(), "TIMEOUT_TYPE_")), LostWorkerAttempts)
 	}
 	var ae *sdktemporal.ApplicationError
 	if errors.As(err, &ae) {
@@ -416,7 +442,7 @@ func (p *producer) child(ctx context.Context, req *vm.EffectRequest, done func(*
 	nest := req.Nesting()
 	cin := RunInput{Flow: req.ChildPath, Root: p.in.Root, Sources: p.in.Sources, Inputs: inputs,
 		Parallel: p.in.Parallel, EvalSteps: p.in.EvalSteps, MaxOutput: p.in.MaxOutput, KillGrace: p.in.KillGrace,
-		MaxPath: p.in.MaxPath, ExitGrace: p.in.ExitGrace, Nesting: &nest,
+		MaxPath: p.in.MaxPath, ExitGrace: p.in.ExitGrace, HeartbeatTimeout: p.in.HeartbeatTimeout, Nesting: &nest,
 		ContinueEvery: p.in.ContinueEvery, MaxPayload: p.in.MaxPayload}
 	id := p.id + "/"
 	for _, s := range req.Scope {

@@ -51,25 +51,11 @@ func setup(t *testing.T, sc temporaltest.Scenario) (*graphir.Graph, map[string]s
 	return g, sources, given
 }
 
-// comparable is what both engines must agree on, from the result JSON.
-type comparable struct {
-	Status string   `json:"status"`
-	Error  any      `json:"error"`
-	Output any      `json:"output"`
-	Path   []string `json:"path"`
-	Steps  map[string]struct {
-		Status string `json:"status"`
-		Visits int    `json:"visits"`
-		Output any    `json:"output"`
-		Code   string `json:"code"`
-	} `json:"steps"`
-}
-
-func decode(t *testing.T, b []byte) comparable {
+func decode(t *testing.T, b []byte) temporaltest.Comparable {
 	t.Helper()
-	var c comparable
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatalf("result: %v\n%s", err, b)
+	c, err := temporaltest.Decode(b)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return c
 }

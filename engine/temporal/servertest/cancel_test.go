@@ -1,0 +1,107 @@
+package servertest
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skeinlang/skein/engine/temporal"
+	"github.com/skeinlang/skein/engine/temporal/temporaltest"
+)
+
+// cancelFlow runs a task that writes its pid and sleeps an hour; its exit
+// handler records the run's status.
+const cancelFlow = `
+flow(on_exit = "cleanup")
+slow = step("slow", run = ["sh", "-c", 'echo $$ > pid.tmp && mv pid.tmp pid && exec sleep 3600'])
+cleanup = step("cleanup", fn = lambda r: r.run.status)
+`
+
+// cancelled checks a cancelled run's result: the run and its task
+// cancelled, the exit handler run, and the task's process gone.
+func cancelled(t *testing.T, result []byte, pid int) {
+	t.Helper()
+	res, err := temporaltest.Decode(result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "cancelled" || res.Steps["slow"].Status != "cancelled" {
+		t.Errorf("status %s, slow %s; want cancelled, cancelled\n%s", res.Status, res.Steps["slow"].Status, result)
+	}
+	var handler struct {
+		OnExit struct {
+			Output string `json:"output"`
+		} `json:"on_exit"`
+	}
+	json.Unmarshal(result, &handler)
+	if handler.OnExit.Output != "cancelled" {
+		t.Errorf("exit handler output %q, want cancelled\n%s", handler.OnExit.Output, result)
+	}
+	// The task's activity acknowledges its cancellation once the process
+	// is killed and reaped, before the run's result exists.
+	if alive(pid) {
+		t.Errorf("the task's process %d outlived the cancelled run", pid)
+	}
+}
+
+// TestCancelFromCLI: Ctrl-C (SIGINT) on `skein run --engine temporal`
+// cancels the workflow, which kills the task's process on the worker; the
+// exit handler runs and the cancelled result is printed (exit 1).
+func TestCancelFromCLI(t *testing.T) {
+	dir := t.TempDir()
+	flow, err := (&temporaltest.Scenario{Files: map[string]string{"flow.star": cancelFlow}}).Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := queue(t)
+	worker(t, q, nil)
+	run := start(t, dir, nil, skeinBin, "run", flow, "--engine", "temporal", "--address", address, "--task-queue", q, "--json")
+	pidFile := filepath.Join(dir, "pid")
+	waitFor(t, time.Minute, "the task to start", func() bool { _, err := os.Stat(pidFile); return err == nil })
+	pid := readPid(t, pidFile)
+	t.Cleanup(func() { killGroup(pid) })
+
+	run.cmd.Process.Signal(os.Interrupt)
+	if code := run.wait(t, 2*time.Minute); code != 1 {
+		t.Errorf("skein run: exit %d after Ctrl-C, want 1\nstderr:\n%s", code, run.stderr.String())
+	}
+	cancelled(t, []byte(run.stdout.String()), pid)
+}
+
+// TestCancelDetached: a run started with --detach and cancelled with the
+// Temporal CLI (temporal workflow cancel) ends the same way.
+func TestCancelDetached(t *testing.T) {
+	dir := t.TempDir()
+	flow, err := (&temporaltest.Scenario{Files: map[string]string{"flow.star": cancelFlow}}).Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := queue(t)
+	worker(t, q, nil)
+	out, stderr, code := skein(t, dir, "run", flow, "--engine", "temporal", "--address", address, "--task-queue", q, "--detach")
+	id := strings.TrimSpace(out)
+	if code != 0 || id == "" {
+		t.Fatalf("skein run --detach: exit %d, stdout %q\nstderr:\n%s", code, out, stderr)
+	}
+	pidFile := filepath.Join(dir, "pid")
+	waitFor(t, time.Minute, "the task to start", func() bool { _, err := os.Stat(pidFile); return err == nil })
+	pid := readPid(t, pidFile)
+	t.Cleanup(func() { killGroup(pid) })
+
+	if b, err := exec.Command(temporalBin, "workflow", "cancel", "--address", address, "--workflow-id", id).CombinedOutput(); err != nil {
+		t.Fatalf("temporal workflow cancel: %v\n%s", err, b)
+	}
+	c := newClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var res temporal.RunOutput
+	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+		t.Fatalf("the run's result: %v", err)
+	}
+	cancelled(t, res.Result, pid)
+}

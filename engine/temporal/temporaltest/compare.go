@@ -1,0 +1,32 @@
+package temporaltest
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Comparable is what both engines must agree on in a run's result object
+// (the JSON of `skein run --json`): status, error, output, path and each
+// step's status, visits, output and code. Run ids, times and durations
+// differ from run to run and are left out.
+type Comparable struct {
+	Status string   `json:"status"`
+	Error  any      `json:"error"`
+	Output any      `json:"output"`
+	Path   []string `json:"path"`
+	Steps  map[string]struct {
+		Status string `json:"status"`
+		Visits int    `json:"visits"`
+		Output any    `json:"output"`
+		Code   string `json:"code"`
+	} `json:"steps"`
+}
+
+// Decode reads the comparable part of a result object.
+func Decode(b []byte) (Comparable, error) {
+	var c Comparable
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, fmt.Errorf("result: %v\n%s", err, b)
+	}
+	return c, nil
+}

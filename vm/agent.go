@@ -150,7 +150,7 @@ func (r *run) agentTurn(a *agentRun) {
 	req.Prompt = chat.Messages[len(chat.Messages)-1].Content
 	req.model = &modelRun{provider: r.opts.Models, budget: r.opts.budget, retries: n.Retries, backoff: n.Backoff}
 	req.agent = a
-	r.startEffect(a.f, n, req)
+	r.startGated(a.f, n, req)
 }
 
 // agentDone carries an agent step on after one of its effects completed.
@@ -436,7 +436,7 @@ func (r *run) startToolCall(a *agentRun, i int, call model.ToolCall, offered []*
 		req.child = r.childRun(append(append([]string(nil), req.Scope...), t.Name))
 		req.agent = a
 		a.pending++
-		r.startEffect(a.f, n, req)
+		r.startGated(a.f, n, req)
 		return
 	}
 	req.Dir, req.Env, req.Timeout, req.KillGrace, req.MaxOutput = r.p.dir, r.opts.Env, n.Timeout, r.opts.KillGrace, r.opts.MaxOutput
@@ -475,7 +475,7 @@ func (r *run) startToolCall(a *agentRun, i int, call model.ToolCall, offered []*
 	}
 	req.agent = a
 	a.pending++
-	r.startEffect(a.f, n, req)
+	r.startGated(a.f, n, req)
 }
 
 // toolDone records a tool call's completion as its result for the model.

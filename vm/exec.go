@@ -57,6 +57,7 @@ type run struct {
 
 	running  int                         // async work in flight, retry timers included
 	reserved bool                        // dispatch took a --parallel slot for the step it is entering
+	slotq    []queued                    // effects of running agent steps waiting for a --parallel slot
 	inbox    inbox                       // async work reports here
 	timers   map[*completion]func() bool // retry timers by their completion: stop
 	rt       Runtime
@@ -360,13 +361,15 @@ func (r *run) drive() {
 			r.suspend()
 			break
 		}
-		if !hold {
+		// The effects of steps already running wait for a slot even
+		// while the run holds its ready steps back.
+		if r.startQueued(); !hold && len(r.slotq) == 0 {
 			r.dispatch()
 		}
 		if r.over {
 			break
 		}
-		if r.running == 0 && len(r.queue) == 0 {
+		if r.running == 0 && len(r.queue) == 0 && len(r.slotq) == 0 {
 			if r.ctx.Err() != nil {
 				// An evaluation saw the run being stopped and left its
 				// step unfinished: that is the interruption, not a

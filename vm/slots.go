@@ -2,7 +2,8 @@ package vm
 
 // This file defines the --parallel budget of a run tree: one count of the
 // effects doing work (tasks, shells, model calls, agent tool calls) across
-// a run and all its child flows, so nesting never multiplies it.
+// a run and all its child flows, so nesting never multiplies it, and the
+// queue in which the effects of running agent steps wait for it.
 
 import (
 	"sync"
@@ -35,7 +36,7 @@ func (s *slots) reserve(wake chan struct{}) bool {
 }
 
 // take takes a slot whether or not one is free: for the retries of an
-// effect and an agent's tool calls, which were not gated when they began.
+// effect, which was not gated when it began.
 func (s *slots) take() {
 	s.mu.Lock()
 	s.used++
@@ -68,4 +69,53 @@ func doesWork(n *graphir.Node, req *EffectRequest) bool {
 		return false
 	}
 	return true
+}
+
+// queued is an effect of a running step waiting for a slot: an agent's
+// tool call, or its next model call.
+type queued struct {
+	f   *frame
+	n   *graphir.Node
+	req *EffectRequest
+}
+
+// startGated starts an effect of an agent step that is already running
+// once the run tree's budget has a slot for it: at once when dispatch has
+// reserved one for the step it is entering or the effect does no work of
+// its own, else after the effects queued before it. The step holds no slot
+// while its effects wait, so waiting can never deadlock the budget.
+func (r *run) startGated(f *frame, n *graphir.Node, req *EffectRequest) {
+	if r.reserved || !doesWork(n, req) {
+		r.startEffect(f, n, req)
+		return
+	}
+	r.slotq = append(r.slotq, queued{f, n, req})
+	r.startQueued()
+}
+
+// startQueued starts queued effects, oldest first, while slots are free.
+// An effect whose frame was abandoned is dropped, its step cancelled.
+func (r *run) startQueued() {
+	for len(r.slotq) > 0 && !r.over {
+		q := r.slotq[0]
+		if q.f.dead {
+			r.slotq = r.slotq[1:]
+			if rec := r.recs[q.n.ID]; rec.Status == StepRunning {
+				rec.Status = StepCancelled
+			}
+			continue
+		}
+		if !r.opts.slots.reserve(r.inbox.wake) {
+			return
+		}
+		r.slotq = r.slotq[1:]
+		if r.ctx.Err() != nil {
+			r.opts.slots.give()
+			r.interrupted()
+			return
+		}
+		r.reserved = true
+		r.startEffect(q.f, q.n, q.req)
+		r.reserved = false
+	}
 }

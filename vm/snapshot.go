@@ -176,7 +176,7 @@ type snapTask struct {
 // flight, not in its exit handler, nothing parked, and something left to
 // start.
 func (r *run) quiescent() bool {
-	return r.running == 0 && !r.exiting && len(r.parked) == 0 && len(r.queue) > 0 && r.ctx.Err() == nil
+	return r.running == 0 && len(r.slotq) == 0 && !r.exiting && len(r.parked) == 0 && len(r.queue) > 0 && r.ctx.Err() == nil
 }
 
 // suspend ends the driver loop with the run's state in a snapshot.

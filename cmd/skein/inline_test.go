@@ -111,6 +111,7 @@ func TestREPLTerminalSecondInterrupt(t *testing.T) {
 	w := &watchRun{t: t, dir: dir, out: term.out}
 	pid := w.readPid(filepath.Join(dir, "pid"))
 	term.send(keyCtrlC)
+	term.expect("cancelling the run: its exit handler has up to 30s (Ctrl-C again stops it)")
 	cleaner := w.readPid(filepath.Join(dir, "cleaning"))
 	term.send(keyCtrlC)
 	term.expect("cancelled in")

@@ -630,10 +630,13 @@ func (r *repl) run(args []string) {
 	done := make(chan *vm.Result, 1)
 	go func() { done <- vm.Prepare(g).Run(ctx, inputs, opts) }()
 	var res *vm.Result
-	for res == nil {
+	for n := 0; res == nil; {
 		select {
 		case res = <-done:
 		case <-r.sigint:
+			if n++; n == 1 && g.OnExit != graphir.None {
+				prog.note("cancelling the run: its exit handler has up to 30s (Ctrl-C again stops it)")
+			}
 			interrupt()
 		}
 	}

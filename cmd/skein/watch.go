@@ -159,6 +159,7 @@ type watcher struct {
 	cancelExit context.CancelFunc
 	hasExit    bool
 	runDone    chan struct{}
+	prog       *progress // the run's, for notes above it
 }
 
 // watch loads and checks cfg.file, then again after every change to the
@@ -430,7 +431,7 @@ func (w *watcher) startRun(ctx context.Context, g *graphir.Graph) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	w.cancelRun, w.cancelExit, w.runDone = cancel, cancelExit, done
-	w.hasExit = g.OnExit != graphir.None
+	w.hasExit, w.prog = g.OnExit != graphir.None, prog
 	prog.start()
 	go func() {
 		defer close(done)
@@ -466,7 +467,7 @@ func (w *watcher) stopRun() {
 	case <-w.runDone:
 	default:
 		if w.hasExit {
-			fmt.Fprintln(w.cfg.out, "stopping the run: its exit handler has up to 30s (Ctrl-C stops it)")
+			w.prog.note("stopping the run: its exit handler has up to 30s (Ctrl-C stops it)")
 		}
 		for waiting := true; waiting; {
 			select {
@@ -478,5 +479,5 @@ func (w *watcher) stopRun() {
 		}
 	}
 	w.cancelExit()
-	w.cancelRun, w.cancelExit, w.runDone = nil, nil, nil
+	w.cancelRun, w.cancelExit, w.runDone, w.prog = nil, nil, nil, nil
 }

@@ -264,7 +264,7 @@ func runApprove(ctx context.Context, io stdio, o any, args []string) int {
 		by = currentUser()
 	}
 	if r.Status == store.Waiting || r.Status == store.Interrupted {
-		if err := checkDeadline(st, r, target); err != nil {
+		if err := checkDeadline(r, target); err != nil {
 			fmt.Fprintf(io.err, "skein approve: %v\n", err)
 			return exitFail
 		}
@@ -293,23 +293,16 @@ func runApprove(ctx context.Context, io stdio, o any, args []string) int {
 }
 
 // checkDeadline refuses a decision that comes after the approval's
-// timeout, which counts from when it was first asked.
-func checkDeadline(st *store.Store, r *store.Run, a *store.Approval) error {
-	sources, err := st.Sources(r.ID)
-	if err != nil || len(sources) == 0 {
+// timeout, which counts from when it was first asked. The timeout is the
+// one recorded with the approval (the step's, wherever it is: a child
+// flow, a loop body); an approval recorded by an older skein has none
+// recorded, and a late decision on it is left for the resumed run to time
+// out.
+func checkDeadline(r *store.Run, a *store.Approval) error {
+	deadline := a.Deadline()
+	if deadline.IsZero() || !a.Decided.IsZero() || time.Now().Before(deadline) {
 		return nil
 	}
-	g, _ := loadAndCheckFrom(r.File, r.Root, recordedSources(sources).readFile)
-	if g == nil {
-		return nil
-	}
-	n := g.Node(a.Step)
-	if n == nil || n.Timeout <= 0 || !a.Decided.IsZero() {
-		return nil
-	}
-	if deadline := a.Requested.Add(n.Timeout); time.Now().After(deadline) {
-		return fmt.Errorf("approval %q of run %s timed out at %s (its timeout of %s counts from when it was asked); skein resume %s routes the timeout",
-			a.Step, r.ID, deadline.Local().Format("2006-01-02 15:04:05"), n.Timeout, r.ID)
-	}
-	return nil
+	return fmt.Errorf("approval %q of run %s timed out at %s (its timeout of %s counts from when it was asked); skein resume %s routes the timeout",
+		a.Step, r.ID, deadline.Local().Format("2006-01-02 15:04:05"), a.Timeout, r.ID)
 }

@@ -18,8 +18,10 @@ import (
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/model"
 	"github.com/skeinlang/skein/vm/store"
 )
 
@@ -30,12 +32,21 @@ type resumeOptions struct {
 	json     bool
 	events   bool
 	noPrompt bool
+
+	// The run-time options, each the recorded one unless given.
+	fs         *pflag.FlagSet // nil: none given (approve --resume)
+	parallel   int
+	timeout    time.Duration
+	maxLoad    uint64
+	maxTokens  int
+	cassette   string
+	replayOnly bool
 }
 
 func init() {
 	register(&command{
 		name:    "resume",
-		args:    "RUN [--from STEP] [--reload] [--json] [--events]",
+		args:    "RUN [--from STEP] [--reload] [--json] [--events] [--parallel N] [--timeout D] [--max-load-steps N] [--cassette F [--replay-only]] [--max-tokens N]",
 		summary: "continue a recorded run after a failure, a crash or an approval",
 		long: `Continues a run from its record. Every task, shell or other effect whose
 successful completion was recorded is not run again: its recorded outcome is
@@ -53,9 +64,21 @@ takes the files on disk instead, and the run fails with resume_diverged when
 the changed flow asks for something the record cannot answer. --from STEP
 runs STEP again, and everything that completed after it.
 
+The run's options are the ones it was started with (--parallel, --timeout,
+--max-load-steps, --cassette, --replay-only, --max-tokens, as recorded);
+each of these flags, given, replaces the recorded value for the resumed run
+(and is recorded with it). Model calls the record answers are not made
+again; the others go to the cassette, when there is one, else to the model.
+
 Exit status: as skein run; 1 also when the run is not found or still running.`,
 		flags: func(fs *pflag.FlagSet) any {
-			o := &resumeOptions{}
+			o := &resumeOptions{fs: fs}
+			fs.IntVarP(&o.parallel, "parallel", "p", 0, "task, shell and model-call steps run at once (default: as recorded)")
+			fs.DurationVar(&o.timeout, "timeout", 0, "stop the run after this long (default: as recorded)")
+			defineMaxLoadSteps(fs, &o.maxLoad)
+			fs.StringVar(&o.cassette, "cassette", "", "answer model calls from this file and record new ones into it (default: as recorded)")
+			fs.BoolVar(&o.replayOnly, "replay-only", false, "answer model calls only from the cassette (default: as recorded)")
+			fs.IntVar(&o.maxTokens, "max-tokens", 0, "bound the tokens the run's model calls may spend (default: as recorded)")
 			fs.StringVar(&o.from, "from", "", "run this step again, and everything that completed after it")
 			fs.BoolVar(&o.reload, "reload", false, "use the flow's files on disk instead of the recorded sources")
 			fs.BoolVar(&o.json, "json", false, "print only the result, as JSON, when the run ends")
@@ -74,6 +97,10 @@ func runResume(ctx context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintln(io.err, "skein resume: want one run (an id, a prefix of one, or last)\nusage: skein resume RUN [--from STEP] [--reload]")
 		return exitUsage
 	}
+	if err := opts.check(); err != nil {
+		fmt.Fprintf(io.err, "skein resume: %v\n", err)
+		return exitUsage
+	}
 	st, r, ok := getRun(io, "resume", opts.store, args[0])
 	if !ok {
 		return exitFail
@@ -82,11 +109,61 @@ func runResume(ctx context.Context, io stdio, o any, args []string) int {
 	return resumeRun(ctx, io, st, r, opts)
 }
 
+// changed reports whether flag name was given.
+func (o *resumeOptions) changed(name string) bool { return o.fs != nil && o.fs.Changed(name) }
+
+// check refuses flag values run would refuse.
+func (o *resumeOptions) check() error {
+	switch {
+	case o.changed("parallel") && o.parallel < 1:
+		return fmt.Errorf("--parallel must be at least 1, got %d", o.parallel)
+	case o.timeout < 0:
+		return fmt.Errorf("--timeout must not be negative, got %s", o.timeout)
+	case o.changed("max-tokens") && o.maxTokens < 1:
+		return fmt.Errorf("--max-tokens must be at least 1, got %d", o.maxTokens)
+	case o.changed("cassette") && o.cassette == "":
+		return fmt.Errorf("--cassette wants a file")
+	}
+	return nil
+}
+
+// runOptions are the options of the resumed run: the recorded ones, each
+// replaced by its flag when given.
+func (o *resumeOptions) runOptions(rec store.RunOptions) (store.RunOptions, error) {
+	if o.changed("parallel") {
+		rec.Parallel = o.parallel
+	}
+	if o.changed("timeout") {
+		rec.Timeout = o.timeout
+	}
+	if o.changed("max-load-steps") {
+		rec.MaxLoadSteps = o.maxLoad
+	}
+	if o.changed("max-tokens") {
+		rec.MaxTokens = o.maxTokens
+	}
+	if o.changed("cassette") {
+		rec.Cassette = absPath(o.cassette)
+	}
+	if o.changed("replay-only") {
+		rec.ReplayOnly = o.replayOnly
+	}
+	if rec.ReplayOnly && rec.Cassette == "" {
+		return rec, fmt.Errorf("--replay-only needs --cassette FILE, the recorded exchanges to answer from")
+	}
+	return rec, nil
+}
+
 // resumeRun continues run r of store st.
 func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opts *resumeOptions) int {
 	if r.Status == store.Running {
 		fmt.Fprintf(io.err, "skein resume: run %s is still running\n", r.ID)
 		return exitFail
+	}
+	ropts, err := opts.runOptions(r.Options)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein resume: %v\n", err)
+		return exitUsage
 	}
 	sources, err := st.Sources(r.ID)
 	if err != nil {
@@ -97,7 +174,7 @@ func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opt
 	if !opts.reload {
 		src = recordedSources(sources)
 	}
-	g, ds := loadAndCheckFrom(r.File, r.Root, src.readFile)
+	g, ds := loadAndCheck(r.File, lang.Options{Root: r.Root, ReadFile: src.readFile, MaxSteps: ropts.MaxLoadSteps})
 	if errs, _ := check.Count(ds); errs > 0 || g == nil {
 		check.WriteText(io.err, ds)
 		fmt.Fprintf(io.err, "skein: run %s not resumed: its flow has %s\n", r.ID, plural(max(errs, 1), "error"))
@@ -127,9 +204,9 @@ func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opt
 		started := time.Now()
 		resumedFrom = r.ID
 		rec, err = st.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: absPath(g.File), Root: absPath(g.Root),
-			Sources: src.sources(), Inputs: inputs, Started: started, Options: r.Options, ResumedFrom: r.ID})
+			Sources: src.sources(), Inputs: inputs, Started: started, Options: ropts, ResumedFrom: r.ID})
 	} else {
-		rec, err = st.Continue(r.ID)
+		rec, err = st.Continue(r.ID, ropts)
 		if err == nil && opts.reload {
 			for _, s := range src.sources() {
 				if err = rec.AddSource(s); err != nil {
@@ -157,9 +234,20 @@ func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opt
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	vopts := vm.Options{Parallel: r.Options.Parallel, Timeout: r.Options.Timeout, RunID: rec.ID(), Effects: replay, LoadFlow: recordingLoader(rec)}
+	vopts := vm.Options{Parallel: ropts.Parallel, Timeout: ropts.Timeout, MaxTokens: ropts.MaxTokens, RunID: rec.ID(), Effects: replay,
+		LoadFlow: budgetedRecordingLoader(rec, ropts.MaxLoadSteps)}
 	if !opts.reload {
-		vopts.LoadFlow = recordedLoader(src, rec)
+		vopts.LoadFlow = recordedLoader(src, rec, ropts.MaxLoadSteps)
+	}
+	if ropts.Cassette != "" {
+		var live model.Provider
+		if !ropts.ReplayOnly {
+			live = &model.Client{}
+		}
+		if vopts.Models, err = model.OpenCassette(ropts.Cassette, ropts.ReplayOnly, live); err != nil {
+			fmt.Fprintf(io.err, "skein resume: %v\n", err)
+			return exitFail
+		}
 	}
 	return execute(ctx, io, g, inputs, vopts, rec, runHooks{prompt: prompt}, resumedFrom, opts.json, opts.events)
 }
@@ -225,14 +313,14 @@ func isChildPath(path string) bool {
 // recordedLoader loads templated child flows from the run's recorded
 // sources, falling back to the disk (recording what it reads) for a child
 // the original run never loaded.
-func recordedLoader(src *sourceRecorder, rec *store.Recorder) func(context.Context, string, string) (*graphir.Graph, error) {
-	disk := recordingLoader(rec)
+func recordedLoader(src *sourceRecorder, rec *store.Recorder, maxSteps uint64) func(context.Context, string, string) (*graphir.Graph, error) {
+	disk := budgetedRecordingLoader(rec, maxSteps)
 	return func(ctx context.Context, path, root string) (*graphir.Graph, error) {
 		abs, _ := filepath.Abs(path)
 		if _, ok := src.from[abs]; !ok {
 			return disk(ctx, path, root)
 		}
-		g, ds := loadAndCheckFrom(path, root, src.readFile)
+		g, ds := loadAndCheck(path, lang.Options{Root: root, ReadFile: src.readFile, MaxSteps: maxSteps})
 		for _, d := range ds {
 			if d.Severity == check.Error {
 				return nil, fmt.Errorf("%s", d.String())

@@ -272,7 +272,7 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 			started := time.Now()
 			rec, err = st.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: absPath(g.File), Root: absPath(g.Root),
 				Sources: src.sources(), Inputs: inputs, Started: started,
-				Options: store.RunOptions{Parallel: opts.parallel, Timeout: opts.timeout}})
+				Options: opts.recorded()})
 		}
 		if err != nil {
 			fmt.Fprintf(io.err, "skein run: %v\nskein: %s not run (--no-store runs it without recording)\n", err, args[0])
@@ -679,6 +679,15 @@ func interrupts(parent context.Context) (run, exit context.Context, stop func())
 		cancelRun()
 		cancelExit()
 	}
+}
+
+// recorded are the options recorded with the run, which a resume reuses.
+func (o *runOptions) recorded() store.RunOptions {
+	ro := store.RunOptions{Parallel: o.parallel, Timeout: o.timeout, MaxLoadSteps: o.maxLoad, MaxTokens: o.maxTokens, ReplayOnly: o.replayOnly}
+	if o.cassette != "" {
+		ro.Cassette = absPath(o.cassette)
+	}
+	return ro
 }
 
 // models returns what answers the run's model calls: the cassette when one

@@ -21,7 +21,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/vm/store"
@@ -141,15 +140,6 @@ func (s *sourceRecorder) sources() []store.Source {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]store.Source(nil), s.files...)
-}
-
-// loadAndCheckFrom is loadAndCheck reading files through read.
-func loadAndCheckFrom(file, root string, read func(string) ([]byte, error)) (*graphir.Graph, []check.Diagnostic) {
-	g, err := lang.Load(file, lang.Options{Root: root, ReadFile: read})
-	if err != nil {
-		return nil, []check.Diagnostic{check.FromError(asError(err))}
-	}
-	return g, check.Graph(g)
 }
 
 // storeFlag defines --store on a command that names no flow.

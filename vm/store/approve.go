@@ -19,6 +19,9 @@ type Approval struct {
 	Visit     int
 	Message   string
 	Requested time.Time
+	// Timeout bounds the wait from Requested (0: none); negative when not
+	// known (an approval recorded by an older skein).
+	Timeout time.Duration
 	// The decision; Decided is zero while there is none.
 	Decided  time.Time
 	Approved bool
@@ -30,8 +33,8 @@ type Approval struct {
 // and returns its record: when it was first asked and any decision.
 func (rec *Recorder) Ask(req *vm.EffectRequest) (*Approval, error) {
 	path := EffectPath(req)
-	if _, err := rec.s.db.Exec(`INSERT OR IGNORE INTO approvals (run, path, step, visit, message, requested) VALUES (?, ?, ?, ?, ?, ?)`,
-		rec.n, path, req.Step, req.Visit, req.Message, nanos(time.Now())); err != nil {
+	if _, err := rec.s.db.Exec(`INSERT OR IGNORE INTO approvals (run, path, step, visit, message, requested, timeout) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		rec.n, path, req.Step, req.Visit, req.Message, nanos(time.Now()), int64(max(req.Timeout, 0))); err != nil {
 		return nil, rec.s.fail(err)
 	}
 	rows, err := rec.s.approvals(`a.run = ? AND a.path = ? AND a.step = ? AND a.visit = ?`, rec.n, path, req.Step, req.Visit)
@@ -48,7 +51,7 @@ func (s *Store) Approvals(id string) ([]*Approval, error) {
 }
 
 func (s *Store) approvals(where string, args ...any) ([]*Approval, error) {
-	rows, err := s.db.Query(`SELECT a.path, a.step, a.visit, a.message, a.requested, COALESCE(a.decided, 0), COALESCE(a.approved, 0),
+	rows, err := s.db.Query(`SELECT a.path, a.step, a.visit, a.message, a.requested, COALESCE(a.timeout, -1), COALESCE(a.decided, 0), COALESCE(a.approved, 0),
 		COALESCE(a.by, ''), COALESCE(a.reason, '') FROM approvals a WHERE `+where+` ORDER BY a.requested`, args...)
 	if err != nil {
 		return nil, s.fail(err)
@@ -57,17 +60,26 @@ func (s *Store) approvals(where string, args ...any) ([]*Approval, error) {
 	var out []*Approval
 	for rows.Next() {
 		a := &Approval{}
-		var requested, decided int64
-		if err := rows.Scan(&a.Path, &a.Step, &a.Visit, &a.Message, &requested, &decided, &a.Approved, &a.By, &a.Reason); err != nil {
+		var requested, timeout, decided int64
+		if err := rows.Scan(&a.Path, &a.Step, &a.Visit, &a.Message, &requested, &timeout, &decided, &a.Approved, &a.By, &a.Reason); err != nil {
 			return nil, s.fail(err)
 		}
 		a.Requested = fromNanos(requested)
+		a.Timeout = time.Duration(timeout)
 		if decided != 0 {
 			a.Decided = fromNanos(decided)
 		}
 		out = append(out, a)
 	}
 	return out, s.fail(rows.Err())
+}
+
+// Deadline is when the approval times out; zero for none (or not known).
+func (a *Approval) Deadline() time.Time {
+	if a.Timeout <= 0 {
+		return time.Time{}
+	}
+	return a.Requested.Add(a.Timeout)
 }
 
 // ErrDecided is returned (wrapped) for a second decision on one approval.

@@ -236,11 +236,18 @@ type Effect struct {
 // Effects returns the journal of the run with id, in the order the
 // attempts started, from the attempt after afterID (0 for all).
 func (s *Store) Effects(id string, afterID int64) ([]*Effect, error) {
+	var n int64
+	if err := s.db.QueryRow(`SELECT n FROM runs WHERE id = ?`, id).Scan(&n); errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	} else if err != nil {
+		return nil, s.fail(err)
+	}
+	lo, hi := effectIDs(n)
 	rows, err := s.db.Query(`SELECT e.id, e.path, e.step, e.kind, e.visit, e.attempt, e.status, COALESCE(e.done, 0), COALESCE(e.code, ''),
 		COALESCE(e.error, ''), e.output, COALESCE(e.exit_code, 0), COALESCE(e.stdout, ''), COALESCE(e.stderr, ''), COALESCE(e.truncated, 0),
 		e.on_exit, e.started, COALESCE(e.ended, 0), COALESCE(e.model, ''), COALESCE(e.answer, ''),
 		COALESCE(e.prompt_tokens, 0), COALESCE(e.completion_tokens, 0)
-		FROM effects e JOIN runs r ON r.n = e.run WHERE r.id = ? AND e.id > ? ORDER BY e.id`, id, afterID)
+		FROM effects e WHERE e.id > ? AND e.id < ? ORDER BY e.id`, max(lo, afterID), hi)
 	if err != nil {
 		return nil, s.fail(err)
 	}
@@ -291,11 +298,35 @@ func (s *Store) GC(keep int, olderThan time.Duration) (int, error) {
 		return 0, s.fail(err)
 	}
 	defer tx.Rollback()
-	res, err := tx.Exec(`DELETE FROM runs WHERE `+ended+` AND (`+strings.Join(conds, " AND ")+`)`, args...)
+	rows, err := tx.Query(`SELECT n FROM runs WHERE `+ended+` AND (`+strings.Join(conds, " AND ")+`)`, args...)
 	if err != nil {
 		return 0, s.fail(err)
 	}
-	deleted, _ := res.RowsAffected()
+	var doomed []int64
+	for rows.Next() {
+		var n int64
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return 0, s.fail(err)
+		}
+		doomed = append(doomed, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, s.fail(err)
+	}
+	for _, n := range doomed {
+		// A run's effects are one range of ids; its sources, approvals
+		// and waits go with it (ON DELETE CASCADE).
+		lo, hi := effectIDs(n)
+		if _, err := tx.Exec(`DELETE FROM effects WHERE id > ? AND id < ?`, lo, hi); err != nil {
+			return 0, s.fail(err)
+		}
+		if _, err := tx.Exec(`DELETE FROM runs WHERE n = ?`, n); err != nil {
+			return 0, s.fail(err)
+		}
+	}
+	deleted := len(doomed)
 	if _, err := tx.Exec(`DELETE FROM blobs WHERE hash NOT IN (SELECT hash FROM sources)`); err != nil {
 		return 0, s.fail(err)
 	}

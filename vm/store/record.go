@@ -49,10 +49,20 @@ func (s Source) Hash() string {
 }
 
 // RunOptions are the options a run was started with, which a resume
-// reuses.
+// reuses (unless it is given others).
 type RunOptions struct {
 	Parallel int           `json:"parallel,omitempty"`
 	Timeout  time.Duration `json:"timeout,omitempty"`
+	// MaxLoadSteps is the load-time step budget the flow and its child
+	// flows were loaded with (0: the default).
+	MaxLoadSteps uint64 `json:"max_load_steps,omitempty"`
+	// MaxTokens bounds the tokens of the run's model calls (0: the flow's
+	// own bound, if any).
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// Cassette is the absolute path of the file that answered (and
+	// recorded) the run's model calls; ReplayOnly: only from it.
+	Cassette   string `json:"cassette,omitempty"`
+	ReplayOnly bool   `json:"replay_only,omitempty"`
 }
 
 // NewRun describes a run about to start.
@@ -81,6 +91,7 @@ type Recorder struct {
 	mu    sync.Mutex
 	done  int64 // the completion order of the latest commit
 	done0 int64 // ... when this process took the run over
+	last  int64 // the id of the latest effect started
 }
 
 // ID is the run's id.
@@ -127,7 +138,8 @@ func (s *Store) Begin(nr *NewRun) (*Recorder, error) {
 	if err := tx.Commit(); err != nil {
 		return nil, s.fail(err)
 	}
-	return &Recorder{s: s, n: n, id: nr.ID, Inner: vm.Local{}}, nil
+	lo, _ := effectIDs(n)
+	return &Recorder{s: s, n: n, id: nr.ID, last: lo, Inner: vm.Local{}}, nil
 }
 
 func addSource(tx *sql.Tx, run int64, ord int, src Source) error {
@@ -164,8 +176,9 @@ func (rec *Recorder) AddSource(src Source) error {
 
 // Continue takes over a run that has not ended (interrupted or waiting)
 // to continue it under its own id: it becomes running, owned by this
-// process.
-func (s *Store) Continue(id string) (*Recorder, error) {
+// process, with opts as its options.
+func (s *Store) Continue(id string, opts RunOptions) (*Recorder, error) {
+	optsJSON, _ := json.Marshal(opts)
 	pid, start, host := owner()
 	tx, err := s.db.Begin()
 	if err != nil {
@@ -177,17 +190,19 @@ func (s *Store) Continue(id string) (*Recorder, error) {
 	if err := tx.QueryRow(`SELECT n FROM runs WHERE id = ?`, id).Scan(&n); err != nil {
 		return nil, s.fail(err)
 	}
-	if err := tx.QueryRow(`SELECT MAX(done) FROM effects WHERE run = ?`, n).Scan(&done); err != nil {
+	lo, hi := effectIDs(n)
+	last := lo
+	if err := tx.QueryRow(`SELECT MAX(done), COALESCE(MAX(id), ?) FROM effects WHERE id > ? AND id < ?`, lo, lo, hi).Scan(&done, &last); err != nil {
 		return nil, s.fail(err)
 	}
-	if _, err := tx.Exec(`UPDATE runs SET status = 'running', ended = NULL, owner_pid = ?, owner_start = ?, owner_host = ? WHERE n = ?`,
-		pid, start, host, n); err != nil {
+	if _, err := tx.Exec(`UPDATE runs SET status = 'running', ended = NULL, options = ?, owner_pid = ?, owner_start = ?, owner_host = ? WHERE n = ?`,
+		string(optsJSON), pid, start, host, n); err != nil {
 		return nil, s.fail(err)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, s.fail(err)
 	}
-	return &Recorder{s: s, n: n, id: id, done: done.Int64, done0: done.Int64, Inner: vm.Local{}}, nil
+	return &Recorder{s: s, n: n, id: id, done: done.Int64, done0: done.Int64, last: last, Inner: vm.Local{}}, nil
 }
 
 // faultStep names a step whose completions are never committed: the
@@ -200,12 +215,11 @@ var faultStep = os.Getenv("SKEIN_TEST_CRASH_BEFORE_COMMIT")
 // it on. A store that cannot be written stops the run (store_error).
 func (rec *Recorder) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
 	go func() {
-		res, err := rec.s.insEffect.Exec(rec.n, EffectPath(req), req.Step, req.Kind.String(), req.Visit, req.Attempt, req.OnExit, nanos(time.Now()))
+		id, err := rec.started(req, req.Attempt)
 		if err != nil {
 			done(rec.storeStop(err))
 			return
 		}
-		id, _ := res.LastInsertId()
 		if req.Kind == graphir.KindWait {
 			// A wait is due at a recorded time: a resumed run waits
 			// only for what is left of it.
@@ -229,6 +243,16 @@ func (rec *Recorder) Start(ctx context.Context, req *vm.EffectRequest, done func
 			done(c)
 		})
 	}()
+}
+
+// started commits the start row of an attempt and returns its id.
+func (rec *Recorder) started(req *vm.EffectRequest, attempt int) (int64, error) {
+	rec.mu.Lock()
+	rec.last++
+	id := rec.last
+	rec.mu.Unlock()
+	_, err := rec.s.insEffect.Exec(id, rec.n, EffectPath(req), req.Step, req.Kind.String(), req.Visit, attempt, req.OnExit, nanos(time.Now()))
+	return id, err
 }
 
 func (rec *Recorder) storeStop(err error) *vm.EffectCompletion {
@@ -452,10 +476,9 @@ func (s *Store) Waits(id string) (map[string]time.Time, error) {
 // record journals a whole attempt at once: a replayed completion copied
 // into a new run's record.
 func (rec *Recorder) record(req *vm.EffectRequest, attempt int, c *vm.EffectCompletion) error {
-	res, err := rec.s.insEffect.Exec(rec.n, EffectPath(req), req.Step, req.Kind.String(), req.Visit, attempt, req.OnExit, nanos(time.Now()))
+	id, err := rec.started(req, attempt)
 	if err != nil {
 		return err
 	}
-	id, _ := res.LastInsertId()
 	return rec.commit(id, req, c)
 }

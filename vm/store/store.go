@@ -74,7 +74,7 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("run store %s: %v", path, storeErr(err))
 	}
-	if s.insEffect, err = db.Prepare(`INSERT INTO effects (run, path, step, kind, visit, attempt, on_exit, status, started) VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)`); err == nil {
+	if s.insEffect, err = db.Prepare(`INSERT INTO effects (id, run, path, step, kind, visit, attempt, on_exit, status, started) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)`); err == nil {
 		s.endEffect, err = db.Prepare(`UPDATE effects SET status = ?, done = ?, code = ?, error = ?, output = ?, exit_code = ?, stdout = ?, stderr = ?, truncated = ?, ended = ?, model = ?, answer = ?, prompt_tokens = ?, completion_tokens = ? WHERE id = ?`)
 	}
 	if err != nil {
@@ -180,7 +180,51 @@ var migrations = []string{
 	ALTER TABLE effects ADD COLUMN answer TEXT;
 	ALTER TABLE effects ADD COLUMN prompt_tokens INTEGER;
 	ALTER TABLE effects ADD COLUMN completion_tokens INTEGER;`,
+	// Effects keyed by run: effect k of run n has id n<<32 + k, so a run's
+	// journal is one range of the table's own key, and a start row writes
+	// one b-tree page instead of two (the index on (run, id) is gone; so
+	// is the foreign key, whose cascade would scan the table without it:
+	// GC deletes a run's effects by their range).
+	`CREATE TABLE effects_by_run (
+		id        INTEGER PRIMARY KEY,
+		run       INTEGER NOT NULL,
+		path      TEXT NOT NULL,
+		step      TEXT NOT NULL,
+		kind      TEXT NOT NULL,
+		visit     INTEGER NOT NULL,
+		attempt   INTEGER NOT NULL,
+		on_exit   INTEGER NOT NULL DEFAULT 0,
+		status    TEXT NOT NULL,
+		done      INTEGER,
+		code      TEXT,
+		error     TEXT,
+		output    TEXT,
+		exit_code INTEGER,
+		stdout    BLOB,
+		stderr    BLOB,
+		truncated INTEGER,
+		started   INTEGER NOT NULL,
+		ended     INTEGER,
+		model     TEXT,
+		answer    TEXT,
+		prompt_tokens     INTEGER,
+		completion_tokens INTEGER
+	);
+	INSERT INTO effects_by_run (id, run, path, step, kind, visit, attempt, on_exit, status, done, code, error, output, exit_code,
+		stdout, stderr, truncated, started, ended, model, answer, prompt_tokens, completion_tokens)
+	SELECT (run << 32) + ROW_NUMBER() OVER (PARTITION BY run ORDER BY id), run, path, step, kind, visit, attempt, on_exit, status,
+		done, code, error, output, exit_code, stdout, stderr, truncated, started, ended, model, answer, prompt_tokens, completion_tokens
+	FROM effects;
+	DROP TABLE effects;
+	ALTER TABLE effects_by_run RENAME TO effects;`,
+	// An approval's timeout (nanoseconds, 0 for none), recorded when it is
+	// first asked: skein approve refuses a late decision without loading
+	// the flow. NULL for approvals asked before.
+	`ALTER TABLE approvals ADD COLUMN timeout INTEGER;`,
 }
+
+// effectIDs is the range of effect ids of run n: [lo, hi).
+func effectIDs(n int64) (lo, hi int64) { return n << 32, (n + 1) << 32 }
 
 // migrate brings the schema up to date inside one immediate transaction:
 // a second process opening the store at the same time waits for the first

@@ -386,7 +386,7 @@ func TestDurableWait(t *testing.T) {
 		t.Fatalf("waits = %v, %v", waits, err)
 	}
 	time.Sleep(10 * time.Millisecond)
-	rec2, err := s.Continue(id)
+	rec2, err := s.Continue(id, store.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,5 +397,33 @@ func TestDurableWait(t *testing.T) {
 	}
 	if len(asked) != 2 || asked[0] > time.Hour || asked[1] >= asked[0] {
 		t.Errorf("waited %v; due in %v", asked, time.Until(due))
+	}
+}
+
+// The options a run was started with are recorded with it, and a run taken
+// over by a resume gets the options it continues with.
+func TestRunOptionsRecorded(t *testing.T) {
+	s := open(t)
+	want := store.RunOptions{Parallel: 3, Timeout: time.Minute, MaxLoadSteps: 123456, MaxTokens: 99, Cassette: "/tmp/tape.json", ReplayOnly: true}
+	id := vm.NewRunID(time.Now())
+	if _, err := s.Begin(&store.NewRun{ID: id, Flow: "f", File: "f.star", Started: time.Now(), Options: want}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, r.Options); diff != "" {
+		t.Errorf("recorded options (-want +got):\n%s", diff)
+	}
+	want.MaxLoadSteps, want.ReplayOnly = 0, false
+	if _, err := s.Continue(id, want); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = s.Get(id); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, r.Options); diff != "" {
+		t.Errorf("options after Continue (-want +got):\n%s", diff)
 	}
 }

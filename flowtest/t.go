@@ -107,7 +107,7 @@ func (t *tester) run(th *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	}
 	g, err := lang.Load(path, lang.Options{Root: t.root})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s", b.Name(), diagText([]check.Diagnostic{check.FromError(asError(err))}))
+		return nil, fmt.Errorf("%s: %s", b.Name(), diagText([]check.Diagnostic{check.FromError(graphir.AsError(err))}))
 	}
 	if ds := check.Graph(g); hasErrors(ds) {
 		return nil, fmt.Errorf("%s: flow %s does not check:\n%s", b.Name(), flow, diagText(ds))
@@ -136,7 +136,7 @@ func (t *tester) run(th *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	}
 	in, err := vm.BindInputs(g, given)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", b.Name(), asError(err).Msg)
+		return nil, fmt.Errorf("%s: %v", b.Name(), graphir.AsError(err).Msg)
 	}
 	opts := vm.Options{Parallel: parallel, Effects: m, LoadFlow: t.loadChild}
 	res := vm.Prepare(g).Run(t.ctx, in, opts)
@@ -447,11 +447,4 @@ func diagText(ds []check.Diagnostic) string {
 	var b strings.Builder
 	check.WriteText(&b, ds)
 	return strings.TrimRight(b.String(), "\n")
-}
-
-func asError(err error) *graphir.Error {
-	if ge, ok := err.(*graphir.Error); ok {
-		return ge
-	}
-	return &graphir.Error{Code: "load_error", Msg: err.Error()}
 }

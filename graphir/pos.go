@@ -1,6 +1,7 @@
 package graphir
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -99,6 +100,20 @@ type Error struct {
 	// Cause is the step failure that began the path to this error, when
 	// that failure was routed on (say to a step that then went to ABORT).
 	Cause *Error
+}
+
+// AsError returns the *Error in err's chain (a loader's error wrapped by
+// fmt.Errorf("%w") included), or a plain load_error with err's message; nil
+// for nil.
+func AsError(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var ge *Error
+	if errors.As(err, &ge) {
+		return ge
+	}
+	return &Error{Code: "load_error", Msg: err.Error()}
 }
 
 func (e *Error) Error() string {

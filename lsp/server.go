@@ -419,11 +419,7 @@ func (s *Server) checkDoc(d *document) {
 	}
 	g, err := lang.LoadSource(d.path, src, lang.Options{ReadFile: s.readFile})
 	if err != nil {
-		var ge *graphir.Error
-		if !errors.As(err, &ge) {
-			ge = &graphir.Error{Code: "load_error", Msg: err.Error()}
-		}
-		an.diags = []check.Diagnostic{check.FromError(ge)}
+		an.diags = []check.Diagnostic{check.FromError(graphir.AsError(err))}
 	} else {
 		an.g = g
 		an.diags = check.Graph(g)

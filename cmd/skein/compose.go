@@ -239,7 +239,7 @@ func (c *composer) compose(ctx context.Context, description string) (*composeRes
 func (c *composer) checkDraft(path, draft string) (*graphir.Graph, []check.Diagnostic) {
 	g, err := lang.LoadSource(path, []byte(draft), lang.Options{})
 	if err != nil {
-		return nil, []check.Diagnostic{check.FromError(asError(err))}
+		return nil, []check.Diagnostic{check.FromError(graphir.AsError(err))}
 	}
 	ds := check.Graph(g)
 	ds = append(ds, c.floor.check(g)...)

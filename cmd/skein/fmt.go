@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
 )
 
@@ -69,10 +70,12 @@ func runFmt(_ context.Context, io stdio, o any, args []string) int {
 				fmt.Fprintln(io.err, "skein fmt: -w cannot rewrite standard input")
 				return exitUsage
 			}
-			src, err = readAll(io.in)
+			src, err = readBounded(io.in, "standard input")
 			file = "<stdin>"
 		} else {
-			src, err = os.ReadFile(file)
+			// As flows are read: a device, a pipe or a file over the
+			// size limit is refused, never read without end.
+			src, err = lang.ReadFile(file)
 		}
 		if err != nil {
 			fmt.Fprintf(io.err, "skein fmt: %v\n", err)
@@ -81,7 +84,7 @@ func runFmt(_ context.Context, io stdio, o any, args []string) int {
 		}
 		out, err := lang.Format(file, src)
 		if err != nil {
-			fmt.Fprintln(io.err, asError(err))
+			fmt.Fprintln(io.err, graphir.AsError(err))
 			status = exitUsage
 			continue
 		}
@@ -147,9 +150,15 @@ func starFiles(paths []string) ([]string, error) {
 	return files, nil
 }
 
-// readAll is io.ReadAll, for the functions whose stdio parameter hides the
-// package.
-func readAll(r io.Reader) ([]byte, error) { return io.ReadAll(r) }
+// readBounded reads r to its end, refusing more than [lang.MaxFileSize]
+// bytes (the limit on a flow file), as what names it.
+func readBounded(r io.Reader, what string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, lang.MaxFileSize+1))
+	if err == nil && len(b) > lang.MaxFileSize {
+		err = fmt.Errorf("%s: larger than the limit of %d MiB", what, lang.MaxFileSize>>20)
+	}
+	return b, err
+}
 
 func unwrapPath(err error) error {
 	if pe, ok := err.(*fs.PathError); ok {

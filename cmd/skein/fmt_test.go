@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -193,4 +195,41 @@ func wantLines(ds []check.Diagnostic, file, src string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// skein fmt refuses a file, or standard input, over the size limit of a
+// flow file instead of reading it whole.
+func TestFmtSizeLimit(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big.star")
+	if err := os.WriteFile(big, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, lang.MaxFileSize+1); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		in   io.Reader
+		want string
+	}{
+		{"file", []string{"fmt", big}, strings.NewReader(""), "skein fmt: read " + big + ": larger than the limit of 8 MiB\n"},
+		{"stdin", []string{"fmt", "-"}, io.LimitReader(spaces{}, lang.MaxFileSize+100), "skein fmt: standard input: larger than the limit of 8 MiB\n"},
+	} {
+		var o, e strings.Builder
+		code := Main(context.Background(), c.args, stdio{c.in, &o, &e})
+		if code != exitUsage || e.String() != c.want || o.Len() != 0 {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit %d, stderr %q", c.name, code, o.String(), e.String(), exitUsage, c.want)
+		}
+	}
+}
+
+// spaces reads as an endless run of spaces.
+type spaces struct{}
+
+func (spaces) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skeinlang/skein/check"
+	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
 )
 
@@ -48,7 +49,7 @@ them; a flow that does not load exits 2.`,
 			}
 			g, err := lang.Load(args[0], lang.Options{Root: opts.root})
 			if err != nil {
-				check.WriteText(io.err, []check.Diagnostic{check.FromError(asError(err))})
+				check.WriteText(io.err, []check.Diagnostic{check.FromError(graphir.AsError(err))})
 				return exitUsage
 			}
 			switch opts.format {

@@ -129,7 +129,7 @@ func runHelp(w io.Writer, o any, args []string) int {
 	g, err := lang.Load(args[0], lang.Options{Root: opts.root})
 	if err != nil {
 		fmt.Fprintf(w, "\nskein run: cannot list the inputs of %s:\n", args[0])
-		check.WriteText(w, []check.Diagnostic{check.FromError(asError(err))})
+		check.WriteText(w, []check.Diagnostic{check.FromError(graphir.AsError(err))})
 		return exitUsage
 	}
 	writeInputs(w, g)

@@ -40,50 +40,144 @@ type modelRun struct {
 // attempt. The completion's Answer is the reply's text and Output the
 // step's output (text, or the validated object).
 func (req *EffectRequest) CallModel(ctx context.Context) *EffectCompletion {
-	if req.Chat == nil || req.model == nil {
+	mc, ok := req.ModelJob()
+	if !ok {
 		return &EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("step %q is not a model call", req.Step)}
 	}
+	return mc.call(ctx, req.model.provider, req.model.budget, req.model.onRetry).completion(req.Step, req.Kind)
+}
+
+// ModelJob is a model request's call as plain data, for an engine that
+// makes it on another machine (a worker): [ModelJob.Call] there, then
+// [EffectRequest.ModelCompletion] back where the run decides. It is what
+// [EffectRequest.CallModel] does locally, in two halves.
+type ModelJob struct {
+	Step string
+	Kind graphir.Kind
+	// Chat is the request; Endpoint its endpoint, which Chat's JSON
+	// leaves out (the key's variable name, never the key).
+	Chat     model.Request
+	Endpoint model.Endpoint
+	Timeout  time.Duration `json:",omitempty"`
+	Retries  int           `json:",omitempty"`
+	Backoff  time.Duration `json:",omitempty"`
+	// TokenLimit and TokensUsed are the run tree's token budget when the
+	// call starts: an attempt is refused once it is spent.
+	TokenLimit int64 `json:",omitempty"`
+	TokensUsed int64 `json:",omitempty"`
+}
+
+// ModelOutcome is how a model call ended, as plain data.
+type ModelOutcome struct {
+	OK        bool   `json:",omitempty"`
+	Cancelled bool   `json:",omitempty"`
+	Code      string `json:",omitempty"`
+	Error     string `json:",omitempty"`
+	// Model is the model id; Answer the reply's text.
+	Model    string
+	Answer   string        `json:",omitempty"`
+	Usage    model.Usage   `json:",omitempty"`
+	Duration time.Duration `json:",omitempty"`
+	// Object is the validated object of a schema reply, as JSON.
+	Object json.RawMessage `json:",omitempty"`
+	// ToolCalls are the tools an agent's model called.
+	ToolCalls []model.ToolCall `json:",omitempty"`
+}
+
+// ModelJob returns the call of a model request; false for a request
+// that is not one.
+func (req *EffectRequest) ModelJob() (ModelJob, bool) {
+	if req.Chat == nil || req.model == nil {
+		return ModelJob{}, false
+	}
 	m := req.model
+	mc := ModelJob{Step: req.Step, Kind: req.Kind, Chat: *req.Chat, Endpoint: req.Chat.Endpoint, Timeout: req.Timeout,
+		Retries: m.retries, Backoff: m.backoff}
+	if m.budget != nil {
+		mc.TokenLimit, mc.TokensUsed = m.budget.Limit, m.budget.Used()
+	}
+	return mc, true
+}
+
+// Call makes the call with provider p, as [EffectRequest.CallModel] does,
+// against a budget of what was left of the run tree's when the call
+// started.
+func (mc *ModelJob) Call(ctx context.Context, p model.Provider) *ModelOutcome {
+	b := model.NewBudget(mc.TokenLimit)
+	b.Restore(mc.TokensUsed)
+	return mc.call(ctx, p, b, nil)
+}
+
+func (mc *ModelJob) call(ctx context.Context, p model.Provider, budget *model.Budget, onRetry func(int, error)) *ModelOutcome {
 	start := time.Now()
-	pol := model.Policy{Retries: m.retries, Backoff: m.backoff, Budget: m.budget, Timeout: req.Timeout}
-	if m.onRetry != nil {
-		pol.OnRetry = func(attempt int, err error, _ time.Duration) { m.onRetry(attempt+1, err) }
+	chat := mc.Chat
+	chat.Endpoint = mc.Endpoint
+	pol := model.Policy{Retries: mc.Retries, Backoff: mc.Backoff, Budget: budget, Timeout: mc.Timeout}
+	if onRetry != nil {
+		pol.OnRetry = func(attempt int, err error, _ time.Duration) { onRetry(attempt+1, err) }
 	}
 	var rep *model.Reply
 	var err error
-	if req.Kind == graphir.KindLLM && len(req.Chat.Tools) == 0 {
-		rep, err = model.Generate(ctx, m.provider, *req.Chat, pol)
+	if mc.Kind == graphir.KindLLM && len(chat.Tools) == 0 {
+		rep, err = model.Generate(ctx, p, chat, pol)
 	} else {
 		// Routers and judges read their answers loosely: a server that
 		// ignores schemas may answer in plain text.
-		rep, err = model.Call(ctx, m.provider, *req.Chat, pol)
+		rep, err = model.Call(ctx, p, chat, pol)
 	}
-	c := &EffectCompletion{Model: req.Chat.Model, Duration: time.Since(start)}
+	o := &ModelOutcome{Model: chat.Model, Duration: time.Since(start)}
 	if rep != nil {
-		c.Answer, c.Usage = rep.Text, rep.Usage
+		o.Answer, o.Usage = rep.Text, rep.Usage
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			c.Cancelled, c.Error = true, "cancelled"
-			return c
+			o.Cancelled, o.Error = true, "cancelled"
+			return o
 		}
-		code := model.CodeOf(err)
-		msg := fmt.Sprintf("step %q: %v", req.Step, err)
-		c.Code, c.Error = code, err.Error()
-		if code == model.CodeBudget || code == model.CodeReplay {
-			c.Stop = &graphir.Error{Code: code, Step: req.Step, Msg: msg}
-		}
-		return c
+		o.Code, o.Error = model.CodeOf(err), err.Error()
+		return o
 	}
-	c.OK = true
-	if req.Kind == graphir.KindAgent {
-		// The core reads the reply (tool calls, or the final answer).
-		c.Output = envelope(rep)
-		return c
-	}
-	c.Output = starlark.String(rep.Text)
+	o.OK = true
+	o.ToolCalls = rep.ToolCalls
 	if rep.Object != nil {
-		v, err := objectValue(rep.Object)
+		b, err := json.Marshal(rep.Object)
+		if err != nil {
+			return &ModelOutcome{Code: model.CodeModel, Error: err.Error(), Model: o.Model, Usage: o.Usage, Answer: o.Answer, Duration: o.Duration}
+		}
+		o.Object = b
+	}
+	return o
+}
+
+// ModelCompletion is the completion of model request req that another
+// machine made with [ModelJob.Call]: the run tree's token budget is
+// charged with what it spent, as a call made here charges it.
+func (req *EffectRequest) ModelCompletion(o *ModelOutcome) *EffectCompletion {
+	if req.model != nil && req.model.budget != nil {
+		req.model.budget.Charge(o.Usage)
+	}
+	return o.completion(req.Step, req.Kind)
+}
+
+// completion turns how the call of step (of kind) ended into the
+// completion the core reads.
+func (o *ModelOutcome) completion(step string, kind graphir.Kind) *EffectCompletion {
+	c := &EffectCompletion{OK: o.OK, Cancelled: o.Cancelled, Code: o.Code, Error: o.Error, Model: o.Model, Answer: o.Answer,
+		Usage: o.Usage, Duration: o.Duration}
+	if !o.OK {
+		if o.Code == model.CodeBudget || o.Code == model.CodeReplay {
+			c.Stop = &graphir.Error{Code: o.Code, Step: step, Msg: fmt.Sprintf("step %q: %s", step, o.Error)}
+		}
+		return c
+	}
+	if kind == graphir.KindAgent {
+		// The core reads the reply (tool calls, or the final answer).
+		c.Output = envelope(&model.Reply{Text: o.Answer, ToolCalls: o.ToolCalls})
+		return c
+	}
+	c.Output = starlark.String(o.Answer)
+	if o.Object != nil {
+		v, err := stdlib.FromJSON(o.Object)
 		if err != nil {
 			return &EffectCompletion{Code: model.CodeModel, Error: err.Error(), Model: c.Model, Usage: c.Usage, Answer: c.Answer, Duration: c.Duration}
 		}
@@ -101,9 +195,12 @@ func objectValue(x any) (starlark.Value, error) {
 	return stdlib.FromJSON(b)
 }
 
-// getenv looks a variable up in the run's environment (the last entry
-// wins, as for processes).
+// getenv looks a variable up in the run's environment for models (the
+// last entry wins, as for processes).
 func (r *run) getenv(key string) string {
+	if r.opts.ModelEnv != nil {
+		return lookupEnv(r.opts.ModelEnv, key)
+	}
 	return lookupEnv(r.opts.Env, key)
 }
 

@@ -122,6 +122,11 @@ type Options struct {
 	KillGrace time.Duration
 	// Env is the environment tasks start from; nil means os.Environ().
 	Env []string
+	// ModelEnv is the environment models are resolved from (the default
+	// model's variables, SKEIN_MODEL and the base URL's); nil means Env.
+	// An engine that calls models on other machines resolves them where
+	// the run started.
+	ModelEnv []string
 	// MaxPath is how many path entries the result keeps; 0 means
 	// DefaultMaxPath.
 	MaxPath int

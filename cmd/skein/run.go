@@ -200,6 +200,14 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 			return exitUsage
 		}
 	}
+	if opts.engine == "temporal" && (opts.cassette != "" || opts.dryRun) {
+		flag := "--cassette"
+		if opts.dryRun {
+			flag = "--dry-run"
+		}
+		fmt.Fprintf(io.err, "skein run: %s does not work with --engine temporal: model calls run on the workers (skein worker --cassette FILE records and replays them there)\n", flag)
+		return exitUsage
+	}
 	if opts.replayOnly && opts.cassette == "" {
 		fmt.Fprintln(io.err, "skein run: --replay-only needs --cassette FILE, the recorded exchanges to answer from")
 		return exitUsage

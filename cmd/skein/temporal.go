@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -22,6 +23,7 @@ import (
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/model"
 )
 
 // engineFlags choose the engine a command uses and how to reach it.
@@ -70,27 +72,34 @@ func shortErr(err error) string {
 
 type workerOptions struct {
 	engineFlags
-	dir      string
-	parallel int
+	dir        string
+	parallel   int
+	cassette   string
+	replayOnly bool
 }
 
 func init() {
 	register(&command{
 		name:    "worker",
-		args:    "--engine temporal [--address HOST:PORT] [--namespace N] [--task-queue Q] [--dir ROOT] [--parallel N]",
+		args:    "--engine temporal [--address HOST:PORT] [--namespace N] [--task-queue Q] [--dir ROOT] [--parallel N] [--cassette F [--replay-only]]",
 		summary: "serve Skein's workflow and activities to a Temporal cluster",
 		long: `Connects to the Temporal frontend at --address and serves the task queue:
 the workflow that runs flows (their sources travel with each run) and the
-activities that run task and shell steps on this machine. Tasks run under
---dir: a task whose directory is under the flow's root on the machine that
-started the run runs at the same place under --dir. --parallel bounds the
-activities running at once. Ctrl-C stops the worker; Temporal hands its
-unfinished work to the other workers.`,
+activities that run task and shell steps and model calls on this machine.
+Tasks run under --dir: a task whose directory is under the flow's root on
+the machine that started the run runs at the same place under --dir.
+Model calls read their API keys from this worker's environment;
+--cassette FILE records them into FILE and answers from it when it has
+them (--replay-only: only from it). --parallel bounds the activities
+running at once. Ctrl-C stops the worker; Temporal hands its unfinished
+work to the other workers.`,
 		flags: func(fs *pflag.FlagSet) any {
 			o := &workerOptions{}
 			o.define(fs)
 			fs.StringVar(&o.dir, "dir", "", "where this worker keeps the flows' files (default: the paths as given)")
-			fs.IntVar(&o.parallel, "parallel", vm.DefaultParallel, "activities (tasks, shells) running at once")
+			fs.IntVar(&o.parallel, "parallel", vm.DefaultParallel, "activities (tasks, shells, model calls) running at once")
+			fs.StringVar(&o.cassette, "cassette", "", "record model exchanges into this file, and answer from it when it has them")
+			fs.BoolVar(&o.replayOnly, "replay-only", false, "with --cassette: answer model calls only from the cassette (a missing one is replay_miss)")
 			return o
 		},
 		run: runWorker,
@@ -111,6 +120,23 @@ func runWorker(ctx context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintf(io.err, "skein worker: --parallel must be at least 1, got %d\n", opts.parallel)
 		return exitUsage
 	}
+	if opts.replayOnly && opts.cassette == "" {
+		fmt.Fprintln(io.err, "skein worker: --replay-only needs --cassette FILE, the recorded exchanges to answer from")
+		return exitUsage
+	}
+	acts := &temporal.Activities{Dir: opts.dir}
+	if opts.cassette != "" {
+		var live model.Provider
+		if !opts.replayOnly {
+			live = &model.Client{}
+		}
+		cas, err := model.OpenCassette(opts.cassette, opts.replayOnly, live)
+		if err != nil {
+			fmt.Fprintf(io.err, "skein worker: %v\n", err)
+			return exitUsage
+		}
+		acts.Models = cas
+	}
 	c, err := opts.dial(ctx)
 	if err != nil {
 		fmt.Fprintf(io.err, "skein worker: %v\n", err)
@@ -121,7 +147,7 @@ func runWorker(ctx context.Context, io stdio, o any, args []string) int {
 		MaxConcurrentActivityExecutionSize: opts.parallel,
 		MaxHeartbeatThrottleInterval:       time.Second,
 	})
-	temporal.Register(w, &temporal.Activities{Dir: opts.dir})
+	temporal.Register(w, acts)
 	if err := w.Start(); err != nil {
 		fmt.Fprintf(io.err, "skein worker: %v\n", err)
 		return exitFail
@@ -159,7 +185,7 @@ func runOnTemporal(ctx context.Context, io stdio, opts *runOptions, g *graphir.G
 	id := vm.NewRunID(time.Now())
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: opts.taskQueue}, temporal.WorkflowName,
 		temporal.RunInput{Flow: absPath(g.File), Root: absPath(g.Root), Sources: sources, Inputs: in, Parallel: opts.parallel, Timeout: opts.timeout,
-			HeartbeatTimeout: opts.heartbeat})
+			HeartbeatTimeout: opts.heartbeat, ModelEnv: temporal.ModelEnv(os.Environ()), MaxTokens: opts.maxTokens})
 	if err != nil {
 		fmt.Fprintf(io.err, "skein run: cannot start the run on Temporal at %s: %v\n", opts.address, err)
 		return exitFail

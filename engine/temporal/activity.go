@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/model"
 )
 
 var readOS = os.ReadFile
@@ -24,14 +25,61 @@ type Activities struct {
 	// run runs in the same place under Dir. Empty: the directory as
 	// given.
 	Dir string
-	// Env is the environment tasks start from; nil means os.Environ().
+	// Env is the environment tasks start from, and model calls read API
+	// keys from; nil means os.Environ().
 	Env []string
+	// Models answers model calls; nil means an OpenAI-compatible client
+	// (a model.Cassette records and replays).
+	Models model.Provider
 }
 
 // Register registers the workflow and the activities on w.
 func Register(w worker.Registry, a *Activities) {
 	w.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})
 	w.RegisterActivityWithOptions(a.Task, activity.RegisterOptions{Name: TaskActivity})
+	w.RegisterActivityWithOptions(a.Model, activity.RegisterOptions{Name: ModelActivity})
+}
+
+// Model makes one model call, heartbeating while it waits for the model;
+// a cancelled activity cancels the request. A model whose key variable is
+// not set on this worker fails the call with the variable's name.
+func (a *Activities) Model(ctx context.Context, job vm.ModelJob) (*vm.ModelOutcome, error) {
+	getenv := os.Getenv
+	if a.Env != nil {
+		getenv = func(k string) string { return lookupEnv(a.Env, k) }
+	}
+	if a.Models == nil {
+		cfg := model.Config{Model: job.Chat.Model, BaseURL: job.Endpoint.BaseURL, KeyEnv: job.Endpoint.KeyEnv}
+		if err := cfg.Usable(getenv); err != nil {
+			return &vm.ModelOutcome{Model: job.Chat.Model, Code: model.CodeModel, Error: "on the worker: " + err.Error()}, nil
+		}
+	}
+	p := a.Models
+	if p == nil {
+		p = &model.Client{Getenv: getenv}
+	}
+	ch := make(chan *vm.ModelOutcome, 1)
+	go func() { ch <- job.Call(ctx, p) }()
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case o := <-ch:
+			return o, nil
+		case <-tick.C:
+			activity.RecordHeartbeat(ctx)
+		}
+	}
+}
+
+// lookupEnv looks key up in env, the last entry winning.
+func lookupEnv(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
 }
 
 // Task runs one attempt of a task or shell step, heartbeating while it

@@ -22,11 +22,17 @@ import (
 // completes; it returns the output and how many executions continued.
 func runContinued(t *testing.T, in RunInput) (*RunOutput, int) {
 	t.Helper()
+	return runContinuedWith(t, in, &Activities{})
+}
+
+// runContinuedWith is runContinued with the worker's activities a.
+func runContinuedWith(t *testing.T, in RunInput, a *Activities) (*RunOutput, int) {
+	t.Helper()
 	for n := 0; ; n++ {
 		var s testsuite.WorkflowTestSuite
 		s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 		env := s.NewTestWorkflowEnvironment()
-		Register(env, &Activities{})
+		Register(env, a)
 		env.ExecuteWorkflow(WorkflowName, in)
 		if !env.IsWorkflowCompleted() {
 			t.Fatal("workflow did not complete")

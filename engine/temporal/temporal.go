@@ -32,6 +32,7 @@ import (
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/model"
 )
 
 // Names registered by [Register].
@@ -40,6 +41,9 @@ const (
 	WorkflowName = "skein.run"
 	// TaskActivity runs one attempt of a task or shell step.
 	TaskActivity = "skein.task"
+	// ModelActivity makes one model call (an llm step's, an LLM router's,
+	// a judge's, one turn of an agent step).
+	ModelActivity = "skein.model"
 	// DefaultTaskQueue is the task queue workers serve unless told
 	// otherwise.
 	DefaultTaskQueue = "skein"
@@ -93,6 +97,13 @@ type RunInput struct {
 	HeartbeatTimeout time.Duration `json:",omitempty"`
 	// Nesting is set for child flows.
 	Nesting *vm.Nesting `json:",omitempty"`
+	// ModelEnv holds the variables the default model is resolved from
+	// (SKEIN_MODEL, SKEIN_BASE_URL, OPENAI_BASE_URL) as the machine that
+	// started the run has them; API keys are read on the workers.
+	ModelEnv []string `json:",omitempty"`
+	// MaxTokens bounds the tokens the run's model calls spend (0: the
+	// flow's max_tokens).
+	MaxTokens int `json:",omitempty"`
 
 	// ContinueEvery is how many effects one workflow execution starts
 	// before the run continues as new (0: DefaultContinueEvery); the run
@@ -124,6 +135,20 @@ const (
 type RunOutput struct {
 	Status string
 	Result json.RawMessage
+}
+
+// ModelEnv picks from env the variables the default model is resolved
+// from, for RunInput.ModelEnv: never a key.
+func ModelEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case model.EnvModel, model.EnvBaseURL, model.EnvOpenAIBase:
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // LoadSources loads file as the local engine would, recording every file
@@ -230,11 +255,13 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 	opts := vm.Options{
 		Parallel: in.Parallel, Timeout: in.Timeout, EvalSteps: in.EvalSteps, MaxOutput: in.MaxOutput,
 		KillGrace: in.KillGrace, MaxPath: in.MaxPath, ExitGrace: in.ExitGrace,
-		Env:     []string{}, // the worker's environment is the activity's
-		Runtime: &wfRuntime{ctx: dctx},
-		Effects: p,
-		RunID:   info.WorkflowExecution.ID,
-		Nesting: in.Nesting,
+		Env:       []string{}, // the worker's environment is the activity's
+		ModelEnv:  append([]string{}, in.ModelEnv...),
+		MaxTokens: in.MaxTokens,
+		Runtime:   &wfRuntime{ctx: dctx},
+		Effects:   p,
+		RunID:     info.WorkflowExecution.ID,
+		Nesting:   in.Nesting,
 		LoadFlow: func(_ context.Context, path, root string) (*graphir.Graph, error) {
 			return in.load(path, root)
 		},
@@ -295,7 +322,7 @@ type producer struct {
 func (p *producer) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
 	p.started++
 	if req.Chat != nil {
-		done(&vm.EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("step %q: model calls do not run on the temporal engine yet", req.Step)})
+		p.model(ctx, req, done)
 		return
 	}
 	switch req.Kind {
@@ -407,6 +434,35 @@ func activityError(err error) string {
 	return err.Error()
 }
 
+// model makes a model call as an activity on a worker, which holds the
+// API keys (and the cassette, if any); the run's token budget is charged
+// here with what the call spent.
+func (p *producer) model(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	job, _ := req.ModelJob()
+	actx, cancel := workflow.WithCancel(p.ctx)
+	actx = workflow.WithActivityOptions(actx, workflow.ActivityOptions{
+		StartToCloseTimeout: 24 * time.Hour, // the call's own timeout and retries bound it
+		HeartbeatTimeout:    p.heartbeatTimeout(),
+		WaitForCancellation: true,
+		// As for tasks: only a lost worker makes the activity fail (the
+		// call's own failures are in its outcome), and the call then
+		// runs again on another.
+		RetryPolicy: &sdktemporal.RetryPolicy{MaximumAttempts: LostWorkerAttempts, InitialInterval: time.Second},
+	})
+	fut := workflow.ExecuteActivity(actx, ModelActivity, job)
+	p.follow(ctx, fut, cancel, func(c workflow.Context, cancelled bool) *vm.EffectCompletion {
+		var out vm.ModelOutcome
+		err := fut.Get(c, &out)
+		switch {
+		case cancelled:
+			return &vm.EffectCompletion{Cancelled: true}
+		case err != nil:
+			return &vm.EffectCompletion{Code: "model_error", Model: job.Chat.Model, Error: "the model call's activity failed: " + activityError(err)}
+		}
+		return req.ModelCompletion(&out)
+	}, done)
+}
+
 func (p *producer) wait(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
 	tctx, cancel := workflow.WithCancel(p.ctx)
 	fut := workflow.NewTimer(tctx, max(req.Wait, 0))
@@ -443,7 +499,7 @@ func (p *producer) child(ctx context.Context, req *vm.EffectRequest, done func(*
 	cin := RunInput{Flow: req.ChildPath, Root: p.in.Root, Sources: p.in.Sources, Inputs: inputs,
 		Parallel: p.in.Parallel, EvalSteps: p.in.EvalSteps, MaxOutput: p.in.MaxOutput, KillGrace: p.in.KillGrace,
 		MaxPath: p.in.MaxPath, ExitGrace: p.in.ExitGrace, HeartbeatTimeout: p.in.HeartbeatTimeout, Nesting: &nest,
-		ContinueEvery: p.in.ContinueEvery, MaxPayload: p.in.MaxPayload}
+		ContinueEvery: p.in.ContinueEvery, MaxPayload: p.in.MaxPayload, ModelEnv: p.in.ModelEnv, MaxTokens: p.in.MaxTokens}
 	id := p.id + "/"
 	for _, s := range req.Scope {
 		id += s + "/"

@@ -294,6 +294,10 @@ func (b *Budget) Restore(used int64) {
 	}
 }
 
+// Charge counts tokens spent by a call made elsewhere (an engine's
+// worker) against the budget.
+func (b *Budget) Charge(u Usage) { b.charge(u) }
+
 func (b *Budget) check() error {
 	if b == nil || b.Limit <= 0 {
 		return nil

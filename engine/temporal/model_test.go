@@ -1,0 +1,224 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/skeinlang/skein/engine/temporal/temporaltest"
+	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/model"
+	"github.com/skeinlang/skein/vm/model/modeltest"
+)
+
+// modelFlow calls models every way a flow can: an llm step, one with a
+// schema, an LLM router, a judged loop and an agent whose tool calls run
+// as tasks.
+const modelFlow = `
+flow(inputs = {"text": "the build is red"}, output = "report")
+echo = tool("echo", run = ["printf", "[%s]", "{{ args.text }}"], params = {"text": "string"})
+summary = step("summary", llm = "summarize {{ inputs.text }}", system = "Be brief.")
+facts = step("facts", llm = "facts of {{ summary }}", schema = {"type": "object", "properties": {"kind": {"type": "string"}, "n": {"type": "integer"}}, "required": ["kind", "n"]})
+triage = router("triage", llm = "route {{ facts.kind }}", routes = {"bug": "fix", "feature": "plan"})
+fix = step("fix", agent = "fix the bug", tools = [echo])
+plan = step("plan", fn = lambda r: "planned")
+draft = step("draft", llm = "draft {{ loop.iteration }} feedback={{ loop.feedback }}")
+polish = loop("polish", body = [draft], until = judge("the draft is short"), max_iterations = 4)
+report = step("report", fn = lambda r: [r.summary, r.facts, r.triage, r.fix, r.polish], join = "or")
+edge(START, summary)
+edge(summary, facts)
+edge(facts, triage)
+edge(fix, polish)
+edge(polish, report)
+edge(plan, report)
+edge(report, END)
+`
+
+func modelServer() *modeltest.Server {
+	return modeltest.New(
+		modeltest.Rule{Match: "summarize", Replies: []modeltest.Reply{{Content: "red build", Prompt: 11, Completion: 2}}},
+		modeltest.Rule{Match: "facts of", Replies: []modeltest.Reply{{Content: `{"kind": "bug", "n": 2}`}}},
+		modeltest.Rule{Match: "route", Replies: []modeltest.Reply{{Content: `{"label": "bug"}`}}},
+		modeltest.Rule{Match: "fix the bug", Replies: []modeltest.Reply{
+			// One call a turn: calls of one turn run at once, and their
+			// record is in the order they finish.
+			{ToolCalls: []modeltest.ToolCall{{ID: "c1", Name: "echo", Arguments: `{"text": "patched"}`}}},
+			{ToolCalls: []modeltest.ToolCall{{ID: "c2", Name: "echo", Arguments: `{"text": "tested"}`}}},
+			{Content: "fixed it"},
+		}},
+		modeltest.Rule{Match: "Condition: the draft is short", Replies: []modeltest.Reply{
+			{Content: `{"verdict": "CONTINUE", "reason": "shorter"}`}, {Content: `{"verdict": "STOP", "reason": "ok"}`}}},
+		modeltest.Rule{Match: "draft", Replies: []modeltest.Reply{{Content: "a draft"}}},
+	)
+}
+
+// canonicalResult is a result's JSON without durations and run ids.
+func canonicalResult(t *testing.T, b []byte) any {
+	t.Helper()
+	var x any
+	if err := json.Unmarshal(b, &x); err != nil {
+		t.Fatal(err)
+	}
+	var strip func(x any)
+	strip = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			delete(x, "duration_ms")
+			delete(x, "run_id")
+			for _, v := range x {
+				strip(v)
+			}
+		case []any:
+			for _, v := range x {
+				strip(v)
+			}
+		}
+	}
+	strip(x)
+	return x
+}
+
+func TestModelCallsBothEngines(t *testing.T) {
+	// The model calls run as activities on the worker (the API key is
+	// the worker's), the agent's tool calls as task activities: the
+	// result and what the model server receives are those of a local
+	// run. With continue-as-new every few effects too.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "flow.star")
+	if err := os.WriteFile(path, []byte(modelFlow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, sources, err := LoadSources(path, lang.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "sk-worker-key"
+
+	ls := modelServer()
+	defer ls.Close()
+	env := append(os.Environ(), "SKEIN_MODEL=m1", "SKEIN_BASE_URL="+ls.BaseURL(), "OPENAI_API_KEY="+key)
+	res, err := vm.Run(context.Background(), g, nil, vm.Options{Parallel: 1, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != vm.Succeeded {
+		t.Fatalf("local run %s: %v", res.Status, res.Error)
+	}
+	lb, _ := res.MarshalJSON()
+	local := canonicalResult(t, lb)
+
+	for _, every := range []int{0, 2} {
+		ts := modelServer()
+		defer ts.Close()
+		var s testsuite.WorkflowTestSuite
+		s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+		in := RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1, ContinueEvery: every,
+			ModelEnv: []string{"SKEIN_MODEL=m1", "SKEIN_BASE_URL=" + ts.BaseURL()}}
+		var out *RunOutput
+		if every > 0 {
+			var n int
+			out, n = runContinuedWith(t, in, &Activities{Env: append(os.Environ(), "OPENAI_API_KEY="+key)})
+			if n == 0 {
+				t.Fatal("the run never continued as new")
+			}
+		} else {
+			e := s.NewTestWorkflowEnvironment()
+			Register(e, &Activities{Env: append(os.Environ(), "OPENAI_API_KEY="+key)})
+			e.ExecuteWorkflow(WorkflowName, in)
+			if err := e.GetWorkflowError(); err != nil {
+				t.Fatalf("workflow: %v", err)
+			}
+			out = &RunOutput{}
+			if err := e.GetWorkflowResult(out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if diff := cmp.Diff(local, canonicalResult(t, out.Result)); diff != "" {
+			t.Errorf("continue every %d: local (-) and temporal (+) differ:\n%s", every, diff)
+		}
+		lr, tr := ls.Requests(), ts.Requests()
+		if len(lr) != len(tr) {
+			t.Fatalf("local made %d requests, temporal %d", len(lr), len(tr))
+		}
+		for i := range lr {
+			if diff := cmp.Diff(lr[i].Body, tr[i].Body); diff != "" {
+				t.Errorf("request %d differs:\n%s", i, diff)
+			}
+			if tr[i].Authorization != "Bearer "+key {
+				t.Errorf("request %d: authorization %q", i, tr[i].Authorization)
+			}
+		}
+	}
+}
+
+func TestModelKeyMissingOnWorker(t *testing.T) {
+	// A worker without the model's key fails the step with the
+	// variable's name (a failure the flow can route).
+	g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": `
+model("remote", model = "m1", base_url = "https://models.example.invalid/v1", api_key_env = "SKEIN_TEST_KEY")
+ask = step("ask", llm = "hello", model = "remote")
+recover = step("recover", fn = lambda r: r.ask.error)
+edge(START, ask)
+edge(ask, END)
+edge(ask, recover, on = "failure")
+edge(recover, END)
+`}})
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	e := s.NewTestWorkflowEnvironment()
+	Register(e, &Activities{Env: []string{"PATH=/usr/bin:/bin"}})
+	e.ExecuteWorkflow(WorkflowName, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1})
+	if err := e.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var out RunOutput
+	if err := e.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	res := decode(t, out.Result)
+	if res.Status != "succeeded" || res.Steps["ask"].Code != model.CodeModel || !strings.Contains(res.Output.(string), "set SKEIN_TEST_KEY") {
+		t.Errorf("status %s, ask %+v, output %v", res.Status, res.Steps["ask"], res.Output)
+	}
+}
+
+func TestModelCassetteOnWorker(t *testing.T) {
+	// A worker answering from a cassette (skein worker --cassette
+	// --replay-only) needs no server: what one run recorded, the next
+	// replays.
+	s := modelServer()
+	g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": modelFlow}})
+	cassette := filepath.Join(t.TempDir(), "models.json")
+	in := RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1,
+		ModelEnv: []string{"SKEIN_MODEL=m1", "SKEIN_BASE_URL=" + s.BaseURL()}}
+	var results []any
+	for _, replayOnly := range []bool{false, true} {
+		var live model.Provider
+		if !replayOnly {
+			live = &model.Client{}
+		}
+		if replayOnly {
+			s.Close() // nothing may reach it now
+		}
+		c, err := model.OpenCassette(cassette, replayOnly, live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := runContinuedWith(t, in, &Activities{Models: c})
+		results = append(results, canonicalResult(t, out.Result))
+		if st := decode(t, out.Result).Status; st != "succeeded" {
+			t.Fatalf("replay only %v: status %s\n%s", replayOnly, st, out.Result)
+		}
+	}
+	if diff := cmp.Diff(results[0], results[1]); diff != "" {
+		t.Errorf("recorded (-) and replayed (+) differ:\n%s", diff)
+	}
+}

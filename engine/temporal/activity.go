@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,9 @@ func (a *Activities) Model(ctx context.Context, job vm.ModelJob) (*vm.ModelOutco
 	getenv := os.Getenv
 	if a.Env != nil {
 		getenv = func(k string) string { return lookupEnv(a.Env, k) }
+	}
+	if job.Chat.Model == "" {
+		return &vm.ModelOutcome{Code: model.CodeModel, Error: fmt.Sprintf("step %q: no model configured where the run started: set %s for skein run (the default model's variables travel with the run), or declare one with model()", job.Step, model.EnvModel)}, nil
 	}
 	if a.Models == nil {
 		cfg := model.Config{Model: job.Chat.Model, BaseURL: job.Endpoint.BaseURL, KeyEnv: job.Endpoint.KeyEnv}

@@ -190,6 +190,23 @@ edge(recover, END)
 	}
 }
 
+func TestModelNotConfigured(t *testing.T) {
+	// No SKEIN_MODEL where the run started: the call fails saying so.
+	g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": `ask = step("ask", llm = "hello")`}})
+	out, _ := runContinuedWith(t, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1}, &Activities{})
+	res := decode(t, out.Result)
+	if res.Status != "failed" || !strings.Contains(res.Steps["ask"].Code, model.CodeModel) {
+		t.Fatalf("status %s, ask %+v", res.Status, res.Steps["ask"])
+	}
+	var full struct {
+		Steps map[string]struct{ Error string } `json:"steps"`
+	}
+	json.Unmarshal(out.Result, &full)
+	if e := full.Steps["ask"].Error; !strings.Contains(e, "no model configured where the run started: set SKEIN_MODEL") {
+		t.Errorf("error %q", e)
+	}
+}
+
 func TestModelCassetteOnWorker(t *testing.T) {
 	// A worker answering from a cassette (skein worker --cassette
 	// --replay-only) needs no server: what one run recorded, the next

@@ -57,6 +57,9 @@ var predeclared = func() starlark.StringDict {
 	for k, v := range stdlib.SafeBuiltins() {
 		d[k] = v
 	}
+	for k, v := range stdlib.CheckedOps() {
+		d[k] = v
+	}
 	d.Freeze()
 	return d
 }()
@@ -68,7 +71,12 @@ func Predeclared() starlark.StringDict { return predeclared }
 
 // Names lists the predeclared names, for completion and hints.
 func Names() []string {
-	names := predeclared.Keys()
+	var names []string
+	for _, n := range predeclared.Keys() {
+		if !stdlib.IsCheckedOp(n) {
+			names = append(names, n)
+		}
+	}
 	sort.Strings(names)
 	return names
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/stdlib"
 )
 
 // TestDocsCoverEveryBuiltin keeps the doc table true: every predeclared
@@ -18,6 +20,9 @@ func TestDocsCoverEveryBuiltin(t *testing.T) {
 		d := DocOf(name)
 		if _, universal := starlark.Universe[name]; universal && d == nil {
 			continue // a Starlark builtin Skein only bounds (str, print, ...)
+		}
+		if stdlib.IsCheckedOp(name) {
+			continue // what the loader rewrites x * n into, never written
 		}
 		if d == nil {
 			t.Errorf("builtin %s has no entry in the doc table (builtins/doc.go)", name)

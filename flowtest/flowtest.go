@@ -318,7 +318,7 @@ func (l *loader) load(from *starlark.Thread, file string) (starlark.StringDict, 
 		return g, nil
 	}}
 	th.SetMaxExecutionSteps(10_000_000)
-	g, err := starlark.ExecFileOptions(graphir.FileOptions, th, file, src, predeclared())
+	g, err := execFile(th, file, src)
 	if err != nil {
 		var se syntax.Error
 		if errors.As(err, &se) {
@@ -387,7 +387,26 @@ func predeclared() starlark.StringDict {
 	for k, v := range stdlib.Modules() {
 		d[k] = v
 	}
+	for k, v := range stdlib.CheckedOps() {
+		d[k] = v
+	}
 	return d
+}
+
+// execFile runs a test file as starlark.ExecFileOptions does, with the
+// values one operation makes bounded (stdlib.Rewrite).
+func execFile(th *starlark.Thread, file string, src []byte) (starlark.StringDict, error) {
+	f, err := graphir.FileOptions.Parse(file, src, 0)
+	if err != nil {
+		return nil, err
+	}
+	stdlib.Rewrite(f)
+	pre := predeclared()
+	prog, err := starlark.FileProgram(f, pre.Has)
+	if err != nil {
+		return nil, err
+	}
+	return prog.Init(th, pre)
 }
 
 // readBounded reads a regular file of at most MaxFileSize bytes.

@@ -352,11 +352,12 @@ func compile(src string) *compiled {
 	}
 	b.WriteString(src[last:])
 	b.WriteString("\n)")
-	fn, err := starlark.ExprFuncOptions(FileOptions, ExprFile, b.String(), exprEnv)
+	lx, err := FileOptions.ParseExpr(ExprFile, b.String(), 0)
 	if err != nil {
 		return syntaxError(err)
 	}
-	lambda, err := starlark.Call(&starlark.Thread{Name: "compile"}, fn, nil, nil)
+	// Bound the values one operation makes (stdlib.Rewrite).
+	lambda, err := starlark.EvalExprOptions(FileOptions, &starlark.Thread{Name: "compile"}, stdlib.RewriteExpr(lx), exprEnv)
 	if err != nil {
 		return syntaxError(err)
 	}
@@ -368,14 +369,17 @@ func compile(src string) *compiled {
 	return &compiled{fn: lambda.(starlark.Callable), refs: refs, rewrites: at}
 }
 
-// exprEnv is what expressions see besides the run view: the modules and
-// the bounded str, repr and print.
+// exprEnv is what expressions see besides the run view: the modules, the
+// bounded str, repr, print and getattr, and the checked operations.
 var exprEnv = func() starlark.StringDict {
 	d := starlark.StringDict{}
 	for k, v := range stdlib.Modules() {
 		d[k] = v
 	}
 	for k, v := range stdlib.SafeBuiltins() {
+		d[k] = v
+	}
+	for k, v := range stdlib.CheckedOps() {
 		d[k] = v
 	}
 	d.Freeze()

@@ -11,6 +11,8 @@ package graphir
 import (
 	"go.starlark.net/resolve"
 	"go.starlark.net/syntax"
+
+	"github.com/skeinlang/skein/stdlib"
 )
 
 // FuncRefs is what a function reads of its parameter.
@@ -72,22 +74,31 @@ func ReadsOf(fn syntax.Node) *FuncRefs {
 	}
 
 	fr := &FuncRefs{Param: param.Name}
-	outer := map[*syntax.DotExpr]Ref{} // r.NAME -> what is read from it
-	used := map[*syntax.Ident]bool{}   // uses of r as r.NAME
+	outer := map[syntax.Expr]Ref{}   // r.NAME -> what is read from it
+	used := map[*syntax.Ident]bool{} // uses of r as r.NAME
 	var calls []*syntax.CallExpr
+	// dot handles n, which reads x.name (name at at).
+	dot := func(n, x syntax.Expr, name string, at syntax.Position) {
+		if in, ok := x.(*syntax.DotExpr); ok && isParam(in.X) {
+			outer[in] = Ref{Attr: name}
+		}
+		if in, ok := x.(*syntax.CallExpr); ok {
+			if ix, _, _, ok := stdlib.IsAttrCall(in); ok && isParam(ix) {
+				outer[in] = Ref{Attr: name}
+			}
+		}
+		if isParam(x) {
+			r := outer[n]
+			r.Name = name
+			r.Pos = Pos{File: at.Filename(), Line: int(at.Line), Col: int(at.Col)}
+			fr.Refs = append(fr.Refs, r)
+			used[x.(*syntax.Ident)] = true
+		}
+	}
 	walk := func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.DotExpr:
-			if in, ok := n.X.(*syntax.DotExpr); ok && isParam(in.X) {
-				outer[in] = Ref{Attr: n.Name.Name}
-			}
-			if isParam(n.X) {
-				r := outer[n]
-				r.Name = n.Name.Name
-				r.Pos = Pos{File: n.Name.NamePos.Filename(), Line: int(n.Name.NamePos.Line), Col: int(n.Name.NamePos.Col)}
-				fr.Refs = append(fr.Refs, r)
-				used[n.X.(*syntax.Ident)] = true
-			}
+			dot(n, n.X, n.Name.Name, n.Name.NamePos)
 		case *syntax.IndexExpr:
 			if in, ok := n.X.(*syntax.DotExpr); ok && isParam(in.X) {
 				if lit, ok := n.Y.(*syntax.Literal); ok && lit.Token == syntax.STRING {
@@ -95,6 +106,11 @@ func ReadsOf(fn syntax.Node) *FuncRefs {
 				}
 			}
 		case *syntax.CallExpr:
+			// The loader rewrites x.join into a checked call
+			// (stdlib.Rewrite): it still reads x.join.
+			if x, name, at, ok := stdlib.IsAttrCall(n); ok {
+				dot(n, x, name, at)
+			}
 			calls = append(calls, n)
 		case *syntax.Ident:
 			if isParam(n) && !used[n] {

@@ -171,6 +171,7 @@ func (l *loader) exec(file string, src []byte) (starlark.StringDict, error) {
 		}
 		return nil, convert(err, nil)
 	}
+	stdlib.Rewrite(f) // bound the values one operation makes
 	prog, err := starlark.FileProgram(f, builtins.Predeclared().Has)
 	if err != nil {
 		e := convert(err, nil)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/skeinlang/skein/builtins"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
 )
 
 // ChunkFile is the file name of what is typed into a [Session]. Its lines
@@ -202,6 +203,7 @@ func (s *Session) Exec(ctx context.Context, src string) (starlark.Value, error) 
 	if err != nil {
 		return nil, convert(err, nil)
 	}
+	stdlib.Rewrite(f) // bound the values one operation makes
 	s.ls.loc.add(f)
 
 	// A module that failed to load is tried again, in case it was fixed;

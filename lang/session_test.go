@@ -422,3 +422,18 @@ func TestSessionDrop(t *testing.T) {
 		t.Errorf("edges (-want +got):\n%s", diff)
 	}
 }
+
+// The REPL bounds the value one operation makes, in statements and in an
+// expression it prints (issue 9).
+func TestSessionHugeValue(t *testing.T) {
+	s := NewSession(t.TempDir(), Options{})
+	for _, chunk := range []string{"x = 'a' * 999999999", "[0] * 1000000000", "y = 'ab'\ny *= 999999999"} {
+		err := execErr(t, s, chunk)
+		if !strings.Contains(err.Msg, "one value may take at most 64 MiB") {
+			t.Errorf("%q: %v", chunk, err)
+		}
+	}
+	if v := exec(t, s, "'ab' * 2"); v.String() != `"abab"` {
+		t.Errorf("'ab' * 2 = %s", v)
+	}
+}

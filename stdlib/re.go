@@ -6,6 +6,7 @@ package stdlib
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 
 	"go.starlark.net/starlark"
@@ -141,6 +142,12 @@ func reSub(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs 
 	if count <= 0 {
 		count = -1
 	}
+	if err := checkSub(re, repl, s, count); err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	if count < 0 {
+		return starlark.String(re.ReplaceAllString(s, repl)), nil
+	}
 	var out []byte
 	last := 0
 	for _, loc := range re.FindAllStringSubmatchIndex(s, count) {
@@ -150,6 +157,43 @@ func reSub(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs 
 	}
 	out = append(out, s[last:]...)
 	return starlark.String(out), nil
+}
+
+// matchBytes is about what one match takes while re.sub with a count
+// collects them.
+const matchBytes = 64
+
+// checkSub reports an error if re.sub could make a value over
+// MaxValueBytes, or hold too many matches at once. When even the worst
+// case (a match between every two bytes, each group reference as long as
+// s) is within the bound it costs nothing; otherwise it counts the matches
+// first. Each match writes repl with each $ reference at most as long as
+// the match.
+func checkSub(re *regexp.Regexp, repl, s string, count int) error {
+	refs := int64(strings.Count(repl, "$"))
+	slots := int64(len(s)) + 1
+	if count > 0 {
+		slots = min(slots, int64(count))
+	}
+	worst := int64(len(s)) + satMul(slots, int64(len(repl))) + satMul(refs, int64(len(s)))
+	if worst <= MaxValueBytes && (count < 0 || satMul(slots, matchBytes) <= MaxValueBytes) {
+		return nil
+	}
+	var n, matched int64
+	re.ReplaceAllStringFunc(s, func(m string) string {
+		if count < 0 || n < int64(count) {
+			n++
+			matched += int64(len(m))
+		}
+		return ""
+	})
+	if total := int64(len(s)) + satMul(n, int64(len(repl))) + satMul(refs, matched); total > MaxValueBytes {
+		return sizeError(fmt.Sprintf("replacing %d matches", n), float64(total))
+	}
+	if count > 0 && satMul(n, matchBytes) > MaxValueBytes {
+		return fmt.Errorf("%d matches to replace one by one is too many; give no count to replace them all", n)
+	}
+	return nil
 }
 
 // reSplit(pattern, s, maxsplit=0): s split around matches.

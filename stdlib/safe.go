@@ -38,22 +38,28 @@ var safeBuiltins = func() starlark.StringDict {
 		"str":   starlark.NewBuiltin("str", boundedArgs(universeStr, MaxReprDepth)),
 		"repr":  starlark.NewBuiltin("repr", boundedArgs(universeRepr, MaxReprDepth)),
 		"print": starlark.NewBuiltin("print", boundedArgs(universePrint, MaxReprDepth)),
+		// getattr(s, "join") is the checked method (alloc.go).
+		"getattr": starlark.NewBuiltin("getattr", checkedGetattr),
 	}
 	d.Freeze()
 	return d
 }()
 
-// SafeBuiltins returns the bounded versions of str, repr and print, to
+// SafeBuiltins returns the bounded versions of str, repr, print and getattr, to
 // predeclare over the universe's. The dict is frozen and shared.
 func SafeBuiltins() starlark.StringDict { return safeBuiltins }
 
 // boundedArgs wraps b so that every argument is first checked to nest at
-// most limit deep.
+// most limit deep, and the text of all of them to fit in one value.
 func boundedArgs(b *starlark.Builtin, limit int) func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
 	return func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		var size int64
 		for _, a := range args {
 			if err := CheckDepth(a, limit); err != nil {
 				return nil, fmt.Errorf("%s: %v", b.Name(), err)
+			}
+			if size += TextSize(a, MaxValueBytes-size+1); size > MaxValueBytes {
+				return nil, fmt.Errorf("%s: %v", b.Name(), overError("the text of its arguments"))
 			}
 		}
 		return starlark.Call(thread, b, args, kwargs)

@@ -214,7 +214,13 @@ const maxDepth = 64
 // Data converts v, a value computed by a flow (a fn step's result, an input
 // default), to flow data: JSON-representable and deep-frozen, with dicts and
 // structs turned into [Map]s. Anything else is an error naming what it is.
-func Data(v starlark.Value) (starlark.Value, error) { return data(v, 0) }
+// Its text (as JSON) must fit in MaxValueBytes.
+func Data(v starlark.Value) (starlark.Value, error) {
+	if err := CheckSize(v); err != nil {
+		return nil, err
+	}
+	return data(v, 0)
+}
 
 func data(v starlark.Value, depth int) (starlark.Value, error) {
 	if depth > maxDepth {
@@ -285,7 +291,13 @@ func data(v starlark.Value, depth int) (starlark.Value, error) {
 // ToGo converts flow data to Go values for encoding/json: nil, bool, int64
 // (or json.Number for big ints), float64, string, []any, and [Object] for
 // mappings and structs (which keeps key order).
-func ToGo(v starlark.Value) (any, error) { return toGo(v, 0) }
+// Its text (as JSON) must fit in MaxValueBytes.
+func ToGo(v starlark.Value) (any, error) {
+	if err := CheckSize(v); err != nil {
+		return nil, err
+	}
+	return toGo(v, 0)
+}
 
 func toGo(v starlark.Value, depth int) (any, error) {
 	if depth > maxDepth {

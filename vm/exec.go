@@ -766,6 +766,9 @@ func (r *run) render(f *frame, n *graphir.Node, t *graphir.Template) (string, er
 			return "", &templateError{x: part.X, err: err}
 		}
 		b.WriteString(s)
+		if b.Len() > stdlib.MaxValueBytes {
+			return "", &templateError{x: part.X, err: fmt.Errorf("the text would be over the %d MiB one value may take", stdlib.MaxValueBytes>>20)}
+		}
 	}
 	return b.String(), nil
 }

@@ -300,3 +300,33 @@ step("a", fn = grow)
 	res := run(t, `step("a", fn = lambda r: len("ab" * 1000))`, nil, vm.Options{MaxMemory: 16 << 20})
 	check(t, res, want{status: vm.Succeeded, output: 2000.0})
 }
+
+// One operation that would make a huge value fails at run time before it
+// allocates, as at load time: a fn step fails, a template or a condition
+// is an expr_error, with the operation's position (issue 9).
+func TestRuntimeHugeValue(t *testing.T) {
+	fn := func(body string) string {
+		return "def f(r):\n    s = 'x' * 1000000\n    return " + body + "\nstep(\"a\", fn = f)\n"
+	}
+	for _, tc := range []struct {
+		name, src, code, msg string
+	}{
+		{"fn", fn("len('a' * 999999999)"), "step_failed", "flow.star:3:20: repeating a 1-byte string 999999999 times would make 953.7 MiB; one value may take at most 64 MiB"},
+		{"fn list", fn("len([0] * 1000000000)"), "step_failed", "flow.star:3:20: repeating a 1-element list 1000000000 times"},
+		{"fn join", fn("len(''.join([s] * 100))"), "step_failed", "join: joining 68 or more strings"},
+		{"fn replace", fn("len(s.replace('x', 'yy' * 50))"), "step_failed", "replace: replacing 1000000 matches"},
+		{"fn re.sub", fn("len(re.sub('x', 'y' * 100, s))"), "step_failed", "re.sub: replacing 1000000 matches"},
+		{"fn str", fn("len(str([s] * 100))"), "step_failed", "str: the text of its arguments"},
+		{"fn output", fn("[[s] * 10] * 10"), "step_failed", "returned a value that is not flow data: writing out this list would make more than 64 MiB, the most one value may take"},
+		{"template", `step("a", run = ["echo", "{{ 'a' * 999999999 }}"])`, "expr_error", "flow.star:1:34: repeating a 1-byte string 999999999 times"},
+		{"template shift", `step("a", run = ["echo", "{{ len('x' * (1 << 29)) }}"])`, "expr_error", "1-byte string 536870912 times"},
+		{"template value", `step("a", run = ["echo", "{{ ['x' * 1000000] * 100 }}"])`, "expr_error", "writing out this list would make"},
+		{"template join", `step("a", run = ["echo", "{{ ','.join(['x' * 1000000] * 100) }}"])`, "expr_error", "join: joining"},
+		{"condition", "a = step(\"a\", fn = lambda r: 1)\nedge(START, a)\nedge(a, END, when = \"len([0] * 1000000000) > 0\")", "expr_error", "flow.star:3:30: repeating a 1-element list 1000000000 times"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := run(t, tc.src, nil, vm.Options{})
+			check(t, res, want{status: vm.Failed, code: tc.code, msg: tc.msg})
+		})
+	}
+}

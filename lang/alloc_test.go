@@ -1,0 +1,94 @@
+package lang
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// One operation that would make a huge value is a load error at the
+// operation, naming what was too big and the bound, and it is stopped
+// before it allocates (issue 9). The operands here are at most a few MiB.
+func TestLoadHugeValue(t *testing.T) {
+	const big = `s = "x" * 1000000` + "\n" // 1 MB, within the bound
+	for _, tc := range []struct {
+		name, src, pos string
+		frags          []string
+	}{
+		{"string", `x = 'a' * 999999999`, "flow.star:1:5", []string{"repeating a 1-byte string 999999999 times", "953.7 MiB", "at most 64 MiB"}},
+		{"list", `x = [0] * 1000000000`, "flow.star:1:5", []string{"repeating a 1-element list 1000000000 times", "at most 64 MiB"}},
+		{"int first", `x = 1000000000 * (0,)`, "flow.star:1:5", []string{"1-element tuple 1000000000 times"}},
+		{"shift", `x = "x" * (1 << 29)`, "flow.star:1:5", []string{"1-byte string 536870912 times", "512.0 MiB"}},
+		{"bytes", `x = b"ab" * (1 << 40)`, "flow.star:1:5", []string{"2-byte bytes"}},
+		{"bigint", `x = "a" * (1 << 100)`, "flow.star:1:5", []string{"1267650600228229401496703205376 times"}},
+		{"augmented", "x = 'ab'\nx *= 999999999", "flow.star:2:1", []string{"2-byte string 999999999 times"}},
+		{"augmented index", "d = {'k': [1]}\nd['k'] *= 999999999", "flow.star:2:1", []string{"1-element list 999999999 times"}},
+		{"in a function", "def f(n):\n    return 'ab' * n\nx = f(999999999)", "flow.star:2:12", []string{"2-byte string"}},
+		{"join", big + `x = "".join([s] * 100)`, "flow.star:2:5", []string{"join: joining 68 or more strings would make more than 64 MiB, the most one value may take"}},
+		{"join bound method", big + "j = '-'.join\nx = j([s] * 100)", "flow.star:3:5", []string{"join: joining"}},
+		{"getattr", big + `x = getattr(",", "join")([s] * 100)`, "flow.star:2:5", []string{"join: joining"}},
+		{"replace", big + `x = s.replace("x", "yy" * 50)`, "flow.star:2:5", []string{"replace: replacing 1000000 matches with 100 bytes each", "95.4 MiB"}},
+		{"replace empty", big + `x = s.replace("", "y" * 100)`, "flow.star:2:5", []string{"replace: replacing 1000001 matches"}},
+		{"split", `s = "," * 5000000` + "\nx = s.split(',')", "flow.star:2:5", []string{"split: splitting into 5000001 pieces"}},
+		{"split words", `s = "a " * 5000000` + "\nx = s.split()", "flow.star:2:5", []string{"split: splitting into 5000000 pieces"}},
+		{"splitlines", `s = "\n" * 5000000` + "\nx = s.splitlines()", "flow.star:2:5", []string{"splitlines: splitting into 5000001 pieces"}},
+		{"format", big + `x = ("{}" * 100).format(s)`, "flow.star:2:5", []string{"format: formatting 100 fields"}},
+		{"percent", big + `x = ("%s" * 100) % tuple([s] * 100)`, "flow.star:2:5", []string{"formatting with %"}},
+		{"percent dict", big + `x = ("%(a)s" * 100) % {"a": s}`, "flow.star:2:5", []string{"formatting with %"}},
+		{"str", big + `x = str([s] * 100)`, "flow.star:2:5", []string{"str: the text of its arguments would make more than 64 MiB"}},
+		{"json", big + `x = json.encode([s] * 100)`, "flow.star:2:5", []string{"json.encode: the text"}},
+		{"re.sub", big + `x = re.sub("x", "y" * 100, s)`, "flow.star:2:5", []string{"re.sub: replacing 1000000 matches"}},
+		{"re.sub groups", big + `x = re.sub("(x+)", "$1" * 100, s)`, "flow.star:2:5", []string{"re.sub: replacing 1 matches"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := memFS{"flow.star": tc.src}.load(t, "flow.star")
+			wantError(t, err, "load_error", tc.pos, tc.frags...)
+		})
+	}
+}
+
+// Below the bound the checked operations are the plain ones, errors
+// included.
+func TestLoadCheckedOperations(t *testing.T) {
+	src := `
+d = {"k": "q", "l": [1]}
+d["k"] *= 3
+d["l"] *= 2
+x = "ab"
+x *= 2
+p = "%s" % "y"
+p %= ()
+out = [
+    "ab" * 3, 3 * "ab", [1, 2] * 2, (1,) * 0, "ab" * -1, 6 * 7, 2.5 * 2, 7 % 3, 7.5 % 2,
+    x, d, p,
+    "%s-%d" % ("a", 3), "%(a)s%(a)s" % {"a": "z"},
+    ", ".join(["a", "b"]), ", ".join(("c",)), "".join({"k": 1}),
+    "aXa".replace("X", "yy"), "aXaX".replace("X", "yy", 1), "ab".replace("", "-"),
+    "{}!{x}".format(1, x = 2), "a,b".split(","), " a  b ".split(), "a,b,c".rsplit(",", 1), "a\nb".splitlines(), getattr("a", "join")(["x", "y"]), getattr("a", "nope", "dflt"),
+    str(["a"] * 3), re.sub("(a)", "<$1>", "banana"), re.sub("a", "o", "banana", 2), re.sub("", "-", "abc"),
+]
+step(json.encode(out))
+`
+	g := memFS{"flow.star": src}.mustLoad(t, "flow.star")
+	want := []string{`["ababab","ababab",[1,2,1,2],[],"",42,5.0,1,1.5,"abab",{"k":"qqq","l":[1,1]},"y",` +
+		`"a-3","zz","a, b","c","k","ayya","ayyaX","-a-b-","1!2",["a","b"],["a","b"],["a,b","c"],["a","b"],"xay","dflt","[\"a\", \"a\", \"a\"]","b<a>n<a>n<a>","bonona","-a-b-c-"]`}
+	if diff := cmp.Diff(want, stepNames(g)); diff != "" {
+		t.Errorf("values (-want +got):\n%s", diff)
+	}
+	for _, tc := range []struct{ src, msg string }{
+		{`x = {} * 2`, "unknown binary op: dict * int"},
+		{`x = "a" % 1`, "too many arguments for format string"},
+		{`x = (1).join`, "int has no .join field or method"},
+		{`x = "a".jion`, "string has no .jion field or method"},
+		{`x = ", ".join([1])`, "join: in list, want string, got int"},
+		{"x = (1,)\nx[0] *= 2", "tuple value does not support item assignment"},
+		{"d = {}\nd['k'] *= 2", `key "k" not in dict`},
+		{`x = getattr(1, "join")`, "getattr: int has no .join field or method"},
+	} {
+		_, err := memFS{"flow.star": tc.src}.load(t, "flow.star")
+		if err == nil || !strings.Contains(err.Msg, tc.msg) {
+			t.Errorf("%s: got %v, want an error containing %q", tc.src, err, tc.msg)
+		}
+	}
+}

@@ -1,0 +1,570 @@
+package stdlib
+
+// This file bounds the size of a value that one Starlark operation makes.
+// The memory watchdogs sample the heap between steps, but one step can ask
+// for gigabytes at once ("a" * 999999999, [0] * 1000000000, a join or a
+// replace of a big string), and Go cannot recover from running out of
+// memory. go.starlark.net's own bound on a repetition is 1<<30 elements,
+// far more than a machine has. So the operations whose result can be far
+// bigger than their operands compute the size of that result first and fail
+// with an error when it is over MaxValueBytes:
+//
+//   - x * n and x *= n on strings, bytes, lists and tuples, and x % args
+//     on strings: Rewrite turns the operators into calls of checked
+//     builtins (see CheckedOps) in the syntax tree, before it is resolved;
+//   - the string methods join, replace, format, split, rsplit and
+//     splitlines: Rewrite turns s.join into a checked attribute lookup,
+//     and getattr is checked too;
+//   - str, repr, print and json.encode measure the text they would write;
+//   - re.sub stops once its result passes the bound.
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode"
+	"unsafe"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+	"go.starlark.net/syntax"
+)
+
+// MaxValueBytes bounds the size of one value an operation makes: a string
+// of at most 64 MiB, a list or tuple of at most MaxValueBytes/16 (4 Mi)
+// elements.
+const MaxValueBytes = 64 << 20
+
+// elemBytes is what one element of a list or tuple takes (an interface).
+const elemBytes = int64(unsafe.Sizeof(starlark.Value(nil)))
+
+// The names of the checked operations. They are not identifiers, so no
+// flow can define, shadow or call them by name.
+const (
+	mulName     = "·mul"
+	modName     = "·mod"
+	attrName    = "·attr"
+	augAttrName = "·augfield"
+	augIdxName  = "·augindex"
+)
+
+var checkedOps = func() starlark.StringDict {
+	d := starlark.StringDict{
+		mulName:     starlark.NewBuiltin(mulName, checkedBinary(syntax.STAR)),
+		modName:     starlark.NewBuiltin(modName, checkedBinary(syntax.PERCENT)),
+		attrName:    starlark.NewBuiltin(attrName, checkedAttr),
+		augAttrName: starlark.NewBuiltin(augAttrName, checkedAugField),
+		augIdxName:  starlark.NewBuiltin(augIdxName, checkedAugIndex),
+	}
+	d.Freeze()
+	return d
+}()
+
+// CheckedOps returns the builtins the code Rewrite makes calls, to
+// predeclare wherever rewritten code runs. The dict is frozen and shared.
+func CheckedOps() starlark.StringDict { return checkedOps }
+
+// IsCheckedOp reports whether name is one of CheckedOps, not a name a user
+// can write (completion and hints leave these out).
+func IsCheckedOp(name string) bool { return checkedOps.Has(name) }
+
+// sizeError is the error of an operation whose result would be too big.
+func sizeError(what string, bytes float64) error {
+	return fmt.Errorf("%s would make %s; one value may take at most %d MiB", what, human(bytes), MaxValueBytes>>20)
+}
+
+// overError is the error of an operation whose result is known to be over
+// the bound, before its size is known.
+func overError(what string) error {
+	return fmt.Errorf("%s would make more than %d MiB, the most one value may take", what, MaxValueBytes>>20)
+}
+
+func human(b float64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", b/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", b/(1<<20))
+	default:
+		return fmt.Sprintf("%.0f bytes", b)
+	}
+}
+
+// checkRepeat reports an error if x * n (x a sequence, n an int) would make
+// a value over the bound.
+func checkRepeat(x, n starlark.Value) error {
+	i, ok := n.(starlark.Int)
+	if !ok {
+		return nil
+	}
+	var size, unit int64
+	var what string
+	switch x := x.(type) {
+	case starlark.String:
+		size, unit, what = int64(len(x)), 1, "string"
+	case starlark.Bytes:
+		size, unit, what = int64(len(x)), 1, "bytes"
+	case *starlark.List:
+		size, unit, what = int64(x.Len()), elemBytes, "list"
+	case starlark.Tuple:
+		size, unit, what = int64(len(x)), elemBytes, "tuple"
+	default:
+		return nil
+	}
+	if size == 0 || i.Sign() <= 0 {
+		return nil
+	}
+	count, exact := i.Int64()
+	if exact && count <= MaxValueBytes/(size*unit) {
+		return nil
+	}
+	f, _ := strconv.ParseFloat(i.String(), 64)
+	total := f * float64(size)
+	if unit == 1 {
+		return sizeError(fmt.Sprintf("repeating a %d-byte %s %s times", size, what, i), total)
+	}
+	return sizeError(fmt.Sprintf("repeating a %d-element %s %s times (%.0f elements of %d bytes)", size, what, i, total, unit), total*float64(unit))
+}
+
+// checkedBinary returns the builtin that applies op to its two arguments
+// once the size of the result is known to be within the bound.
+func checkedBinary(op syntax.Token) func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+	return func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+		x, y := args[0], args[1]
+		if err := checkBinary(op, x, y); err != nil {
+			return nil, err
+		}
+		return starlark.Binary(op, x, y)
+	}
+}
+
+func checkBinary(op syntax.Token, x, y starlark.Value) error {
+	switch op {
+	case syntax.STAR:
+		if err := checkRepeat(x, y); err != nil {
+			return err
+		}
+		return checkRepeat(y, x)
+	case syntax.PERCENT:
+		if f, ok := x.(starlark.String); ok {
+			return checkPercent(string(f), y)
+		}
+	}
+	return nil
+}
+
+// checkPercent bounds fmt % args: each conversion writes one argument, and
+// a mapping's may all write the same.
+func checkPercent(f string, args starlark.Value) error {
+	convs := int64(strings.Count(f, "%"))
+	if convs == 0 {
+		return nil
+	}
+	var total int64
+	switch a := args.(type) {
+	case starlark.Tuple:
+		total = int64(len(f))
+		for _, e := range a {
+			total += TextSize(e, MaxValueBytes-total+1)
+			if total > MaxValueBytes {
+				break
+			}
+		}
+	default:
+		total = int64(len(f)) + satMul(convs, TextSize(a, MaxValueBytes+1))
+	}
+	if total > MaxValueBytes {
+		return overError("formatting with %")
+	}
+	return nil
+}
+
+func satMul(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+// checkedMethods are the string methods whose result can be far bigger
+// than the string and its arguments.
+var checkedMethods = map[string]bool{"join": true, "replace": true, "format": true, "split": true, "rsplit": true, "splitlines": true}
+
+// checkedAttr implements x.name for the names in checkedMethods: the
+// string's method, checked; anything else's attribute as usual.
+func checkedAttr(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+	x, name := args[0], string(args[1].(starlark.String))
+	return getAttr(x, name)
+}
+
+// getAttr is x.name, with the checked string methods, and the errors of
+// go.starlark.net.
+func getAttr(x starlark.Value, name string) (starlark.Value, error) {
+	if s, ok := x.(starlark.String); ok && checkedMethods[name] {
+		return checkedMethod(s, name), nil
+	}
+	return plainAttr(x, name)
+}
+
+// plainAttr is x.name with go.starlark.net's errors (less its spelling
+// hint: these names are the string methods' own).
+func plainAttr(x starlark.Value, name string) (starlark.Value, error) {
+	h, ok := x.(starlark.HasAttrs)
+	if !ok {
+		return nil, fmt.Errorf("%s has no .%s field or method", x.Type(), name)
+	}
+	v, err := h.Attr(name)
+	if err != nil {
+		if nsa, ok := err.(starlark.NoSuchAttrError); ok {
+			return nil, fmt.Errorf("%s", string(nsa))
+		}
+		return nil, err
+	}
+	if v == nil {
+		return nil, fmt.Errorf("%s has no .%s field or method", x.Type(), name)
+	}
+	return v, nil
+}
+
+// checkedMethod returns the method name of s, wrapped in a size check.
+func checkedMethod(s starlark.String, name string) starlark.Value {
+	m, _ := s.Attr(name)
+	inner := m.(*starlark.Builtin)
+	return starlark.NewBuiltin(name, func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		if err := checkMethod(s, name, args, kwargs); err != nil {
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+		return starlark.Call(thread, inner, args, kwargs)
+	}).BindReceiver(s)
+}
+
+func checkMethod(s starlark.String, name string, args starlark.Tuple, kwargs []starlark.Tuple) error {
+	switch name {
+	case "join":
+		if len(args) != 1 {
+			return nil // the method's own error
+		}
+		iter := starlark.Iterate(args[0])
+		if iter == nil {
+			return nil
+		}
+		defer iter.Done()
+		var n, total int64
+		var e starlark.Value
+		for iter.Next(&e) {
+			es, ok := e.(starlark.String)
+			if !ok {
+				return nil
+			}
+			if n > 0 {
+				total += int64(len(s))
+			}
+			total += int64(len(es))
+			n++
+			if total > MaxValueBytes {
+				return overError(fmt.Sprintf("joining %d or more strings", n))
+			}
+		}
+	case "replace":
+		if len(args) < 2 || len(kwargs) > 0 {
+			return nil
+		}
+		old, ok1 := args[0].(starlark.String)
+		repl, ok2 := args[1].(starlark.String)
+		if !ok1 || !ok2 || len(repl) <= len(old) {
+			return nil
+		}
+		count := int64(strings.Count(string(s), string(old)))
+		if len(args) == 3 {
+			if c, ok := args[2].(starlark.Int); ok {
+				if c64, exact := c.Int64(); exact && c64 >= 0 && c64 < count {
+					count = c64
+				}
+			}
+		}
+		total := int64(len(s)) + satMul(count, int64(len(repl)-len(old)))
+		if total > MaxValueBytes {
+			return sizeError(fmt.Sprintf("replacing %d matches with %d bytes each", count, len(repl)), float64(total))
+		}
+	case "split", "rsplit", "splitlines":
+		// The list holds an element per piece.
+		if int64(len(s)) < MaxValueBytes/elemBytes {
+			return nil // fewer pieces than the bound, whatever the separator
+		}
+		var pieces int64
+		switch {
+		case name == "splitlines":
+			pieces = int64(strings.Count(string(s), "\n")+strings.Count(string(s), "\r")) + 1
+		case len(args) > 0 && args[0] != starlark.None:
+			sep, ok := args[0].(starlark.String)
+			if !ok || sep == "" {
+				return nil
+			}
+			pieces = int64(strings.Count(string(s), string(sep))) + 1
+		default:
+			pieces = countFields(string(s))
+		}
+		if len(args) > 1 && name != "splitlines" {
+			if m, ok := args[1].(starlark.Int); ok {
+				if m64, exact := m.Int64(); exact && m64 >= 0 && m64+1 < pieces {
+					pieces = m64 + 1
+				}
+			}
+		}
+		if pieces*elemBytes > MaxValueBytes {
+			return sizeError(fmt.Sprintf("splitting into %d pieces (elements of %d bytes)", pieces, elemBytes), float64(pieces*elemBytes))
+		}
+	case "format":
+		// Each replacement field writes one argument; any may write
+		// the biggest.
+		fields := int64(strings.Count(string(s), "{"))
+		if fields == 0 {
+			return nil
+		}
+		var biggest int64
+		for _, a := range args {
+			biggest = max(biggest, TextSize(a, MaxValueBytes+1))
+		}
+		for _, kv := range kwargs {
+			biggest = max(biggest, TextSize(kv[1], MaxValueBytes+1))
+		}
+		if total := int64(len(s)) + satMul(fields, biggest); total > MaxValueBytes {
+			return overError(fmt.Sprintf("formatting %d fields", fields))
+		}
+	}
+	return nil
+}
+
+// countFields is len(strings.Fields(s)), without the slice.
+func countFields(s string) int64 {
+	var n int64
+	in := false
+	for _, r := range s {
+		space := unicode.IsSpace(r)
+		if !space && !in {
+			n++
+		}
+		in = !space
+	}
+	return n
+}
+
+// checkedAugField implements x.name op= y (op given as its token's
+// string), with the size check.
+func checkedAugField(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+	op, x, name, y := augOp(args[0]), args[1], string(args[2].(starlark.String)), args[3]
+	cur, err := plainAttr(x, name)
+	if err != nil {
+		return nil, err
+	}
+	z, err := checkedBinary(op)(nil, nil, starlark.Tuple{cur, y}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if f, ok := x.(starlark.HasSetField); ok {
+		return starlark.None, f.SetField(name, z)
+	}
+	return nil, fmt.Errorf("can't assign to .%s field of %s", name, x.Type())
+}
+
+// checkedAugIndex implements x[k] op= y, with the size check.
+func checkedAugIndex(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+	op, x, k, y := augOp(args[0]), args[1], args[2], args[3]
+	cur, err := getIndex(x, k)
+	if err != nil {
+		return nil, err
+	}
+	z, err := checkedBinary(op)(nil, nil, starlark.Tuple{cur, y}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return starlark.None, setIndex(x, k, z)
+}
+
+func augOp(v starlark.Value) syntax.Token {
+	if v.(starlark.String) == "%" {
+		return syntax.PERCENT
+	}
+	return syntax.STAR
+}
+
+// getIndex and setIndex are x[k] and x[k] = z as go.starlark.net does them.
+func getIndex(x, k starlark.Value) (starlark.Value, error) {
+	switch x := x.(type) {
+	case starlark.Mapping:
+		z, found, err := x.Get(k)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, fmt.Errorf("key %v not in %s", k, x.Type())
+		}
+		return z, nil
+	case starlark.Indexable:
+		i, err := index(k, x.Len(), x.Type())
+		if err != nil {
+			return nil, err
+		}
+		return x.Index(i), nil
+	}
+	return nil, fmt.Errorf("unhandled index operation %s[%s]", x.Type(), k.Type())
+}
+
+func setIndex(x, k, z starlark.Value) error {
+	switch x := x.(type) {
+	case starlark.HasSetKey:
+		return x.SetKey(k, z)
+	case starlark.HasSetIndex:
+		i, err := index(k, x.Len(), x.Type())
+		if err != nil {
+			return err
+		}
+		return x.SetIndex(i, z)
+	}
+	return fmt.Errorf("%s value does not support item assignment", x.Type())
+}
+
+func index(k starlark.Value, n int, typ string) (int, error) {
+	i, err := starlark.AsInt32(k)
+	if err != nil {
+		return 0, fmt.Errorf("%s index: %s", typ, err)
+	}
+	orig := i
+	if i < 0 {
+		i += n
+	}
+	if i < 0 || i >= n {
+		return 0, fmt.Errorf("%s index %d out of range [%d:%d]", typ, orig, -n, n-1)
+	}
+	return i, nil
+}
+
+// checkedGetattr is getattr(x, name[, default]) with the checked string
+// methods.
+func checkedGetattr(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var x, def starlark.Value
+	var name string
+	if err := starlark.UnpackPositionalArgs("getattr", args, kwargs, 2, &x, &name, &def); err != nil {
+		return nil, err
+	}
+	v, err := getAttr(x, name)
+	if err != nil {
+		if def != nil {
+			return def, nil
+		}
+		return nil, fmt.Errorf("getattr: %v", err)
+	}
+	return v, nil
+}
+
+// CheckSize reports an error if the text of v (str, or JSON) would be over
+// MaxValueBytes: a value that shares one big string many times is small in
+// memory and huge once written out.
+func CheckSize(v starlark.Value) error {
+	switch v.(type) {
+	case starlark.String, starlark.Int, starlark.Float, starlark.Bool, starlark.NoneType:
+		return nil // already made
+	}
+	if size := TextSize(v, MaxValueBytes+1); size > MaxValueBytes {
+		return overError("writing out this " + v.Type())
+	}
+	return nil
+}
+
+// TextSize returns about how many bytes str or repr of v writes (strings
+// count their quotes, not their escapes), or a number over limit once it
+// is known to be over. Containers are measured once however often they are
+// shared, so it is linear in the size of v: a list of a million references
+// to one big string is measured as the million copies str would write.
+func TextSize(v starlark.Value, limit int64) int64 {
+	t := textSizer{limit: limit}
+	return t.size(v)
+}
+
+type textSizer struct {
+	limit int64
+	memo  map[unsafe.Pointer]int64 // container sizes; -1 while being measured
+}
+
+func (t *textSizer) size(v starlark.Value) int64 {
+	var key unsafe.Pointer
+	var kids func(yield func(starlark.Value) bool)
+	var n int
+	switch x := v.(type) {
+	case starlark.String:
+		return int64(len(x)) + 2
+	case starlark.Bytes:
+		return int64(len(x)) + 3
+	case starlark.Int, starlark.Float, starlark.Bool, starlark.NoneType:
+		return 24
+	case *starlark.List:
+		if x.Len() == 0 {
+			return 2
+		}
+		key, n = unsafe.Pointer(x), x.Len()
+		kids = func(yield func(starlark.Value) bool) {
+			for i := 0; i < x.Len() && yield(x.Index(i)); i++ {
+			}
+		}
+	case starlark.Tuple:
+		if len(x) == 0 {
+			return 2
+		}
+		key, n = unsafe.Pointer(&x[0]), len(x)
+		kids = func(yield func(starlark.Value) bool) {
+			for _, e := range x {
+				if !yield(e) {
+					return
+				}
+			}
+		}
+	case *starlark.Dict:
+		if x.Len() == 0 {
+			return 2
+		}
+		key, n = unsafe.Pointer(x), 2*x.Len()
+		kids = itemKids(x.Items())
+	case *Map:
+		if len(x.vals) == 0 {
+			return 2
+		}
+		key, n = unsafe.Pointer(x), 2*len(x.vals)
+		kids = func(yield func(starlark.Value) bool) {
+			for i, e := range x.vals {
+				if !yield(starlark.String(x.keys[i])) || !yield(e) {
+					return
+				}
+			}
+		}
+	case *starlarkstruct.Struct:
+		key, n = unsafe.Pointer(x), len(x.AttrNames())
+		kids = func(yield func(starlark.Value) bool) {
+			for _, name := range x.AttrNames() {
+				a, _ := x.Attr(name)
+				if !yield(starlark.String(name)) || !yield(a) {
+					return
+				}
+			}
+		}
+	default:
+		return int64(len(v.Type())) + 16 // a value that prints itself briefly
+	}
+	if t.memo == nil {
+		t.memo = map[unsafe.Pointer]int64{}
+	}
+	if s, seen := t.memo[key]; seen {
+		if s < 0 {
+			return 5 // inside itself: "[...]"
+		}
+		return s
+	}
+	t.memo[key] = -1
+	total := int64(2 + 2*n)
+	kids(func(e starlark.Value) bool {
+		total += t.size(e)
+		return total <= t.limit
+	})
+	t.memo[key] = total
+	return total
+}

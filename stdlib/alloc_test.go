@@ -1,0 +1,101 @@
+package stdlib
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"go.starlark.net/starlark"
+)
+
+// TextSize measures a shared value as str writes it, in time linear in the
+// value: a million references to one string count a million times.
+func TestTextSize(t *testing.T) {
+	s := starlark.String(strings.Repeat("x", 1000))
+	elems := make([]starlark.Value, 1_000_000)
+	for i := range elems {
+		elems[i] = s
+	}
+	shared := starlark.NewList(elems)
+	if got := TextSize(shared, 1<<62); got < 1_000_000_000 {
+		t.Errorf("TextSize of a million shared 1000-byte strings = %d, want at least 1e9", got)
+	}
+	// Over the limit is all it says once it knows.
+	if got := TextSize(shared, 10); got <= 10 {
+		t.Errorf("TextSize with limit 10 = %d, want over 10", got)
+	}
+	// A list inside itself counts once, as "[...]".
+	self := starlark.NewList(nil)
+	self.Append(self)
+	if got := TextSize(self, 1<<20); got > 100 {
+		t.Errorf("TextSize of a list inside itself = %d", got)
+	}
+	// Against the real text of a small value, it is at least as big.
+	v := starlark.NewList([]starlark.Value{starlark.String("ab"), starlark.MakeInt(12), starlark.Tuple{starlark.None, starlark.True}})
+	d := starlark.NewDict(1)
+	_ = d.SetKey(starlark.String("k"), v)
+	for _, x := range []starlark.Value{v, d} {
+		if got, text := TextSize(x, 1<<20), len(x.String()); got < int64(text) {
+			t.Errorf("TextSize(%s) = %d, less than its text (%d bytes)", x, got, text)
+		}
+	}
+}
+
+// re.sub replaces all matches with ReplaceAllString and some with its own
+// loop: both agree with the loop over every match it replaced.
+func TestReSubSameAsBefore(t *testing.T) {
+	old := func(re *regexp.Regexp, repl, s string, count int) string {
+		var out []byte
+		last := 0
+		for _, loc := range re.FindAllStringSubmatchIndex(s, count) {
+			out = append(out, s[last:loc[0]]...)
+			out = re.ExpandString(out, repl, s, loc)
+			last = loc[1]
+		}
+		return string(append(out, s[last:]...))
+	}
+	for _, pattern := range []string{"", "a*", "a", "(a)(b)?", `\b`, "^", "$", "(?m)^x", "é|", "x*?"} {
+		for _, s := range []string{"", "abab", "banana", "xaax\nxa", "éaé"} {
+			for _, repl := range []string{"", "-", "<$1>", "$$", "${2}${1}"} {
+				re := regexp.MustCompile(pattern)
+				for _, count := range []int{0, 1, 2} {
+					args := starlark.Tuple{starlark.String(pattern), starlark.String(repl), starlark.String(s), starlark.MakeInt(count)}
+					v, err := reSub(nil, starlark.NewBuiltin("re.sub", reSub), args, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					n := count
+					if n <= 0 {
+						n = -1
+					}
+					if want := old(re, repl, s, n); string(v.(starlark.String)) != want {
+						t.Errorf("re.sub(%q, %q, %q, %d) = %q, want %q", pattern, repl, s, count, v, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// checkRepeat's arithmetic cannot overflow: a count beyond int64 and one
+// that makes int64 overflow when multiplied are both too big.
+func TestCheckRepeatOverflow(t *testing.T) {
+	big := starlark.MakeInt(1).Lsh(80)
+	for _, tc := range []struct {
+		x, n starlark.Value
+	}{
+		{starlark.String("ab"), big},
+		{starlark.String("ab"), starlark.MakeInt64(1 << 62)},
+		{starlark.NewList([]starlark.Value{starlark.None}), starlark.MakeInt64(1 << 60)},
+	} {
+		if err := checkRepeat(tc.x, tc.n); err == nil || !strings.Contains(err.Error(), "at most 64 MiB") {
+			t.Errorf("%s * %s: %v", tc.x, tc.n, err)
+		}
+	}
+	if err := checkRepeat(starlark.String(strings.Repeat("x", 1024)), starlark.MakeInt(MaxValueBytes/1024)); err != nil {
+		t.Errorf("exactly the bound: %v", err)
+	}
+	if err := checkRepeat(starlark.String(strings.Repeat("x", 1024)), starlark.MakeInt(MaxValueBytes/1024+1)); err == nil {
+		t.Error("one over the bound: no error")
+	}
+}

@@ -338,6 +338,9 @@ func execute(ctx context.Context, io stdio, g *graphir.Graph, inputs *stdlib.Map
 			return exitFail
 		}
 	}
+	if rec != nil && res.Error != nil && res.Error.Code == "store_error" {
+		fmt.Fprintf(io.err, "skein: run %s stopped: its record could not be written; once the store can be written again, continue it with:\n  skein resume %s\n", res.RunID, res.RunID)
+	}
 	if res.Status == vm.Waiting && rec != nil {
 		fmt.Fprintf(io.err, "run %s is waiting for a decision; decide with:\n", res.RunID)
 		for _, p := range res.Pending {

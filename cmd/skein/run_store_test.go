@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,4 +36,72 @@ func cmdKillGroup(ts *testscript.TestScript, neg bool, args []string) {
 	pgid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	ts.Check(err)
 	syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// A store whose directory cannot be written stops skein run with a clear
+// error before anything runs, whether the store is new or already there.
+// The directory is made read-only with chmod, or (for root, who writes
+// anyway) immutable with chattr +i; the test is skipped where neither
+// holds.
+func TestStoreReadOnlyDir(t *testing.T) {
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "touch.star")
+	touched := filepath.Join(dir, "touched")
+	if err := os.WriteFile(flow, []byte(fmt.Sprintf("step(%q, shell = %q)\n", "t", "touch "+touched)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	skein := filepath.Join(dir, ".skein")
+	if err := os.Mkdir(skein, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func() (int, string) {
+		var o, e strings.Builder
+		code := Main(context.Background(), []string{"run", flow}, stdio{strings.NewReader(""), &o, &e})
+		return code, e.String()
+	}
+	for _, existing := range []bool{false, true} {
+		if existing {
+			if code, errs := run(); code != exitOK {
+				t.Fatalf("making the store: exit %d: %s", code, errs)
+			}
+			if err := os.Remove(touched); err != nil {
+				t.Fatalf("the first run did not run its task: %v", err)
+			}
+		}
+		readOnly(t, skein)
+		code, errs := run()
+		writable(skein)
+		want := "skein run: run store " + filepath.Join(skein, "runs.db") + ": cannot open or create the database file (is its directory writable?)\n" +
+			"skein: " + flow + " not run (--no-store runs it without recording)\n"
+		if code != exitFail || errs != want {
+			t.Errorf("existing store %v: exit %d, stderr:\n%s\nwant exit %d, stderr:\n%s", existing, code, errs, exitFail, want)
+		}
+		if _, err := os.Stat(touched); err == nil {
+			t.Errorf("existing store %v: the task ran", existing)
+		}
+	}
+}
+
+// readOnly makes dir unwritable for this process, or skips the test.
+func readOnly(t *testing.T, dir string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		os.Chmod(dir, 0o555)
+	} else if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
+		t.Skipf("root writes anywhere, and chattr +i fails: %v %s", err, out)
+	}
+	t.Cleanup(func() { writable(dir) })
+	if f, err := os.CreateTemp(dir, "probe"); err == nil {
+		f.Close()
+		os.Remove(f.Name())
+		writable(dir)
+		t.Skip("cannot make a directory read-only here")
+	}
+}
+
+func writable(dir string) {
+	if os.Geteuid() == 0 {
+		exec.Command("chattr", "-i", dir).Run()
+	}
+	os.Chmod(dir, 0o755)
 }

@@ -408,7 +408,13 @@ func runShow(_ context.Context, io stdio, o any, args []string) int {
 			if e.Status == "succeeded" && e.Output != nil {
 				detail = string(e.Output)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\tvisit %d\tattempt %d\t%s\t%s\t%s\n", where(e), e.Kind, e.Visit, e.Attempt, e.Status, took, oneLine(detail, 60))
+			status := e.Status
+			if status == store.Running && r.HasEnded() {
+				// The run ended without recording how this attempt did
+				// (the store could not be written).
+				status, detail = "unrecorded", "its completion was not recorded"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\tvisit %d\tattempt %d\t%s\t%s\t%s\n", where(e), e.Kind, e.Visit, e.Attempt, status, took, oneLine(detail, 60))
 		}
 		tw.Flush()
 	}

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,6 +54,9 @@ func Open(path string) (*Store, error) {
 		"&_pragma=synchronous(NORMAL)" +
 		"&_pragma=journal_size_limit(67108864)" +
 		"&_pragma=foreign_keys(1)"
+	if n, err := strconv.ParseUint(testMaxPages, 10, 32); err == nil {
+		dsn += fmt.Sprintf("&_pragma=max_page_count(%d)", n)
+	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("run store %s: %v", path, err)
@@ -83,6 +87,12 @@ func Open(path string) (*Store, error) {
 	}
 	return s, nil
 }
+
+// testMaxPages, when set, bounds the database to that many pages on every
+// connection (SQLite's max_page_count): a write past it fails as a full
+// disk does (SQLITE_FULL). Tests set it to prove that a store filling up
+// mid-run stops the run cleanly.
+var testMaxPages = os.Getenv("SKEIN_TEST_STORE_MAX_PAGES")
 
 // Path is the store's file.
 func (s *Store) Path() string { return s.path }

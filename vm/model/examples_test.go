@@ -7,6 +7,7 @@ package model_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,6 +29,7 @@ type exampleRun struct {
 
 var exampleCassettes = []struct {
 	name  string
+	needs string // a program the example's own steps run, which must be on PATH
 	rules []modeltest.Rule
 	runs  []exampleRun
 }{
@@ -73,24 +75,25 @@ var exampleCassettes = []struct {
 	},
 	{
 		name: "agent_build_fix",
+		needs: "go",
 		rules: []modeltest.Rule{
-			{Match: "The build of the program failed", Replies: []modeltest.Reply{
+			{Match: "The build of the Go package failed", Replies: []modeltest.Reply{
 				{ToolCalls: []modeltest.ToolCall{
-					{ID: "call_1", Name: "read_file", Arguments: `{"path": "sum.sh"}`},
-					{ID: "call_2", Name: "read_file", Arguments: `{"path": "build.sh"}`},
+					{ID: "call_1", Name: "read_file", Arguments: `{"path": "sum.go"}`},
+					{ID: "call_2", Name: "read_file", Arguments: `{"path": "go.mod"}`},
 				}, Completion: 30},
-				{Content: "The loop subtracts each argument; it should add it.", ToolCalls: []modeltest.ToolCall{
-					{ID: "call_3", Name: "request_tool", Arguments: `{"name": "list_files", "reason": "make sure no other file uses sum.sh", "confirmed": true}`},
-					{ID: "call_4", Name: "write_file", Arguments: `{"path": "sum.sh", "text": "# sum.sh: print the sum of the arguments\ntotal=0\nfor n in \"$@\"; do\n  total=$((total + n))\ndone\necho \"$total\"\n"}`},
+				{Content: "Sum returns totl, which is undefined; the loop adds into total.", ToolCalls: []modeltest.ToolCall{
+					{ID: "call_3", Name: "request_tool", Arguments: `{"name": "list_files", "reason": "make sure no other file declares totl", "confirmed": true}`},
+					{ID: "call_4", Name: "write_file", Arguments: `{"path": "sum.go", "text": "// Package sum adds numbers.\npackage sum\n\n// Sum returns the sum of xs.\nfunc Sum(xs ...int) int {\n    total := 0\n    for _, x := range xs {\n        total += x\n    }\n    return total\n}\n"}`},
 				}, Completion: 60},
 				{ToolCalls: []modeltest.ToolCall{
 					{ID: "call_5", Name: "list_files", Arguments: `{}`},
 					{ID: "call_6", Name: "run_build", Arguments: `{}`},
 				}, Completion: 20},
-				{Content: `{"file": "sum.sh", "summary": "add each argument to the total instead of subtracting it"}`, Completion: 25},
+				{Content: `{"file": "sum.go", "summary": "return total, the sum the loop builds (totl was a typo)"}`, Completion: 25},
 			}},
 		},
-		runs: []exampleRun{{path: []string{"setup", "build", "fix", "build", "done"}, output: "ok: sh sum.sh 2 3 = 5 (fixed sum.sh: add each argument to the total instead of subtracting it)"}},
+		runs: []exampleRun{{path: []string{"setup", "build", "fix", "build", "done"}, output: "ok: package sum builds (fixed sum.go: return total, the sum the loop builds (totl was a typo))"}},
 	},
 }
 
@@ -98,6 +101,11 @@ func TestExampleCassettes(t *testing.T) {
 	update := os.Getenv("UPDATE") != ""
 	for _, ex := range exampleCassettes {
 		t.Run(ex.name, func(t *testing.T) {
+			if ex.needs != "" {
+				if _, err := exec.LookPath(ex.needs); err != nil {
+					t.Skipf("the example runs %s, which is not on PATH", ex.needs)
+				}
+			}
 			flow := filepath.Join("..", "..", "examples", ex.name+".star")
 			path := filepath.Join("..", "..", "examples", "cassettes", ex.name+".json")
 			g, err := lang.Load(flow, lang.Options{})

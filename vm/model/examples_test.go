@@ -74,7 +74,7 @@ var exampleCassettes = []struct {
 		runs: []exampleRun{{path: []string{"build", "fix", "apply", "build", "commit"}, output: "commit: built app with: define the missing helper function"}},
 	},
 	{
-		name: "agent_build_fix",
+		name:  "agent_build_fix",
 		needs: "go",
 		rules: []modeltest.Rule{
 			{Match: "The build of the Go package failed", Replies: []modeltest.Reply{

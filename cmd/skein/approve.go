@@ -16,10 +16,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
-	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
 )
@@ -67,7 +65,7 @@ func (a *approver) decide(ctx context.Context, req *vm.EffectRequest) *vm.Effect
 			return &vm.EffectCompletion{Code: "step_failed",
 				Error: fmt.Sprintf("approval %q needs a decision: run on a terminal, or with the run store (without --no-store) to park the run", req.Step)}
 		}
-		return decision(req, approved, currentUser(), reason, time.Now())
+		return vm.ApprovalDecision(approved, currentUser(), reason, time.Now())
 	}
 	ap, err := a.rec.Ask(req)
 	if err != nil {
@@ -78,10 +76,10 @@ func (a *approver) decide(ctx context.Context, req *vm.EffectRequest) *vm.Effect
 		deadline = ap.Requested.Add(req.Timeout)
 	}
 	if !ap.Decided.IsZero() && (deadline.IsZero() || ap.Decided.Before(deadline)) {
-		return decision(req, ap.Approved, ap.By, ap.Reason, ap.Decided)
+		return vm.ApprovalDecision(ap.Approved, ap.By, ap.Reason, ap.Decided)
 	}
 	if !deadline.IsZero() && !time.Now().Before(deadline) {
-		return timedOut(req)
+		return vm.ApprovalTimedOut(req.Timeout)
 	}
 	approved, reason, ok := a.ask(ctx, req, deadline)
 	if ctx.Err() != nil {
@@ -91,7 +89,7 @@ func (a *approver) decide(ctx context.Context, req *vm.EffectRequest) *vm.Effect
 		return &vm.EffectCompletion{Park: true}
 	}
 	if !deadline.IsZero() && !time.Now().Before(deadline) {
-		return timedOut(req)
+		return vm.ApprovalTimedOut(req.Timeout)
 	}
 	by := currentUser()
 	if err := a.st.Decide(a.runID, ap, approved, by, reason); err != nil {
@@ -100,27 +98,10 @@ func (a *approver) decide(ctx context.Context, req *vm.EffectRequest) *vm.Effect
 		}
 		// Decided meanwhile by skein approve: that decision stands.
 		if ap, err = a.rec.Ask(req); err == nil {
-			return decision(req, ap.Approved, ap.By, ap.Reason, ap.Decided)
+			return vm.ApprovalDecision(ap.Approved, ap.By, ap.Reason, ap.Decided)
 		}
 	}
-	return decision(req, approved, by, reason, time.Now())
-}
-
-func timedOut(req *vm.EffectRequest) *vm.EffectCompletion {
-	return &vm.EffectCompletion{Code: "timeout", Error: fmt.Sprintf("no decision within %s", req.Timeout)}
-}
-
-// decision is the completion of an approval decided by by at at.
-func decision(req *vm.EffectRequest, approved bool, by, reason string, at time.Time) *vm.EffectCompletion {
-	if !approved {
-		msg := "rejected by " + by
-		if reason != "" {
-			msg += ": " + reason
-		}
-		return &vm.EffectCompletion{Code: "rejected", Error: msg}
-	}
-	return &vm.EffectCompletion{OK: true, Output: stdlib.NewMap([]string{"approved", "by", "reason", "at"},
-		[]starlark.Value{starlark.True, starlark.String(by), starlark.String(reason), starlark.String(at.UTC().Format(time.RFC3339))})}
+	return vm.ApprovalDecision(approved, by, reason, time.Now())
 }
 
 // ask puts the approval's question on the terminal and reads y or n

@@ -240,7 +240,11 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 		cancel()
 	})
 	info := workflow.GetInfo(ctx)
-	p := &producer{ctx: dctx, in: &in, id: info.WorkflowExecution.ID}
+	st := newState(ctx, g.Name, g.File)
+	if err := st.register(dctx); err != nil {
+		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "register", nil)
+	}
+	p := &producer{ctx: dctx, in: &in, id: info.WorkflowExecution.ID, st: st}
 	prog := vm.Prepare(g)
 	var restore *vm.Snapshot
 	if in.Snapshot != nil {
@@ -262,6 +266,7 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 		Effects:   p,
 		RunID:     info.WorkflowExecution.ID,
 		Nesting:   in.Nesting,
+		OnEvent:   st.event,
 		LoadFlow: func(_ context.Context, path, root string) (*graphir.Graph, error) {
 			return in.load(path, root)
 		},
@@ -273,6 +278,7 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 		},
 	}
 	res := prog.Run(runCtx, bound, opts)
+	st.drain(dctx)
 	if res.Status == vm.Suspended {
 		return nil, continueAsNew(ctx, in, res.Snapshot)
 	}
@@ -315,6 +321,7 @@ type producer struct {
 	in      *RunInput
 	id      string // the workflow id
 	started int    // effects started in this execution
+	st      *state
 }
 
 // Start implements [vm.EffectProducer]. It runs on the workflow's driver;
@@ -333,9 +340,7 @@ func (p *producer) Start(ctx context.Context, req *vm.EffectRequest, done func(*
 	case graphir.KindSubflow:
 		p.child(ctx, req, done)
 	case graphir.KindApproval:
-		// Approvals by signal are not implemented yet: the run parks, as
-		// it does locally with nobody at the terminal.
-		done(&vm.EffectCompletion{Park: true})
+		p.approve(ctx, req, done)
 	default:
 		done(&vm.EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("step %q: %s steps cannot run on the temporal engine", req.Step, req.Kind)})
 	}
@@ -474,21 +479,6 @@ func (p *producer) wait(ctx context.Context, req *vm.EffectRequest, done func(*v
 	}, done)
 }
 
-// childResult is what a parent reads of its child workflow's result.
-type childResult struct {
-	RunID  string          `json:"run_id"`
-	Flow   string          `json:"flow"`
-	File   string          `json:"file"`
-	Status vm.Status       `json:"status"`
-	Output json.RawMessage `json:"output"`
-	Path   []string        `json:"path"`
-	Error  *struct {
-		Code    string `json:"code"`
-		Step    string `json:"step"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 func (p *producer) child(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
 	inputs, err := EncodeInputs(req.ChildInputs)
 	if err != nil {
@@ -515,9 +505,11 @@ func (p *producer) child(ctx context.Context, req *vm.EffectRequest, done func(*
 		RetryPolicy:         &sdktemporal.RetryPolicy{MaximumAttempts: 1},
 	})
 	fut := workflow.ExecuteChildWorkflow(cctx, WorkflowName, cin)
+	p.st.childStarted(id)
 	p.follow(ctx, fut, cancel, func(c workflow.Context, cancelled bool) *vm.EffectCompletion {
 		var out RunOutput
 		err := fut.Get(c, &out)
+		p.st.childEnded(id)
 		if cancelled {
 			return &vm.EffectCompletion{Cancelled: true}
 		}
@@ -537,22 +529,12 @@ func childError(err error) string {
 }
 
 // childCompletion turns a child workflow's result into the completion of
-// its step, as a nested run's result is locally.
+// its step, as a nested run's result is locally: the step record carries
+// the child's run with its own step records.
 func childCompletion(out *RunOutput) *vm.EffectCompletion {
-	var cr childResult
-	if err := json.Unmarshal(out.Result, &cr); err != nil {
-		return &vm.EffectCompletion{Code: "step_failed", Error: "child flow result: " + err.Error()}
-	}
-	res := &vm.Result{RunID: cr.RunID, Flow: cr.Flow, File: cr.File, Status: cr.Status, Path: cr.Path, Output: starlark.None}
-	if len(cr.Output) > 0 {
-		v, err := stdlib.FromJSON(cr.Output)
-		if err != nil {
-			return &vm.EffectCompletion{Code: "step_failed", Error: "child flow output: " + err.Error()}
-		}
-		res.Output = v
-	}
-	if cr.Error != nil {
-		res.Error = &graphir.Error{Code: cr.Error.Code, Step: cr.Error.Step, Msg: cr.Error.Message}
+	res, err := DecodeResult(out.Result)
+	if err != nil {
+		return &vm.EffectCompletion{Code: "step_failed", Error: "child flow " + err.Error()}
 	}
 	switch res.Status {
 	case vm.Succeeded:

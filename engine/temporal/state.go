@@ -1,0 +1,270 @@
+package temporal
+
+// This file is what a running workflow tells those who ask (queries,
+// which read and never change it): its recent events, for a client to
+// show progress as a local run does; the record so far, for skein show;
+// its approvals. The workflow code builds it as the run goes, from the
+// VM's events, deterministically; queries only read it.
+
+import (
+	"encoding/json"
+	"time"
+
+	"go.starlark.net/starlark"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm"
+)
+
+// Queries a run answers besides [ApprovalsQuery].
+const (
+	// EventsQuery answers an [EventsPage]: the entries of the run's event
+	// log after a sequence number (its argument, an int).
+	EventsQuery = "skein.events"
+	// StatusQuery answers the run's result object so far (as skein show
+	// --json prints it for a run still going).
+	StatusQuery = "skein.status"
+)
+
+// The event log keeps at most this many entries and (roughly) bytes; a
+// client that falls further behind is told how many it missed. A page
+// answered to a query holds at most maxPageBytes (and one entry at least).
+const (
+	maxLogEntries = 10000
+	maxLogBytes   = 4 << 20
+	maxPageBytes  = 1 << 20
+)
+
+// Entry is one entry of a run's event log: an event of the VM (in the
+// --events format), a child workflow started (its id: its own log has its
+// events), or an approval that began to wait.
+type Entry struct {
+	Seq      int
+	Event    json.RawMessage `json:",omitempty"`
+	Child    string          `json:",omitempty"`
+	Approval *Approval       `json:",omitempty"`
+}
+
+// EventsPage answers [EventsQuery].
+type EventsPage struct {
+	// Run is the workflow run this log belongs to (a workflow continued
+	// as new starts a new log).
+	Run string
+	// First is the sequence number of the oldest entry kept; entries
+	// between the one asked after and First were dropped.
+	First int
+	// Next is the sequence number after the last entry of the page.
+	Next    int
+	Entries []Entry
+}
+
+// state is what the workflow keeps for queries and signals.
+type state struct {
+	runID, flow, file string
+	run               string // the workflow run id
+
+	enc     vm.EventEncoder
+	log     []Entry
+	logSize int
+	next    int // sequence number of the next entry
+
+	approvals Approvals
+	signals   workflow.ReceiveChannel
+
+	// The record so far, folded from the events.
+	status string
+	steps  []*liveStep
+	byName map[string]*liveStep
+	path   []string
+	paths  int
+}
+
+type liveStep struct {
+	name     string
+	status   vm.StepStatus
+	visits   int
+	output   starlark.Value
+	err      string
+	code     string
+	duration time.Duration
+}
+
+// maxLivePath bounds the path the record so far keeps (the latest).
+const maxLivePath = 1000
+
+func newState(ctx workflow.Context, flow, file string) *state {
+	info := workflow.GetInfo(ctx)
+	return &state{runID: info.WorkflowExecution.ID, run: info.WorkflowExecution.RunID, flow: flow, file: file,
+		status: "running", byName: map[string]*liveStep{}}
+}
+
+// register answers the queries and receives the signals of the run.
+func (s *state) register(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, EventsQuery, s.page); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, ApprovalsQuery, func() (*Approvals, error) { return &s.approvals, nil }); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, StatusQuery, func() (json.RawMessage, error) { return s.record() }); err != nil {
+		return err
+	}
+	s.receiveDecisions(ctx)
+	return nil
+}
+
+// add appends an entry to the log, dropping the oldest beyond its bounds.
+func (s *state) add(e Entry) {
+	e.Seq = s.next
+	s.next++
+	s.log = append(s.log, e)
+	s.logSize += entrySize(&e)
+	drop := 0
+	for len(s.log)-drop > maxLogEntries || s.logSize > maxLogBytes && len(s.log)-drop > 1 {
+		s.logSize -= entrySize(&s.log[drop])
+		drop++
+	}
+	if drop > 0 {
+		s.log = append(s.log[:0], s.log[drop:]...)
+	}
+}
+
+func entrySize(e *Entry) int { return 64 + len(e.Event) + len(e.Child) }
+
+// event is the VM's OnEvent: the event goes to the log and into the
+// record so far.
+func (s *state) event(ev vm.Event) {
+	s.add(Entry{Event: s.enc.Append(nil, &ev)})
+	switch ev.Type {
+	case vm.StepStarted:
+		st := s.step(ev.Step)
+		st.status, st.visits, st.err, st.code = vm.StepRunning, max(st.visits, ev.Visit), "", ""
+		if s.paths++; len(s.path) == maxLivePath {
+			s.path = append(s.path[:0], s.path[1:]...)
+		}
+		s.path = append(s.path, ev.Step)
+	case vm.StepFinished:
+		st := s.step(ev.Step)
+		st.status, st.output, st.err, st.code, st.duration = vm.StepStatus(ev.Status), ev.Output, ev.Error, ev.Code, ev.Duration
+	case vm.StepPruned:
+		if st := s.step(ev.Step); st.status == "" {
+			st.status = vm.StepSkipped
+		}
+	case vm.RunFinished:
+		s.status = ev.Status
+	}
+}
+
+func (s *state) step(name string) *liveStep {
+	st := s.byName[name]
+	if st == nil {
+		st = &liveStep{name: name}
+		s.byName[name] = st
+		s.steps = append(s.steps, st)
+	}
+	return st
+}
+
+// asked records an approval that begins to wait.
+func (s *state) asked(a *Approval) {
+	s.approvals.Approvals = append(s.approvals.Approvals, a)
+	s.add(Entry{Approval: a})
+}
+
+// childStarted records a child workflow started, whose events are in its
+// own log; childEnded one that ended.
+func (s *state) childStarted(id string) {
+	s.approvals.Children = append(s.approvals.Children, id)
+	s.add(Entry{Child: id})
+}
+
+func (s *state) childEnded(id string) {
+	for i, c := range s.approvals.Children {
+		if c == id {
+			s.approvals.Children = append(s.approvals.Children[:i], s.approvals.Children[i+1:]...)
+			return
+		}
+	}
+}
+
+// page answers EventsQuery: the entries after seq after.
+func (s *state) page(after int) (*EventsPage, error) {
+	first := s.next - len(s.log)
+	p := &EventsPage{Run: s.run, First: first, Next: s.next}
+	i := max(after-first, 0)
+	size := 0
+	for ; i < len(s.log); i++ {
+		if size += entrySize(&s.log[i]); size > maxPageBytes && len(p.Entries) > 0 {
+			break
+		}
+		p.Entries = append(p.Entries, s.log[i])
+	}
+	if i < len(s.log) {
+		p.Next = s.log[i].Seq
+	}
+	return p, nil
+}
+
+// record is the run's result object so far: the run, the path, each step
+// as its latest event left it, and the approvals waiting.
+func (s *state) record() (json.RawMessage, error) {
+	b := []byte(`{"run_id":`)
+	b = stdlib.AppendJSONString(b, s.runID)
+	b = append(b, `,"flow":`...)
+	b = stdlib.AppendJSONString(b, s.flow)
+	b = append(b, `,"file":`...)
+	b = stdlib.AppendJSONString(b, s.file)
+	b = append(b, `,"status":`...)
+	b = stdlib.AppendJSONString(b, s.status)
+	b = append(b, `,"error":null`...)
+	if w := s.approvals.Waiting(); len(w) > 0 {
+		type pending struct {
+			Step    string   `json:"step"`
+			Scope   []string `json:"scope"`
+			Visit   int      `json:"visit"`
+			Message string   `json:"message"`
+		}
+		ps := make([]pending, len(w))
+		for i, a := range w {
+			ps[i] = pending{a.Step, append(append([]string{}, a.Flow...), a.Scope...), a.Visit, a.Message}
+		}
+		j, _ := json.Marshal(ps)
+		b = append(append(b, `,"approvals":`...), j...)
+	}
+	b = append(b, `,"output":null,"path":`...)
+	j, _ := json.Marshal(append([]string{}, s.path...))
+	b = append(b, j...)
+	b = append(b, `,"path_total":`...)
+	j, _ = json.Marshal(s.paths)
+	b = append(b, j...)
+	b = append(b, `,"steps":{`...)
+	for i, st := range s.steps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = stdlib.AppendJSONString(b, st.name)
+		b = append(b, `:{"status":`...)
+		b = stdlib.AppendJSONString(b, string(st.status))
+		j, _ = json.Marshal(st.visits)
+		b = append(append(b, `,"visits":`...), j...)
+		b = append(b, `,"output":`...)
+		var err error
+		if b, err = stdlib.AppendJSON(b, st.output, "", 0); err != nil {
+			b = append(b, "null"...) // an output that is not data
+		}
+		if st.err == "" {
+			b = append(b, `,"error":null`...)
+		} else {
+			b = append(b, `,"error":`...)
+			b = stdlib.AppendJSONString(b, st.err)
+			b = append(b, `,"code":`...)
+			b = stdlib.AppendJSONString(b, st.code)
+		}
+		j, _ = json.Marshal(float64(st.duration) / float64(time.Millisecond))
+		b = append(append(b, `,"duration_ms":`...), j...)
+		b = append(b, '}')
+	}
+	b = append(b, "}}"...)
+	return b, nil
+}

@@ -149,6 +149,7 @@ func currentUser() string {
 }
 
 type approveOptions struct {
+	engineFlags
 	store    string
 	reject   bool
 	reason   string
@@ -160,7 +161,7 @@ type approveOptions struct {
 func init() {
 	register(&command{
 		name:    "approve",
-		args:    "RUN [STEP] [--reject] [--reason R] [--by NAME] [--resume]",
+		args:    "RUN [STEP] [--reject] [--reason R] [--by NAME] [--resume] [--engine temporal [--address HOST:PORT] [--namespace N]]",
 		summary: "decide an approval a run waits for",
 		long: `Records the decision for an approval step of a waiting run: approved, or with
 --reject rejected (the step fails with code rejected, which on = "failure"
@@ -168,6 +169,13 @@ can route). STEP may be left out when the run waits for one approval only. A
 decision is recorded once: a second one is refused, saying what was decided,
 by whom and when. --by defaults to $USER. --resume then continues the run in
 the foreground, as skein resume does.
+
+With --engine temporal, RUN is the id of a run on Temporal (the workflow id
+skein run --engine temporal --detach prints) and the decision goes to it as
+a signal, to the workflow waiting for it (the run's or a child flow's); the
+run goes on by itself. skein approve waits until the run has read the
+decision, and says so when it refuses it (the step is no longer waiting, or
+was decided already).
 
 Exit status: 0; 1 when the run or approval is not found or already decided;
 with --resume, as skein resume.`,
@@ -179,6 +187,7 @@ with --resume, as skein resume.`,
 			fs.BoolVar(&o.resume, "resume", false, "continue the run once the decision is recorded")
 			fs.BoolVar(&o.noPrompt, "no-prompt", false, "with --resume: park on further approvals instead of asking on the terminal")
 			storeFlag(fs, &o.store)
+			o.defineConn(fs, "where the run runs: local (the run store) or temporal (RUN is the workflow id skein run --engine temporal printed)")
 			return o
 		},
 		run: runApprove,
@@ -190,6 +199,13 @@ func runApprove(ctx context.Context, io stdio, o any, args []string) int {
 	if len(args) < 1 || len(args) > 2 {
 		fmt.Fprintln(io.err, "skein approve: want a run and optionally a step\nusage: skein approve RUN [STEP] [--reject] [--reason R] [--by NAME] [--resume]")
 		return exitUsage
+	}
+	if err := opts.engineFlags.check("approve"); err != nil {
+		fmt.Fprintln(io.err, err)
+		return exitUsage
+	}
+	if opts.engine == "temporal" {
+		return approveOnTemporal(ctx, io, opts, args)
 	}
 	st, r, ok := getRun(io, "approve", opts.store, args[0])
 	if !ok {

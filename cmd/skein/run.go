@@ -242,9 +242,9 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 	}
 
 	if opts.engine == "temporal" {
-		ctx, _, stop := interrupts(ctx)
+		ctx, exitCtx, stop := interrupts(ctx)
 		defer stop()
-		return runOnTemporal(ctx, io, opts, g, src, inputs)
+		return runOnTemporal(ctx, exitCtx, io, opts, g, src, inputs)
 	}
 
 	models, err := opts.models(g)

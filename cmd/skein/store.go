@@ -154,6 +154,7 @@ type runsOptions struct {
 }
 
 type showOptions struct {
+	engineFlags
 	store string
 	json  bool
 }
@@ -192,18 +193,24 @@ Exit status: 0, 1 when there is no store, 2 on bad usage.`,
 	})
 	register(&command{
 		name:    "show",
-		args:    "RUN [--json]",
+		args:    "RUN [--json] [--engine temporal [--address HOST:PORT] [--namespace N]]",
 		summary: "show a recorded run",
 		long: `Shows a run's record: status, error, output and the effects it ran. RUN is
 a run id, a unique prefix of one, or last. --json prints the result object
 that skein run --json prints (for a run that has not ended, what is known so
 far).
 
+With --engine temporal, RUN is the id of a run on Temporal (its workflow
+id): a run still going answers with its record so far (its steps as their
+latest events left them, the approvals it waits for), an ended one with its
+result; the steps of child flows are listed under their step.
+
 Exit status: 0, 1 when the run is not found, 2 on bad usage.`,
 		flags: func(fs *pflag.FlagSet) any {
 			o := &showOptions{}
 			fs.BoolVar(&o.json, "json", false, "print the result object as JSON")
 			storeFlag(fs, &o.store)
+			o.defineConn(fs, "where the run runs: local (the run store) or temporal (RUN is the workflow id)")
 			return o
 		},
 		run: runShow,
@@ -347,11 +354,18 @@ func getRun(io stdio, cmd, storeFlag, ref string) (*store.Store, *store.Run, boo
 	return st, r, true
 }
 
-func runShow(_ context.Context, io stdio, o any, args []string) int {
+func runShow(ctx context.Context, io stdio, o any, args []string) int {
 	opts := o.(*showOptions)
 	if len(args) != 1 {
 		fmt.Fprintln(io.err, "skein show: want one run (an id, a prefix of one, or last)\nusage: skein show RUN [--json]")
 		return exitUsage
+	}
+	if err := opts.engineFlags.check("show"); err != nil {
+		fmt.Fprintln(io.err, err)
+		return exitUsage
+	}
+	if opts.engine == "temporal" {
+		return showOnTemporal(ctx, io, opts, args[0])
 	}
 	st, r, ok := getRun(io, "show", opts.store, args[0])
 	if !ok {

@@ -35,10 +35,50 @@ type engineFlags struct {
 }
 
 func (e *engineFlags) define(fs *pflag.FlagSet) {
-	fs.StringVar(&e.engine, "engine", "local", "where the run runs: local (this process) or temporal (a Temporal cluster's workers)")
-	fs.StringVar(&e.address, "address", "127.0.0.1:7233", "with --engine temporal, the Temporal frontend HOST:PORT")
-	fs.StringVar(&e.namespace, "namespace", "default", "with --engine temporal, the Temporal namespace")
+	e.defineConn(fs, "where the run runs: local (this process) or temporal (a Temporal cluster's workers)")
 	fs.StringVar(&e.taskQueue, "task-queue", temporal.DefaultTaskQueue, "with --engine temporal, the task queue the workers serve")
+}
+
+// defineConn defines --engine (described by what) and how to reach
+// Temporal, for commands that find a run rather than start one.
+func (e *engineFlags) defineConn(fs *pflag.FlagSet, what string) {
+	fs.StringVar(&e.engine, "engine", "local", what)
+	fs.StringVar(&e.address, "address", defaultAddress, "with --engine temporal, the Temporal frontend HOST:PORT")
+	fs.StringVar(&e.namespace, "namespace", defaultNamespace, "with --engine temporal, the Temporal namespace")
+}
+
+const (
+	defaultAddress   = "127.0.0.1:7233"
+	defaultNamespace = "default"
+)
+
+// connArgs are the flags that reach the same Temporal again, for the
+// commands skein prints: --engine temporal and any --address or
+// --namespace that is not the default.
+func (e *engineFlags) connArgs() string {
+	s := " --engine temporal"
+	if e.address != defaultAddress {
+		s += " --address " + e.address
+	}
+	if e.namespace != defaultNamespace {
+		s += " --namespace " + e.namespace
+	}
+	return s
+}
+
+// query is a [temporal.QueryFunc] on c.
+func query(c client.Client) temporal.QueryFunc {
+	return func(ctx context.Context, id, name string, arg any, out any) error {
+		var args []any
+		if arg != nil {
+			args = []any{arg}
+		}
+		v, err := c.QueryWorkflow(ctx, id, "", name, args...)
+		if err != nil {
+			return err
+		}
+		return v.Get(out)
+	}
 }
 
 // check reports a bad --engine.
@@ -158,11 +198,14 @@ func runWorker(ctx context.Context, io stdio, o any, args []string) int {
 	return exitOK
 }
 
-// runOnTemporal starts the run as a workflow and waits for its result
-// (or, with --detach, prints the workflow id). Ctrl-C cancels the
-// workflow; its exit handler still runs there.
-func runOnTemporal(ctx context.Context, io stdio, opts *runOptions, g *graphir.Graph, src *sourceRecorder, inputs *stdlib.Map) int {
-	c, err := opts.dial(ctx)
+// runOnTemporal starts the run as a workflow and follows it to its end
+// (or, with --detach, prints the workflow id), showing the same progress,
+// events and result as a local run: it reads the event logs of the
+// workflow and its child workflows as the run goes. The first Ctrl-C
+// cancels the workflow (its exit handler still runs there) and goes on
+// following it; a second one stops following.
+func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *graphir.Graph, src *sourceRecorder, inputs *stdlib.Map) int {
+	c, err := opts.dial(context.Background())
 	if err != nil {
 		fmt.Fprintf(io.err, "skein run: %v\n", err)
 		return exitFail
@@ -194,28 +237,117 @@ func runOnTemporal(ctx context.Context, io stdio, opts *runOptions, g *graphir.G
 		fmt.Fprintln(io.out, run.GetID())
 		return exitOK
 	}
-	if !opts.json {
-		fmt.Fprintf(io.err, "skein: run %s started on Temporal (task queue %s); waiting for a worker to finish it\n", id, opts.taskQueue)
+
+	var prog *progress
+	var enc *eventWriter
+	switch {
+	case opts.events:
+		enc = newEventWriter(io.out)
+	case !opts.json:
+		prog = newProgress(io.out, isTerminal(io.out))
+		prog.start()
+		fmt.Fprintf(io.err, "skein: run %s started on Temporal (task queue %s)\n", id, opts.taskQueue)
 	}
+	note := func(s string) {
+		if prog != nil {
+			prog.note(s)
+		} else {
+			fmt.Fprintln(io.err, s)
+		}
+	}
+	f := temporal.NewFollower(id, query(c))
+	f.OnEvent = func(raw json.RawMessage, ev vm.Event) {
+		switch {
+		case enc != nil:
+			enc.writeRaw(raw, &ev)
+		case prog != nil:
+			prog.event(ev)
+		}
+	}
+	f.OnApproval = func(_ string, a *temporal.Approval) {
+		msg := fmt.Sprintf("approval %q waits for a decision: %s\n  decide with: skein approve %s %s%s", a.Where(), visible(a.Message, false), id, a.Step, opts.connArgs())
+		if dl := a.Deadline(); !dl.IsZero() {
+			msg += fmt.Sprintf("\n  (it times out at %s)", dl.Local().Format("2006-01-02 15:04:05"))
+		}
+		note(msg)
+	}
+	f.OnDropped = func(w string, n int) {
+		note(fmt.Sprintf("(%s of %s not shown: the run's event log keeps the latest only)", plural(n, "event"), w))
+	}
+
 	var out temporal.RunOutput
-	err = run.Get(ctx, &out)
-	if err != nil && ctx.Err() != nil {
-		// Ctrl-C: cancel the workflow and wait for its result.
-		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		c.CancelWorkflow(cctx, id, "")
-		err = run.Get(cctx, &out)
+	ended := make(chan error, 1)
+	go func() { ended <- run.Get(context.Background(), &out) }()
+	tick := time.NewTicker(followEvery)
+	defer tick.Stop()
+	cancelled := false
+	var getErr error
+follow:
+	for {
+		select {
+		case getErr = <-ended:
+			break follow
+		case <-tick.C:
+			pctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			f.Poll(pctx) // a query that fails is asked again on the next tick
+			cancel()
+		case <-ctx.Done():
+			if !cancelled {
+				cancelled = true
+				cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				if err := c.CancelWorkflow(cctx, id, ""); err != nil {
+					note(fmt.Sprintf("skein run: cannot cancel run %s: %v", id, err))
+				}
+				cancel()
+			}
+		case <-exitCtx.Done():
+			if prog != nil {
+				prog.stop()
+			}
+			if enc != nil {
+				enc.close()
+			}
+			fmt.Fprintf(io.err, "skein run: stopped following run %s; it goes on ending on Temporal (skein show %s%s)\n", id, id, opts.connArgs())
+			return exitFail
+		}
 	}
-	if err != nil {
-		fmt.Fprintf(io.err, "skein run: run %s on Temporal: %v\n", id, err)
+	if getErr == nil {
+		// The rest of the events: the workflow is closed, its logs final.
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		f.Drain(dctx)
+		cancel()
+	}
+	if prog != nil {
+		prog.stop()
+	}
+	if enc != nil {
+		enc.close()
+	}
+	if getErr != nil {
+		fmt.Fprintf(io.err, "skein run: run %s on Temporal: %v\n", id, getErr)
 		return exitFail
 	}
-	return printTemporalResult(io, opts.json, &out)
+	return printTemporalResult(io, opts.json, prog, &out)
+}
+
+// followEvery is how often a followed run's event logs are read.
+const followEvery = 200 * time.Millisecond
+
+// writeRaw writes an event already in the --events format.
+func (e *eventWriter) writeRaw(raw json.RawMessage, ev *vm.Event) {
+	e.mu.Lock()
+	e.w.Write(raw)
+	e.w.WriteByte('\n')
+	if mustShow(ev) {
+		e.w.Flush()
+	}
+	e.mu.Unlock()
 }
 
 // printTemporalResult prints a workflow's result: the result object with
-// --json (the same object as a local run's), else its status and error.
-func printTemporalResult(io stdio, asJSON bool, out *temporal.RunOutput) int {
+// --json (the same object as a local run's), else the summary of a local
+// run when prog shows progress.
+func printTemporalResult(io stdio, asJSON bool, prog *progress, out *temporal.RunOutput) int {
 	if asJSON {
 		var b bytes.Buffer
 		if err := json.Indent(&b, out.Result, "", "  "); err != nil {
@@ -224,21 +356,13 @@ func printTemporalResult(io stdio, asJSON bool, out *temporal.RunOutput) int {
 		}
 		b.WriteByte('\n')
 		io.out.Write(b.Bytes())
-	} else {
-		var r struct {
-			RunID  string `json:"run_id"`
-			Status string `json:"status"`
-			Error  *struct {
-				Code    string `json:"code"`
-				Step    string `json:"step"`
-				Message string `json:"message"`
-			} `json:"error"`
+	} else if prog != nil {
+		res, err := temporal.DecodeResult(out.Result)
+		if err != nil {
+			fmt.Fprintf(io.err, "skein run: the run's result: %v\n", err)
+			return exitFail
 		}
-		json.Unmarshal(out.Result, &r)
-		fmt.Fprintf(io.out, "run %s %s\n", r.RunID, r.Status)
-		if r.Error != nil {
-			fmt.Fprintf(io.out, "error [%s]: %s\n", r.Error.Code, r.Error.Message)
-		}
+		prog.summary(res)
 	}
 	switch vm.Status(out.Status) {
 	case vm.Succeeded:

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/vm"
 )
@@ -65,7 +66,7 @@ func (d decider) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm
 
 // withoutAt drops the decision time from approval outputs, which the two
 // engines take from different clocks.
-func withoutAt(c comparable) comparable {
+func withoutAt(c temporaltest.Comparable) temporaltest.Comparable {
 	for name, s := range c.Steps {
 		if m, ok := s.Output.(map[string]any); ok && m["approved"] != nil {
 			delete(m, "at")
@@ -113,7 +114,7 @@ func TestApprovalBySignal(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g, sources, given := setup(t, scenario{files: map[string]string{"flow.star": tc.flow}})
+			g, sources, given := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": tc.flow}})
 			res, err := vm.Run(context.Background(), g, given, vm.Options{Parallel: 1, Effects: tc.local})
 			if err != nil {
 				t.Fatal(err)
@@ -190,7 +191,7 @@ func TestApprovalDecidedOnce(t *testing.T) {
 	// A decision before the step waits, a second decision and one after
 	// the first are refused and kept, saying why; the first decision
 	// stands.
-	g, sources, _ := setup(t, scenario{files: map[string]string{"flow.star": `
+	g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": `
 pause = step("pause", wait = "1m")
 deploy = step("deploy", approve = "Deploy?")
 after = step("after", wait = "1h")
@@ -242,7 +243,7 @@ chain(START, pause, deploy, after, END)
 func TestApprovalLateDecisionRefused(t *testing.T) {
 	// The timeout counts from when the approval was asked and routes as
 	// locally; a decision after it is refused.
-	g, sources, _ := setup(t, scenario{files: map[string]string{"flow.star": approveFlow + `
+	g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": approveFlow + `
 hold = step("hold", wait = "5h")
 edge(deploy, hold, on = "failure")
 edge(hold, END)
@@ -266,5 +267,54 @@ edge(hold, END)
 	}
 	if a := final.Approvals; len(a) != 1 || a[0].State != ApprovalTimedOut {
 		t.Errorf("approvals %+v, want one timed out", a)
+	}
+}
+
+func TestApprovalInChildFlow(t *testing.T) {
+	// An approval of a child flow waits in the child workflow; Locate
+	// finds it from the run's id, and the decision sent there decides it.
+	g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{
+		"flow.star": `
+flow(output = "child")
+child = step("child", flow = "child.star")
+`,
+		"child.star": `
+flow(output = "ship")
+deploy = step("deploy", approve = "Deploy?")
+ship = step("ship", fn = lambda r: "shipped by " + r.deploy.by)
+chain(START, deploy, ship, END)
+`}})
+	env := newEnv(t)
+	top := "default-test-workflow-id"
+	var misspelt, none error
+	env.RegisterDelayedCallback(func() {
+		_, misspelt = Locate(context.Background(), envQuery(env), top, "deplyo")
+		w, err := Locate(context.Background(), envQuery(env), top, "")
+		if err != nil {
+			t.Errorf("locate: %v", err)
+			return
+		}
+		if w.Workflow != top+"/child#1.1" || w.Where() != "child › deploy" {
+			t.Errorf("located %s in %s, want child › deploy in the child workflow", w.Where(), w.Workflow)
+		}
+		if err := env.SignalWorkflowByID(w.Workflow, ApproveSignal, Decision{Step: w.Step, Scope: w.Scope, Visit: w.Visit, By: "ann"}); err != nil {
+			t.Error(err)
+		}
+	}, time.Minute)
+	env.ExecuteWorkflow(WorkflowName, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1})
+	res := decode(t, result(t, env))
+	if res.Status != "succeeded" || res.Output != "shipped by ann" {
+		t.Errorf("status %s output %v, want succeeded, shipped by ann", res.Status, res.Output)
+	}
+	if c := res.Steps["child"].Child; c == nil || c.Steps["deploy"].Status != "succeeded" {
+		t.Errorf("the child step's record lacks the child's steps: %+v", res.Steps["child"])
+	}
+	_, none = Locate(context.Background(), envQuery(env), top, "deploy")
+	if misspelt == nil || !strings.Contains(misspelt.Error(), `step "deplyo" of run default-test-workflow-id is not waiting for a decision; the run waits for deploy (did you mean "deploy"?)`) {
+		t.Errorf("misspelt step: %v", misspelt)
+	}
+	// Once the child has ended, the run waits for nothing.
+	if none == nil || !strings.Contains(none.Error(), "not waiting for a decision; the run waits for no approval") {
+		t.Errorf("after the run: %v", none)
 	}
 }

@@ -42,8 +42,16 @@ const (
 type Entry struct {
 	Seq      int
 	Event    json.RawMessage `json:",omitempty"`
-	Child    string          `json:",omitempty"`
+	Child    *ChildRun       `json:",omitempty"`
 	Approval *Approval       `json:",omitempty"`
+}
+
+// ChildRun is a child workflow a child-flow step started.
+type ChildRun struct {
+	ID    string
+	Step  string
+	Scope []string `json:",omitempty"`
+	Visit int
 }
 
 // EventsPage answers [EventsQuery].
@@ -57,6 +65,8 @@ type EventsPage struct {
 	// Next is the sequence number after the last entry of the page.
 	Next    int
 	Entries []Entry
+	// More: the page stopped at its size bound; ask again from Next.
+	More bool `json:",omitempty"`
 }
 
 // state is what the workflow keeps for queries and signals.
@@ -130,7 +140,13 @@ func (s *state) add(e Entry) {
 	}
 }
 
-func entrySize(e *Entry) int { return 64 + len(e.Event) + len(e.Child) }
+func entrySize(e *Entry) int {
+	n := 64 + len(e.Event)
+	if e.Child != nil {
+		n += len(e.Child.ID)
+	}
+	return n
+}
 
 // event is the VM's OnEvent: the event goes to the log and into the
 // record so far.
@@ -174,9 +190,9 @@ func (s *state) asked(a *Approval) {
 
 // childStarted records a child workflow started, whose events are in its
 // own log; childEnded one that ended.
-func (s *state) childStarted(id string) {
-	s.approvals.Children = append(s.approvals.Children, id)
-	s.add(Entry{Child: id})
+func (s *state) childStarted(c *ChildRun) {
+	s.approvals.Children = append(s.approvals.Children, c.ID)
+	s.add(Entry{Child: c})
 }
 
 func (s *state) childEnded(id string) {
@@ -201,7 +217,7 @@ func (s *state) page(after int) (*EventsPage, error) {
 		p.Entries = append(p.Entries, s.log[i])
 	}
 	if i < len(s.log) {
-		p.Next = s.log[i].Seq
+		p.Next, p.More = s.log[i].Seq, true
 	}
 	return p, nil
 }

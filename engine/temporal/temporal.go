@@ -505,7 +505,7 @@ func (p *producer) child(ctx context.Context, req *vm.EffectRequest, done func(*
 		RetryPolicy:         &sdktemporal.RetryPolicy{MaximumAttempts: 1},
 	})
 	fut := workflow.ExecuteChildWorkflow(cctx, WorkflowName, cin)
-	p.st.childStarted(id)
+	p.st.childStarted(&ChildRun{ID: id, Step: req.Step, Scope: req.Scope, Visit: req.Visit})
 	p.follow(ctx, fut, cancel, func(c workflow.Context, cancelled bool) *vm.EffectCompletion {
 		var out RunOutput
 		err := fut.Get(c, &out)

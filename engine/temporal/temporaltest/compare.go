@@ -7,19 +7,25 @@ import (
 
 // Comparable is what both engines must agree on in a run's result object
 // (the JSON of `skein run --json`): status, error, output, path and each
-// step's status, visits, output and code. Run ids, times and durations
-// differ from run to run and are left out.
+// step's status, visits, output and code, and a child flow's run the same
+// way. Run ids, times and durations differ from run to run and are left
+// out.
 type Comparable struct {
-	Status string   `json:"status"`
-	Error  any      `json:"error"`
-	Output any      `json:"output"`
-	Path   []string `json:"path"`
-	Steps  map[string]struct {
-		Status string `json:"status"`
-		Visits int    `json:"visits"`
-		Output any    `json:"output"`
-		Code   string `json:"code"`
-	} `json:"steps"`
+	Status string          `json:"status"`
+	Error  any             `json:"error"`
+	Output any             `json:"output"`
+	Path   []string        `json:"path"`
+	Steps  map[string]Step `json:"steps"`
+}
+
+// Step is what both engines must agree on in a step record.
+type Step struct {
+	Status string `json:"status"`
+	Visits int    `json:"visits"`
+	Output any    `json:"output"`
+	Code   string `json:"code"`
+	// Child is a child flow's run, with its own steps.
+	Child *Comparable `json:"child"`
 }
 
 // Decode reads the comparable part of a result object.

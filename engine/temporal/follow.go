@@ -1,0 +1,159 @@
+package temporal
+
+// This file follows a run on Temporal from outside: it reads the event
+// logs of the run's workflow and of its child workflows (EventsQuery) and
+// hands their events on in an order a local run would give them, so the
+// command line shows the same progress and --events as for a local run.
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/skeinlang/skein/vm"
+)
+
+// QueryFunc asks workflow id the query name with arg and decodes the
+// answer into out (client.Client.QueryWorkflow, or a test environment's).
+type QueryFunc func(ctx context.Context, id, name string, arg any, out any) error
+
+// Follower reads the event logs of a run and its child workflows.
+type Follower struct {
+	Query QueryFunc
+	// OnEvent receives each event in the --events format and decoded.
+	OnEvent func(raw json.RawMessage, ev vm.Event)
+	// OnApproval receives each approval that begins to wait, with the
+	// workflow that waits for it.
+	OnApproval func(workflow string, a *Approval)
+	// OnDropped is told how many entries of a workflow's log were dropped
+	// before they could be read (the log is bounded).
+	OnDropped func(workflow string, n int)
+
+	logs map[string]*followed
+	top  string
+}
+
+type followed struct {
+	id   string
+	run  string // the workflow run the cursor counts in
+	next int
+	done bool // its run_finished was seen, or it is closed and read to the end
+	from *childFrom
+}
+
+// childFrom is where a child workflow came from.
+type childFrom struct {
+	ChildRun
+	parent string
+	order  int
+}
+
+// NewFollower follows the run of workflow id.
+func NewFollower(id string, q QueryFunc) *Follower {
+	f := &Follower{Query: q, top: id, logs: map[string]*followed{}}
+	f.logs[id] = &followed{id: id}
+	return f
+}
+
+// Done reports whether the run's own run_finished was read.
+func (f *Follower) Done() bool { return f.logs[f.top].done }
+
+// Poll reads what is new in the logs, the run's first. A child workflow
+// started by an entry is read right after that entry.
+func (f *Follower) Poll(ctx context.Context) error {
+	return f.read(ctx, f.logs[f.top], false)
+}
+
+// Drain reads the logs to their end once the run has ended (its workflow
+// is closed): a closed workflow answers queries with its final state.
+func (f *Follower) Drain(ctx context.Context) error {
+	return f.read(ctx, f.logs[f.top], true)
+}
+
+// read reads w's log until it has nothing new (and, with closed, marks w
+// done), then the children it started that are not done.
+func (f *Follower) read(ctx context.Context, w *followed, closed bool) error {
+	for !w.done {
+		var p EventsPage
+		if err := f.Query(ctx, w.id, EventsQuery, w.next, &p); err != nil {
+			return err
+		}
+		if w.run != "" && p.Run != w.run {
+			// Continued as new: a new log.
+			w.run, w.next = p.Run, 0
+			continue
+		}
+		w.run = p.Run
+		if p.First > w.next && f.OnDropped != nil {
+			f.OnDropped(w.id, p.First-w.next)
+		}
+		for i := range p.Entries {
+			if err := f.entry(ctx, w, &p.Entries[i]); err != nil {
+				return err
+			}
+		}
+		w.next = max(w.next, p.Next)
+		if !p.More {
+			if closed {
+				w.done = true
+			}
+			break
+		}
+	}
+	for _, c := range f.children(w) {
+		if err := f.read(ctx, c, closed); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// children are the workflows w started that are not done, in the order
+// they started.
+func (f *Follower) children(w *followed) []*followed {
+	var cs []*followed
+	for _, c := range f.logs {
+		if c.from != nil && !c.done && c.from.parent == w.id {
+			cs = append(cs, c)
+		}
+	}
+	slices.SortFunc(cs, func(a, b *followed) int { return a.from.order - b.from.order })
+	return cs
+}
+
+func (f *Follower) entry(ctx context.Context, w *followed, e *Entry) error {
+	switch {
+	case e.Child != nil:
+		if f.logs[e.Child.ID] == nil {
+			c := &followed{id: e.Child.ID, from: &childFrom{ChildRun: *e.Child, parent: w.id, order: len(f.logs)}}
+			f.logs[c.id] = c
+			return f.read(ctx, c, false)
+		}
+	case e.Approval != nil:
+		if f.OnApproval != nil {
+			f.OnApproval(w.id, e.Approval)
+		}
+	case e.Event != nil:
+		ev, err := DecodeEvent(e.Event)
+		if err != nil {
+			return err
+		}
+		if ev.Kind == "subflow" && (ev.Type == vm.StepFinished || ev.Type == vm.StepRetrying) {
+			// The child ended: its events come first.
+			for _, c := range f.children(w) {
+				if c.from.Step == ev.Step && c.from.Visit == ev.Visit && slices.Equal(c.from.Scope, ev.Scope) {
+					if err := f.read(ctx, c, true); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if f.OnEvent != nil {
+			f.OnEvent(e.Event, ev)
+		}
+		if ev.Type == vm.RunFinished {
+			w.done = true
+		}
+	}
+	return nil
+}

@@ -1,0 +1,165 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/skeinlang/skein/engine/temporal/temporaltest"
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/vm"
+)
+
+// envQuery queries the test environment's workflows.
+func envQuery(env *testsuite.TestWorkflowEnvironment) QueryFunc {
+	return func(_ context.Context, id, name string, arg any, out any) error {
+		v, err := env.QueryWorkflowByID(id, name, arg)
+		if err != nil {
+			return err
+		}
+		return v.Get(out)
+	}
+}
+
+// eventLine is what both engines must agree on of an event.
+func eventLine(ev vm.Event) string {
+	s := fmt.Sprintf("%s %s", ev.Type, ev.Where())
+	if ev.Status != "" {
+		s += " " + ev.Status
+	}
+	if ev.Visit > 0 {
+		s += fmt.Sprintf(" visit %d", ev.Visit)
+	}
+	return s
+}
+
+func TestFollowerEventsAsLocal(t *testing.T) {
+	// The events read from the logs of a run and its child workflows come
+	// in the order a local run gives them, with the same contents.
+	sc := temporaltest.Scenario{Files: map[string]string{
+		"flow.star": `
+flow(output = "use")
+prep = step("prep", fn = lambda r: ["a", "bb"])
+child = step("child", flow = "child.star", inputs = {"words": "{{ prep }}"})
+b = step("b", run = ["echo", "{{ loop.iteration }}"])
+l = loop("l", body = [b], until = lambda it: it.iteration == 2, max_iterations = 3)
+pause = step("pause", wait = "10ms")
+use = step("use", fn = lambda r: r.child)
+chain(START, prep, child, l, pause, use, END)
+`,
+		"child.star": `
+flow(inputs = {"words": None}, output = "out")
+t = step("t", run = ["echo", "hi"])
+out = step("out", fn = lambda r: "/".join(r.inputs.words) + " " + r.t.stdout.strip())
+`}}
+	g, sources, given := setup(t, sc)
+	var local []string
+	_, err := vm.Run(context.Background(), g, given, vm.Options{Parallel: 1,
+		OnEvent: func(ev vm.Event) { local = append(local, eventLine(ev)) },
+		LoadFlow: func(_ context.Context, path, root string) (*graphir.Graph, error) {
+			return lang.Load(path, lang.Options{Root: root})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	env := newEnv(t)
+	env.ExecuteWorkflow(WorkflowName, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1})
+	result(t, env)
+	var remote []string
+	var raw []string
+	f := NewFollower("default-test-workflow-id", envQuery(env))
+	f.OnEvent = func(b json.RawMessage, ev vm.Event) {
+		remote = append(remote, eventLine(ev))
+		raw = append(raw, string(b))
+	}
+	if err := f.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !f.Done() {
+		t.Error("the follower did not see the run finish")
+	}
+	if diff := cmp.Diff(local, remote); diff != "" {
+		t.Errorf("local (-) and temporal (+) events differ:\n%s", diff)
+	}
+	// The raw events are the --events format, decoded and encoded again
+	// to the same bytes.
+	for _, b := range raw {
+		ev, err := DecodeEvent([]byte(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again := string(ev.AppendJSON(nil)); again != b {
+			t.Errorf("event does not encode back:\n got %s\nwant %s", again, b)
+		}
+	}
+}
+
+func TestEventLogBounded(t *testing.T) {
+	// A run with more events than the log keeps: a follower reading after
+	// the run is told how many it missed and reads the rest.
+	g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": `
+b = step("b", fn = lambda r: 1)
+l = loop("l", body = [b], until = lambda it: False, max_iterations = 4000)
+chain(START, l, END)
+`}})
+	env := newEnv(t)
+	env.ExecuteWorkflow(WorkflowName, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1})
+	result(t, env)
+	n, dropped := 0, 0
+	f := NewFollower("default-test-workflow-id", envQuery(env))
+	f.OnEvent = func(json.RawMessage, vm.Event) { n++ }
+	f.OnDropped = func(_ string, k int) { dropped += k }
+	if err := f.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n != maxLogEntries || dropped == 0 || !f.Done() {
+		t.Errorf("read %d events, told of %d dropped, done %v; want %d read, some dropped, done", n, dropped, f.Done(), maxLogEntries)
+	}
+}
+
+func TestStatusQuery(t *testing.T) {
+	// While the run waits, the record so far has the steps that ran and
+	// the approval it waits for.
+	g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": `
+a = step("a", run = ["echo", "hi"])
+deploy = step("deploy", approve = "Ship {{ a.stdout.strip() }}?")
+chain(START, a, deploy, END)
+`}})
+	env := newEnv(t)
+	var rec map[string]any
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(StatusQuery)
+		if err != nil {
+			t.Errorf("query: %v", err)
+			return
+		}
+		var raw json.RawMessage
+		v.Get(&raw)
+		json.Unmarshal(raw, &rec)
+		env.SignalWorkflow(ApproveSignal, Decision{Step: "deploy", By: "ann"})
+	}, time.Minute)
+	env.ExecuteWorkflow(WorkflowName, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1})
+	result(t, env)
+	want := map[string]any{
+		"run_id": "default-test-workflow-id", "flow": "flow", "file": g.File, "status": "running", "error": nil, "output": nil,
+		"path": []any{"a", "deploy"}, "path_total": 2.0,
+		"approvals": []any{map[string]any{"step": "deploy", "scope": []any{}, "visit": 1.0, "message": "Ship hi?"}},
+		"steps": map[string]any{
+			"a":      map[string]any{"status": "succeeded", "visits": 1.0, "output": map[string]any{"stdout": "hi\n", "stderr": "", "exit_code": 0.0, "code": nil, "error": nil}, "error": nil},
+			"deploy": map[string]any{"status": "running", "visits": 1.0, "output": nil, "error": nil},
+		},
+	}
+	for _, s := range rec["steps"].(map[string]any) {
+		delete(s.(map[string]any), "duration_ms")
+	}
+	if diff := cmp.Diff(want, rec); diff != "" {
+		t.Errorf("record so far (-want +got):\n%s", diff)
+	}
+}

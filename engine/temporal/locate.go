@@ -1,0 +1,89 @@
+package temporal
+
+// This file finds, for skein approve, the approval a decision is for: in
+// the run's workflow or in one of its running child workflows.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/skeinlang/skein/graphir"
+)
+
+// Waiting is an approval that waits, with the workflow that waits for it.
+type Waiting struct {
+	Workflow string
+	*Approval
+}
+
+// Locate finds the approval of step (any step when step is "") that the
+// run of workflow top, or a child workflow running under it, waits for.
+// The error says why there is none to decide: the step is not waiting
+// (with the steps that are), it was decided already (what, by whom and
+// when), or several of its approvals wait.
+func Locate(ctx context.Context, q QueryFunc, top, step string) (*Waiting, error) {
+	var waiting, closed []Waiting
+	var others []string // the steps that wait
+	seen := map[string]bool{}
+	ids := []string{top}
+	for len(ids) > 0 {
+		id := ids[0]
+		ids = ids[1:]
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		var as Approvals
+		if err := q(ctx, id, ApprovalsQuery, nil, &as); err != nil {
+			if id == top {
+				return nil, err
+			}
+			continue // a child that ended meanwhile
+		}
+		for _, a := range as.Approvals {
+			if step != "" && a.Step != step {
+				if a.State == ApprovalWaiting {
+					others = append(others, a.Step)
+				}
+				continue
+			}
+			if a.State == ApprovalWaiting {
+				waiting = append(waiting, Waiting{id, a})
+			} else {
+				closed = append(closed, Waiting{id, a})
+			}
+		}
+		ids = append(ids, as.Children...)
+	}
+	switch {
+	case len(waiting) == 1:
+		return &waiting[0], nil
+	case len(waiting) > 1:
+		var where []string
+		for _, w := range waiting {
+			where = append(where, w.Where())
+		}
+		if step == "" {
+			return nil, fmt.Errorf("run %s waits for %d approvals (%s): name the step", top, len(waiting), strings.Join(where, ", "))
+		}
+		return nil, fmt.Errorf("run %s waits for %d approvals of step %q (%s); decide them one at a time once they are the only one", top, len(waiting), step, strings.Join(where, ", "))
+	case len(closed) > 0:
+		a := closed[len(closed)-1]
+		if a.State == ApprovalApproved || a.State == ApprovalRejected {
+			return nil, fmt.Errorf("approval %q of run %s was already decided: %s", a.Where(), top, a.Outcome())
+		}
+		return nil, fmt.Errorf("approval %q of run %s is no longer waiting: %s", a.Where(), top, a.Outcome())
+	}
+	if step == "" {
+		return nil, fmt.Errorf("run %s waits for no approval", top)
+	}
+	if len(others) == 0 {
+		return nil, fmt.Errorf("step %q of run %s is not waiting for a decision; the run waits for no approval", step, top)
+	}
+	msg := fmt.Sprintf("step %q of run %s is not waiting for a decision; the run waits for %s", step, top, strings.Join(others, ", "))
+	if n := graphir.Nearest(step, others); n != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", n)
+	}
+	return nil, fmt.Errorf("%s", msg)
+}

@@ -433,7 +433,13 @@ func (r *run) startToolCall(a *agentRun, i int, call model.ToolCall, offered []*
 			}
 			req.ChildInputs[k] = iv
 		}
-		req.child = r.childRun(append(append([]string(nil), req.Scope...), t.Name))
+		// The child reports and is journaled under the call: the step,
+		// its visit when it is not the first, the turn, the call.
+		at := fmt.Sprintf("%s@%d.%d", n.Name, a.turn, i+1)
+		if req.Visit > 1 {
+			at = fmt.Sprintf("%s:%d@%d.%d", n.Name, req.Visit, a.turn, i+1)
+		}
+		req.child = r.childRun(append(append(a.f.scopePath(), at), t.Name))
 		req.agent = a
 		a.pending++
 		r.startGated(a.f, n, req)

@@ -894,7 +894,13 @@ func (r *run) startSubflow(f *frame, n *graphir.Node) {
 	}
 	req := r.request(f, n)
 	req.ChildPath, req.ChildGraph, req.ChildInputs = path, child, inputs
-	req.child = r.childRun(append(append([]string(nil), f.scopePath()...), n.Name))
+	// The child reports and is journaled under the step, and its visit
+	// when it is not the first: a resumed run replays each visit's child.
+	at := n.Name
+	if req.Visit > 1 {
+		at = fmt.Sprintf("%s:%d", n.Name, req.Visit)
+	}
+	req.child = r.childRun(append(f.scopePath(), at))
 	r.startEffect(f, n, req)
 }
 

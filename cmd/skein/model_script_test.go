@@ -25,6 +25,11 @@ func TestModelScripts(t *testing.T) {
 			modeltest.Rule{Match: "Delegate", Replies: []modeltest.Reply{
 				{ToolCalls: []modeltest.ToolCall{{ID: "d1", Name: "tally", Arguments: `{"item": "apples"}`}}},
 				{Content: "tallied"}}},
+			modeltest.Rule{Match: "Tally twice", Replies: []modeltest.Reply{
+				{ToolCalls: []modeltest.ToolCall{{ID: "t1", Name: "tally", Arguments: `{"item": "pears"}`}}},
+				{Content: "first"},
+				{ToolCalls: []modeltest.ToolCall{{ID: "t1", Name: "tally", Arguments: `{"item": "plums"}`}}},
+				{Content: "second"}}},
 			modeltest.Rule{Match: "slow", Replies: []modeltest.Reply{{Content: "late", Delay: time.Hour}}},
 			modeltest.Rule{Replies: []modeltest.Reply{{Content: "fine", Prompt: 10, Completion: 5}}},
 		)

@@ -221,8 +221,10 @@ func TestWatchRunSecondInterrupt(t *testing.T) {
 		w.stop()
 	}()
 	// The watch context ending is the first stop here; the handler then
-	// has its grace until the next Ctrl-C.
+	// has its grace until the next Ctrl-C, which the watch takes once it
+	// says it is stopping the run.
 	cleaner = w.readPid(filepath.Join(dir, "cleaning"))
+	w.output(`(?s)stopping the run: .*stopping the run: `)
 	select {
 	case <-done:
 		t.Fatalf("the watch ended before its run's exit handler did")

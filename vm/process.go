@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -27,27 +28,16 @@ func runProcess(ctx context.Context, spec *EffectRequest) *EffectCompletion {
 		actx, cancel = context.WithTimeout(ctx, spec.Timeout)
 		defer cancel()
 	}
-	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
-	cmd.Dir = spec.Dir
-	cmd.Env = taskEnv(spec)
-	if spec.Stdin != nil {
-		cmd.Stdin = strings.NewReader(*spec.Stdin)
-	}
 	stdout, stderr := &tailBuffer{max: spec.MaxOutput}, &tailBuffer{max: spec.MaxOutput}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = taskAttr()
-	// If the process exits but something it left behind still holds its
-	// output open, stop waiting for the output soon after.
-	cmd.WaitDelay = 500 * time.Millisecond
-
-	if err := startTask(cmd.Start); err != nil {
+	p, err := startProcess(spec, stdout, stderr)
+	if err != nil {
 		msg := fmt.Sprintf("cannot start %q: %v", spec.Argv[0], unwrapExec(err))
 		if _, serr := os.Stat(spec.Dir); serr != nil {
 			msg = fmt.Sprintf("cannot start %q: directory %s: %v", spec.Argv[0], spec.Dir, unwrapExec(serr))
 		}
 		return &EffectCompletion{Code: "step_failed", Error: msg, Stderr: msg, ExitCode: 127}
 	}
-	pgid := cmd.Process.Pid
+	pgid := p.pid()
 	exited := make(chan struct{})
 	var killed sync.WaitGroup
 	killed.Add(1)
@@ -67,14 +57,17 @@ func runProcess(ctx context.Context, spec *EffectRequest) *EffectCompletion {
 			syscall.Kill(-pgid, syscall.SIGKILL)
 		}
 	}()
-	err := cmd.Wait()
+	ws, err := p.wait()
 	close(exited)
 	killed.Wait()
 	// Whatever the task started in its group ends with it.
 	syscall.Kill(-pgid, syscall.SIGKILL)
-	taskEnded()
+	p.ended()
 
-	code := cmd.ProcessState.ExitCode()
+	code := ws.ExitStatus()
+	if ws.Signaled() {
+		code = -1
+	}
 	o := &EffectCompletion{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: code,
 		Truncated: stdout.truncated || stderr.truncated}
 	switch {
@@ -83,22 +76,77 @@ func runProcess(ctx context.Context, spec *EffectRequest) *EffectCompletion {
 		o.Error = "cancelled"
 	case actx.Err() != nil:
 		o.Code, o.Error = "timeout", fmt.Sprintf("timed out after %s", spec.Timeout)
-	case err == nil || code == 0 && errors.Is(err, exec.ErrWaitDelay):
+	case ws.Exited() && code == 0 && (err == nil || errors.Is(err, exec.ErrWaitDelay)):
 		o.OK = true
 	default:
 		o.Code = "step_failed"
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				o.Error = fmt.Sprintf("killed by signal %s", ws.Signal())
-			} else {
-				o.Error = fmt.Sprintf("exit status %d", code)
-			}
-		} else {
+		switch {
+		case ws.Signaled():
+			o.Error = fmt.Sprintf("killed by signal %s", ws.Signal())
+		case code != 0:
+			o.Error = fmt.Sprintf("exit status %d", code)
+		default:
 			o.Error = err.Error()
 		}
 	}
 	return o
+}
+
+// waitDelay is how long a task's output is still read after it exited,
+// if something it left behind holds the output open.
+const waitDelay = 500 * time.Millisecond
+
+// process is a started attempt of a task.
+type process interface {
+	pid() int
+	// wait waits for the process to exit and its output to be read: its
+	// wait status, and an error reading the output (exec.ErrWaitDelay
+	// when it was given up on).
+	wait() (syscall.WaitStatus, error)
+	ended() // counts it as waited for
+}
+
+// startProcess starts an attempt: through the keeper where there is one
+// (keeper_linux.go), else directly in a process group of its own.
+func startProcess(spec *EffectRequest, stdout, stderr io.Writer) (process, error) {
+	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
+	if cmd.Err != nil {
+		return nil, cmd.Err
+	}
+	if kp, err, ok := startKeptTask(cmd.Path, spec.Argv, taskEnv(spec), spec.Dir, spec.Stdin, stdout, stderr); ok {
+		if err != nil {
+			return nil, err
+		}
+		return kp, nil
+	}
+	cmd.Dir = spec.Dir
+	cmd.Env = taskEnv(spec)
+	if spec.Stdin != nil {
+		cmd.Stdin = strings.NewReader(*spec.Stdin)
+	}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = taskAttr()
+	cmd.WaitDelay = waitDelay
+	if err := startTask(cmd.Start); err != nil {
+		return nil, err
+	}
+	return directProcess{cmd}, nil
+}
+
+// directProcess is an attempt skein started itself.
+type directProcess struct{ cmd *exec.Cmd }
+
+func (p directProcess) pid() int { return p.cmd.Process.Pid }
+func (p directProcess) ended()   { taskEnded() }
+
+func (p directProcess) wait() (syscall.WaitStatus, error) {
+	err := p.cmd.Wait()
+	ws, _ := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		err = nil // the status says it
+	}
+	return ws, err
 }
 
 // taskEnv is the environment of a task's process: the request's, and the

@@ -3,10 +3,13 @@
 package vm
 
 // This file is the Linux half of process-tree cleanup beyond the process
-// group (process.go): a task dies with a killed skein (its parent-death
-// signal), and when skein is a child subreaper ([EnableSubreaper]), the
-// descendants that left their group (setsid, daemons) and were orphaned
-// reparent to skein, and are killed and reaped once no task is running.
+// group (process.go). When skein is a child subreaper ([EnableSubreaper]),
+// its tasks start through the keeper (keeper_linux.go), which does the
+// cleanup and outlives a killed skein long enough to finish it. Without a
+// keeper (it could not start), tasks start directly: a task dies with a
+// killed skein (its parent-death signal), and the descendants that left
+// their group (setsid, daemons) and were orphaned reparent to skein, and
+// are killed and reaped once no task is running.
 
 import (
 	"os"
@@ -19,9 +22,10 @@ import (
 const prSetChildSubreaper = 36 // PR_SET_CHILD_SUBREAPER, <linux/prctl.h>
 
 var reaper struct {
-	enabled bool
-	mu      sync.Mutex // held while a task starts, and while orphans are killed
-	live    int        // tasks started and not yet waited for
+	enabled  bool
+	noKeeper bool       // tasks start directly (benchmarks compare)
+	mu       sync.Mutex // held while a task starts, and while orphans are killed
+	live     int        // tasks started and not yet waited for
 }
 
 // EnableSubreaper makes this process a child subreaper, so that processes
@@ -74,35 +78,40 @@ func taskEnded() {
 // killOrphans kills and reaps the children of this process. With no task
 // live, every child is an orphan a task left behind.
 func killOrphans() {
-	self := os.Getpid()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		if ppid, _ := strconv.Atoi(f[1]); ppid != self {
-			continue
-		}
+	for _, pid := range children() {
 		syscall.Kill(pid, syscall.SIGKILL)
 		var ws syscall.WaitStatus
 		syscall.Wait4(pid, &ws, 0, nil)
 	}
+}
+
+// children lists the children of this process: from each of its threads'
+// /proc children file (cheap), else by reading every process's parent.
+func children() []int {
+	var out []int
+	tasks, err := os.ReadDir("/proc/self/task")
+	found := err == nil
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		if err != nil {
+			found = false
+			break
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	if found {
+		return out
+	}
+	out = out[:0]
+	self := os.Getpid()
+	for pid, ppid := range procParents() {
+		if ppid == self {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ package vm
 
 import (
 	"errors"
+	"io"
 	"syscall"
 )
 
@@ -13,3 +14,8 @@ func EnableSubreaper() error { return errors.New("child subreapers are a Linux f
 func taskAttr() *syscall.SysProcAttr     { return &syscall.SysProcAttr{Setpgid: true} }
 func startTask(start func() error) error { return start() }
 func taskEnded()                         {}
+
+// startKeptTask: there is no keeper outside Linux; tasks start directly.
+func startKeptTask(string, []string, []string, string, *string, io.Writer, io.Writer) (process, error, bool) {
+	return nil, nil, false
+}

@@ -5,6 +5,8 @@ go 1.26.0
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/skeinlang/skein v0.0.0-00010101000000-000000000000
+	go.starlark.net v0.0.0-20260908191801-89a6a09411d5
+	go.temporal.io/api v1.63.5
 	go.temporal.io/sdk v1.50.0
 )
 
@@ -24,8 +26,6 @@ require (
 	github.com/rogpeppe/go-internal v1.16.0 // indirect
 	github.com/stretchr/objx v0.5.2 // indirect
 	github.com/stretchr/testify v1.10.0 // indirect
-	go.starlark.net v0.0.0-20260908191801-89a6a09411d5 // indirect
-	go.temporal.io/api v1.63.5 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect

@@ -50,8 +50,9 @@ back to the model, printed as 'skein check' prints them, for at most
 shown. When the rounds run out, the last draft is kept beside the target as
 FILE.draft for a person to read, and the exit status is 1.
 
-A safety floor on top of the checker: with --allow-run, tasks may only run
-the commands listed (run[0], as written); shell= steps need --allow-shell;
+A safety floor on top of the checker: with --allow-run, tasks and agents'
+tools may only run the commands listed (run[0], as written); shell= steps
+and tools need --allow-shell;
 loops are bounded by construction (the checker refuses any that is not).
 
 The model is --model (a model id), else $SKEIN_MODEL, at $SKEIN_BASE_URL
@@ -243,6 +244,7 @@ func (c *composer) checkDraft(path, draft string) (*graphir.Graph, []check.Diagn
 	}
 	ds := check.Graph(g)
 	ds = append(ds, c.floor.check(g)...)
+	ds = append(ds, c.floor.checkTools(g)...)
 	return g, check.Sort(ds)
 }
 
@@ -276,6 +278,39 @@ func (f floor) check(g *graphir.Graph) []check.Diagnostic {
 			if name := literalText(cmd); !slices.Contains(f.allowRun, name) {
 				ds = append(ds, notAllowed(n, fmt.Sprintf("step %q runs %q, which is not allowed; allowed commands: %s", n.Name, name, strings.Join(f.allowRun, ", ")),
 					"use one of the allowed commands"))
+			}
+		}
+	})
+	return ds
+}
+
+// checkTools returns a not_allowed diagnostic for each tool, in the flow
+// and its literal child flows, that the floor refuses as it would a step:
+// a shell= tool without allowShell, a run= tool whose command is outside
+// allowRun. An agent's tools run commands just as tasks do.
+func (f floor) checkTools(g *graphir.Graph) []check.Diagnostic {
+	var ds []check.Diagnostic
+	refuse := func(t *graphir.Tool, msg, hint string) {
+		ds = append(ds, check.FromError(&graphir.Error{Code: "not_allowed", Msg: msg, Hint: hint, Pos: t.Pos}))
+	}
+	g.EachGraph(func(c *graphir.Graph) {
+		for _, t := range c.Tools {
+			switch t.Kind {
+			case graphir.KindShell:
+				if !f.allowShell {
+					refuse(t, fmt.Sprintf("tool %q is a shell tool, and shell scripts are not allowed here", t.Name),
+						`write run=["cmd", "{{ args.NAME }}", ...] instead (or compose with --allow-shell)`)
+				}
+			case graphir.KindTask:
+				if f.allowRun == nil || len(t.Argv) == 0 {
+					break
+				}
+				if cmd := t.Argv[0]; !cmd.IsLiteral() {
+					refuse(t, fmt.Sprintf("tool %q computes its command with a template; the command must be one of %s", t.Name, strings.Join(f.allowRun, ", ")), "write the command literally as run[0]")
+				} else if name := literalText(cmd); !slices.Contains(f.allowRun, name) {
+					refuse(t, fmt.Sprintf("tool %q runs %q, which is not allowed; allowed commands: %s", t.Name, name, strings.Join(f.allowRun, ", ")),
+						"use one of the allowed commands")
+				}
 			}
 		}
 	})
@@ -326,10 +361,10 @@ Rules:
 - Pass data to tasks as whole arguments: run=["cmd", "{{ step.field }}"], never by building a shell string.
 `)
 	if !f.allowShell {
-		b.WriteString("- Do not use shell= steps.\n")
+		b.WriteString("- Do not use shell= steps or shell= tools.\n")
 	}
 	if f.allowRun != nil {
-		fmt.Fprintf(&b, "- Tasks may only run these commands (run[0]): %s.\n", strings.Join(f.allowRun, ", "))
+		fmt.Fprintf(&b, "- Tasks and tools may only run these commands (run[0]): %s.\n", strings.Join(f.allowRun, ", "))
 	}
 	b.WriteString("\nThe language reference follows.\n")
 	for _, name := range []string{"language.md", "runs.md"} {

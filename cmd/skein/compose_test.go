@@ -127,7 +127,7 @@ func TestComposeSafetyFloor(t *testing.T) {
 	if r := reqs[1].LastUser(); !strings.Contains(r, `step "build" is a shell step`) || !strings.Contains(r, "[not_allowed]") {
 		t.Errorf("shell draft not sent back:\n%s", r)
 	}
-	if !strings.Contains(reqs[0].Raw, "Tasks may only run these commands (run[0]): make") {
+	if !strings.Contains(reqs[0].Raw, "Tasks and tools may only run these commands (run[0]): make") {
 		t.Errorf("floor not in the system message")
 	}
 
@@ -135,6 +135,35 @@ func TestComposeSafetyFloor(t *testing.T) {
 	srv, _, out, _, code = composeWith(t, []string{goodDraft}, "x", "-o", "f.star", "--allow-run", "go", "--max-repairs", "0")
 	if code != 1 || !strings.Contains(out, `step "build" runs "make", which is not allowed; allowed commands: go`) {
 		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
+
+// The floor holds for an agent's tools as for tasks: a shell= tool needs
+// --allow-shell, a run= tool's command must be allowed, in the flow and in
+// a flow= tool's child.
+func TestComposeSafetyFloorTools(t *testing.T) {
+	draft := `flow(name = "fixer")
+sh = tool("sh", shell = "make all 2>&1")
+fetch = tool("fetch", run = ["curl", "{{ args.url }}"], params = {"url": "string"})
+build = tool("build", run = ["make", "all"])
+fix = step("fix", agent = "fix the build", tools = [sh, fetch, build])
+chain(START, fix, END)
+`
+	_, dir, out, _, code := composeWith(t, []string{draft}, "x", "-o", "f.star", "--allow-run", "make", "--max-repairs", "0")
+	if code != 1 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	for _, want := range []string{`f.star:2:6: error: tool "sh" is a shell tool, and shell scripts are not allowed here [not_allowed]`,
+		`f.star:3:9: error: tool "fetch" runs "curl", which is not allowed; allowed commands: make [not_allowed]`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `tool "build"`) {
+		t.Errorf("an allowed tool was refused:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "f.star")); err == nil {
+		t.Error("a draft the floor refuses was written")
 	}
 }
 

@@ -106,11 +106,11 @@ func TestEventLogBounded(t *testing.T) {
 	// the run is told how many it missed and reads the rest.
 	g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": `
 b = step("b", fn = lambda r: 1)
-l = loop("l", body = [b], until = lambda it: False, max_iterations = 4000)
+l = loop("l", body = [b], until = lambda it: False, max_iterations = 100)
 chain(START, l, END)
 `}})
 	env := newEnv(t)
-	env.ExecuteWorkflow(WorkflowName, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1})
+	env.ExecuteWorkflow(WorkflowName, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1, EventLog: 50})
 	result(t, env)
 	n, dropped := 0, 0
 	f := NewFollower("default-test-workflow-id", envQuery(env))
@@ -119,8 +119,8 @@ chain(START, l, END)
 	if err := f.Drain(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n != maxLogEntries || dropped == 0 || !f.Done() {
-		t.Errorf("read %d events, told of %d dropped, done %v; want %d read, some dropped, done", n, dropped, f.Done(), maxLogEntries)
+	if n > 50 || n < 25 || dropped == 0 || !f.Done() {
+		t.Errorf("read %d events, told of %d dropped, done %v; want 25 to 50 read, some dropped, done", n, dropped, f.Done())
 	}
 }
 

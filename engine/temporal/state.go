@@ -27,12 +27,13 @@ const (
 	StatusQuery = "skein.status"
 )
 
-// The event log keeps at most this many entries and (roughly) bytes; a
-// client that falls further behind is told how many it missed. A page
-// answered to a query holds at most maxPageBytes (and one entry at least).
+// The event log keeps at most this many entries (a client that falls
+// further behind is told how many it missed); a page answered to a query
+// holds at most maxPageBytes of them (and one at least). Events are kept
+// as the VM gave them (their outputs are the step records' own values)
+// and encoded when asked for.
 const (
 	maxLogEntries = 10000
-	maxLogBytes   = 4 << 20
 	maxPageBytes  = 1 << 20
 )
 
@@ -74,10 +75,9 @@ type state struct {
 	runID, flow, file string
 	run               string // the workflow run id
 
-	enc     vm.EventEncoder
-	log     []Entry
-	logSize int
-	next    int // sequence number of the next entry
+	maxLog int // entries the log keeps
+	log    []logEntry
+	next   int // sequence number of the next entry
 
 	approvals Approvals
 	signals   workflow.ReceiveChannel
@@ -88,6 +88,13 @@ type state struct {
 	byName map[string]*liveStep
 	path   []string
 	paths  int
+}
+
+// logEntry is an entry of the log as kept: an event not yet encoded.
+type logEntry struct {
+	ev       *vm.Event
+	child    *ChildRun
+	approval *Approval
 }
 
 type liveStep struct {
@@ -103,10 +110,13 @@ type liveStep struct {
 // maxLivePath bounds the path the record so far keeps (the latest).
 const maxLivePath = 1000
 
-func newState(ctx workflow.Context, flow, file string) *state {
+func newState(ctx workflow.Context, flow, file string, maxLog int) *state {
 	info := workflow.GetInfo(ctx)
+	if maxLog <= 0 {
+		maxLog = maxLogEntries
+	}
 	return &state{runID: info.WorkflowExecution.ID, run: info.WorkflowExecution.RunID, flow: flow, file: file,
-		status: "running", byName: map[string]*liveStep{}}
+		maxLog: maxLog, status: "running", byName: map[string]*liveStep{}}
 }
 
 // register answers the queries and receives the signals of the run.
@@ -124,40 +134,26 @@ func (s *state) register(ctx workflow.Context) error {
 	return nil
 }
 
-// add appends an entry to the log, dropping the oldest beyond its bounds.
-func (s *state) add(e Entry) {
-	e.Seq = s.next
+// add appends an entry to the log, dropping the oldest beyond its bound.
+func (s *state) add(e logEntry) {
 	s.next++
+	if len(s.log) == s.maxLog {
+		// Drop the older half at once: a copy per maxLog/2 entries.
+		s.log = append(s.log[:0], s.log[len(s.log)/2:]...)
+	}
 	s.log = append(s.log, e)
-	s.logSize += entrySize(&e)
-	drop := 0
-	for len(s.log)-drop > maxLogEntries || s.logSize > maxLogBytes && len(s.log)-drop > 1 {
-		s.logSize -= entrySize(&s.log[drop])
-		drop++
-	}
-	if drop > 0 {
-		s.log = append(s.log[:0], s.log[drop:]...)
-	}
-}
-
-func entrySize(e *Entry) int {
-	n := 64 + len(e.Event)
-	if e.Child != nil {
-		n += len(e.Child.ID)
-	}
-	return n
 }
 
 // event is the VM's OnEvent: the event goes to the log and into the
 // record so far.
 func (s *state) event(ev vm.Event) {
-	s.add(Entry{Event: s.enc.Append(nil, &ev)})
+	s.add(logEntry{ev: &ev})
 	switch ev.Type {
 	case vm.StepStarted:
 		st := s.step(ev.Step)
 		st.status, st.visits, st.err, st.code = vm.StepRunning, max(st.visits, ev.Visit), "", ""
-		if s.paths++; len(s.path) == maxLivePath {
-			s.path = append(s.path[:0], s.path[1:]...)
+		if s.paths++; len(s.path) == 2*maxLivePath {
+			s.path = append(s.path[:0], s.path[maxLivePath:]...)
 		}
 		s.path = append(s.path, ev.Step)
 	case vm.StepFinished:
@@ -185,14 +181,14 @@ func (s *state) step(name string) *liveStep {
 // asked records an approval that begins to wait.
 func (s *state) asked(a *Approval) {
 	s.approvals.Approvals = append(s.approvals.Approvals, a)
-	s.add(Entry{Approval: a})
+	s.add(logEntry{approval: a})
 }
 
 // childStarted records a child workflow started, whose events are in its
 // own log; childEnded one that ended.
 func (s *state) childStarted(c *ChildRun) {
 	s.approvals.Children = append(s.approvals.Children, c.ID)
-	s.add(Entry{Child: c})
+	s.add(logEntry{child: c})
 }
 
 func (s *state) childEnded(id string) {
@@ -208,16 +204,18 @@ func (s *state) childEnded(id string) {
 func (s *state) page(after int) (*EventsPage, error) {
 	first := s.next - len(s.log)
 	p := &EventsPage{Run: s.run, First: first, Next: s.next}
-	i := max(after-first, 0)
 	size := 0
-	for ; i < len(s.log); i++ {
-		if size += entrySize(&s.log[i]); size > maxPageBytes && len(p.Entries) > 0 {
+	var enc vm.EventEncoder
+	for i := max(after-first, 0); i < len(s.log); i++ {
+		e := Entry{Seq: first + i, Child: s.log[i].child, Approval: s.log[i].approval}
+		if ev := s.log[i].ev; ev != nil {
+			e.Event = enc.Append(nil, ev)
+		}
+		if size += 64 + len(e.Event); size > maxPageBytes && len(p.Entries) > 0 {
+			p.Next, p.More = e.Seq, true
 			break
 		}
-		p.Entries = append(p.Entries, s.log[i])
-	}
-	if i < len(s.log) {
-		p.Next, p.More = s.log[i].Seq, true
+		p.Entries = append(p.Entries, e)
 	}
 	return p, nil
 }
@@ -249,7 +247,7 @@ func (s *state) record() (json.RawMessage, error) {
 		b = append(append(b, `,"approvals":`...), j...)
 	}
 	b = append(b, `,"output":null,"path":`...)
-	j, _ := json.Marshal(append([]string{}, s.path...))
+	j, _ := json.Marshal(append([]string{}, s.path[max(len(s.path)-maxLivePath, 0):]...))
 	b = append(b, j...)
 	b = append(b, `,"path_total":`...)
 	j, _ = json.Marshal(s.paths)

@@ -117,6 +117,9 @@ type RunInput struct {
 	Snapshot []byte `json:",omitempty"`
 	// Executions counts the executions before this one (continue-as-new).
 	Executions int `json:",omitempty"`
+	// EventLog bounds the entries of the run's event log (EventsQuery;
+	// 0: 10,000).
+	EventLog int `json:",omitempty"`
 }
 
 // Continue-as-new: a workflow execution's history is bounded (Temporal
@@ -240,7 +243,7 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 		cancel()
 	})
 	info := workflow.GetInfo(ctx)
-	st := newState(ctx, g.Name, g.File)
+	st := newState(ctx, g.Name, g.File, in.EventLog)
 	if err := st.register(dctx); err != nil {
 		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "register", nil)
 	}

@@ -49,13 +49,30 @@ func init() {
 }
 
 // keeperRequest asks the keeper to start a task; its three descriptors
-// (stdin, stdout, stderr) travel with it.
+// (stdin, stdout, stderr) travel with it. Strings travel as bytes (base64
+// in JSON): an argument need not be UTF-8.
 type keeperRequest struct {
 	ID   uint64   `json:"id"`
-	Path string   `json:"path"`
-	Argv []string `json:"argv"`
-	Env  []string `json:"env"`
-	Dir  string   `json:"dir"`
+	Path []byte   `json:"path"`
+	Argv [][]byte `json:"argv"`
+	Env  [][]byte `json:"env"`
+	Dir  []byte   `json:"dir"`
+}
+
+func toBytes(ss []string) [][]byte {
+	out := make([][]byte, len(ss))
+	for i, s := range ss {
+		out[i] = []byte(s)
+	}
+	return out
+}
+
+func fromBytes(bs [][]byte) []string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = string(b)
+	}
+	return out
 }
 
 // keeperReply is the keeper's answer about task ID: started (Pid), not
@@ -63,7 +80,7 @@ type keeperRequest struct {
 type keeperReply struct {
 	ID     uint64 `json:"id"`
 	Pid    int    `json:"pid,omitempty"`
-	Err    string `json:"err,omitempty"`
+	Err    []byte `json:"err,omitempty"` // bytes: it may quote a path
 	Exited bool   `json:"exited,omitempty"`
 	Status uint32 `json:"status,omitempty"`
 }
@@ -186,7 +203,7 @@ func runKeeper() int {
 		conn.fds = conn.fds[3:]
 		files := []*os.File{os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "stdout"), os.NewFile(uintptr(fds[2]), "stderr")}
 		mu.Lock()
-		p, err := os.StartProcess(req.Path, req.Argv, &os.ProcAttr{Dir: req.Dir, Env: req.Env, Files: files,
+		p, err := os.StartProcess(string(req.Path), fromBytes(req.Argv), &os.ProcAttr{Dir: string(req.Dir), Env: fromBytes(req.Env), Files: files,
 			Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}})
 		if err == nil {
 			live++
@@ -196,7 +213,7 @@ func runKeeper() int {
 			f.Close()
 		}
 		if err != nil {
-			conn.send(keeperReply{ID: req.ID, Err: err.Error()})
+			conn.send(keeperReply{ID: req.ID, Err: []byte(err.Error())})
 			continue
 		}
 		conn.send(keeperReply{ID: req.ID, Pid: p.Pid})
@@ -364,7 +381,7 @@ func readReplies(conn *frameConn, cmd *exec.Cmd, gone chan struct{}) {
 		}
 		keeper.mu.Lock()
 		ch := keeper.pending[r.ID]
-		if r.Exited || r.Err != "" {
+		if r.Exited || len(r.Err) > 0 {
 			delete(keeper.pending, r.ID)
 		}
 		keeper.mu.Unlock()
@@ -374,7 +391,7 @@ func readReplies(conn *frameConn, cmd *exec.Cmd, gone chan struct{}) {
 	}
 	keeper.mu.Lock()
 	for id, ch := range keeper.pending {
-		ch <- keeperReply{ID: id, Err: "the task keeper died", Exited: true, Status: uint32(syscall.SIGKILL)}
+		ch <- keeperReply{ID: id, Err: []byte("the task keeper died"), Exited: true, Status: uint32(syscall.SIGKILL)}
 		delete(keeper.pending, id)
 	}
 	if keeper.conn == conn {
@@ -450,7 +467,7 @@ func startKept(path string, argv, env []string, dir string, stdin *string, stdou
 	id := keeper.nextID
 	keeper.pending[id] = p.replies
 	keeper.mu.Unlock()
-	serr := conn.send(keeperRequest{ID: id, Path: path, Argv: argv, Env: env, Dir: dir},
+	serr := conn.send(keeperRequest{ID: id, Path: []byte(path), Argv: toBytes(argv), Env: toBytes(env), Dir: []byte(dir)},
 		int(childIn.Fd()), int(outW.Fd()), int(errW.Fd()))
 	childIn.Close()
 	outW.Close()
@@ -465,9 +482,9 @@ func startKept(path string, argv, env []string, dir string, stdin *string, stdou
 		return nil, nil, false
 	}
 	r := <-p.replies
-	if r.Err != "" || r.Pid == 0 {
+	if len(r.Err) > 0 || r.Pid == 0 {
 		p.closeAll()
-		return nil, errors.New(r.Err), true
+		return nil, errors.New(string(r.Err)), true
 	}
 	p.pgid = r.Pid
 	for i, w := range []io.Writer{stdout, stderr} {

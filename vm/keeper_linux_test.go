@@ -33,6 +33,9 @@ func TestKeeperSameAsDirect(t *testing.T) {
 		{"not found", `step("a", run = ["no-such-command-h9"])`},
 		{"not executable", `step("a", run = ["/etc/hostname"])`},
 		{"missing dir", `step("a", run = ["true"], dir = "/no/such/dir")`},
+		{"bytes", `b = step("b", run = ["printf", "a\\377b"])
+a = step("a", run = ["sh", "-c", "printf '%s|%s' \"$1\" \"$B\"", "x", "{{ b.stdout }}"], env = {"B": "{{ b.stdout }}"})
+chain(START, b, a, END)`},
 		{"env", `step("a", run = ["sh", "-c", "echo $SKEIN_STEP $SKEIN_ATTEMPT"])`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,7 +20,7 @@ func TestWorkerKilledMidTask(t *testing.T) {
 	dir := t.TempDir()
 	sc := temporaltest.Scenario{Files: map[string]string{"flow.star": `
 flow(output = "after")
-slow = step("slow", run = ["sh", "-c", 'echo "$SKEIN_TEST_WORKER $$" >> attempts; if [ "$(wc -l < attempts)" -eq 1 ]; then exec sleep 3600; fi; echo "ran on $SKEIN_TEST_WORKER"'])
+slow = step("slow", run = ["sh", "-c", 'echo "$WORKER $$" >> attempts; if [ "$(wc -l < attempts)" -eq 1 ]; then exec sleep 3600; fi; echo "ran on $WORKER"'])
 after = step("after", fn = lambda r: r.slow.stdout.strip())
 `}}
 	flow, err := sc.Write(dir)
@@ -29,8 +29,8 @@ after = step("after", fn = lambda r: r.slow.stdout.strip())
 	}
 	q := queue(t)
 	workers := map[string]*proc{
-		"w1": worker(t, q, []string{"SKEIN_TEST_WORKER=w1"}),
-		"w2": worker(t, q, []string{"SKEIN_TEST_WORKER=w2"}),
+		"w1": worker(t, q, []string{"WORKER=w1"}),
+		"w2": worker(t, q, []string{"WORKER=w2"}),
 	}
 	run := start(t, dir, nil, skeinBin, "run", flow, "--engine", "temporal", "--address", address, "--task-queue", q,
 		"--json", "--heartbeat-timeout", "2s")

@@ -1,0 +1,77 @@
+package servertest
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/skeinlang/skein/engine/temporal/temporaltest"
+)
+
+// TestScenarioEvents runs the shared scenario table with --events on
+// both engines: the same events, in the same order when the run has
+// --parallel 1 (in any order otherwise), with their times, durations and
+// run ids left out.
+func TestScenarioEvents(t *testing.T) {
+	scenarios, err := temporaltest.Load(filepath.Join("..", "testdata", "scenarios"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := queue(t)
+	worker(t, q, nil)
+	for _, sc := range scenarios {
+		t.Run(sc.Name, func(t *testing.T) {
+			dir := t.TempDir()
+			flow, err := sc.Write(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"run", flow, "--events", "-p", strconv.Itoa(sc.ParallelOrOne())}
+			if sc.Inputs != nil {
+				b, err := json.Marshal(sc.Inputs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "inputs.json"), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "--inputs-file", "inputs.json")
+			}
+			lout, lerr, _ := skein(t, dir, append(args, "--no-store")...)
+			rout, rerr, _ := skein(t, dir, append(args, "--engine", "temporal", "--address", address, "--task-queue", q)...)
+			local, remote := events(t, lout, lerr), events(t, rout, rerr)
+			if sc.ParallelOrOne() > 1 {
+				sort.Strings(local)
+				sort.Strings(remote)
+			}
+			if diff := cmp.Diff(local, remote); diff != "" {
+				t.Errorf("local (-) and temporal (+) events differ:\n%s", diff)
+			}
+		})
+	}
+}
+
+// events reads --events output: one JSON object a line, re-encoded
+// without the fields that differ from run to run.
+func events(t *testing.T, out, stderr string) []string {
+	t.Helper()
+	var evs []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("not an event: %q: %v\nstderr:\n%s", line, err, stderr)
+		}
+		for _, k := range []string{"time", "run_id", "duration_ms"} {
+			delete(ev, k)
+		}
+		b, _ := json.Marshal(ev)
+		evs = append(evs, string(b))
+	}
+	return evs
+}

@@ -48,6 +48,7 @@ func TestLoadSymlinksConfined(t *testing.T) {
 		"root/load_dir.star":  "load(\"d/lib.star\", \"x\")\nstep(x)",
 		"root/load_ok.star":   "load(\"ok.star\", \"x\")\nstep(x)",
 		"root/child_lit.star": `step("a", flow = "child.star")`,
+		"root/tool_lit.star":  "t = tool(\"t\", flow = \"child.star\")\nstep(\"a\", agent = \"go\", tools = [t])",
 	})
 	root := filepath.Join(dir, "root")
 	for _, f := range []string{"load_file.star", "load_dir.star"} {
@@ -70,6 +71,14 @@ func TestLoadSymlinksConfined(t *testing.T) {
 	}
 	if g.Node("a").Child != nil {
 		t.Error("the linked child flow was loaded")
+	}
+	// The same for a flow= tool's child.
+	g, err = Load(filepath.Join(root, "tool_lit.star"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl := g.Tool("t"); tl.ChildErr == nil || tl.ChildErr.Code != "subflow_not_found" || !strings.Contains(tl.ChildErr.Msg, "outside the flow root") || tl.Child != nil {
+		t.Errorf("linked child flow of a tool: %v (loaded: %v)", tl.ChildErr, tl.Child != nil)
 	}
 }
 

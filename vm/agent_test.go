@@ -402,3 +402,33 @@ chain(START, check, count, END)
 		}
 	}
 }
+
+// TestAgentFlowToolCycleAtRunTime: a flow= tool whose child is already
+// running higher up the chain (reached through a templated child path
+// the loader could not follow) stops the run with subflow_cycle, as a
+// child-flow step would.
+func TestAgentFlowToolCycleAtRunTime(t *testing.T) {
+	s := modeltest.New(modeltest.Rule{Match: "loop back", Replies: []modeltest.Reply{
+		{ToolCalls: []modeltest.ToolCall{{ID: "b", Name: "back", Arguments: `{"kid": "kid"}`}}},
+		{Content: "never"},
+	}})
+	defer s.Close()
+	res := runFiles(t, map[string]string{
+		"flow.star": `
+flow(inputs = {"kid": "kid"})
+sub = step("sub", flow = "{{ inputs.kid }}.star")
+chain(START, sub, END)
+`,
+		"kid.star": `
+back = tool("back", flow = "flow.star", params = {"kid": "string"})
+a = step("a", agent = "loop back", tools = [back])
+chain(START, a, END)
+`,
+	}, nil, modelOpts(s, nil))
+	if res.Status != vm.Failed || res.Error == nil || res.Error.Code != "subflow_cycle" || !strings.Contains(res.Error.Msg, `tool "back" of step "a"`) {
+		t.Fatalf("status %s: %v", res.Status, res.Error)
+	}
+	if n := len(s.Requests()); n != 1 {
+		t.Errorf("%d model calls after the cycle, want 1", n)
+	}
+}

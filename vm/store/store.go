@@ -231,6 +231,9 @@ var migrations = []string{
 	// first asked: skein approve refuses a late decision without loading
 	// the flow. NULL for approvals asked before.
 	`ALTER TABLE approvals ADD COLUMN timeout INTEGER;`,
+	// skein runs --status S lists the newest runs with a status without
+	// reading every run.
+	`CREATE INDEX runs_status ON runs (status, id);`,
 }
 
 // effectIDs is the range of effect ids of run n: [lo, hi).

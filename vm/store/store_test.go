@@ -38,7 +38,11 @@ func TestMain(m *testing.M) {
 		s.Close()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if runs10k != "" {
+		os.RemoveAll(filepath.Dir(runs10k)) // BenchmarkRuns10k's store
+	}
+	os.Exit(code)
 }
 
 func open(t testing.TB) *store.Store {

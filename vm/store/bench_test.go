@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -126,8 +127,10 @@ edge(c, END, when = "c >= inputs.n")
 			before = dbSize(s.Path())
 		}
 		b.ResetTimer()
+		cpu0 := cpuTime() + childCPUTime()
 		benchRun(b, s, p, map[string]int{"n": b.N}, vm.Options{Parallel: 1, MaxPath: 100})
 		b.StopTimer()
+		b.ReportMetric(float64(cpuTime()+childCPUTime()-cpu0)/float64(b.N), "cpu-ns/op")
 		if s != nil {
 			s.Checkpoint()
 			b.ReportMetric(float64(dbSize(s.Path())-before)/float64(b.N), "store-B/iter")
@@ -246,4 +249,111 @@ func cpuTime() int64 {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// BenchmarkTaskStepAB is a task step's own cost against the same step
+// recorded in the store, measured side by side: one loop of /bin/true tasks
+// whose effects go alternately straight to vm.Local and through the
+// Recorder, each timed from Start to its completion. Alternating task by
+// task puts both under the same load, which a shared machine changes from
+// one second to the next; "ratio" is the recorded step's time over the bare
+// one's.
+func BenchmarkTaskStepAB(b *testing.B) {
+	s, err := store.Open(filepath.Join(b.TempDir(), store.FileName))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	src := `
+flow(inputs = {"n": 10})
+t = step("t", run = ["/bin/true"], max_visits = 1 << 30)
+c = step("c", fn = lambda r: r.visits("t"))
+chain(START, t, c)
+edge(c, t, when = "c < inputs.n")
+edge(c, END, when = "c >= inputs.n")
+`
+	p := vm.Prepare(benchFlow(b, src))
+	in, err := vm.BindInputs(p.Graph(), map[string]starlark.Value{"n": starlark.MakeInt(2 * b.N)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := vm.NewRunID(time.Now())
+	rec, err := s.Begin(&store.NewRun{ID: id, Flow: p.Graph().Name, File: p.Graph().File, Inputs: in, Started: time.Now()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ab := &abProducer{rec: rec}
+	b.ResetTimer()
+	res := p.Run(context.Background(), in, vm.Options{Parallel: 1, MaxPath: 100, RunID: id, Effects: ab})
+	b.StopTimer()
+	if res.Status != vm.Succeeded {
+		b.Fatalf("run %s: %+v", res.Status, res.Error)
+	}
+	bare, recorded := ab.mean(0), ab.mean(1)
+	b.ReportMetric(float64(bare.Nanoseconds()), "bare-ns/task")
+	b.ReportMetric(float64(recorded.Nanoseconds()), "recorded-ns/task")
+	b.ReportMetric(float64(recorded)/float64(bare), "ratio")
+}
+
+// abProducer is the producer of BenchmarkTaskStepAB: every other effect
+// goes through the run's Recorder (whose Inner is vm.Local), the others
+// straight to vm.Local.
+type abProducer struct {
+	mu    sync.Mutex
+	rec   *store.Recorder
+	n     int
+	total [2]time.Duration
+	count [2]int
+}
+
+func (p *abProducer) mean(side int) time.Duration {
+	return p.total[side] / time.Duration(max(p.count[side], 1))
+}
+
+func (p *abProducer) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	p.mu.Lock()
+	side := p.n % 2
+	p.n++
+	p.mu.Unlock()
+	t0 := time.Now()
+	fin := func(c *vm.EffectCompletion) {
+		d := time.Since(t0)
+		p.mu.Lock()
+		p.total[side] += d
+		p.count[side]++
+		p.mu.Unlock()
+		done(c)
+	}
+	if side == 0 {
+		vm.Local{}.Start(ctx, req, fin)
+		return
+	}
+	p.rec.Start(ctx, req, fin)
+}
+
+// childCPUTime is the CPU time the process's waited-for children (tasks)
+// have used, in nanoseconds.
+func childCPUTime() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// BenchmarkParallelTasks is a run of 64 /bin/true tasks started at once,
+// with and without the store: the store's commits from many goroutines at
+// a time.
+func BenchmarkParallelTasks(b *testing.B) {
+	src := `
+for i in range(64):
+    t = step("t%d" % i, run = ["/bin/true"])
+    edge(START, t)
+    edge(t, END)
+`
+	withAndWithout(b, func(b *testing.B, s *store.Store) {
+		p := vm.Prepare(benchFlow(b, src))
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			benchRun(b, s, p, nil, vm.Options{Parallel: 64})
+		}
+	})
 }

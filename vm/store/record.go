@@ -251,7 +251,9 @@ func (rec *Recorder) started(req *vm.EffectRequest, attempt int) (int64, error) 
 	rec.last++
 	id := rec.last
 	rec.mu.Unlock()
+	rec.s.journal.Lock()
 	_, err := rec.s.insEffect.Exec(id, rec.n, EffectPath(req), req.Step, req.Kind.String(), req.Visit, attempt, req.OnExit, nanos(time.Now()))
+	rec.s.journal.Unlock()
 	return id, err
 }
 
@@ -294,7 +296,9 @@ func (rec *Recorder) commit(id int64, req *vm.EffectRequest, c *vm.EffectComplet
 	if c.Model != "" || c.Answer != "" || c.Usage.Total() > 0 {
 		mdl, answer, ptok, ctok = c.Model, c.Answer, c.Usage.PromptTokens, c.Usage.CompletionTokens
 	}
+	rec.s.journal.Lock()
 	_, err := rec.s.endEffect.Exec(status, rec.done+1, code, msg, output, exit, stdout, stderr, c.Truncated, nanos(time.Now()), mdl, answer, ptok, ctok, id)
+	rec.s.journal.Unlock()
 	if err == nil {
 		rec.done++
 	}

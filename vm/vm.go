@@ -189,6 +189,10 @@ type Options struct {
 func (o *Options) defaults() {
 	if n := o.Nesting; n != nil {
 		o.top, o.depth, o.chain, o.prefix, o.onExit = n.Top, n.Depth, n.Chain, n.Prefix, n.OnExit
+		if o.budget == nil {
+			o.budget = model.NewBudget(n.TokenLimit)
+			o.budget.Restore(n.TokensUsed)
+		}
 		o.Nesting = nil
 	}
 	if o.Parallel <= 0 {
@@ -530,6 +534,11 @@ type Nesting struct {
 	Chain  []string
 	Prefix []string
 	OnExit bool
+	// TokenLimit and TokensUsed are the run tree's token budget when the
+	// child starts: a child spends from its tree's budget, not one of its
+	// own.
+	TokenLimit int64 `json:",omitempty"`
+	TokensUsed int64 `json:",omitempty"`
 }
 
 // Nesting returns the nesting of the child run a child-flow request asks
@@ -539,5 +548,15 @@ func (req *EffectRequest) Nesting() Nesting {
 		return Nesting{Top: req.RunID}
 	}
 	o := req.child.opts
-	return Nesting{Top: o.top, Depth: o.depth, Chain: o.chain, Prefix: o.prefix, OnExit: o.onExit}
+	return Nesting{Top: o.top, Depth: o.depth, Chain: o.chain, Prefix: o.prefix, OnExit: o.onExit,
+		TokenLimit: o.budget.Limit, TokensUsed: o.budget.Used()}
+}
+
+// ChargeTokens counts tokens a child flow run elsewhere (as a run of its
+// own, see [EffectRequest.Nesting]) spent against the run tree's budget; a
+// child run here charges it as it goes.
+func (req *EffectRequest) ChargeTokens(u model.Usage) {
+	if req.child != nil {
+		req.child.opts.budget.Charge(u)
+	}
 }

@@ -239,3 +239,49 @@ func TestModelCassetteOnWorker(t *testing.T) {
 		t.Errorf("recorded (-) and replayed (+) differ:\n%s", diff)
 	}
 }
+
+func TestModelChildFlowBudget(t *testing.T) {
+	// A child flow's model calls count in its parent's usage and spend
+	// from the run tree's one token budget, as locally: with a budget of
+	// 5, the child's call spends it and the parent's next call is
+	// refused (budget_exceeded).
+	for _, limit := range []string{"", "max_tokens = 5"} {
+		t.Run("flow("+limit+")", func(t *testing.T) {
+			rules := func() *modeltest.Server {
+				return modeltest.New(
+					modeltest.Rule{Match: "child question", Replies: []modeltest.Reply{{Content: "kid answer", Prompt: 10, Completion: 2}}},
+					modeltest.Rule{Match: "after", Replies: []modeltest.Reply{{Content: "done", Prompt: 3, Completion: 1}}},
+				)
+			}
+			g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{
+				"flow.star": `
+flow(` + limit + `)
+kid = step("kid", flow = "child.star")
+after = step("after", llm = "after {{ kid }}")
+chain(START, kid, after, END)
+`,
+				"child.star": `
+flow(output = "ask")
+ask = step("ask", llm = "child question")
+`}})
+			ls := rules()
+			defer ls.Close()
+			res, err := vm.Run(context.Background(), g, nil, vm.Options{Parallel: 1,
+				Env: append(os.Environ(), "SKEIN_MODEL=m1", "SKEIN_BASE_URL="+ls.BaseURL())})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if limit != "" && (res.Error == nil || res.Error.Code != model.CodeBudget) {
+				t.Fatalf("local: status %s, error %v; want budget_exceeded", res.Status, res.Error)
+			}
+			lb, _ := res.MarshalJSON()
+			ts := rules()
+			defer ts.Close()
+			out, _ := runContinuedWith(t, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1,
+				ModelEnv: []string{"SKEIN_MODEL=m1", "SKEIN_BASE_URL=" + ts.BaseURL()}}, &Activities{})
+			if diff := cmp.Diff(canonicalResult(t, lb), canonicalResult(t, out.Result)); diff != "" {
+				t.Errorf("local (-) and temporal (+) differ:\n%s", diff)
+			}
+		})
+	}
+}

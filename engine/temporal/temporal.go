@@ -138,6 +138,9 @@ const (
 type RunOutput struct {
 	Status string
 	Result json.RawMessage
+	// ModelCalls counts the run's model calls, child flows included (the
+	// result has their usage).
+	ModelCalls int `json:",omitempty"`
 }
 
 // ModelEnv picks from env the variables the default model is resolved
@@ -289,7 +292,7 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 	if err != nil {
 		return nil, sdktemporal.NewNonRetryableApplicationError("result: "+err.Error(), "result", nil)
 	}
-	return &RunOutput{Status: string(res.Status), Result: b}, nil
+	return &RunOutput{Status: string(res.Status), Result: b, ModelCalls: res.ModelCalls}, nil
 }
 
 // continueAsNew continues the run as a new execution of the workflow from
@@ -519,7 +522,12 @@ func (p *producer) child(ctx context.Context, req *vm.EffectRequest, done func(*
 		if err != nil {
 			return &vm.EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("child flow %s: %s", req.ChildPath, childError(err))}
 		}
-		return childCompletion(&out)
+		cc := childCompletion(&out)
+		if cc.Child != nil {
+			// The child spent from the run tree's token budget.
+			req.ChargeTokens(cc.Child.Usage)
+		}
+		return cc
 	}, done)
 }
 
@@ -539,6 +547,7 @@ func childCompletion(out *RunOutput) *vm.EffectCompletion {
 	if err != nil {
 		return &vm.EffectCompletion{Code: "step_failed", Error: "child flow " + err.Error()}
 	}
+	res.ModelCalls = out.ModelCalls
 	switch res.Status {
 	case vm.Succeeded:
 		return &vm.EffectCompletion{OK: true, Output: res.Output, Child: res}

@@ -355,6 +355,15 @@ func (s *snapResult) result() *Result {
 	return res
 }
 
+// Record returns the run's result as it stood when it was suspended: its
+// step records, output so far, usage and the path's tail (an engine shows
+// it as the record so far of the continued run).
+func (s *Snapshot) Record() *Result {
+	res := s.Result.result()
+	res.Path, res.Status = append([]string(nil), s.Path...), Suspended
+	return res
+}
+
 // restore puts the state of snapshot s into the fresh run r, whose records
 // and root frame are made. s was checked against the program.
 func (r *run) restore(s *Snapshot) {

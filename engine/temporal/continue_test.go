@@ -1,11 +1,13 @@
 package temporal
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/sdk/converter"
@@ -171,5 +173,51 @@ func TestContinueAsNewPayloadLimit(t *testing.T) {
 	var ae *temporal.ApplicationError
 	if !errors.As(err, &ae) || ae.Type() != "payload_limit" || !strings.Contains(ae.Error(), "over the payload limit of 600 bytes") {
 		t.Fatalf("err = %v, want a payload_limit error naming 600 bytes", err)
+	}
+}
+
+func TestContinuedRecordSoFar(t *testing.T) {
+	// The record so far (skein show) of an execution that continued as
+	// new starts from where the one before left it; an approval waiting
+	// in the last execution is decided by signal as in any other.
+	g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": `
+t = step("t", run = ["echo", "{{ loop.iteration }}"])
+l = loop("l", body = [t], until = lambda it: it.iteration == 7, max_iterations = 9)
+deploy = step("deploy", approve = "Ship?")
+chain(START, l, deploy, END)
+`}})
+	in := RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1, ContinueEvery: 3}
+	var rec map[string]any
+	for n := 0; ; n++ {
+		env := newEnv(t)
+		env.RegisterDelayedCallback(func() {
+			v, err := env.QueryWorkflow(StatusQuery)
+			if err != nil {
+				t.Errorf("query: %v", err)
+				return
+			}
+			var raw json.RawMessage
+			v.Get(&raw)
+			json.Unmarshal(raw, &rec)
+			env.SignalWorkflow(ApproveSignal, Decision{Step: "deploy", By: "ann"})
+		}, time.Minute)
+		env.ExecuteWorkflow(WorkflowName, in)
+		var can *workflow.ContinueAsNewError
+		if err := env.GetWorkflowError(); errors.As(err, &can) {
+			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		res := decode(t, result(t, env))
+		if res.Status != "succeeded" || n < 2 {
+			t.Fatalf("status %s after %d continues", res.Status, n)
+		}
+		break
+	}
+	steps, _ := rec["steps"].(map[string]any)
+	tr, _ := steps["t"].(map[string]any)
+	if rec["path_total"] != 9.0 || tr["visits"] != 7.0 || tr["status"] != "succeeded" || steps["deploy"].(map[string]any)["status"] != "running" {
+		t.Errorf("record so far of the last execution:\n%v", rec)
 	}
 }

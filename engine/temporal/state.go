@@ -8,6 +8,7 @@ package temporal
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"go.starlark.net/starlark"
@@ -119,6 +120,25 @@ func newState(ctx workflow.Context, flow, file string, maxLog int) *state {
 		maxLog: maxLog, status: "running", byName: map[string]*liveStep{}}
 }
 
+// seed starts the record so far of an execution that continued as new
+// from where the execution before left it.
+func (s *state) seed(res *vm.Result) {
+	for _, rec := range res.Steps {
+		if rec.Status == vm.StepNotRun {
+			continue
+		}
+		st := s.step(rec.Name)
+		st.status, st.visits, st.output, st.err, st.code, st.duration = rec.Status, rec.Visits, rec.Output, rec.Error, rec.Code, rec.Duration
+	}
+	s.path = s.path[:0]
+	for _, name := range res.Path[max(len(res.Path)-maxLivePath, 0):] {
+		// By step name, as the events name them ("polish#2.draft" is
+		// "draft").
+		s.path = append(s.path, name[strings.LastIndexByte(name, '.')+1:])
+	}
+	s.paths = res.PathTotal
+}
+
 // register answers the queries and receives the signals of the run.
 func (s *state) register(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, EventsQuery, s.page); err != nil {
@@ -151,7 +171,10 @@ func (s *state) event(ev vm.Event) {
 	switch ev.Type {
 	case vm.StepStarted:
 		st := s.step(ev.Step)
-		st.status, st.visits, st.err, st.code = vm.StepRunning, max(st.visits, ev.Visit), "", ""
+		// Visits over all frames, as the result counts them (ev.Visit
+		// counts those of the step's loop iteration or map item).
+		st.status, st.err, st.code = vm.StepRunning, "", ""
+		st.visits++
 		if s.paths++; len(s.path) == 2*maxLivePath {
 			s.path = append(s.path[:0], s.path[maxLivePath:]...)
 		}

@@ -257,6 +257,7 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 		if restore, err = prog.DecodeSnapshot(in.Snapshot); err != nil {
 			return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "bad_snapshot", nil)
 		}
+		st.seed(restore.Record())
 	}
 	every := in.ContinueEvery
 	if every <= 0 {

@@ -256,6 +256,13 @@ func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *
 		}
 	}
 	f := temporal.NewFollower(id, query(c))
+	f.QueryRun = func(ctx context.Context, id, run, name string, arg any, out any) error {
+		v, err := c.QueryWorkflow(ctx, id, run, name, arg)
+		if err != nil {
+			return err
+		}
+		return v.Get(out)
+	}
 	f.OnEvent = func(raw json.RawMessage, ev vm.Event) {
 		switch {
 		case enc != nil:
@@ -311,7 +318,7 @@ follow:
 			return exitFail
 		}
 	}
-	if getErr == nil {
+	if getErr == nil && (prog != nil || enc != nil) {
 		// The rest of the events: the workflow is closed, its logs final.
 		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		f.Drain(dctx)

@@ -20,6 +20,9 @@ type QueryFunc func(ctx context.Context, id, name string, arg any, out any) erro
 // Follower reads the event logs of a run and its child workflows.
 type Follower struct {
 	Query QueryFunc
+	// QueryRun asks one execution (run id) of a workflow, for the rest of
+	// the log of an execution that continued as new; nil skips that rest.
+	QueryRun func(ctx context.Context, id, run, name string, arg any, out any) error
 	// OnEvent receives each event in the --events format and decoded.
 	OnEvent func(raw json.RawMessage, ev vm.Event)
 	// OnApproval receives each approval that begins to wait, with the
@@ -79,8 +82,12 @@ func (f *Follower) read(ctx context.Context, w *followed, closed bool) error {
 			return err
 		}
 		if w.run != "" && p.Run != w.run {
-			// Continued as new: a new log.
-			w.run, w.next = p.Run, 0
+			// Continued as new: read the rest of the old execution's log,
+			// then go on in the new one's, which numbers on.
+			if err := f.rest(ctx, w); err != nil {
+				return err
+			}
+			w.run = p.Run
 			continue
 		}
 		w.run = p.Run
@@ -103,6 +110,33 @@ func (f *Follower) read(ctx context.Context, w *followed, closed bool) error {
 	for _, c := range f.children(w) {
 		if err := f.read(ctx, c, closed); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// rest reads what is left of the log of w's execution w.run, which has
+// closed.
+func (f *Follower) rest(ctx context.Context, w *followed) error {
+	if f.QueryRun == nil {
+		return nil
+	}
+	for !w.done {
+		var p EventsPage
+		if err := f.QueryRun(ctx, w.id, w.run, EventsQuery, w.next, &p); err != nil {
+			return nil // an execution that cannot answer: its rest is lost
+		}
+		if p.First > w.next && f.OnDropped != nil {
+			f.OnDropped(w.id, p.First-w.next)
+		}
+		for i := range p.Entries {
+			if err := f.entry(ctx, w, &p.Entries[i]); err != nil {
+				return err
+			}
+		}
+		w.next = max(w.next, p.Next)
+		if !p.More {
+			return nil
 		}
 	}
 	return nil

@@ -3,12 +3,15 @@ package temporal
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 	"github.com/skeinlang/skein/graphir"
@@ -161,5 +164,147 @@ chain(START, a, deploy, END)
 	}
 	if diff := cmp.Diff(want, rec); diff != "" {
 		t.Errorf("record so far (-want +got):\n%s", diff)
+	}
+}
+
+func TestContinueAsNewCarriesLogAndApprovals(t *testing.T) {
+	// A run that continues as new numbers its event log on and keeps its
+	// approvals and record so far: the executions' logs together are the
+	// local run's events, and the last execution still knows the decision
+	// made in the first.
+	g, sources, given := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": `
+deploy = step("deploy", approve = "Deploy?")
+t = step("t", run = ["echo", "{{ loop.iteration }}"])
+l = loop("l", body = [t], until = lambda it: it.iteration == 8, max_iterations = 10)
+chain(START, deploy, l, END)
+`}})
+	var local []string
+	if _, err := vm.Run(context.Background(), g, given, vm.Options{Parallel: 1, Effects: decider{by: "ann"},
+		OnEvent: func(ev vm.Event) { local = append(local, eventLine(ev)) }}); err != nil {
+		t.Fatal(err)
+	}
+	in := RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1, ContinueEvery: 3}
+	var remote []string
+	var last *Approvals
+	var record map[string]any
+	seq := 0
+	for n := 0; ; n++ {
+		env := newEnv(t)
+		if n == 0 {
+			env.RegisterDelayedCallback(func() { env.SignalWorkflow(ApproveSignal, Decision{Step: "deploy", By: "ann"}) }, time.Minute)
+		}
+		final := false
+		env.ExecuteWorkflow(WorkflowName, in)
+		err := env.GetWorkflowError()
+		var can *workflow.ContinueAsNewError
+		if errors.As(err, &can) {
+			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
+				t.Fatal(err)
+			}
+		} else if err != nil {
+			t.Fatalf("workflow: %v", err)
+		} else {
+			final = true
+		}
+		v, err := env.QueryWorkflow(EventsQuery, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p EventsPage
+		v.Get(&p)
+		if p.First != seq {
+			t.Errorf("execution %d's log starts at %d, want %d", n, p.First, seq)
+		}
+		for _, e := range p.Entries {
+			if e.Seq != seq {
+				t.Fatalf("execution %d: entry %d, want %d", n, e.Seq, seq)
+			}
+			seq++
+			if e.Event != nil {
+				ev, err := DecodeEvent(e.Event)
+				if err != nil {
+					t.Fatal(err)
+				}
+				remote = append(remote, eventLine(ev))
+			}
+		}
+		if final {
+			last = queryApprovals(t, env)
+			v, _ := env.QueryWorkflow(StatusQuery)
+			var raw json.RawMessage
+			v.Get(&raw)
+			json.Unmarshal(raw, &record)
+			if n < 2 {
+				t.Fatalf("the run continued as new %d times, want several", n)
+			}
+			break
+		}
+	}
+	if diff := cmp.Diff(local, remote); diff != "" {
+		t.Errorf("local (-) and temporal (+) events differ:\n%s", diff)
+	}
+	if len(last.Approvals) != 1 || last.Approvals[0].State != ApprovalApproved || last.Approvals[0].By != "ann" {
+		t.Errorf("the last execution's approvals: %+v, want deploy approved by ann", last.Approvals)
+	}
+	steps, _ := record["steps"].(map[string]any)
+	if d, _ := steps["deploy"].(map[string]any); d["status"] != "succeeded" {
+		t.Errorf("the record so far lost deploy: %v", record)
+	}
+}
+
+// fakeLogs are the logs of a workflow's executions, for a follower.
+type fakeLogs struct {
+	runs    map[string][]Entry
+	current string
+}
+
+func (l *fakeLogs) page(run string, after int) EventsPage {
+	es := l.runs[run]
+	p := EventsPage{Run: run, First: es[0].Seq, Next: es[len(es)-1].Seq + 1}
+	for _, e := range es {
+		if e.Seq >= after {
+			p.Entries = append(p.Entries, e)
+		}
+	}
+	return p
+}
+
+func (l *fakeLogs) add(run string, seq int) {
+	ev := vm.Event{Type: vm.StepStarted, Step: fmt.Sprintf("s%d", seq), Kind: "task", Visit: 1}
+	l.runs[run] = append(l.runs[run], Entry{Seq: seq, Event: ev.AppendJSON(nil)})
+}
+
+func TestFollowerAcrossContinueAsNew(t *testing.T) {
+	// The rest of an execution that continued as new is read from it
+	// before the next execution's log.
+	l := &fakeLogs{runs: map[string][]Entry{}, current: "r1"}
+	for i := range 3 {
+		l.add("r1", i)
+	}
+	f := NewFollower("wf", func(_ context.Context, id, name string, arg any, out any) error {
+		*out.(*EventsPage) = l.page(l.current, arg.(int))
+		return nil
+	})
+	f.QueryRun = func(_ context.Context, id, run, name string, arg any, out any) error {
+		*out.(*EventsPage) = l.page(run, arg.(int))
+		return nil
+	}
+	var got []string
+	f.OnEvent = func(_ json.RawMessage, ev vm.Event) { got = append(got, ev.Step) }
+	if err := f.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	l.add("r1", 3)
+	l.add("r1", 4)
+	l.current = "r2"
+	for i := 5; i < 8; i++ {
+		l.add("r2", i)
+	}
+	if err := f.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }

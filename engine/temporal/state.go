@@ -111,13 +111,60 @@ type liveStep struct {
 // maxLivePath bounds the path the record so far keeps (the latest).
 const maxLivePath = 1000
 
-func newState(ctx workflow.Context, flow, file string, maxLog int) *state {
+func newState(ctx workflow.Context, flow, file string, maxLog int, c *Carried) *state {
 	info := workflow.GetInfo(ctx)
 	if maxLog <= 0 {
 		maxLog = maxLogEntries
 	}
-	return &state{runID: info.WorkflowExecution.ID, run: info.WorkflowExecution.RunID, flow: flow, file: file,
+	s := &state{runID: info.WorkflowExecution.ID, run: info.WorkflowExecution.RunID, flow: flow, file: file,
 		maxLog: maxLog, status: "running", byName: map[string]*liveStep{}}
+	if c != nil {
+		s.next, s.path, s.paths = c.Seq, c.Path, c.Paths
+		s.approvals.Approvals, s.approvals.Refused = c.Approvals, c.Refused
+		for _, cs := range c.Steps {
+			st := s.step(cs.Name)
+			st.status, st.visits, st.err, st.code, st.duration = cs.Status, cs.Visits, cs.Error, cs.Code, cs.Duration
+		}
+	}
+	return s
+}
+
+// Carried is what a run's queries answer from that continue-as-new
+// carries to the next execution: the log's sequence number, the approvals
+// (all decided by then) and refused decisions, and the record so far
+// without its outputs (the run's snapshot has those).
+type Carried struct {
+	Seq       int           `json:",omitempty"`
+	Approvals []*Approval   `json:",omitempty"`
+	Refused   []Refusal     `json:",omitempty"`
+	Steps     []CarriedStep `json:",omitempty"`
+	Path      []string      `json:",omitempty"`
+	Paths     int           `json:",omitempty"`
+}
+
+// CarriedStep is a step of the record so far, without its output.
+type CarriedStep struct {
+	Name     string
+	Status   vm.StepStatus
+	Visits   int           `json:",omitempty"`
+	Error    string        `json:",omitempty"`
+	Code     string        `json:",omitempty"`
+	Duration time.Duration `json:",omitempty"`
+}
+
+// maxCarried bounds the approvals carried.
+const maxCarried = 100
+
+// carry is what the next execution takes over.
+func (s *state) carry() *Carried {
+	c := &Carried{Seq: s.next, Refused: s.approvals.Refused, Paths: s.paths,
+		Path: s.path[max(len(s.path)-maxLivePath, 0):]}
+	as := s.approvals.Approvals
+	c.Approvals = as[max(len(as)-maxCarried, 0):]
+	for _, st := range s.steps {
+		c.Steps = append(c.Steps, CarriedStep{Name: st.name, Status: st.status, Visits: st.visits, Error: st.err, Code: st.code, Duration: st.duration})
+	}
+	return c
 }
 
 // seed starts the record so far of an execution that continued as new

@@ -120,6 +120,9 @@ type RunInput struct {
 	// EventLog bounds the entries of the run's event log (EventsQuery;
 	// 0: 10,000).
 	EventLog int `json:",omitempty"`
+	// Carry is what the queries of the execution before this one answered
+	// from (continue-as-new).
+	Carry *Carried `json:",omitempty"`
 }
 
 // Continue-as-new: a workflow execution's history is bounded (Temporal
@@ -246,7 +249,7 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 		cancel()
 	})
 	info := workflow.GetInfo(ctx)
-	st := newState(ctx, g.Name, g.File, in.EventLog)
+	st := newState(ctx, g.Name, g.File, in.EventLog, in.Carry)
 	if err := st.register(dctx); err != nil {
 		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "register", nil)
 	}
@@ -287,6 +290,7 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 	res := prog.Run(runCtx, bound, opts)
 	st.drain(dctx)
 	if res.Status == vm.Suspended {
+		in.Carry = st.carry()
 		return nil, continueAsNew(ctx, in, res.Snapshot)
 	}
 	b, err := res.MarshalJSON()

@@ -10,17 +10,3 @@ func SetReaper(enabled, keeper bool) (restore func()) {
 	reaper.enabled, reaper.noKeeper = enabled, !keeper
 	return func() { reaper.enabled, reaper.noKeeper = old, oldNo }
 }
-
-// StopKeeper ends the keeper, if one runs, and waits until it has exited;
-// it reports whether one ran.
-func StopKeeper() bool {
-	keeper.mu.Lock()
-	conn, gone := keeper.conn, keeper.gone
-	keeper.mu.Unlock()
-	if conn == nil {
-		return false
-	}
-	conn.c.CloseWrite()
-	<-gone
-	return true
-}

@@ -529,3 +529,22 @@ func (p *keptProcess) wait() (syscall.WaitStatus, error) {
 	<-done
 	return syscall.WaitStatus(r.Status), err
 }
+
+// StopKeeper ends the keeper, if one runs, and waits (a few seconds at
+// most) until it has killed what tasks left behind and exited; it reports
+// whether one ran. skein calls it before it exits, so that what its tasks
+// left is gone by then.
+func StopKeeper() bool {
+	keeper.mu.Lock()
+	conn, gone := keeper.conn, keeper.gone
+	keeper.mu.Unlock()
+	if conn == nil {
+		return false
+	}
+	conn.c.CloseWrite()
+	select {
+	case <-gone:
+	case <-time.After(5 * time.Second):
+	}
+	return true
+}

@@ -19,3 +19,6 @@ func taskEnded()                         {}
 func startKeptTask(string, []string, []string, string, *string, io.Writer, io.Writer) (process, error, bool) {
 	return nil, nil, false
 }
+
+// StopKeeper: there is no keeper outside Linux.
+func StopKeeper() bool { return false }

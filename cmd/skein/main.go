@@ -24,11 +24,14 @@ import (
 func main() { os.Exit(process()) }
 
 // process runs skein as a process of its own: a child subreaper (Linux),
-// so that what a task leaves running outside its process group comes back
-// to skein to be ended, then the command line.
+// so that tasks start through the keeper (vm/keeper_linux.go) and what a
+// task leaves running outside its process group is still ended, then the
+// command line; the keeper is stopped before skein exits.
 func process() int {
 	vm.EnableSubreaper() // best effort: elsewhere, only the group is cleaned up
-	return Main(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr})
+	code := Main(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr})
+	vm.StopKeeper() // what tasks left behind is gone before skein exits
+	return code
 }
 
 // stdio is where a command reads and writes.

@@ -11,26 +11,37 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// TestReplay replays a history recorded on a Temporal dev server (a task, a
-// wait and a child flow; testdata/history.json, workflow id below): a
-// change to the VM or the workflow that makes different decisions from the
-// same history fails here, as it would fail every run in flight.
+// TestReplay replays histories recorded on a Temporal dev server: a change
+// to the VM or the workflow that makes different decisions from the same
+// history fails here, as it would fail every run in flight.
+//
+//   - testdata/history.json: a task, a wait and a child flow.
+//   - testdata/history_approval.json: a wait, an approval decided by a
+//     skein.approve signal (with a refused decision before it waited and a
+//     second one after), its timeout timer cancelled, then a task.
 func TestReplay(t *testing.T) {
-	f, err := os.Open("testdata/history.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})
-	err = r.ReplayWorkflowHistoryWithOptions(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), h, worker.ReplayWorkflowHistoryOptions{
-		OriginalExecution: workflow.Execution{ID: "20261201T130248.788Z-4aa29bc6"},
-	})
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct{ file, id string }{
+		{"testdata/history.json", "20261201T130248.788Z-4aa29bc6"},
+		{"testdata/history_approval.json", "20261201T145136.017Z-5f56c693"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			f, err := os.Open(tc.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			h, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})
+			err = r.ReplayWorkflowHistoryWithOptions(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), h, worker.ReplayWorkflowHistoryOptions{
+				OriginalExecution: workflow.Execution{ID: tc.id},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -347,6 +347,7 @@ func keeperConn() *frameConn {
 	}
 	theirs := os.NewFile(uintptr(fds[1]), "keeper")
 	cmd := exec.Command(self)
+	cmd.Args = []string{"skein-keeper"} // what ps shows
 	cmd.Env = append(os.Environ(), keeperEnv+"=1", keeperEnv+"_FD=3")
 	cmd.ExtraFiles = []*os.File{theirs}
 	cmd.Stderr = os.Stderr

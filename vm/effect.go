@@ -106,7 +106,8 @@ type EffectRequest struct {
 	// for the first). A tool call's request has Tool (the tool's name),
 	// ToolCallID (the model's id of the call) and ToolArgs (the
 	// validated arguments as JSON), and Kind is the tool's: task or
-	// shell.
+	// shell, or subflow for a flow= tool (with ChildPath, ChildGraph and
+	// ChildInputs, the arguments, as for a child-flow step).
 	Turn       int
 	Tool       string
 	ToolCallID string

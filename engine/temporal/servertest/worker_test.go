@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -46,10 +45,12 @@ after = step("after", fn = lambda r: r.slow.stdout.strip())
 	if !ok {
 		t.Fatalf("the task ran on %q, not a worker of the test", first)
 	}
-	// The machine dies: its worker and the task with it.
+	// The worker dies (kill -9); its task dies with it (the worker's
+	// keeper kills what its tasks left when the worker is gone).
 	w.cmd.Process.Kill()
 	<-w.done
-	syscall.Kill(-pid, syscall.SIGKILL)
+	t.Cleanup(func() { killGroup(pid) })
+	waitFor(t, 30*time.Second, "the killed worker's task to be killed", func() bool { return !alive(pid) })
 
 	if code := run.wait(t, 3*time.Minute); code != 0 {
 		t.Fatalf("skein run: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, run.stdout.String(), run.stderr.String())

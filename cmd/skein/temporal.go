@@ -272,7 +272,11 @@ func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *
 		}
 	}
 	f.OnApproval = func(_ string, a *temporal.Approval) {
-		msg := fmt.Sprintf("approval %q waits for a decision: %s\n  decide with: skein approve %s %s%s", a.Where(), visible(a.Message, false), id, a.Step, opts.connArgs())
+		name := a.Step
+		if w := a.Where(); w != a.Step {
+			name = "'" + w + "'" // a place in a child flow, loop or map
+		}
+		msg := fmt.Sprintf("approval %q waits for a decision: %s\n  decide with: skein approve %s %s%s", a.Where(), visible(a.Message, false), id, name, opts.connArgs())
 		if dl := a.Deadline(); !dl.IsZero() {
 			msg += fmt.Sprintf("\n  (it times out at %s)", dl.Local().Format("2006-01-02 15:04:05"))
 		}

@@ -318,3 +318,40 @@ chain(START, deploy, ship, END)
 		t.Errorf("after the run: %v", none)
 	}
 }
+
+func TestApprovalsOfOneStepInAMap(t *testing.T) {
+	// The approvals of one step in a map's items are told apart by their
+	// place, as Where shows it.
+	g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": `
+flow(inputs = {"envs": ["staging", "prod"]}, output = "m")
+deploy = step("deploy", approve = "Deploy to {{ item }}?")
+m = map("m", over = "inputs.envs", body = [deploy], concurrency = 2)
+chain(START, m, END)
+`}})
+	env := newEnv(t)
+	top := "default-test-workflow-id"
+	var ambiguous error
+	env.RegisterDelayedCallback(func() {
+		_, ambiguous = Locate(context.Background(), envQuery(env), top, "deploy")
+		for _, where := range []string{"m[1] › deploy", "m[0] › deploy"} {
+			w, err := Locate(context.Background(), envQuery(env), top, where)
+			if err != nil {
+				t.Errorf("locate %s: %v", where, err)
+				return
+			}
+			env.SignalWorkflow(ApproveSignal, Decision{Step: w.Step, Scope: w.Scope, Visit: w.Visit, By: "ann", Reason: where})
+		}
+	}, time.Minute)
+	env.ExecuteWorkflow(WorkflowName, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 2})
+	res := decode(t, result(t, env))
+	if res.Status != "succeeded" {
+		t.Errorf("status %s, want succeeded", res.Status)
+	}
+	out, _ := res.Output.([]any)
+	if len(out) != 2 || out[0].(map[string]any)["reason"] != "m[0] › deploy" || out[1].(map[string]any)["reason"] != "m[1] › deploy" {
+		t.Errorf("the map's outputs %v, want each item decided for its own place", res.Output)
+	}
+	if ambiguous == nil || !strings.Contains(ambiguous.Error(), `waits for 2 approvals of step "deploy": name one as it is shown here: "m[0] › deploy", "m[1] › deploy"`) {
+		t.Errorf("the step's name alone: %v", ambiguous)
+	}
+}

@@ -19,6 +19,9 @@ type Waiting struct {
 
 // Locate finds the approval of step (any step when step is "") that the
 // run of workflow top, or a child workflow running under it, waits for.
+// step is a step's name, or an approval's place as [Approval.Where] shows
+// it ("per_env[1] › deploy"), which tells apart the approvals of one step
+// in a map's items or a loop's iterations.
 // The error says why there is none to decide: the step is not waiting
 // (with the steps that are), it was decided already (what, by whom and
 // when), or several of its approvals wait.
@@ -42,7 +45,7 @@ func Locate(ctx context.Context, q QueryFunc, top, step string) (*Waiting, error
 			continue // a child that ended meanwhile
 		}
 		for _, a := range as.Approvals {
-			if step != "" && a.Step != step {
+			if step != "" && a.Step != step && a.Where() != step {
 				if a.State == ApprovalWaiting {
 					others = append(others, a.Step)
 				}
@@ -65,9 +68,9 @@ func Locate(ctx context.Context, q QueryFunc, top, step string) (*Waiting, error
 			where = append(where, w.Where())
 		}
 		if step == "" {
-			return nil, fmt.Errorf("run %s waits for %d approvals (%s): name the step", top, len(waiting), strings.Join(where, ", "))
+			return nil, fmt.Errorf("run %s waits for %d approvals: name one as it is shown here: %s", top, len(waiting), quoted(where))
 		}
-		return nil, fmt.Errorf("run %s waits for %d approvals of step %q (%s); decide them one at a time once they are the only one", top, len(waiting), step, strings.Join(where, ", "))
+		return nil, fmt.Errorf("run %s waits for %d approvals of step %q: name one as it is shown here: %s", top, len(waiting), step, quoted(where))
 	case len(closed) > 0:
 		a := closed[len(closed)-1]
 		if a.State == ApprovalApproved || a.State == ApprovalRejected {
@@ -86,4 +89,13 @@ func Locate(ctx context.Context, q QueryFunc, top, step string) (*Waiting, error
 		msg += fmt.Sprintf(" (did you mean %q?)", n)
 	}
 	return nil, fmt.Errorf("%s", msg)
+}
+
+// quoted lists places in quotes: "m[0] › deploy", "m[1] › deploy".
+func quoted(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
 }

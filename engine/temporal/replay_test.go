@@ -45,3 +45,33 @@ func TestReplay(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayContinued replays the three executions of one run recorded on
+// a Temporal dev server (testdata/continued: a loop of tasks, a model call
+// and an fn step, continued as new every 3 effects): the first ends by
+// continuing as new, the others start from a snapshot, the second makes a
+// model call. A change to the snapshot, to when a run continues or to
+// model calls that decides differently from these histories fails here.
+func TestReplayContinued(t *testing.T) {
+	for _, name := range []string{"1.json", "2.json", "3.json"} {
+		t.Run(name, func(t *testing.T) {
+			f, err := os.Open("testdata/continued/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			h, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})
+			err = r.ReplayWorkflowHistoryWithOptions(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), h, worker.ReplayWorkflowHistoryOptions{
+				OriginalExecution: workflow.Execution{ID: "continue-replay"},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -1,12 +1,17 @@
 package servertest
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/api/enums/v1"
+
+	"github.com/skeinlang/skein/engine/temporal"
 	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 )
 
@@ -73,4 +78,94 @@ after = step("after", fn = lambda r: r.slow.stdout.strip())
 	if l := strings.Split(strings.TrimSpace(string(b)), "\n"); len(l) != 2 || !strings.HasPrefix(l[1], second+" ") {
 		t.Errorf("attempts:\n%s\nwant the task started twice, first on %s, then on %s", b, first, second)
 	}
+}
+
+// TestWorkerKilledMidWorkflow kills (-9) the worker that ran the run's
+// workflow code while the run waits on a durable timer: the other worker
+// takes the workflow over, replaying its history, and the run finishes
+// with the outputs made before the kill.
+func TestWorkerKilledMidWorkflow(t *testing.T) {
+	dir := t.TempDir()
+	flow, err := (&temporaltest.Scenario{Files: map[string]string{"flow.star": `
+flow(output = "after")
+a = step("a", run = ["echo", "before"])
+pause = step("pause", wait = "5s")
+after = step("after", fn = lambda r: r.a.stdout.strip() + " and after")
+`}}).Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := queue(t)
+	w1, w2 := worker(t, q, nil), worker(t, q, nil)
+	workers := map[int]*proc{w1.cmd.Process.Pid: w1, w2.cmd.Process.Pid: w2}
+	out, stderr, code := skein(t, dir, "run", flow, "--engine", "temporal", "--address", address, "--task-queue", q, "--detach")
+	id := strings.TrimSpace(out)
+	if code != 0 || id == "" {
+		t.Fatalf("skein run --detach: exit %d, stdout %q\nstderr:\n%s", code, out, stderr)
+	}
+	c := newClient(t)
+
+	// Once the timer runs, the worker that started it is the one whose
+	// pid leads the identity of the last workflow task.
+	var decider int
+	waitFor(t, time.Minute, "the run's timer to start", func() bool {
+		timer, last := false, 0
+		it := c.GetWorkflowHistory(context.Background(), id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch e.GetEventType() {
+			case enums.EVENT_TYPE_TIMER_STARTED:
+				timer = true
+			case enums.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+				last = identityPid(e.GetWorkflowTaskStartedEventAttributes().GetIdentity())
+			}
+		}
+		decider = last
+		return timer
+	})
+	w, ok := workers[decider]
+	if !ok {
+		t.Fatalf("the workflow task ran on pid %d, not a worker of the test (%v)", decider, workers)
+	}
+	w.cmd.Process.Kill()
+	<-w.done
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var res temporal.RunOutput
+	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+		t.Fatalf("the run's result: %v", err)
+	}
+	r, err := temporaltest.Decode(res.Result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != "succeeded" || r.Output != "before and after" {
+		t.Errorf("status %s, output %v; want succeeded, %q\n%s", r.Status, r.Output, "before and after", res.Result)
+	}
+	// The workflow's last task ran on the other worker.
+	last := 0
+	it := c.GetWorkflowHistory(ctx, id, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.GetEventType() == enums.EVENT_TYPE_WORKFLOW_TASK_STARTED {
+			last = identityPid(e.GetWorkflowTaskStartedEventAttributes().GetIdentity())
+		}
+	}
+	if last == decider || workers[last] == nil {
+		t.Errorf("the last workflow task ran on pid %d; want the other worker's (the killed one was %d)", last, decider)
+	}
+}
+
+// identityPid is the pid a worker's default identity (PID@HOST@) starts
+// with; 0 when it does not.
+func identityPid(identity string) int {
+	pid, _ := strconv.Atoi(strings.SplitN(identity, "@", 2)[0])
+	return pid
 }

@@ -73,7 +73,7 @@ func Predeclared() starlark.StringDict { return predeclared }
 func Names() []string {
 	var names []string
 	for _, n := range predeclared.Keys() {
-		if !stdlib.IsCheckedOp(n) {
+		if !stdlib.IsCheckedOp(n) && !stdlib.IsLengthBounded(n) {
 			names = append(names, n)
 		}
 	}

@@ -39,6 +39,11 @@ func TestLoadHugeValue(t *testing.T) {
 		{"str", big + `x = str([s] * 100)`, "flow.star:2:5", []string{"str: the text of its arguments would make more than 64 MiB"}},
 		{"json", big + `x = json.encode([s] * 100)`, "flow.star:2:5", []string{"json.encode: the text"}},
 		{"re.sub", big + `x = re.sub("x", "y" * 100, s)`, "flow.star:2:5", []string{"re.sub: replacing 1000000 matches"}},
+		{"list of elems", `s = "x" * 5000000` + "\nx = list(s.elems())", "flow.star:2:5", []string{"list: making 5000000 elements of 16 bytes would make 76.3 MiB"}},
+		{"sorted elems", `s = "x" * 5000000` + "\nx = sorted(s.elems())", "flow.star:2:5", []string{"sorted: making 5000000 elements"}},
+		{"tuple of range", `x = tuple(range(5000000))`, "flow.star:1:5", []string{"tuple: making 5000000 elements"}},
+		{"enumerate", `s = "x" * 2000000` + "\nx = enumerate(s.elems())", "flow.star:2:5", []string{"enumerate: making 6000000 elements"}},
+		{"zip", `s = "x" * 2000000` + "\nx = zip(s.elems(), range(3000000))", "flow.star:2:5", []string{"zip: making 6000000 elements"}},
 		{"re.sub groups", big + `x = re.sub("(x+)", "$1" * 100, s)`, "flow.star:2:5", []string{"re.sub: replacing 1 matches"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,13 +71,14 @@ out = [
     ", ".join(["a", "b"]), ", ".join(("c",)), "".join({"k": 1}),
     "aXa".replace("X", "yy"), "aXaX".replace("X", "yy", 1), "ab".replace("", "-"),
     "{}!{x}".format(1, x = 2), "a,b".split(","), " a  b ".split(), "a,b,c".rsplit(",", 1), "a\nb".splitlines(), getattr("a", "join")(["x", "y"]), getattr("a", "nope", "dflt"),
+    list("ab".elems()), tuple(range(2)), sorted("ba".elems()), reversed(range(2)), enumerate("a".elems()), zip("ab".elems(), [1]), len(list([0] * 3000000 + [0] * 3000000)),
     str(["a"] * 3), re.sub("(a)", "<$1>", "banana"), re.sub("a", "o", "banana", 2), re.sub("", "-", "abc"),
 ]
 step(json.encode(out))
 `
 	g := memFS{"flow.star": src}.mustLoad(t, "flow.star")
 	want := []string{`["ababab","ababab",[1,2,1,2],[],"",42,5.0,1,1.5,"abab",{"k":"qqq","l":[1,1]},"y",` +
-		`"a-3","zz","a, b","c","k","ayya","ayyaX","-a-b-","1!2",["a","b"],["a","b"],["a,b","c"],["a","b"],"xay","dflt","[\"a\", \"a\", \"a\"]","b<a>n<a>n<a>","bonona","-a-b-c-"]`}
+		`"a-3","zz","a, b","c","k","ayya","ayyaX","-a-b-","1!2",["a","b"],["a","b"],["a,b","c"],["a","b"],"xay","dflt",["a","b"],[0,1],["a","b"],[1,0],[[0,"a"]],[["a",1]],6000000,"[\"a\", \"a\", \"a\"]","b<a>n<a>n<a>","bonona","-a-b-c-"]`}
 	if diff := cmp.Diff(want, stepNames(g)); diff != "" {
 		t.Errorf("values (-want +got):\n%s", diff)
 	}
@@ -85,6 +91,8 @@ step(json.encode(out))
 		{"x = (1,)\nx[0] *= 2", "tuple value does not support item assignment"},
 		{"d = {}\nd['k'] *= 2", `key "k" not in dict`},
 		{`x = getattr(1, "join")`, "getattr: int has no .join field or method"},
+		{`x = list(1)`, "list: for parameter 1: got int, want iterable"},
+		{`x = zip(range(2), 1)`, "zip: argument #2 is not iterable: int"},
 	} {
 		_, err := memFS{"flow.star": tc.src}.load(t, "flow.star")
 		if err == nil || !strings.Contains(err.Msg, tc.msg) {

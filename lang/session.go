@@ -251,6 +251,9 @@ func (s *Session) hint(f *syntax.File, cause error, err *graphir.Error) *graphir
 	if errors.As(cause, &rerrs) && !strings.Contains(rerrs[0].Msg, "(did you mean") {
 		before := map[string]bool{}
 		for name, v := range s.globals {
+			if stdlib.IsLengthBounded(name) && v == builtins.Predeclared()[name] {
+				continue // the universe's builtin, bounded: a hint lists it as such
+			}
 			_, isStep := v.(*builtins.Step)
 			before[name] = isStep
 		}

@@ -16,11 +16,15 @@ package stdlib
 //     splitlines: Rewrite turns s.join into a checked attribute lookup,
 //     and getattr is checked too;
 //   - str, repr, print and json.encode measure the text they would write;
-//   - re.sub stops once its result passes the bound.
+//   - re.sub stops once its result passes the bound;
+//   - list, tuple, sorted, reversed, enumerate and zip of a range or of a
+//     string's elems (whose length they know and allocate for at once)
+//     measure the list they would make.
 
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -567,4 +571,62 @@ func (t *textSizer) size(v starlark.Value) int64 {
 	})
 	t.memo[key] = total
 	return total
+}
+
+// lengthBounded are the builtins that allocate their whole result at once
+// when they know the length of what they iterate. Of a list, tuple, dict or
+// set that is about the size of the operand, as x + x is; of a range or a
+// string's elems it can be far bigger: list(s.elems()) of a 60 MB string
+// asks for 1 GB, enumerate of it for 3 GB.
+var lengthBounded = []string{"list", "tuple", "sorted", "reversed", "enumerate", "zip"}
+
+// IsLengthBounded reports whether name is one of lengthBounded: the
+// universe's builtin, which completion and hints list as such.
+func IsLengthBounded(name string) bool { return slices.Contains(lengthBounded, name) }
+
+// boundedByLen wraps the universe's builtin name with checkLen.
+func boundedByLen(name string) *starlark.Builtin {
+	inner := starlark.Universe[name].(*starlark.Builtin)
+	return starlark.NewBuiltin(name, func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		if err := checkLen(name, args); err != nil {
+			return nil, fmt.Errorf("%s: %v", name, err)
+		}
+		return starlark.Call(thread, inner, args, kwargs)
+	})
+}
+
+// checkLen reports an error if the builtin name, called with args, would
+// allocate a result over the bound for an operand that is not itself as big.
+func checkLen(name string, args starlark.Tuple) error {
+	if len(args) == 0 {
+		return nil // the builtin's own result or error
+	}
+	n, per, lazy := int64(-1), int64(1), false
+	for i, a := range args {
+		if i > 0 && name != "zip" {
+			break
+		}
+		l := int64(starlark.Len(a))
+		if l < 0 {
+			return nil // unknown: it grows as it goes
+		}
+		if n < 0 || l < n {
+			n = l
+		}
+		switch a.(type) {
+		case *starlark.List, starlark.Tuple, *starlark.Dict, *starlark.Set, *Map:
+		default:
+			lazy = true
+		}
+	}
+	switch name {
+	case "enumerate":
+		per = 3 // a pair per element, and its two slots
+	case "zip":
+		per = int64(1 + len(args))
+	}
+	if !lazy || n*per <= MaxValueBytes/elemBytes {
+		return nil
+	}
+	return sizeError(fmt.Sprintf("making %d elements of %d bytes", n*per, elemBytes), float64(n*per*elemBytes))
 }

@@ -41,12 +41,15 @@ var safeBuiltins = func() starlark.StringDict {
 		// getattr(s, "join") is the checked method (alloc.go).
 		"getattr": starlark.NewBuiltin("getattr", checkedGetattr),
 	}
+	for _, name := range lengthBounded {
+		d[name] = boundedByLen(name)
+	}
 	d.Freeze()
 	return d
 }()
 
-// SafeBuiltins returns the bounded versions of str, repr, print and getattr, to
-// predeclare over the universe's. The dict is frozen and shared.
+// SafeBuiltins returns the bounded versions of str, repr, print, getattr
+// and the builtins of lengthBounded, to predeclare over the universe's. The dict is frozen and shared.
 func SafeBuiltins() starlark.StringDict { return safeBuiltins }
 
 // boundedArgs wraps b so that every argument is first checked to nest at

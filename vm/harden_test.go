@@ -322,6 +322,8 @@ func TestRuntimeHugeValue(t *testing.T) {
 		{"template shift", `step("a", run = ["echo", "{{ len('x' * (1 << 29)) }}"])`, "expr_error", "1-byte string 536870912 times"},
 		{"template value", `step("a", run = ["echo", "{{ ['x' * 1000000] * 100 }}"])`, "expr_error", "writing out this list would make"},
 		{"template join", `step("a", run = ["echo", "{{ ','.join(['x' * 1000000] * 100) }}"])`, "expr_error", "join: joining"},
+		{"template list of range", `step("a", run = ["echo", "{{ len(list(range(2000000000))) }}"])`, "expr_error", "list: making 2000000000 elements of 16 bytes would make 29.8 GiB"},
+		{"fn enumerate", fn("len(enumerate((s * 2).elems()))"), "step_failed", "enumerate: making 6000000 elements"},
 		{"condition", "a = step(\"a\", fn = lambda r: 1)\nedge(START, a)\nedge(a, END, when = \"len([0] * 1000000000) > 0\")", "expr_error", "flow.star:3:30: repeating a 1-element list 1000000000 times"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

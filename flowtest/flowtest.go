@@ -387,6 +387,9 @@ func predeclared() starlark.StringDict {
 	for k, v := range stdlib.Modules() {
 		d[k] = v
 	}
+	for k, v := range stdlib.SafeBuiltins() {
+		d[k] = v
+	}
 	for k, v := range stdlib.CheckedOps() {
 		d[k] = v
 	}

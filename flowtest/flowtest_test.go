@@ -244,3 +244,34 @@ func TestExamples(t *testing.T) {
 		}
 	}
 }
+
+// A test file bounds the values one operation makes as a flow file does:
+// getattr's join and the builtins that allocate by length are the checked
+// ones, as str is the bounded one (issue 9).
+func TestTestFileHugeValue(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"x_test.star": `
+s = "x" * 1000000
+
+def test_getattr(t):
+    getattr(",", "join")([s] * 100)
+
+def test_list(t):
+    list((s * 5).elems())
+
+def test_str(t):
+    str([s] * 100)
+
+def test_within(t):
+    t.eq(getattr("-", "join")(list("ab".elems())), "a-b")
+`})
+	got := runTests(t, dir)
+	want := []string{
+		"test_getattr: FAIL x_test.star:5: join: joining 68 or more strings would make more than 64 MiB, the most one value may take",
+		"test_list: FAIL x_test.star:8: list: making 5000000 elements of 16 bytes would make 76.3 MiB; one value may take at most 64 MiB",
+		"test_str: FAIL x_test.star:11: str: the text of its arguments would make more than 64 MiB, the most one value may take",
+		"test_within: pass",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+}

@@ -37,6 +37,7 @@ func TestLoadHugeValue(t *testing.T) {
 		{"percent", big + `x = ("%s" * 100) % tuple([s] * 100)`, "flow.star:2:5", []string{"formatting with %"}},
 		{"percent dict", big + `x = ("%(a)s" * 100) % {"a": s}`, "flow.star:2:5", []string{"formatting with %"}},
 		{"str", big + `x = str([s] * 100)`, "flow.star:2:5", []string{"str: the text of its arguments would make more than 64 MiB"}},
+		{"str of a set", big + `x = str([set([s])] * 100)`, "flow.star:2:5", []string{"str: the text of its arguments would make more than 64 MiB"}},
 		{"json", big + `x = json.encode([s] * 100)`, "flow.star:2:5", []string{"json.encode: the text"}},
 		{"re.sub", big + `x = re.sub("x", "y" * 100, s)`, "flow.star:2:5", []string{"re.sub: replacing 1000000 matches"}},
 		{"list of elems", `s = "x" * 5000000` + "\nx = list(s.elems())", "flow.star:2:5", []string{"list: making 5000000 elements of 16 bytes would make 76.3 MiB"}},

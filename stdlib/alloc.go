@@ -31,7 +31,6 @@ import (
 	"unsafe"
 
 	"go.starlark.net/starlark"
-	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
 )
 
@@ -492,9 +491,6 @@ type textSizer struct {
 }
 
 func (t *textSizer) size(v starlark.Value) int64 {
-	var key unsafe.Pointer
-	var kids func(yield func(starlark.Value) bool)
-	var n int
 	switch x := v.(type) {
 	case starlark.String:
 		return int64(len(x)) + 2
@@ -502,57 +498,13 @@ func (t *textSizer) size(v starlark.Value) int64 {
 		return int64(len(x)) + 3
 	case starlark.Int, starlark.Float, starlark.Bool, starlark.NoneType:
 		return 24
-	case *starlark.List:
-		if x.Len() == 0 {
-			return 2
-		}
-		key, n = unsafe.Pointer(x), x.Len()
-		kids = func(yield func(starlark.Value) bool) {
-			for i := 0; i < x.Len() && yield(x.Index(i)); i++ {
-			}
-		}
-	case starlark.Tuple:
-		if len(x) == 0 {
-			return 2
-		}
-		key, n = unsafe.Pointer(&x[0]), len(x)
-		kids = func(yield func(starlark.Value) bool) {
-			for _, e := range x {
-				if !yield(e) {
-					return
-				}
-			}
-		}
-	case *starlark.Dict:
-		if x.Len() == 0 {
-			return 2
-		}
-		key, n = unsafe.Pointer(x), 2*x.Len()
-		kids = itemKids(x.Items())
-	case *Map:
-		if len(x.vals) == 0 {
-			return 2
-		}
-		key, n = unsafe.Pointer(x), 2*len(x.vals)
-		kids = func(yield func(starlark.Value) bool) {
-			for i, e := range x.vals {
-				if !yield(starlark.String(x.keys[i])) || !yield(e) {
-					return
-				}
-			}
-		}
-	case *starlarkstruct.Struct:
-		key, n = unsafe.Pointer(x), len(x.AttrNames())
-		kids = func(yield func(starlark.Value) bool) {
-			for _, name := range x.AttrNames() {
-				a, _ := x.Attr(name)
-				if !yield(starlark.String(name)) || !yield(a) {
-					return
-				}
-			}
-		}
-	default:
+	}
+	key, n, kids, ok := containerKids(v)
+	switch {
+	case !ok:
 		return int64(len(v.Type())) + 16 // a value that prints itself briefly
+	case key == nil:
+		return 2 // empty
 	}
 	if t.memo == nil {
 		t.memo = map[unsafe.Pointer]int64{}

@@ -2,6 +2,7 @@ package stdlib
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,6 +20,13 @@ func TestTextSize(t *testing.T) {
 	shared := starlark.NewList(elems)
 	if got := TextSize(shared, 1<<62); got < 1_000_000_000 {
 		t.Errorf("TextSize of a million shared 1000-byte strings = %d, want at least 1e9", got)
+	}
+	// A set is measured as a list is (str of a list sharing it a
+	// million times writes it a million times).
+	set := new(starlark.Set)
+	_ = set.Insert(s)
+	if got := TextSize(starlark.NewList(slices.Repeat([]starlark.Value{set}, 1_000_000)), 1<<62); got < 1_000_000_000 {
+		t.Errorf("TextSize of a million references to a set of a 1000-byte string = %d, want at least 1e9", got)
 	}
 	// Over the limit is all it says once it knows.
 	if got := TextSize(shared, 10); got <= 10 {

@@ -89,78 +89,9 @@ type depthWalk struct {
 // walk returns the height of v below it, or false once depth plus that
 // height passes the limit.
 func (w *depthWalk) walk(v starlark.Value, depth int) (int, bool) {
-	var key unsafe.Pointer
-	var kids func(yield func(starlark.Value) bool)
-	switch x := v.(type) {
-	case *starlark.List:
-		if x.Len() == 0 {
-			return 0, true
-		}
-		key = unsafe.Pointer(x)
-		kids = func(yield func(starlark.Value) bool) {
-			for i := 0; i < x.Len(); i++ {
-				if !yield(x.Index(i)) {
-					return
-				}
-			}
-		}
-	case starlark.Tuple:
-		if len(x) == 0 {
-			return 0, true
-		}
-		key = unsafe.Pointer(&x[0])
-		kids = func(yield func(starlark.Value) bool) {
-			for _, e := range x {
-				if !yield(e) {
-					return
-				}
-			}
-		}
-	case *starlark.Dict:
-		if x.Len() == 0 {
-			return 0, true
-		}
-		key = unsafe.Pointer(x)
-		kids = itemKids(x.Items())
-	case *Map:
-		if len(x.vals) == 0 {
-			return 0, true
-		}
-		key = unsafe.Pointer(x)
-		kids = func(yield func(starlark.Value) bool) {
-			for _, e := range x.vals {
-				if !yield(e) {
-					return
-				}
-			}
-		}
-	case *starlark.Set:
-		if x.Len() == 0 {
-			return 0, true
-		}
-		key = unsafe.Pointer(x)
-		kids = func(yield func(starlark.Value) bool) {
-			it := x.Iterate()
-			defer it.Done()
-			var e starlark.Value
-			for it.Next(&e) {
-				if !yield(e) {
-					return
-				}
-			}
-		}
-	case *starlarkstruct.Struct:
-		key = unsafe.Pointer(x)
-		kids = func(yield func(starlark.Value) bool) {
-			for _, n := range x.AttrNames() {
-				a, _ := x.Attr(n)
-				if !yield(a) {
-					return
-				}
-			}
-		}
-	default:
-		return 0, true
+	key, _, kids, ok := containerKids(v)
+	if !ok || key == nil {
+		return 0, true // not a container, or an empty one
 	}
 	if h, seen := w.height[key]; seen {
 		if h < 0 {
@@ -184,6 +115,77 @@ func (w *depthWalk) walk(v starlark.Value, depth int) (int, bool) {
 	}
 	w.height[key] = h
 	return h, true
+}
+
+// containerKids returns what the walks of a value (CheckDepth, TextSize)
+// need of a container: a key that is the same however often it is shared,
+// how many values it holds (a dict's, a map's and a struct's keys or names
+// count, and are yielded, before each value) and what yields them. ok is
+// false when v is not a container; key is nil when it is an empty one
+// (a struct, even empty, has a key).
+func containerKids(v starlark.Value) (key unsafe.Pointer, n int, kids func(yield func(starlark.Value) bool), ok bool) {
+	switch x := v.(type) {
+	case *starlark.List:
+		if x.Len() == 0 {
+			return nil, 0, nil, true
+		}
+		return unsafe.Pointer(x), x.Len(), func(yield func(starlark.Value) bool) {
+			for i := 0; i < x.Len() && yield(x.Index(i)); i++ {
+			}
+		}, true
+	case starlark.Tuple:
+		if len(x) == 0 {
+			return nil, 0, nil, true
+		}
+		return unsafe.Pointer(&x[0]), len(x), func(yield func(starlark.Value) bool) {
+			for _, e := range x {
+				if !yield(e) {
+					return
+				}
+			}
+		}, true
+	case *starlark.Dict:
+		if x.Len() == 0 {
+			return nil, 0, nil, true
+		}
+		return unsafe.Pointer(x), 2 * x.Len(), itemKids(x.Items()), true
+	case *Map:
+		if len(x.vals) == 0 {
+			return nil, 0, nil, true
+		}
+		return unsafe.Pointer(x), 2 * len(x.vals), func(yield func(starlark.Value) bool) {
+			for i, e := range x.vals {
+				if !yield(starlark.String(x.keys[i])) || !yield(e) {
+					return
+				}
+			}
+		}, true
+	case *starlark.Set:
+		if x.Len() == 0 {
+			return nil, 0, nil, true
+		}
+		return unsafe.Pointer(x), x.Len(), func(yield func(starlark.Value) bool) {
+			it := x.Iterate()
+			defer it.Done()
+			var e starlark.Value
+			for it.Next(&e) {
+				if !yield(e) {
+					return
+				}
+			}
+		}, true
+	case *starlarkstruct.Struct:
+		names := x.AttrNames()
+		return unsafe.Pointer(x), 2 * len(names), func(yield func(starlark.Value) bool) {
+			for _, name := range names {
+				a, _ := x.Attr(name)
+				if !yield(starlark.String(name)) || !yield(a) {
+					return
+				}
+			}
+		}, true
+	}
+	return nil, 0, nil, false
 }
 
 func itemKids(items []starlark.Tuple) func(yield func(starlark.Value) bool) {

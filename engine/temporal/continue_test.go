@@ -181,10 +181,11 @@ func TestContinuedRecordSoFar(t *testing.T) {
 	// new starts from where the one before left it; an approval waiting
 	// in the last execution is decided by signal as in any other.
 	g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": `
+first = step("first", run = ["echo", "one"])
 t = step("t", run = ["echo", "{{ loop.iteration }}"])
 l = loop("l", body = [t], until = lambda it: it.iteration == 7, max_iterations = 9)
 deploy = step("deploy", approve = "Ship?")
-chain(START, l, deploy, END)
+chain(START, first, l, deploy, END)
 `}})
 	in := RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1, ContinueEvery: 3}
 	var rec map[string]any
@@ -217,7 +218,11 @@ chain(START, l, deploy, END)
 	}
 	steps, _ := rec["steps"].(map[string]any)
 	tr, _ := steps["t"].(map[string]any)
-	if rec["path_total"] != 9.0 || tr["visits"] != 7.0 || tr["status"] != "succeeded" || steps["deploy"].(map[string]any)["status"] != "running" {
+	// first finished in the first execution: its output came with the
+	// snapshot.
+	fo, _ := steps["first"].(map[string]any)["output"].(map[string]any)
+	if rec["path_total"] != 10.0 || tr["visits"] != 7.0 || tr["status"] != "succeeded" || steps["deploy"].(map[string]any)["status"] != "running" ||
+		fo["stdout"] != "one\n" {
 		t.Errorf("record so far of the last execution:\n%v", rec)
 	}
 }

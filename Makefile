@@ -65,7 +65,8 @@ bench:
 # The server tests (engine/temporal/servertest, a module of its own): skein
 # workers and runs against the Temporal CLI's dev server. Installs the CLI
 # (into GOBIN, else GOPATH/bin) when neither $TEMPORAL_CLI, PATH nor that
-# directory has it: a cold build takes a few minutes, once. Runs in CI
+# directory has it: a cold build (modules downloaded, empty build cache)
+# takes about 360 s of CPU and 1.9 GB of memory, once. Runs in CI
 # after make test; make test never builds any of it.
 TEMPORAL_CLI_VERSION = v1.5.1
 

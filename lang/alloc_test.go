@@ -39,6 +39,8 @@ func TestLoadHugeValue(t *testing.T) {
 		{"str", big + `x = str([s] * 100)`, "flow.star:2:5", []string{"str: the text of its arguments would make more than 64 MiB"}},
 		{"str of a set", big + `x = str([set([s])] * 100)`, "flow.star:2:5", []string{"str: the text of its arguments would make more than 64 MiB"}},
 		{"json", big + `x = json.encode([s] * 100)`, "flow.star:2:5", []string{"json.encode: the text"}},
+		{"json.encode_indent", big + `x = json.encode_indent(list(range(100)), indent = s)`, "flow.star:2:5", []string{"json.encode_indent: indenting would make more than 64 MiB"}},
+		{"json.indent", big + `x = json.indent("[" + "1," * 99 + "1]", prefix = s)`, "flow.star:2:5", []string{"json.indent: indenting would make more than 64 MiB"}},
 		{"re.sub", big + `x = re.sub("x", "y" * 100, s)`, "flow.star:2:5", []string{"re.sub: replacing 1000000 matches"}},
 		{"list of elems", `s = "x" * 5000000` + "\nx = list(s.elems())", "flow.star:2:5", []string{"list: making 5000000 elements of 16 bytes would make 76.3 MiB"}},
 		{"sorted elems", `s = "x" * 5000000` + "\nx = sorted(s.elems())", "flow.star:2:5", []string{"sorted: making 5000000 elements"}},
@@ -73,13 +75,15 @@ out = [
     "aXa".replace("X", "yy"), "aXaX".replace("X", "yy", 1), "ab".replace("", "-"),
     "{}!{x}".format(1, x = 2), "a,b".split(","), " a  b ".split(), "a,b,c".rsplit(",", 1), "a\nb".splitlines(), getattr("a", "join")(["x", "y"]), getattr("a", "nope", "dflt"),
     list("ab".elems()), tuple(range(2)), sorted("ba".elems()), reversed(range(2)), enumerate("a".elems()), zip("ab".elems(), [1]), len(list([0] * 3000000 + [0] * 3000000)),
+    json.encode_indent({"a": [1, "x,]"]}, prefix = ">", indent = "  "), json.indent('[1, {"b": []}]', indent = "-"),
     str(["a"] * 3), re.sub("(a)", "<$1>", "banana"), re.sub("a", "o", "banana", 2), re.sub("", "-", "abc"),
 ]
 step(json.encode(out))
 `
 	g := memFS{"flow.star": src}.mustLoad(t, "flow.star")
 	want := []string{`["ababab","ababab",[1,2,1,2],[],"",42,5.0,1,1.5,"abab",{"k":"qqq","l":[1,1]},"y",` +
-		`"a-3","zz","a, b","c","k","ayya","ayyaX","-a-b-","1!2",["a","b"],["a","b"],["a,b","c"],["a","b"],"xay","dflt",["a","b"],[0,1],["a","b"],[1,0],[[0,"a"]],[["a",1]],6000000,"[\"a\", \"a\", \"a\"]","b<a>n<a>n<a>","bonona","-a-b-c-"]`}
+		`"a-3","zz","a, b","c","k","ayya","ayyaX","-a-b-","1!2",["a","b"],["a","b"],["a,b","c"],["a","b"],"xay","dflt",["a","b"],[0,1],["a","b"],[1,0],[[0,"a"]],[["a",1]],6000000,` +
+		`"{\n\u003e  \"a\": [\n\u003e    1,\n\u003e    \"x,]\"\n\u003e  ]\n\u003e}","[\n-1,\n-{\n--\"b\": []\n-}\n]",` + `"[\"a\", \"a\", \"a\"]","b<a>n<a>n<a>","bonona","-a-b-c-"]`}
 	if diff := cmp.Diff(want, stepNames(g)); diff != "" {
 		t.Errorf("values (-want +got):\n%s", diff)
 	}
@@ -92,6 +96,8 @@ step(json.encode(out))
 		{"x = (1,)\nx[0] *= 2", "tuple value does not support item assignment"},
 		{"d = {}\nd['k'] *= 2", `key "k" not in dict`},
 		{`x = getattr(1, "join")`, "getattr: int has no .join field or method"},
+		{`x = json.indent(1)`, "json.indent: for parameter 1: got int, want string"},
+		{`x = json.indent("[]", foo = 1)`, `json.indent: unexpected keyword argument "foo"`},
 		{`x = list(1)`, "list: for parameter 1: got int, want iterable"},
 		{`x = zip(range(2), 1)`, "zip: argument #2 is not iterable: int"},
 	} {

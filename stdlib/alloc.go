@@ -16,6 +16,7 @@ package stdlib
 //     splitlines: Rewrite turns s.join into a checked attribute lookup,
 //     and getattr is checked too;
 //   - str, repr, print and json.encode measure the text they would write;
+//   - json.encode_indent and json.indent measure the indentation they add;
 //   - re.sub stops once its result passes the bound;
 //   - list, tuple, sorted, reversed, enumerate and zip of a range or of a
 //     string's elems (whose length they know and allocate for at once)

@@ -227,7 +227,21 @@ var jsonModule = func() *starlarkstruct.Module {
 		if err != nil {
 			return nil, err
 		}
+		if err := checkIndent(string(v.(starlark.String)), prefix, ind); err != nil {
+			return nil, fmt.Errorf("%s: %v", fn.Name(), err)
+		}
 		return starlark.Call(thread, indent, starlark.Tuple{v}, []starlark.Tuple{{starlark.String("prefix"), starlark.String(prefix)}, {starlark.String("indent"), starlark.String(ind)}})
+	})
+	m.Members["indent"] = starlark.NewBuiltin("json.indent", func(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		prefix, ind := "", "\t"
+		var src string
+		if starlark.UnpackArgs(fn.Name(), nil, kwargs, "prefix?", &prefix, "indent?", &ind) == nil &&
+			starlark.UnpackPositionalArgs(fn.Name(), args, nil, 1, &src) == nil {
+			if err := checkIndent(src, prefix, ind); err != nil {
+				return nil, fmt.Errorf("%s: %v", fn.Name(), err)
+			}
+		}
+		return starlark.Call(thread, indent, args, kwargs) // its own errors
 	})
 	decode := json.Module.Members["decode"].(*starlark.Builtin)
 	m.Members["decode"] = starlark.NewBuiltin("json.decode", func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -295,6 +309,46 @@ func checkJSONDepth(s string, limit int) error {
 			}
 		case c == ']' || c == '}':
 			depth--
+		}
+	}
+	return nil
+}
+
+// checkIndent reports an error if indenting the JSON text src with prefix
+// and indent would make more than the bound: each bracket and comma may
+// start a line, which gets the prefix and the indent once per level, so a
+// long indent multiplies the text.
+func checkIndent(src, prefix, indent string) error {
+	total, depth := int64(len(src)), int64(0)
+	inString, escaped := false, false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+			continue
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		case ',':
+		default:
+			continue
+		}
+		total += 1 + int64(len(prefix)) + max(depth, 0)*int64(len(indent))
+		if total > MaxValueBytes {
+			return overError("indenting")
 		}
 	}
 	return nil

@@ -205,6 +205,24 @@ func beginRecord(storeFlag string, g *graphir.Graph, file string, sources []stor
 	return rec, nil
 }
 
+// recordRun makes a run with opts recorded by rec, its approvals decided
+// through ap and recorded as skein approve records them.
+func recordRun(opts *vm.Options, rec *store.Recorder, ap *approver) {
+	ap.rec, ap.st, ap.runID = rec, rec.Store(), rec.ID()
+	rec.Inner = ap
+	opts.RunID, opts.Effects, opts.LoadFlow = rec.ID(), rec, recordingLoader(rec)
+}
+
+// modelsCallable checks g's models before a run (vm.CheckModels), as skein
+// run does; if they cannot be called it says so on w and returns false.
+func modelsCallable(w io.Writer, g *graphir.Graph) bool {
+	if err := vm.CheckModels(g, os.Environ()); err != nil {
+		fmt.Fprintf(w, "error: %v\nnot run: the flow's models cannot be called\n", err)
+		return false
+	}
+	return true
+}
+
 // diskSources are the texts of g's files as they are on disk now.
 func diskSources(g *graphir.Graph) []store.Source {
 	var sources []store.Source

@@ -594,8 +594,7 @@ func (r *repl) run(args []string) {
 		r.printError(err)
 		return
 	}
-	if err := vm.CheckModels(g, os.Environ()); err != nil {
-		fmt.Fprintf(r.io.err, "error: %v\nnot run: the flow's models cannot be called\n", err)
+	if !modelsCallable(r.io.err, g) {
 		return
 	}
 	prog := newProgress(r.io.out, isTerminal(r.io.out))
@@ -619,9 +618,7 @@ func (r *repl) run(args []string) {
 			return
 		}
 		defer rec.Store().Close()
-		ap.rec, ap.st, ap.runID = rec, rec.Store(), rec.ID()
-		rec.Inner = ap
-		opts.RunID, opts.Effects, opts.LoadFlow = rec.ID(), rec, recordingLoader(rec)
+		recordRun(&opts, rec, ap)
 	}
 	for len(r.sigint) > 0 { // a Ctrl-C from before is not for this run
 		<-r.sigint

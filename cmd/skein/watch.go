@@ -404,8 +404,7 @@ func (w *watcher) startRun(ctx context.Context, g *graphir.Graph) {
 		fmt.Fprintln(w.cfg.out, "not run: fix the inputs and save again")
 		return
 	}
-	if err := vm.CheckModels(g, os.Environ()); err != nil {
-		fmt.Fprintf(w.cfg.out, "error: %v\nnot run: the flow's models cannot be called\n", err)
+	if !modelsCallable(w.cfg.out, g) {
 		return
 	}
 	prog := newProgress(w.cfg.out, w.cfg.tty)
@@ -424,9 +423,7 @@ func (w *watcher) startRun(ctx context.Context, g *graphir.Graph) {
 			cancelExit()
 			return
 		}
-		ap.rec, ap.st, ap.runID = rec, rec.Store(), rec.ID()
-		rec.Inner = ap
-		opts.RunID, opts.Effects, opts.LoadFlow = rec.ID(), rec, recordingLoader(rec)
+		recordRun(&opts, rec, ap)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

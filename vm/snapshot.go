@@ -532,6 +532,16 @@ func (p *Program) check(s *Snapshot) error {
 			return fmt.Errorf("frame %d: bad map %d", f.Ord, f.Map)
 		}
 	}
+	for _, f := range s.Frames {
+		switch {
+		case f.Map > 0 && s.Maps[f.Map-1].Node != f.Scope:
+			return fmt.Errorf("frame %d: its map %d is of another step", f.Ord, f.Map)
+		case f.Map > 0 && (f.Index < 0 || f.Index >= len(s.Maps[f.Map-1].Items)):
+			return fmt.Errorf("frame %d: item %d of %d", f.Ord, f.Index, len(s.Maps[f.Map-1].Items))
+		case f.Scope != graphir.None && g.Nodes[f.Scope].Kind == graphir.KindLoop && f.Iteration < 1:
+			return fmt.Errorf("frame %d: iteration %d", f.Ord, f.Iteration)
+		}
+	}
 	for i, m := range s.Maps {
 		sc, ok := scopes[m.Frame]
 		if !ok || !node(m.Node) || g.Nodes[m.Node].Kind != graphir.KindMap || g.Nodes[m.Node].Parent != sc {

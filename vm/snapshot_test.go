@@ -237,3 +237,42 @@ l = loop("l", body = [step("x", fn = lambda r: 1)], until = lambda it: True, max
 		t.Error("a truncated snapshot decoded")
 	}
 }
+
+func TestSnapshotDoesNotFit(t *testing.T) {
+	// A snapshot whose parts do not fit together is an error, never a
+	// panic when it is restored.
+	g := load(t, map[string]string{"flow.star": `
+work = step("work", run = ["echo", "{{ item }}"])
+m = map("m", over = "[1, 2, 3, 4]", body = [work], concurrency = 2)
+l = loop("l", body = [m], until = lambda it: it.iteration == 2, max_iterations = 3)
+`})
+	in, _ := vm.BindInputs(g, nil)
+	p := vm.Prepare(g)
+	polls := 0
+	res := p.Run(context.Background(), in, vm.Options{Parallel: 1, Suspend: func() bool { polls++; return polls > 2 }})
+	if res.Status != vm.Suspended {
+		t.Fatalf("status %s", res.Status)
+	}
+	for name, spoil := range map[string]func(s *vm.Snapshot){
+		"item out of range": func(s *vm.Snapshot) { s.Frames[len(s.Frames)-1].Index = 9 },
+		"no iteration":      func(s *vm.Snapshot) { s.Frames[1].Iteration = 0 },
+		"unknown frame":     func(s *vm.Snapshot) { s.Queue[0].Frame = 99 },
+		"step of another scope": func(s *vm.Snapshot) {
+			s.Queue[0].Node = g.Node("l").ID
+		},
+		"missing states": func(s *vm.Snapshot) { s.Frames[0].States = nil },
+	} {
+		b, _ := res.Snapshot.Encode()
+		s, err := p.DecodeSnapshot(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spoil(s)
+		if b, err = s.Encode(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.DecodeSnapshot(b); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+}

@@ -47,6 +47,9 @@ func TestLoadHugeValue(t *testing.T) {
 		{"tuple of range", `x = tuple(range(5000000))`, "flow.star:1:5", []string{"tuple: making 5000000 elements"}},
 		{"enumerate", `s = "x" * 2000000` + "\nx = enumerate(s.elems())", "flow.star:2:5", []string{"enumerate: making 6000000 elements"}},
 		{"zip", `s = "x" * 2000000` + "\nx = zip(s.elems(), range(3000000))", "flow.star:2:5", []string{"zip: making 6000000 elements"}},
+		{"re.findall", `s = "x" * 2000000` + "\nx = re.findall('x', s)", "flow.star:2:5", []string{"re.findall: finding 2000000 matches (about 64 bytes each) would make 122.1 MiB; one value may take at most 64 MiB"}},
+		{"re.findall groups", `s = "x" * 1000000` + "\nx = re.findall('(x)', s)", "flow.star:2:5", []string{"re.findall: finding 1000000 matches (about 96 bytes each)"}},
+		{"re.split", `s = "," * 2000000` + "\nx = re.split(',', s)", "flow.star:2:5", []string{"re.split: splitting at 2000000 matches"}},
 		{"re.sub groups", big + `x = re.sub("(x+)", "$1" * 100, s)`, "flow.star:2:5", []string{"re.sub: replacing 1 matches"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,6 +79,7 @@ out = [
     "{}!{x}".format(1, x = 2), "a,b".split(","), " a  b ".split(), "a,b,c".rsplit(",", 1), "a\nb".splitlines(), getattr("a", "join")(["x", "y"]), getattr("a", "nope", "dflt"),
     list("ab".elems()), tuple(range(2)), sorted("ba".elems()), reversed(range(2)), enumerate("a".elems()), zip("ab".elems(), [1]), len(list([0] * 3000000 + [0] * 3000000)),
     json.encode_indent({"a": [1, "x,]"]}, prefix = ">", indent = "  "), json.indent('[1, {"b": []}]', indent = "-"),
+    re.findall("(a)(n)?", "banana"), re.split(",", "a,b,c", 1), len(re.split(",", "," * 2000000, 10)), len(re.findall("x", "x" * 500000)),
     str(["a"] * 3), re.sub("(a)", "<$1>", "banana"), re.sub("a", "o", "banana", 2), re.sub("", "-", "abc"),
 ]
 step(json.encode(out))
@@ -83,7 +87,7 @@ step(json.encode(out))
 	g := memFS{"flow.star": src}.mustLoad(t, "flow.star")
 	want := []string{`["ababab","ababab",[1,2,1,2],[],"",42,5.0,1,1.5,"abab",{"k":"qqq","l":[1,1]},"y",` +
 		`"a-3","zz","a, b","c","k","ayya","ayyaX","-a-b-","1!2",["a","b"],["a","b"],["a,b","c"],["a","b"],"xay","dflt",["a","b"],[0,1],["a","b"],[1,0],[[0,"a"]],[["a",1]],6000000,` +
-		`"{\n\u003e  \"a\": [\n\u003e    1,\n\u003e    \"x,]\"\n\u003e  ]\n\u003e}","[\n-1,\n-{\n--\"b\": []\n-}\n]",` + `"[\"a\", \"a\", \"a\"]","b<a>n<a>n<a>","bonona","-a-b-c-"]`}
+		`"{\n\u003e  \"a\": [\n\u003e    1,\n\u003e    \"x,]\"\n\u003e  ]\n\u003e}","[\n-1,\n-{\n--\"b\": []\n-}\n]",` + `[["a","n"],["a","n"],["a",""]],["a","b,c"],11,500000,` + `"[\"a\", \"a\", \"a\"]","b<a>n<a>n<a>","bonona","-a-b-c-"]`}
 	if diff := cmp.Diff(want, stepNames(g)); diff != "" {
 		t.Errorf("values (-want +got):\n%s", diff)
 	}

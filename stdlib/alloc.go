@@ -18,6 +18,8 @@ package stdlib
 //   - str, repr, print and json.encode measure the text they would write;
 //   - json.encode_indent and json.indent measure the indentation they add;
 //   - re.sub stops once its result passes the bound;
+//   - re.findall and re.split count the matches they would hold first,
+//     when there could be too many (as str.split counts its pieces);
 //   - list, tuple, sorted, reversed, enumerate and zip of a range or of a
 //     string's elems (whose length they know and allocate for at once)
 //     measure the list they would make.

@@ -108,6 +108,10 @@ func reFindall(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwa
 	if err != nil {
 		return nil, err
 	}
+	// A match's indexes, its list slot and its groups' tuple.
+	if err := checkMatches("finding", re, s, -1, matchBytes+int64(re.NumSubexp())*(16+elemBytes)); err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
 	var out []starlark.Value
 	for _, loc := range re.FindAllStringSubmatchIndex(s, -1) {
 		if re.NumSubexp() == 0 {
@@ -179,7 +183,19 @@ func checkSub(re *regexp.Regexp, repl, s string, count int) error {
 	if worst <= MaxValueBytes && (count < 0 || satMul(slots, matchBytes) <= MaxValueBytes) {
 		return nil
 	}
-	var n, matched int64
+	n, matched := countMatches(re, s, count)
+	if total := int64(len(s)) + satMul(n, int64(len(repl))) + satMul(refs, matched); total > MaxValueBytes {
+		return sizeError(fmt.Sprintf("replacing %d matches", n), float64(total))
+	}
+	if count > 0 && satMul(n, matchBytes) > MaxValueBytes {
+		return fmt.Errorf("%d matches to replace one by one is too many; give no count to replace them all", n)
+	}
+	return nil
+}
+
+// countMatches counts the matches of re in s, the first count of them if
+// count is not negative, and the bytes they match, without holding them.
+func countMatches(re *regexp.Regexp, s string, count int) (n, matched int64) {
 	re.ReplaceAllStringFunc(s, func(m string) string {
 		if count < 0 || n < int64(count) {
 			n++
@@ -187,11 +203,24 @@ func checkSub(re *regexp.Regexp, repl, s string, count int) error {
 		}
 		return ""
 	})
-	if total := int64(len(s)) + satMul(n, int64(len(repl))) + satMul(refs, matched); total > MaxValueBytes {
-		return sizeError(fmt.Sprintf("replacing %d matches", n), float64(total))
+	return n, matched
+}
+
+// checkMatches reports an error if what (re.findall, re.split) could hold
+// more than the bound at once for the matches of re in s (at most count
+// of them, unless count is negative), each taking per bytes. Like
+// checkSub, it counts only when even a match between every two bytes
+// would be too many.
+func checkMatches(what string, re *regexp.Regexp, s string, count int, per int64) error {
+	slots := int64(len(s)) + 1
+	if count >= 0 {
+		slots = min(slots, int64(count))
 	}
-	if count > 0 && satMul(n, matchBytes) > MaxValueBytes {
-		return fmt.Errorf("%d matches to replace one by one is too many; give no count to replace them all", n)
+	if satMul(slots, per) <= MaxValueBytes {
+		return nil
+	}
+	if n, _ := countMatches(re, s, count); satMul(n, per) > MaxValueBytes {
+		return sizeError(fmt.Sprintf("%s %d matches (about %d bytes each)", what, n, per), float64(n)*float64(per))
 	}
 	return nil
 }
@@ -210,6 +239,9 @@ func reSplit(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwarg
 	n := -1
 	if maxsplit > 0 {
 		n = maxsplit + 1
+	}
+	if err := checkMatches("splitting at", re, s, max(n-1, -1), matchBytes); err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
 	}
 	parts := re.Split(s, n)
 	out := make([]starlark.Value, len(parts))

@@ -27,6 +27,8 @@ func TestLoadHugeValue(t *testing.T) {
 		{"in a function", "def f(n):\n    return 'ab' * n\nx = f(999999999)", "flow.star:2:12", []string{"2-byte string"}},
 		{"join", big + `x = "".join([s] * 100)`, "flow.star:2:5", []string{"join: joining 68 or more strings would make more than 64 MiB, the most one value may take"}},
 		{"join bound method", big + "j = '-'.join\nx = j([s] * 100)", "flow.star:3:5", []string{"join: joining"}},
+		{"join computed", big + "sep = ''\nx = getattr(sep, 'jo' + 'in')([s] * 100)", "flow.star:3:5", []string{"join: joining"}},
+		{"join of an expression", big + "x = [c for c in [s]][0].join([s] * 100)", "flow.star:2:5", []string{"join: joining 35 or more strings"}},
 		{"getattr", big + `x = getattr(",", "join")([s] * 100)`, "flow.star:2:5", []string{"join: joining"}},
 		{"replace", big + `x = s.replace("x", "yy" * 50)`, "flow.star:2:5", []string{"replace: replacing 1000000 matches with 100 bytes each", "95.4 MiB"}},
 		{"replace empty", big + `x = s.replace("", "y" * 100)`, "flow.star:2:5", []string{"replace: replacing 1000001 matches"}},
@@ -102,6 +104,10 @@ step(json.encode(out))
 		{`x = getattr(1, "join")`, "getattr: int has no .join field or method"},
 		{`x = json.indent(1)`, "json.indent: for parameter 1: got int, want string"},
 		{`x = json.indent("[]", foo = 1)`, `json.indent: unexpected keyword argument "foo"`},
+		// Starlark has no width or precision to write a big value from a small one.
+		{`x = "%999999999d" % 1`, "unknown conversion %9"},
+		{`x = "%*d" % (999999999, 1)`, "unknown conversion %*"},
+		{`x = "{:>999999999}".format(1)`, "format spec features not supported in replacement fields"},
 		{`x = list(1)`, "list: for parameter 1: got int, want iterable"},
 		{`x = zip(range(2), 1)`, "zip: argument #2 is not iterable: int"},
 	} {

@@ -282,7 +282,8 @@ edge(c, END, when = "c >= inputs.n")
 	if err != nil {
 		b.Fatal(err)
 	}
-	ab := &abProducer{rec: rec}
+	ab := &abProducer{rec: rec, marks: map[*vm.EffectRequest]time.Time{}}
+	rec.Inner = abTask{ab}
 	b.ResetTimer()
 	res := p.Run(context.Background(), in, vm.Options{Parallel: 1, MaxPath: 100, RunID: id, Effects: ab})
 	b.StopTimer()
@@ -293,17 +294,42 @@ edge(c, END, when = "c >= inputs.n")
 	b.ReportMetric(float64(bare.Nanoseconds()), "bare-ns/task")
 	b.ReportMetric(float64(recorded.Nanoseconds()), "recorded-ns/task")
 	b.ReportMetric(float64(recorded)/float64(bare), "ratio")
+	// Where the recorded step's time goes besides the task itself.
+	n := time.Duration(max(ab.count[1], 1))
+	b.ReportMetric(float64((ab.startRow / n).Nanoseconds()), "start-row-ns/task")
+	b.ReportMetric(float64((ab.completion / n).Nanoseconds()), "completion-ns/task")
 }
 
 // abProducer is the producer of BenchmarkTaskStepAB: every other effect
-// goes through the run's Recorder (whose Inner is vm.Local), the others
-// straight to vm.Local.
+// goes through the run's Recorder (whose Inner is vm.Local, through
+// abTask), the others straight to vm.Local.
 type abProducer struct {
 	mu    sync.Mutex
 	rec   *store.Recorder
 	n     int
 	total [2]time.Duration
 	count [2]int
+	// The recorded side's time apart from its task: from Start until the
+	// Recorder hands the task on (its start row committed), and from the
+	// task's end until the run is told (its completion committed).
+	startRow, completion time.Duration
+	marks                map[*vm.EffectRequest]time.Time // Start, then the task's end
+}
+
+// abTask is the Recorder's Inner in BenchmarkTaskStepAB: vm.Local, timed.
+type abTask struct{ p *abProducer }
+
+func (t abTask) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	p := t.p
+	p.mu.Lock()
+	p.startRow += time.Since(p.marks[req])
+	p.mu.Unlock()
+	vm.Local{}.Start(ctx, req, func(c *vm.EffectCompletion) {
+		p.mu.Lock()
+		p.marks[req] = time.Now()
+		p.mu.Unlock()
+		done(c)
+	})
 }
 
 func (p *abProducer) mean(side int) time.Duration {
@@ -328,7 +354,16 @@ func (p *abProducer) Start(ctx context.Context, req *vm.EffectRequest, done func
 		vm.Local{}.Start(ctx, req, fin)
 		return
 	}
-	p.rec.Start(ctx, req, fin)
+	p.mu.Lock()
+	p.marks[req] = t0
+	p.mu.Unlock()
+	p.rec.Start(ctx, req, func(c *vm.EffectCompletion) {
+		p.mu.Lock()
+		p.completion += time.Since(p.marks[req])
+		delete(p.marks, req)
+		p.mu.Unlock()
+		fin(c)
+	})
 }
 
 // childCPUTime is the CPU time the process's waited-for children (tasks)

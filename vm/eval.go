@@ -138,6 +138,9 @@ func (r *run) evaluate(f *frame, self *graphir.Node, fn starlark.Callable, args 
 			err = errEvalMemory{limit: r.mem.limit}
 		}
 	}
+	if r.pacer != nil {
+		r.pacer.Pace(th.ExecutionSteps())
+	}
 	return out, err
 }
 

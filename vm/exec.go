@@ -61,6 +61,7 @@ type run struct {
 	inbox    inbox                       // async work reports here
 	timers   map[*completion]func() bool // retry timers by their completion: stop
 	rt       Runtime
+	pacer    Pacer // rt, when it wants to hear of evaluations
 
 	// Evaluations (eval.go). mu is held by the driver except while it
 	// evaluates; finished is closed when the last driver of a phase (the
@@ -153,6 +154,7 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 	r := &run{p: p, g: g, opts: opts, inputs: inputs, events: opts.OnEvent != nil,
 		timers: map[*completion]func() bool{}, rt: opts.Runtime}
 	r.idler, _ = opts.Effects.(EffectIdler)
+	r.pacer, _ = opts.Runtime.(Pacer)
 	if r.rt == nil {
 		r.rt, r.now = localRuntime{}, monotonicClock()
 	} else {

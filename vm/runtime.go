@@ -42,6 +42,15 @@ type Runtime interface {
 	Replayed() bool
 }
 
+// A Pacer is a [Runtime] that hears of every evaluation the driver makes,
+// with the Starlark steps it took (a deterministic count), after it ends
+// and before the driver goes on. Workflow code uses it to yield during a
+// long stretch of fn steps that waits for nothing, which its host would
+// otherwise take for a deadlock. Pace may block, as Wait does.
+type Pacer interface {
+	Pace(steps uint64)
+}
+
 // localRuntime is the default [Runtime].
 type localRuntime struct{}
 

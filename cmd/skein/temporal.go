@@ -186,6 +186,11 @@ func runWorker(ctx context.Context, io stdio, o any, args []string) int {
 	w := worker.New(c, opts.taskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: opts.parallel,
 		MaxHeartbeatThrottleInterval:       time.Second,
+		// The driver yields during long stretches of fn steps (see
+		// engine/temporal's Pace); one evaluation, bounded by its step
+		// budget, or loading a big flow may still take more than the
+		// SDK's default of 1 s under load.
+		DeadlockDetectionTimeout: 5 * time.Second,
 	})
 	temporal.Register(w, acts)
 	if err := w.Start(); err != nil {

@@ -16,6 +16,8 @@ import (
 // cancellation stops, as it does locally.
 type wfRuntime struct {
 	ctx workflow.Context
+	// work and yields count for Pace.
+	work, yields uint64
 }
 
 func (rt *wfRuntime) Now() time.Time { return workflow.Now(rt.ctx) }
@@ -74,3 +76,37 @@ func (rt *wfRuntime) Wait(ctx context.Context, wake <-chan struct{}) bool {
 }
 
 func (rt *wfRuntime) Replayed() bool { return true }
+
+// Pacing: workflow code that runs for long without blocking is taken for
+// a deadlock by the SDK (1 s by default) and, past the workflow task
+// timeout (10 s), by the server. A stretch of fn steps that waits for
+// nothing (a tight loop, a map of fn bodies) would trip either, and the
+// retried workflow task would trip it again, forever. So the driver
+// yields, at points fixed by what it has evaluated (deterministic, so a
+// replay yields at the same points): after paceEvery units of work, where
+// an evaluation is one unit plus one per paceStepsPerUnit Starlark steps,
+// it lets the workflow's other coroutines run (no history event), and at
+// every paceTimerEvery-th such yield it sleeps on a 1 ms timer, which ends
+// the workflow task and starts a new one.
+var (
+	paceEvery        uint64 = 100
+	paceStepsPerUnit uint64 = 10_000
+	paceTimerEvery   uint64 = 16
+)
+
+// Pace implements vm.Pacer.
+func (rt *wfRuntime) Pace(steps uint64) {
+	rt.work += 1 + steps/paceStepsPerUnit
+	if rt.work < paceEvery {
+		return
+	}
+	rt.work = 0
+	rt.yields++
+	if rt.yields%paceTimerEvery == 0 {
+		_ = workflow.Sleep(rt.ctx, time.Millisecond)
+		return
+	}
+	resumed := false
+	workflow.Go(rt.ctx, func(workflow.Context) { resumed = true })
+	_ = workflow.Await(rt.ctx, func() bool { return resumed })
+}

@@ -72,6 +72,11 @@ x = "ab"
 x *= 2
 p = "%s" % "y"
 p %= ()
+o = {"k": "a"}
+def bump():
+    o["k"] = "b"
+    return 2
+o["k"] *= bump() # o["k"] is read before bump() runs, as in plain Starlark
 out = [
     "ab" * 3, 3 * "ab", [1, 2] * 2, (1,) * 0, "ab" * -1, 6 * 7, 2.5 * 2, 7 % 3, 7.5 % 2,
     x, d, p,
@@ -83,13 +88,14 @@ out = [
     json.encode_indent({"a": [1, "x,]"]}, prefix = ">", indent = "  "), json.indent('[1, {"b": []}]', indent = "-"),
     re.findall("(a)(n)?", "banana"), re.split(",", "a,b,c", 1), len(re.split(",", "," * 2000000, 10)), len(re.findall("x", "x" * 500000)),
     str(["a"] * 3), re.sub("(a)", "<$1>", "banana"), re.sub("a", "o", "banana", 2), re.sub("", "-", "abc"),
+    o,
 ]
 step(json.encode(out))
 `
 	g := memFS{"flow.star": src}.mustLoad(t, "flow.star")
 	want := []string{`["ababab","ababab",[1,2,1,2],[],"",42,5.0,1,1.5,"abab",{"k":"qqq","l":[1,1]},"y",` +
 		`"a-3","zz","a, b","c","k","ayya","ayyaX","-a-b-","1!2",["a","b"],["a","b"],["a,b","c"],["a","b"],"xay","dflt",["a","b"],[0,1],["a","b"],[1,0],[[0,"a"]],[["a",1]],6000000,` +
-		`"{\n\u003e  \"a\": [\n\u003e    1,\n\u003e    \"x,]\"\n\u003e  ]\n\u003e}","[\n-1,\n-{\n--\"b\": []\n-}\n]",` + `[["a","n"],["a","n"],["a",""]],["a","b,c"],11,500000,` + `"[\"a\", \"a\", \"a\"]","b<a>n<a>n<a>","bonona","-a-b-c-"]`}
+		`"{\n\u003e  \"a\": [\n\u003e    1,\n\u003e    \"x,]\"\n\u003e  ]\n\u003e}","[\n-1,\n-{\n--\"b\": []\n-}\n]",` + `[["a","n"],["a","n"],["a",""]],["a","b,c"],11,500000,` + `"[\"a\", \"a\", \"a\"]","b<a>n<a>n<a>","bonona","-a-b-c-",{"k":"aa"}]`}
 	if diff := cmp.Diff(want, stepNames(g)); diff != "" {
 		t.Errorf("values (-want +got):\n%s", diff)
 	}
@@ -101,6 +107,7 @@ step(json.encode(out))
 		{`x = ", ".join([1])`, "join: in list, want string, got int"},
 		{"x = (1,)\nx[0] *= 2", "tuple value does not support item assignment"},
 		{"d = {}\nd['k'] *= 2", `key "k" not in dict`},
+		{"d = {}\ndef f():\n    fail('y ran')\nd['k'] *= f()", `key "k" not in dict`},
 		{`x = getattr(1, "join")`, "getattr: int has no .join field or method"},
 		{`x = json.indent(1)`, "json.indent: for parameter 1: got int, want string"},
 		{`x = json.indent("[]", foo = 1)`, `json.indent: unexpected keyword argument "foo"`},

@@ -356,36 +356,43 @@ func countFields(s string) int64 {
 	return n
 }
 
-// checkedAugField implements x.name op= y (op given as its token's
-// string), with the size check.
+// checkedAugField implements the first half of x.name op= y (op given as
+// its token's string): it reads x.name and returns the builtin that, called
+// with y, applies op with the size check and stores the result.
 func checkedAugField(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
-	op, x, name, y := augOp(args[0]), args[1], string(args[2].(starlark.String)), args[3]
+	op, x, name := augOp(args[0]), args[1], string(args[2].(starlark.String))
 	cur, err := plainAttr(x, name)
 	if err != nil {
 		return nil, err
 	}
-	z, err := checkedBinary(op)(nil, nil, starlark.Tuple{cur, y}, nil)
-	if err != nil {
-		return nil, err
-	}
-	if f, ok := x.(starlark.HasSetField); ok {
-		return starlark.None, f.SetField(name, z)
-	}
-	return nil, fmt.Errorf("can't assign to .%s field of %s", name, x.Type())
+	return starlark.NewBuiltin(augAttrName, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+		z, err := checkedBinary(op)(nil, nil, starlark.Tuple{cur, args[0]}, nil)
+		if err != nil {
+			return nil, err
+		}
+		if f, ok := x.(starlark.HasSetField); ok {
+			return starlark.None, f.SetField(name, z)
+		}
+		return nil, fmt.Errorf("can't assign to .%s field of %s", name, x.Type())
+	}), nil
 }
 
-// checkedAugIndex implements x[k] op= y, with the size check.
+// checkedAugIndex implements the first half of x[k] op= y: it reads x[k]
+// and returns the builtin that, called with y, applies op with the size
+// check and stores the result in x[k].
 func checkedAugIndex(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
-	op, x, k, y := augOp(args[0]), args[1], args[2], args[3]
+	op, x, k := augOp(args[0]), args[1], args[2]
 	cur, err := getIndex(x, k)
 	if err != nil {
 		return nil, err
 	}
-	z, err := checkedBinary(op)(nil, nil, starlark.Tuple{cur, y}, nil)
-	if err != nil {
-		return nil, err
-	}
-	return starlark.None, setIndex(x, k, z)
+	return starlark.NewBuiltin(augIdxName, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+		z, err := checkedBinary(op)(nil, nil, starlark.Tuple{cur, args[0]}, nil)
+		if err != nil {
+			return nil, err
+		}
+		return starlark.None, setIndex(x, k, z)
+	}), nil
 }
 
 func augOp(v starlark.Value) syntax.Token {
@@ -439,6 +446,9 @@ func index(k starlark.Value, n int, typ string) (int, error) {
 	orig := i
 	if i < 0 {
 		i += n
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("index %d out of range: empty %s", orig, typ)
 	}
 	if i < 0 || i >= n {
 		return 0, fmt.Errorf("%s index %d out of range [%d:%d]", typ, orig, -n, n-1)

@@ -8,8 +8,12 @@ package stdlib
 //	x % y          ->  ·mod(x, y)
 //	x.join         ->  ·attr(x, "join")      (also replace, format)
 //	v *= y         ->  v = ·mul(v, y)
-//	a[k] *= y      ->  ·augindex("*", a, k, y)
-//	a.f *= y       ->  ·augfield("*", a, "f", y)
+//	a[k] *= y      ->  ·augindex("*", a, k)(y)
+//	a.f *= y       ->  ·augfield("*", a, "f")(y)
+//
+// (the inner call reads a[k] or a.f, the outer one evaluates y, multiplies
+// and stores: the order in which go.starlark.net evaluates an augmented
+// assignment, each of a and k once).
 //
 // Each call is placed at the operator (or the dot), where go.starlark.net
 // reports an error of the operation, so errors keep their positions. Only
@@ -71,11 +75,17 @@ func rs(s syntax.Stmt) syntax.Stmt {
 			s.RHS = call(name, lhs.NamePos, s.OpPos, cp, s.RHS)
 			return s
 		case *syntax.IndexExpr:
+			// Two calls, so that a and k are evaluated and a[k] is read
+			// before y, as go.starlark.net does: the inner call reads
+			// the slot (its error at "[", where Starlark reports it),
+			// the outer one evaluates y, then applies op and stores.
 			start, _ := lhs.Span()
-			return &syntax.ExprStmt{X: call(augIdxName, start, s.OpPos, str(sym, s.OpPos), rx(lhs.X), rx(lhs.Y), s.RHS)}
+			read := call(augIdxName, start, lhs.Lbrack, str(sym, s.OpPos), rx(lhs.X), rx(lhs.Y))
+			return &syntax.ExprStmt{X: callOf(read, s.OpPos, s.RHS)}
 		case *syntax.DotExpr:
 			start, _ := lhs.Span()
-			return &syntax.ExprStmt{X: call(augAttrName, start, s.OpPos, str(sym, s.OpPos), rx(lhs.X), str(lhs.Name.Name, lhs.NamePos), s.RHS)}
+			read := call(augAttrName, start, lhs.Dot, str(sym, s.OpPos), rx(lhs.X), str(lhs.Name.Name, lhs.NamePos))
+			return &syntax.ExprStmt{X: callOf(read, s.OpPos, s.RHS)}
 		}
 		rtarget(s.LHS) // an error the resolver reports
 	case *syntax.DefStmt:
@@ -223,6 +233,12 @@ func rx(e syntax.Expr) syntax.Expr {
 func call(name string, start, op syntax.Position, args ...syntax.Expr) *syntax.CallExpr {
 	_, end := args[len(args)-1].Span()
 	return &syntax.CallExpr{Fn: &syntax.Ident{NamePos: start, Name: name}, Lparen: op, Args: args, Rparen: end}
+}
+
+// callOf makes fn(arg), its "(" at op.
+func callOf(fn syntax.Expr, op syntax.Position, arg syntax.Expr) *syntax.CallExpr {
+	_, end := arg.Span()
+	return &syntax.CallExpr{Fn: fn, Lparen: op, Args: []syntax.Expr{arg}, Rparen: end}
 }
 
 func str(s string, at syntax.Position) *syntax.Literal {

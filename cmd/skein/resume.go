@@ -6,11 +6,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -232,9 +229,9 @@ func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opt
 			fmt.Fprintf(io.err, "resuming run %s\n", r.ID)
 		}
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, exitCtx, stop := interrupts(ctx)
 	defer stop()
-	vopts := vm.Options{Parallel: ropts.Parallel, Timeout: ropts.Timeout, MaxTokens: ropts.MaxTokens, RunID: rec.ID(), Effects: replay,
+	vopts := vm.Options{Parallel: ropts.Parallel, Timeout: ropts.Timeout, MaxTokens: ropts.MaxTokens, RunID: rec.ID(), Effects: replay, ExitCtx: exitCtx,
 		LoadFlow: budgetedRecordingLoader(rec, ropts.MaxLoadSteps)}
 	if !opts.reload {
 		vopts.LoadFlow = recordedLoader(src, rec, ropts.MaxLoadSteps)

@@ -21,6 +21,7 @@ func TestStoreScripts(t *testing.T) {
 	p.Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 		"waitfile": cmdWaitFile,
 		"killpg":   cmdKillGroup,
+		"pgone":    cmdProcessGroupGone,
 	}
 	testscript.Run(t, p)
 }

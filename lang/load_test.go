@@ -660,11 +660,12 @@ func TestLoadMemory(t *testing.T) {
 	// take all the memory there is.
 	src := `s = step("s")
 x = "ab" * 1000000
-for i in range(30):
-    x = x + x
+for i in range(30): x = x + x
 `
+	// The watch stops the thread wherever it is when it notices, the
+	// loop's header or its body: both are on line 3.
 	_, err := memFS{"flow.star": src}.loadOpts(t, "flow.star", Options{MaxMemory: 64 << 20})
-	wantError(t, err, "load_error", "flow.star:4", "load-time memory limit of 64 MiB exceeded")
+	wantError(t, err, "load_error", "flow.star:3", "load-time memory limit of 64 MiB exceeded")
 }
 
 // TestLoadMemoryScalesWithGraph: the memory bound grows with the steps and
@@ -689,11 +690,10 @@ edge(prev, END)
 	src = `for i in range(100):
     step("s%d" % i)
 x = "ab" * 1000000
-for i in range(30):
-    x = x + x
+for i in range(30): x = x + x
 `
 	_, err = memFS{"flow.star": src}.loadOpts(t, "flow.star", Options{MaxMemory: 4 << 20})
-	wantError(t, err, "load_error", "flow.star:5", "load-time memory limit of 4 MiB exceeded")
+	wantError(t, err, "load_error", "flow.star:4", "load-time memory limit of 4 MiB exceeded")
 }
 
 // TestLoadMaxSteps: Options.MaxSteps sets the load-time step budget.

@@ -2,10 +2,8 @@ package servertest
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -27,22 +25,7 @@ func TestScenarioEvents(t *testing.T) {
 	worker(t, q, nil)
 	for _, sc := range scenarios {
 		t.Run(sc.Name, func(t *testing.T) {
-			dir := t.TempDir()
-			flow, err := sc.Write(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			args := []string{"run", flow, "--events", "-p", strconv.Itoa(sc.ParallelOrOne())}
-			if sc.Inputs != nil {
-				b, err := json.Marshal(sc.Inputs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(dir, "inputs.json"), b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				args = append(args, "--inputs-file", "inputs.json")
-			}
+			dir, args := scenarioRun(t, sc, "--events")
 			lout, lerr, _ := skein(t, dir, append(args, "--no-store")...)
 			rout, rerr, _ := skein(t, dir, append(args, "--engine", "temporal", "--address", address, "--task-queue", q)...)
 			local, remote := events(t, lout, lerr), events(t, rout, rerr)

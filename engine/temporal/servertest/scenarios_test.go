@@ -27,25 +27,7 @@ func TestScenarios(t *testing.T) {
 	worker(t, q, nil)
 	for _, sc := range scenarios {
 		t.Run(sc.Name, func(t *testing.T) {
-			dir := t.TempDir()
-			flow, err := sc.Write(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The flow by its absolute path: a run on Temporal names
-			// files so (its workers run elsewhere), and messages that
-			// name a flow file (subflow_cycle's) must read the same.
-			args := []string{"run", flow, "--json", "-p", strconv.Itoa(sc.ParallelOrOne())}
-			if sc.Inputs != nil {
-				b, err := json.Marshal(sc.Inputs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(dir, "inputs.json"), b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				args = append(args, "--inputs-file", "inputs.json")
-			}
+			dir, args := scenarioRun(t, sc, "--json")
 			lout, lerr, lcode := skein(t, dir, append(args, "--no-store")...)
 			local, err := temporaltest.Decode([]byte(lout))
 			if err != nil {
@@ -64,4 +46,30 @@ func TestScenarios(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scenarioRun writes sc's files into a new directory and returns it with
+// the arguments of `skein run` for its flow in mode (--json, --events),
+// with its --parallel and its inputs. The flow is named by its absolute
+// path: a run on Temporal names files so (its workers run elsewhere), and
+// messages that name a flow file (subflow_cycle's) must read the same.
+func scenarioRun(t *testing.T, sc temporaltest.Scenario, mode string) (string, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	flow, err := sc.Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", flow, mode, "-p", strconv.Itoa(sc.ParallelOrOne())}
+	if sc.Inputs != nil {
+		b, err := json.Marshal(sc.Inputs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "inputs.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--inputs-file", "inputs.json")
+	}
+	return dir, args
 }

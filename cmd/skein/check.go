@@ -201,7 +201,3 @@ func loadAndCheck(file string, lo lang.Options) (*graphir.Graph, []check.Diagnos
 	}
 	return g, check.Graph(g)
 }
-
-// asError is [graphir.AsError], for repl.go and watch.go (being changed by
-// another helper this session; the integrator can inline it there).
-func asError(err error) *graphir.Error { return graphir.AsError(err) }

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/skeinlang/skein/check"
+	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
 )
 
@@ -111,7 +112,7 @@ func TestFmtKeepsMeaning(t *testing.T) {
 		if err != nil {
 			// Only flows that are meant not to parse may fail.
 			_, lerr := lang.LoadSource(f.file, []byte(f.src), lang.Options{})
-			if lerr == nil || asError(lerr).Code != "parse_error" {
+			if lerr == nil || graphir.AsError(lerr).Code != "parse_error" {
 				t.Errorf("%s: format failed but the flow parses: %v", f.name, err)
 			}
 			skipped++
@@ -144,7 +145,7 @@ func TestFmtKeepsMeaning(t *testing.T) {
 func frozen(t *testing.T, file, src string, opts lang.Options) (any, []check.Diagnostic) {
 	g, err := lang.LoadSource(file, []byte(src), opts)
 	if err != nil {
-		e := asError(err)
+		e := graphir.AsError(err)
 		return "error " + e.Code + ": " + positionInText.ReplaceAllString(e.Msg, "POS"), []check.Diagnostic{check.FromError(e)}
 	}
 	b, err := json.Marshal(g)

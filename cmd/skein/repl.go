@@ -422,7 +422,7 @@ func (r *repl) printError(err error) { writeError(r.io.err, err) }
 // writeError prints an error in compiler form, or as "error: ..." when it
 // has no position (a bad input, say).
 func writeError(w io.Writer, err error) {
-	d := check.FromError(asError(err))
+	d := check.FromError(graphir.AsError(err))
 	if d.Pos.IsValid() {
 		check.WriteText(w, []check.Diagnostic{d})
 		return
@@ -511,7 +511,7 @@ func (r *repl) command(line string) error {
 		}
 		gone, err := r.sess.Drop(args[0])
 		if err != nil {
-			fmt.Fprintf(r.io.err, "error: %s\n", asError(err).Msg)
+			fmt.Fprintf(r.io.err, "error: %s\n", graphir.AsError(err).Msg)
 			break
 		}
 		fmt.Fprintf(r.io.out, "dropped %s\n", strings.Join(gone, ", "))

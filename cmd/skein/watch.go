@@ -248,7 +248,7 @@ func (w *watcher) reload(ctx context.Context, changed []string) {
 	}})
 	var ds []check.Diagnostic
 	if err != nil {
-		ds = []check.Diagnostic{check.FromError(asError(err))}
+		ds = []check.Diagnostic{check.FromError(graphir.AsError(err))}
 		g = nil
 	} else {
 		ds = check.Graph(g)

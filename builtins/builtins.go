@@ -51,13 +51,7 @@ var predeclared = func() starlark.StringDict {
 		"END":    &Step{id: graphir.End, name: "END", kind: "end"},
 		"ABORT":  &Step{id: graphir.Abort, name: "ABORT", kind: "abort"},
 	}
-	for k, v := range stdlib.Modules() {
-		d[k] = v
-	}
-	for k, v := range stdlib.SafeBuiltins() {
-		d[k] = v
-	}
-	for k, v := range stdlib.CheckedOps() {
+	for k, v := range stdlib.Predeclared() {
 		d[k] = v
 	}
 	d.Freeze()

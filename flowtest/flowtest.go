@@ -382,20 +382,6 @@ func (l *loader) failure(err error, fallback graphir.Pos) Failure {
 	return Failure{Msg: err.Error(), Pos: fallback}
 }
 
-func predeclared() starlark.StringDict {
-	d := starlark.StringDict{}
-	for k, v := range stdlib.Modules() {
-		d[k] = v
-	}
-	for k, v := range stdlib.SafeBuiltins() {
-		d[k] = v
-	}
-	for k, v := range stdlib.CheckedOps() {
-		d[k] = v
-	}
-	return d
-}
-
 // execFile runs a test file as starlark.ExecFileOptions does, with the
 // values one operation makes bounded (stdlib.Rewrite).
 func execFile(th *starlark.Thread, file string, src []byte) (starlark.StringDict, error) {
@@ -404,7 +390,7 @@ func execFile(th *starlark.Thread, file string, src []byte) (starlark.StringDict
 		return nil, err
 	}
 	stdlib.Rewrite(f)
-	pre := predeclared()
+	pre := stdlib.Predeclared()
 	prog, err := starlark.FileProgram(f, pre.Has)
 	if err != nil {
 		return nil, err

@@ -372,16 +372,7 @@ func compile(src string) *compiled {
 // exprEnv is what expressions see besides the run view: the modules, the
 // bounded str, repr, print and getattr, and the checked operations.
 var exprEnv = func() starlark.StringDict {
-	d := starlark.StringDict{}
-	for k, v := range stdlib.Modules() {
-		d[k] = v
-	}
-	for k, v := range stdlib.SafeBuiltins() {
-		d[k] = v
-	}
-	for k, v := range stdlib.CheckedOps() {
-		d[k] = v
-	}
+	d := stdlib.Predeclared()
 	d.Freeze()
 	return d
 }()

@@ -34,6 +34,19 @@ var modules = func() starlark.StringDict {
 // and its values are frozen and shared; callers must not modify it.
 func Modules() starlark.StringDict { return modules }
 
+// Predeclared returns a new, unfrozen dict of Modules, SafeBuiltins and
+// CheckedOps: what rewritten Skein code sees besides the universe. Callers
+// add their own names and freeze it.
+func Predeclared() starlark.StringDict {
+	d := starlark.StringDict{}
+	for _, m := range []starlark.StringDict{modules, safeBuiltins, checkedOps} {
+		for k, v := range m {
+			d[k] = v
+		}
+	}
+	return d
+}
+
 // IsModule reports whether name is one of the predeclared modules.
 func IsModule(name string) bool { _, ok := modules[name]; return ok }
 

@@ -91,15 +91,9 @@ func (f *Follower) read(ctx context.Context, w *followed, closed bool) error {
 			continue
 		}
 		w.run = p.Run
-		if p.First > w.next && f.OnDropped != nil {
-			f.OnDropped(w.id, p.First-w.next)
+		if err := f.page(ctx, w, &p); err != nil {
+			return err
 		}
-		for i := range p.Entries {
-			if err := f.entry(ctx, w, &p.Entries[i]); err != nil {
-				return err
-			}
-		}
-		w.next = max(w.next, p.Next)
 		if !p.More {
 			if closed {
 				w.done = true
@@ -126,19 +120,28 @@ func (f *Follower) rest(ctx context.Context, w *followed) error {
 		if err := f.QueryRun(ctx, w.id, w.run, EventsQuery, w.next, &p); err != nil {
 			return nil // an execution that cannot answer: its rest is lost
 		}
-		if p.First > w.next && f.OnDropped != nil {
-			f.OnDropped(w.id, p.First-w.next)
+		if err := f.page(ctx, w, &p); err != nil {
+			return err
 		}
-		for i := range p.Entries {
-			if err := f.entry(ctx, w, &p.Entries[i]); err != nil {
-				return err
-			}
-		}
-		w.next = max(w.next, p.Next)
 		if !p.More {
 			return nil
 		}
 	}
+	return nil
+}
+
+// page reads the entries of p, a page of w's log: it reports the entries
+// dropped before p.First, reads each entry and moves w.next on.
+func (f *Follower) page(ctx context.Context, w *followed, p *EventsPage) error {
+	if p.First > w.next && f.OnDropped != nil {
+		f.OnDropped(w.id, p.First-w.next)
+	}
+	for i := range p.Entries {
+		if err := f.entry(ctx, w, &p.Entries[i]); err != nil {
+			return err
+		}
+	}
+	w.next = max(w.next, p.Next)
 	return nil
 }
 

@@ -19,16 +19,28 @@ import (
 
 func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
+	return newEnvWith(t, &Activities{})
+}
+
+// newEnvWith is newEnv with the worker's activities a.
+func newEnvWith(t *testing.T, a *Activities) *testsuite.TestWorkflowEnvironment {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
-	Register(env, &Activities{})
+	Register(env, a)
 	env.SetTestTimeout(30 * time.Second)
 	return env
 }
 
 // result is the workflow's result object.
 func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) []byte {
+	t.Helper()
+	return output(t, env).Result
+}
+
+// output is the workflow's output, once it completed without error.
+func output(t *testing.T, env *testsuite.TestWorkflowEnvironment) *RunOutput {
 	t.Helper()
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
@@ -40,7 +52,7 @@ func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) []byte {
 	if err := env.GetWorkflowResult(&out); err != nil {
 		t.Fatal(err)
 	}
-	return out.Result
+	return &out
 }
 
 // decider answers approvals locally as a person would: with a decision,

@@ -4,16 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/skeinlang/skein/engine/temporal/temporaltest"
@@ -31,10 +28,7 @@ func runContinued(t *testing.T, in RunInput) (*RunOutput, int) {
 func runContinuedWith(t *testing.T, in RunInput, a *Activities) (*RunOutput, int) {
 	t.Helper()
 	for n := 0; ; n++ {
-		var s testsuite.WorkflowTestSuite
-		s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
-		env := s.NewTestWorkflowEnvironment()
-		Register(env, a)
+		env := newEnvWith(t, a)
 		env.ExecuteWorkflow(WorkflowName, in)
 		if !env.IsWorkflowCompleted() {
 			t.Fatal("workflow did not complete")
@@ -164,10 +158,7 @@ func TestContinueAsNewPayloadLimit(t *testing.T) {
 	// A snapshot that would not fit Temporal's payload limit fails the
 	// workflow with an error naming the limit.
 	g, sources, _ := setup(t, longLoop(20))
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
-	env := s.NewTestWorkflowEnvironment()
-	Register(env, &Activities{})
+	env := newEnv(t)
 	env.ExecuteWorkflow(WorkflowName, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1, ContinueEvery: 5, MaxPayload: 600})
 	err := env.GetWorkflowError()
 	var ae *temporal.ApplicationError

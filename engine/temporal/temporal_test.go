@@ -3,7 +3,6 @@ package temporal
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.starlark.net/starlark"
-	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 	"github.com/skeinlang/skein/graphir"
@@ -78,22 +75,9 @@ func runLocal(t *testing.T, g *graphir.Graph, given map[string]starlark.Value, p
 
 func runTemporal(t *testing.T, in RunInput) *RunOutput {
 	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
-	env := s.NewTestWorkflowEnvironment()
-	Register(env, &Activities{})
+	env := newEnv(t)
 	env.ExecuteWorkflow(WorkflowName, in)
-	if !env.IsWorkflowCompleted() {
-		t.Fatal("workflow did not complete")
-	}
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatalf("workflow: %v", err)
-	}
-	var out RunOutput
-	if err := env.GetWorkflowResult(&out); err != nil {
-		t.Fatal(err)
-	}
-	return &out
+	return output(t, env)
 }
 
 func TestScenariosBothEngines(t *testing.T) {
@@ -132,10 +116,7 @@ flow(on_exit = "cleanup")
 slow = step("slow", run = ["sh", "-c", 'echo $$ > "$1/pid"; sleep 30; echo late > "$1/late"', "slow", "` + dir + `"])
 cleanup = step("cleanup", fn = lambda r: r.run.status)
 `}})
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
-	env := s.NewTestWorkflowEnvironment()
-	Register(env, &Activities{})
+	env := newEnv(t)
 	env.SetTestTimeout(20 * time.Second)
 	// Cancel once the task runs.
 	var cancelOnce func()

@@ -96,7 +96,8 @@ func (r *run) startAgent(f *frame, n *graphir.Node) {
 }
 
 // offered returns the tools agent step n may call now: its own, then those
-// granted in this run, then request_tool when the flow has a pool.
+// granted in this run (request_tool, offered when the flow has a pool, is
+// not among them: see [run.requestToolDef]).
 func (r *run) offered(n *graphir.Node) []*graphir.Tool {
 	var out []*graphir.Tool
 	seen := map[string]bool{}
@@ -415,7 +416,8 @@ func (r *run) startToolCall(a *agentRun, i int, call model.ToolCall, offered []*
 		return
 	}
 	req := r.request(a.f, n)
-	req.Scope = append(req.Scope, fmt.Sprintf("%s@%d.%d", n.Name, a.turn, i+1))
+	at := fmt.Sprintf("%s@%d.%d", n.Name, a.turn, i+1)
+	req.Scope = append(req.Scope, at)
 	req.Kind, req.Tool, req.ToolCallID, req.Turn = t.Kind, t.Name, call.ID, a.turn
 	req.ToolArgs = canonicalJSON(args)
 	if t.Kind == graphir.KindSubflow {
@@ -424,18 +426,14 @@ func (r *run) startToolCall(a *agentRun, i int, call model.ToolCall, offered []*
 			return
 		}
 		req.ChildPath, req.ChildGraph = t.ChildPath, t.Child
-		req.ChildInputs = map[string]starlark.Value{}
-		for k, v := range args.(map[string]any) {
-			iv, err := objectValue(v)
-			if err != nil {
-				answer(false, "invalid_arguments", fmt.Sprintf("error: the arguments of %s: %v", name, err))
-				return
-			}
-			req.ChildInputs[k] = iv
+		// The arguments were checked to be an object, converted above.
+		m := argv.(*stdlib.Map)
+		req.ChildInputs = make(map[string]starlark.Value, m.Len())
+		for _, k := range m.Keys() {
+			req.ChildInputs[k], _ = m.Lookup(k)
 		}
 		// The child reports and is journaled under the call: the step,
 		// its visit when it is not the first, the turn, the call.
-		at := fmt.Sprintf("%s@%d.%d", n.Name, a.turn, i+1)
 		if req.Visit > 1 {
 			at = fmt.Sprintf("%s:%d@%d.%d", n.Name, req.Visit, a.turn, i+1)
 		}

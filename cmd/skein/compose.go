@@ -114,11 +114,7 @@ func runCompose(ctx context.Context, io stdio, o any, args []string) int {
 		cfg.Model = "replay"
 	}
 	if opts.cassette != "" {
-		var live model.Provider
-		if !opts.replayOnly {
-			live = provider
-		}
-		c, err := model.OpenCassette(opts.cassette, opts.replayOnly, live)
+		c, err := openCassette(opts.cassette, opts.replayOnly)
 		if err != nil {
 			fmt.Fprintf(io.err, "skein compose: %v\n", err)
 			return exitUsage

@@ -18,7 +18,6 @@ import (
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
-	"github.com/skeinlang/skein/vm/model"
 	"github.com/skeinlang/skein/vm/store"
 )
 
@@ -237,11 +236,7 @@ func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opt
 		vopts.LoadFlow = recordedLoader(src, rec, ropts.MaxLoadSteps)
 	}
 	if ropts.Cassette != "" {
-		var live model.Provider
-		if !ropts.ReplayOnly {
-			live = &model.Client{}
-		}
-		if vopts.Models, err = model.OpenCassette(ropts.Cassette, ropts.ReplayOnly, live); err != nil {
+		if vopts.Models, err = openCassette(ropts.Cassette, ropts.ReplayOnly); err != nil {
 			fmt.Fprintf(io.err, "skein resume: %v\n", err)
 			return exitFail
 		}

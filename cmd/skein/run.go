@@ -714,9 +714,19 @@ func (o *runOptions) models(g *graphir.Graph) (model.Provider, error) {
 	if o.cassette == "" {
 		return nil, nil
 	}
+	return openCassette(o.cassette, o.replayOnly)
+}
+
+// openCassette opens the cassette at path, recording through a live client
+// unless replayOnly (skein run, resume, worker and compose's --cassette).
+func openCassette(path string, replayOnly bool) (model.Provider, error) {
 	var live model.Provider
-	if !o.replayOnly {
+	if !replayOnly {
 		live = &model.Client{}
 	}
-	return model.OpenCassette(o.cassette, o.replayOnly, live)
+	c, err := model.OpenCassette(path, replayOnly, live)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
-	"github.com/skeinlang/skein/vm/model"
 )
 
 // engineFlags choose the engine a command uses and how to reach it.
@@ -166,11 +165,7 @@ func runWorker(ctx context.Context, io stdio, o any, args []string) int {
 	}
 	acts := &temporal.Activities{Dir: opts.dir}
 	if opts.cassette != "" {
-		var live model.Provider
-		if !opts.replayOnly {
-			live = &model.Client{}
-		}
-		cas, err := model.OpenCassette(opts.cassette, opts.replayOnly, live)
+		cas, err := openCassette(opts.cassette, opts.replayOnly)
 		if err != nil {
 			fmt.Fprintf(io.err, "skein worker: %v\n", err)
 			return exitUsage

@@ -820,3 +820,13 @@ chain(START, fetch, pause, fixed, all, l, END)
 		t.Errorf("unresolved on_exit %d %q", g.OnExit, g.OnExitName)
 	}
 }
+
+func TestToolBad(t *testing.T) {
+	runBad(t, []badCall{
+		{src: `tool("t", run = "echo hi")`, frag: `tool "t": run must be a list of strings, got string "echo hi"`,
+			hint: `write run = ["echo", "hi"] (an argv, no shell), or shell = "echo hi"`},
+		{src: `tool("t", run = [])`, frag: `tool "t": run must name a command: want a non-empty list of strings`},
+		{src: `tool("t", run = ["echo"], shell = "echo")`, frag: `tool "t": give one of run, shell, fn and flow, not several`},
+		{src: `tool("t")`, frag: `tool "t": a tool needs run= (an argv), shell= (a script), fn= (a function of args) or flow= (a child flow) to say what it does`},
+	})
+}

@@ -172,14 +172,8 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	switch {
 	case !isNone(run):
 		n.Kind = graphir.KindTask
-		if s, ok := run.(starlark.String); ok {
-			return nil, c.hintf(runHint(string(s)), "run must be a list of strings, got string %q", string(s))
-		}
-		if n.Argv, err = c.strings("run", run); err != nil {
+		if n.Argv, err = c.argv(run); err != nil {
 			return nil, err
-		}
-		if len(n.Argv) == 0 {
-			return nil, c.errorf("run must name a command: want a non-empty list of strings")
 		}
 	case !isNone(shell):
 		n.Kind = graphir.KindShell
@@ -361,6 +355,22 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 }
 
 const defaultBackoff = time.Second
+
+// argv unpacks run=, a non-empty list of strings, hinting at the list (or
+// shell=) when it is given one string.
+func (c *call) argv(run starlark.Value) ([]*graphir.Template, error) {
+	if s, ok := run.(starlark.String); ok {
+		return nil, c.hintf(runHint(string(s)), "run must be a list of strings, got string %q", string(s))
+	}
+	argv, err := c.strings("run", run)
+	if err != nil {
+		return nil, err
+	}
+	if len(argv) == 0 {
+		return nil, c.errorf("run must name a command: want a non-empty list of strings")
+	}
+	return argv, nil
+}
 
 // runHint says how to write a command given to run= as one string: as an
 // argv (no shell) or, explicitly, with shell=.

@@ -94,14 +94,8 @@ func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		}
 	case !isNone(run):
 		t.Kind = graphir.KindTask
-		if s, ok := run.(starlark.String); ok {
-			return nil, c.hintf(runHint(string(s)), "run must be a list of strings, got string %q", string(s))
-		}
-		if t.Argv, err = c.strings("run", run); err != nil {
+		if t.Argv, err = c.argv(run); err != nil {
 			return nil, err
-		}
-		if len(t.Argv) == 0 {
-			return nil, c.errorf("run must name a command: want a non-empty list of strings")
 		}
 	case !isNone(shell):
 		t.Kind = graphir.KindShell

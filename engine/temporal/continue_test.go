@@ -1,12 +1,10 @@
 package temporal
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/sdk/converter"
@@ -182,17 +180,7 @@ chain(START, first, l, deploy, END)
 	var rec map[string]any
 	for n := 0; ; n++ {
 		env := newEnv(t)
-		env.RegisterDelayedCallback(func() {
-			v, err := env.QueryWorkflow(StatusQuery)
-			if err != nil {
-				t.Errorf("query: %v", err)
-				return
-			}
-			var raw json.RawMessage
-			v.Get(&raw)
-			json.Unmarshal(raw, &rec)
-			env.SignalWorkflow(ApproveSignal, Decision{Step: "deploy", By: "ann"})
-		}, time.Minute)
+		recordThenApprove(t, env, &rec)
 		env.ExecuteWorkflow(WorkflowName, in)
 		var can *workflow.ContinueAsNewError
 		if err := env.GetWorkflowError(); errors.As(err, &can) {

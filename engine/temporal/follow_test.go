@@ -127,6 +127,23 @@ chain(START, l, END)
 	}
 }
 
+// recordThenApprove has env, a minute in, read the record so far into
+// rec and then approve the step deploy, by ann.
+func recordThenApprove(t *testing.T, env *testsuite.TestWorkflowEnvironment, rec *map[string]any) {
+	t.Helper()
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(StatusQuery)
+		if err != nil {
+			t.Errorf("query: %v", err)
+			return
+		}
+		var raw json.RawMessage
+		v.Get(&raw)
+		json.Unmarshal(raw, rec)
+		env.SignalWorkflow(ApproveSignal, Decision{Step: "deploy", By: "ann"})
+	}, time.Minute)
+}
+
 func TestStatusQuery(t *testing.T) {
 	// While the run waits, the record so far has the steps that ran and
 	// the approval it waits for.
@@ -137,17 +154,7 @@ chain(START, a, deploy, END)
 `}})
 	env := newEnv(t)
 	var rec map[string]any
-	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(StatusQuery)
-		if err != nil {
-			t.Errorf("query: %v", err)
-			return
-		}
-		var raw json.RawMessage
-		v.Get(&raw)
-		json.Unmarshal(raw, &rec)
-		env.SignalWorkflow(ApproveSignal, Decision{Step: "deploy", By: "ann"})
-	}, time.Minute)
+	recordThenApprove(t, env, &rec)
 	env.ExecuteWorkflow(WorkflowName, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1})
 	result(t, env)
 	want := map[string]any{

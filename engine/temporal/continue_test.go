@@ -104,14 +104,9 @@ func TestContinueAsNewBothEngines(t *testing.T) {
 	all := append(scenarios, continueScenarios...)
 	for _, sc := range all {
 		t.Run(sc.Name, func(t *testing.T) {
-			parallel := sc.ParallelOrOne()
-			g, sources, given := setup(t, sc)
-			local := decode(t, runLocal(t, g, given, parallel))
-			inputs, err := EncodeInputs(given)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, n := runContinued(t, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Inputs: inputs, Parallel: parallel, ContinueEvery: 3})
+			local, in := runScenario(t, sc)
+			in.ContinueEvery = 3
+			out, n := runContinued(t, in)
 			remote := decode(t, out.Result)
 			if diff := cmp.Diff(local, remote); diff != "" {
 				t.Errorf("local (-) and temporal continued %d times (+) differ:\n%s", n, diff)

@@ -80,6 +80,20 @@ func runTemporal(t *testing.T, in RunInput) *RunOutput {
 	return output(t, env)
 }
 
+// runScenario runs sc on the local engine and gives its result and the
+// input that runs sc on the Temporal engine.
+func runScenario(t *testing.T, sc temporaltest.Scenario) (temporaltest.Comparable, RunInput) {
+	t.Helper()
+	parallel := sc.ParallelOrOne()
+	g, sources, given := setup(t, sc)
+	local := decode(t, runLocal(t, g, given, parallel))
+	inputs, err := EncodeInputs(given)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return local, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Inputs: inputs, Parallel: parallel}
+}
+
 func TestScenariosBothEngines(t *testing.T) {
 	scenarios, err := temporaltest.Load("testdata/scenarios")
 	if err != nil {
@@ -87,14 +101,8 @@ func TestScenariosBothEngines(t *testing.T) {
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.Name, func(t *testing.T) {
-			parallel := sc.ParallelOrOne()
-			g, sources, given := setup(t, sc)
-			local := decode(t, runLocal(t, g, given, parallel))
-			inputs, err := EncodeInputs(given)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := runTemporal(t, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Inputs: inputs, Parallel: parallel})
+			local, in := runScenario(t, sc)
+			out := runTemporal(t, in)
 			remote := decode(t, out.Result)
 			if out.Status != remote.Status {
 				t.Errorf("output status %s, result status %s", out.Status, remote.Status)

@@ -265,7 +265,7 @@ func (r *run) agentAnswer(a *agentRun, content string, obj starlark.Value) {
 			v, err = model.DecodeValid(n.Schema, string(b))
 		}
 		if err == nil {
-			obj, err = objectValue(v)
+			obj, err = stdlib.FromGo(v)
 		}
 		if err != nil {
 			a.chat.Messages = append(a.chat.Messages, model.Message{Role: "assistant", Content: content})
@@ -395,7 +395,7 @@ func (r *run) startToolCall(a *agentRun, i int, call model.ToolCall, offered []*
 		answer(false, "invalid_arguments", fmt.Sprintf("error: the arguments of %s do not match its parameters: %v", name, err))
 		return
 	}
-	argv, err := objectValue(args)
+	argv, err := stdlib.FromGo(args)
 	if err != nil {
 		answer(false, "invalid_arguments", fmt.Sprintf("error: the arguments of %s: %v", name, err))
 		return

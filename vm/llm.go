@@ -186,15 +186,6 @@ func (o *ModelOutcome) completion(step string, kind graphir.Kind) *EffectComplet
 	return c
 }
 
-// objectValue converts a decoded JSON value to flow data.
-func objectValue(x any) (starlark.Value, error) {
-	b, err := json.Marshal(x)
-	if err != nil {
-		return nil, err
-	}
-	return stdlib.FromJSON(b)
-}
-
 // getenv looks a variable up in the run's environment for models (the
 // last entry wins, as for processes).
 func (r *run) getenv(key string) string {

@@ -108,11 +108,8 @@ func BenchmarkTaskStep(b *testing.B) {
 	})
 }
 
-// BenchmarkTaskLoopIteration is one iteration of a loop whose body is one
-// task, with and without the store: per iteration the store records one
-// completion. It reports the store's growth per iteration.
-func BenchmarkTaskLoopIteration(b *testing.B) {
-	src := `
+// taskLoopSrc is a loop whose body is one /bin/true task, run inputs.n times.
+const taskLoopSrc = `
 flow(inputs = {"n": 10})
 t = step("t", run = ["/bin/true"], max_visits = 1 << 30)
 c = step("c", fn = lambda r: r.visits("t"))
@@ -120,8 +117,13 @@ chain(START, t, c)
 edge(c, t, when = "c < inputs.n")
 edge(c, END, when = "c >= inputs.n")
 `
+
+// BenchmarkTaskLoopIteration is one iteration of a loop whose body is one
+// task, with and without the store: per iteration the store records one
+// completion. It reports the store's growth per iteration.
+func BenchmarkTaskLoopIteration(b *testing.B) {
 	withAndWithout(b, func(b *testing.B, s *store.Store) {
-		p := vm.Prepare(benchFlow(b, src))
+		p := vm.Prepare(benchFlow(b, taskLoopSrc))
 		var before int64
 		if s != nil {
 			before = dbSize(s.Path())
@@ -264,15 +266,7 @@ func BenchmarkTaskStepAB(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	src := `
-flow(inputs = {"n": 10})
-t = step("t", run = ["/bin/true"], max_visits = 1 << 30)
-c = step("c", fn = lambda r: r.visits("t"))
-chain(START, t, c)
-edge(c, t, when = "c < inputs.n")
-edge(c, END, when = "c >= inputs.n")
-`
-	p := vm.Prepare(benchFlow(b, src))
+	p := vm.Prepare(benchFlow(b, taskLoopSrc))
 	in, err := vm.BindInputs(p.Graph(), map[string]starlark.Value{"n": starlark.MakeInt(2 * b.N)})
 	if err != nil {
 		b.Fatal(err)

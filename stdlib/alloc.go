@@ -365,15 +365,11 @@ func checkedAugField(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tupl
 	if err != nil {
 		return nil, err
 	}
-	return starlark.NewBuiltin(augAttrName, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
-		z, err := checkedBinary(op)(nil, nil, starlark.Tuple{cur, args[0]}, nil)
-		if err != nil {
-			return nil, err
-		}
+	return augStore(augAttrName, op, cur, func(z starlark.Value) error {
 		if f, ok := x.(starlark.HasSetField); ok {
-			return starlark.None, f.SetField(name, z)
+			return f.SetField(name, z)
 		}
-		return nil, fmt.Errorf("can't assign to .%s field of %s", name, x.Type())
+		return fmt.Errorf("can't assign to .%s field of %s", name, x.Type())
 	}), nil
 }
 
@@ -386,13 +382,23 @@ func checkedAugIndex(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tupl
 	if err != nil {
 		return nil, err
 	}
-	return starlark.NewBuiltin(augIdxName, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+	return augStore(augIdxName, op, cur, func(z starlark.Value) error { return setIndex(x, k, z) }), nil
+}
+
+// augStore returns the second half of an augmented assignment: the builtin
+// name that, called with y, applies op to cur and y with the size check and
+// passes the result to store.
+func augStore(name string, op syntax.Token, cur starlark.Value, store func(starlark.Value) error) *starlark.Builtin {
+	return starlark.NewBuiltin(name, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 		z, err := checkedBinary(op)(nil, nil, starlark.Tuple{cur, args[0]}, nil)
 		if err != nil {
 			return nil, err
 		}
-		return starlark.None, setIndex(x, k, z)
-	}), nil
+		if err := store(z); err != nil {
+			return nil, err
+		}
+		return starlark.None, nil
+	})
 }
 
 func augOp(v starlark.Value) syntax.Token {

@@ -31,10 +31,7 @@ edge(rollback, END)
 // on; a second decision is refused, saying what was decided.
 func TestApproveBySignal(t *testing.T) {
 	dir := t.TempDir()
-	flow, err := (&temporaltest.Scenario{Files: map[string]string{"flow.star": approveFlow}}).Write(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	flow := writeFlow(t, dir, approveFlow)
 	q := queue(t)
 	worker(t, q, nil)
 	run := start(t, dir, nil, skeinBin, "run", flow, "--engine", "temporal", "--address", address, "--task-queue", q)
@@ -95,30 +92,24 @@ func TestApproveBySignal(t *testing.T) {
 // object.
 func TestRejectDetached(t *testing.T) {
 	dir := t.TempDir()
-	flow, err := (&temporaltest.Scenario{Files: map[string]string{"flow.star": approveFlow}}).Write(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	flow := writeFlow(t, dir, approveFlow)
 	q := queue(t)
 	worker(t, q, nil)
-	out, stderr, code := skein(t, dir, "run", flow, "--engine", "temporal", "--address", address, "--task-queue", q, "--detach")
-	id := strings.TrimSpace(out)
-	if code != 0 || id == "" {
-		t.Fatalf("skein run --detach: exit %d, stdout %q\nstderr:\n%s", code, out, stderr)
-	}
+	id := detach(t, dir, flow, q)
 	conn := []string{"--engine", "temporal", "--address", address}
 	// Until the run asks, there is nothing to decide.
 	waitFor(t, 2*time.Minute, "the approval to wait", func() bool {
 		out, _, _ := skein(t, dir, append([]string{"show", id}, conn...)...)
 		return strings.Contains(out, "waiting since")
 	})
-	_, stderr, code = skein(t, dir, append([]string{"approve", id, "deploy", "--reject", "--reason", "not today", "--by", "bob"}, conn...)...)
+	_, stderr, code := skein(t, dir, append([]string{"approve", id, "deploy", "--reject", "--reason", "not today", "--by", "bob"}, conn...)...)
 	if code != 0 || stderr != `rejected "deploy" of run `+id+"\n" {
 		t.Errorf("skein approve --reject: exit %d\n%s", code, stderr)
 	}
 	var got temporaltest.Comparable
 	waitFor(t, 2*time.Minute, "the run to end", func() bool {
 		out, _, _ := skein(t, dir, append([]string{"show", id, "--json"}, conn...)...)
+		var err error
 		got, err = temporaltest.Decode([]byte(out))
 		return err == nil && got.Status != "running"
 	})

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -54,10 +53,7 @@ func cancelled(t *testing.T, result []byte, pid int) {
 // exit handler runs and the cancelled result is printed (exit 1).
 func TestCancelFromCLI(t *testing.T) {
 	dir := t.TempDir()
-	flow, err := (&temporaltest.Scenario{Files: map[string]string{"flow.star": cancelFlow}}).Write(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	flow := writeFlow(t, dir, cancelFlow)
 	q := queue(t)
 	worker(t, q, nil)
 	run := start(t, dir, nil, skeinBin, "run", flow, "--engine", "temporal", "--address", address, "--task-queue", q, "--json")
@@ -77,17 +73,10 @@ func TestCancelFromCLI(t *testing.T) {
 // Temporal CLI (temporal workflow cancel) ends the same way.
 func TestCancelDetached(t *testing.T) {
 	dir := t.TempDir()
-	flow, err := (&temporaltest.Scenario{Files: map[string]string{"flow.star": cancelFlow}}).Write(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	flow := writeFlow(t, dir, cancelFlow)
 	q := queue(t)
 	worker(t, q, nil)
-	out, stderr, code := skein(t, dir, "run", flow, "--engine", "temporal", "--address", address, "--task-queue", q, "--detach")
-	id := strings.TrimSpace(out)
-	if code != 0 || id == "" {
-		t.Fatalf("skein run --detach: exit %d, stdout %q\nstderr:\n%s", code, out, stderr)
-	}
+	id := detach(t, dir, flow, q)
 	pidFile := filepath.Join(dir, "pid")
 	waitFor(t, time.Minute, "the task to start", func() bool { _, err := os.Stat(pidFile); return err == nil })
 	pid := readPid(t, pidFile)

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 )
 
 // TestConnectionErrors: a wrong address (nothing listening there) is an
@@ -13,10 +11,7 @@ import (
 // skein worker; a namespace the server does not have is named too.
 func TestConnectionErrors(t *testing.T) {
 	dir := t.TempDir()
-	flow, err := (&temporaltest.Scenario{Files: map[string]string{"flow.star": `a = step("a", run = ["touch", "ran"])`}}).Write(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	flow := writeFlow(t, dir, `a = step("a", run = ["touch", "ran"])`)
 	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 )
 
 // The server and binaries every test shares, set by TestMain.
@@ -317,6 +319,28 @@ func skein(t testing.TB, dir string, args ...string) (stdout, stderr string, cod
 	p := start(t, dir, nil, skeinBin, args...)
 	code = p.wait(t, 5*time.Minute)
 	return p.stdout.String(), p.stderr.String(), code
+}
+
+// writeFlow writes src as dir/flow.star and returns its path.
+func writeFlow(t testing.TB, dir, src string) string {
+	t.Helper()
+	flow, err := (&temporaltest.Scenario{Files: map[string]string{"flow.star": src}}).Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return flow
+}
+
+// detach starts flow in dir on the dev server with skein run --detach,
+// on task queue q, and returns the run's id.
+func detach(t testing.TB, dir, flow, q string) string {
+	t.Helper()
+	out, stderr, code := skein(t, dir, "run", flow, "--engine", "temporal", "--address", address, "--task-queue", q, "--detach")
+	id := strings.TrimSpace(out)
+	if code != 0 || id == "" {
+		t.Fatalf("skein run --detach: exit %d, stdout %q\nstderr:\n%s", code, out, stderr)
+	}
+	return id
 }
 
 // worker starts a skein worker on the dev server serving queue q, with

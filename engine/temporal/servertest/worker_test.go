@@ -86,23 +86,16 @@ after = step("after", fn = lambda r: r.slow.stdout.strip())
 // with the outputs made before the kill.
 func TestWorkerKilledMidWorkflow(t *testing.T) {
 	dir := t.TempDir()
-	flow, err := (&temporaltest.Scenario{Files: map[string]string{"flow.star": `
+	flow := writeFlow(t, dir, `
 flow(output = "after")
 a = step("a", run = ["echo", "before"])
 pause = step("pause", wait = "5s")
 after = step("after", fn = lambda r: r.a.stdout.strip() + " and after")
-`}}).Write(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	q := queue(t)
 	w1, w2 := worker(t, q, nil), worker(t, q, nil)
 	workers := map[int]*proc{w1.cmd.Process.Pid: w1, w2.cmd.Process.Pid: w2}
-	out, stderr, code := skein(t, dir, "run", flow, "--engine", "temporal", "--address", address, "--task-queue", q, "--detach")
-	id := strings.TrimSpace(out)
-	if code != 0 || id == "" {
-		t.Fatalf("skein run --detach: exit %d, stdout %q\nstderr:\n%s", code, out, stderr)
-	}
+	id := detach(t, dir, flow, q)
 	c := newClient(t)
 
 	// Once the timer runs, the worker that started it is the one whose

@@ -109,13 +109,13 @@ func (r *run) evaluate(f *frame, self *graphir.Node, fn starlark.Callable, args 
 	th.Steps = 0
 	th.SetMaxExecutionSteps(r.opts.EvalSteps)
 	r.evalSeq++
+	seq := r.evalSeq
 	r.inEval = g
 	var timer *time.Timer
 	if timeout > 0 {
-		phase, seq := r.phase, r.evalSeq
+		phase := r.phase
 		timer = time.AfterFunc(timeout, func() { r.takeOver(phase, seq, "timeout", onTimeout) })
 	}
-	seq := r.evalSeq
 	r.mem.thread.Store(th)
 	r.mem.seq.Store(seq)
 	r.mu.Unlock()

@@ -14,6 +14,7 @@ package vm
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -119,14 +120,19 @@ func (r *run) offered(n *graphir.Node) []*graphir.Tool {
 // requestToolDef is the definition of request_tool offered to agents when
 // the flow declares a pool.
 func (r *run) requestToolDef() model.ToolDef {
+	return model.ToolDef{Type: "function", Function: model.FunctionDef{Name: RequestToolName,
+		Description: fmt.Sprintf("Ask for a tool you were not given. Available on request: %s. Set confirmed to true only once you are sure you need it; at most %d tools are granted per run.", strings.Join(r.poolNames(), ", "), r.g.MaxGrants),
+		Parameters: map[string]any{"type": "object", "additionalProperties": false, "required": []any{"name", "reason", "confirmed"},
+			"properties": map[string]any{"name": map[string]any{"type": "string"}, "reason": map[string]any{"type": "string"}, "confirmed": map[string]any{"type": "boolean"}}}}}
+}
+
+// poolNames returns the names of the flow's pool (flow(tools=)).
+func (r *run) poolNames() []string {
 	var pool []string
 	for _, t := range r.g.ToolPool {
 		pool = append(pool, t.Name)
 	}
-	return model.ToolDef{Type: "function", Function: model.FunctionDef{Name: RequestToolName,
-		Description: fmt.Sprintf("Ask for a tool you were not given. Available on request: %s. Set confirmed to true only once you are sure you need it; at most %d tools are granted per run.", strings.Join(pool, ", "), r.g.MaxGrants),
-		Parameters: map[string]any{"type": "object", "additionalProperties": false, "required": []any{"name", "reason", "confirmed"},
-			"properties": map[string]any{"name": map[string]any{"type": "string"}, "reason": map[string]any{"type": "string"}, "confirmed": map[string]any{"type": "boolean"}}}}}
+	return pool
 }
 
 // agentTurn asks the model for the next reply of a.
@@ -596,14 +602,8 @@ func (r *run) requestTool(a *agentRun, call model.ToolCall) (bool, string) {
 	if err := json.Unmarshal([]byte(call.Function.Arguments), &args); err != nil {
 		return false, fmt.Sprintf("error: the arguments of request_tool are not a JSON object with name, reason and confirmed: %v", err)
 	}
-	inPool := false
-	var pool []string
-	for _, t := range r.g.ToolPool {
-		pool = append(pool, t.Name)
-		if t.Name == args.Name {
-			inPool = true
-		}
-	}
+	pool := r.poolNames()
+	inPool := slices.Contains(pool, args.Name)
 	refuse := func(why string) (bool, string) {
 		f := fmt.Sprintf("step %q asked for tool %q (%s): refused, %s", n.Name, args.Name, orNone(args.Reason), why)
 		a.rec.Findings = append(a.rec.Findings, f)

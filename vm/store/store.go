@@ -293,7 +293,6 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// storeErr makes SQLite's messages about files readable.
 // retryBusy runs fn again while it fails with SQLITE_BUSY, for at most
 // about ten seconds, waiting a little longer each time.
 func retryBusy(fn func() error) error {
@@ -314,6 +313,7 @@ func isBusy(err error) bool {
 	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
 }
 
+// storeErr makes SQLite's messages about files readable.
 func storeErr(err error) error {
 	msg := err.Error()
 	switch {

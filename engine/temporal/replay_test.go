@@ -11,6 +11,29 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
+// replay replays the history in file, of the workflow with id, and fails
+// t if the workflow decides differently.
+func replay(t *testing.T, file, id string) {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})
+	err = r.ReplayWorkflowHistoryWithOptions(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), h, worker.ReplayWorkflowHistoryOptions{
+		OriginalExecution: workflow.Execution{ID: id},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestReplay replays histories recorded on a Temporal dev server: a change
 // to the VM or the workflow that makes different decisions from the same
 // history fails here, as it would fail every run in flight.
@@ -25,23 +48,7 @@ func TestReplay(t *testing.T) {
 		{"testdata/history_approval.json", "20261201T145136.017Z-5f56c693"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			f, err := os.Open(tc.file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			h, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := worker.NewWorkflowReplayer()
-			r.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})
-			err = r.ReplayWorkflowHistoryWithOptions(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), h, worker.ReplayWorkflowHistoryOptions{
-				OriginalExecution: workflow.Execution{ID: tc.id},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			replay(t, tc.file, tc.id)
 		})
 	}
 }
@@ -55,23 +62,7 @@ func TestReplay(t *testing.T) {
 func TestReplayContinued(t *testing.T) {
 	for _, name := range []string{"1.json", "2.json", "3.json"} {
 		t.Run(name, func(t *testing.T) {
-			f, err := os.Open("testdata/continued/" + name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			h, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := worker.NewWorkflowReplayer()
-			r.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})
-			err = r.ReplayWorkflowHistoryWithOptions(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), h, worker.ReplayWorkflowHistoryOptions{
-				OriginalExecution: workflow.Execution{ID: "continue-replay"},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			replay(t, "testdata/continued/"+name, "continue-replay")
 		})
 	}
 }

@@ -136,31 +136,29 @@ func TestStuckFnFlowTimeout(t *testing.T) {
 	s.finish(t)
 }
 
-// Cancelling a loop of fn steps, or a back-edge loop of them, is a
-// cancellation, not a pruned path (no_route). The signal lands while a fn
-// step runs (here: when it prints), so that step never finishes.
-func TestCancelFnLoops(t *testing.T) {
-	for name, src := range map[string]string{
-		"loop": `
+// printingWork defines work, a fn step body that prints, then computes.
+const printingWork = `
 def work(r):
     print("working")
     n = 0
     for i in range(100):
         n += i
     return n
+`
+
+// Cancelling a loop of fn steps, or a back-edge loop of them, is a
+// cancellation, not a pruned path (no_route). The signal lands while a fn
+// step runs (here: when it prints), so that step never finishes.
+func TestCancelFnLoops(t *testing.T) {
+	for name, src := range map[string]string{
+		"loop": printingWork + `
 b = step("b", fn = work)
 c = step("c", fn = work)
 edge(b, c)
 l = loop("l", body = [b, c], until = lambda it: False, max_iterations = 2000000000)
 chain(START, l, END)
 `,
-		"back-edge": `
-def work(r):
-    print("working")
-    n = 0
-    for i in range(100):
-        n += i
-    return n
+		"back-edge": printingWork + `
 a = step("a", fn = work, max_visits = 2000000000)
 b = step("b", fn = work)
 chain(START, a, b)
@@ -192,15 +190,7 @@ func TestSubflowTemplatedSymlinkRefused(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(outside, "evil.star"), []byte(`step("evil", run = ["true"])`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	g := load(t, map[string]string{"flow.star": `
-flow(inputs = {"which": None})
-child = step("child", flow = "{{ inputs.which }}")
-refused = step("refused", fn = lambda r: r.child.error)
-edge(START, child)
-edge(child, END)
-edge(child, refused, on = "failure")
-edge(refused, END)
-`})
+	g := load(t, map[string]string{"flow.star": templatedChild})
 	dir := filepath.Dir(g.File)
 	if err := os.Symlink(filepath.Join(outside, "evil.star"), filepath.Join(dir, "link.star")); err != nil {
 		t.Fatal(err)

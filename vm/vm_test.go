@@ -442,9 +442,9 @@ child = step("child", flow = "sub/{{ inputs.which }}.star")
 	check(t, res, want{status: vm.Succeeded, output: "from b"})
 }
 
-func TestSubflowTemplatedStaysInRoot(t *testing.T) {
-	files := map[string]string{
-		"flow.star": `
+// templatedChild is a flow whose child flow is the input which; a child
+// refused (a failure) routes to step refused, whose output is its error.
+const templatedChild = `
 flow(inputs = {"which": None})
 child = step("child", flow = "{{ inputs.which }}")
 refused = step("refused", fn = lambda r: r.child.error)
@@ -452,8 +452,12 @@ edge(START, child)
 edge(child, END)
 edge(child, refused, on = "failure")
 edge(refused, END)
-`,
-		"ok.star": `step("x")`,
+`
+
+func TestSubflowTemplatedStaysInRoot(t *testing.T) {
+	files := map[string]string{
+		"flow.star": templatedChild,
+		"ok.star":   `step("x")`,
 	}
 	for which, msg := range map[string]string{
 		"../outside.star": "is outside the flow root",

@@ -665,20 +665,15 @@ func valueText(v starlark.Value, max int) string {
 // (the run stops; its exit handler gets its grace period) and one that the
 // second cancels (the exit handler stops at once).
 func interrupts(parent context.Context) (run, exit context.Context, stop func()) {
-	run, cancelRun := context.WithCancel(parent)
-	exit, cancelExit := context.WithCancel(context.Background())
+	run, exit, next, stopCtx := twoStage(parent)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() {
-		for n := 0; ; n++ {
+		for {
 			select {
 			case <-sigs:
-				if n == 0 {
-					cancelRun()
-				} else {
-					cancelExit()
-				}
+				next()
 			case <-done:
 				return
 			}
@@ -687,8 +682,7 @@ func interrupts(parent context.Context) (run, exit context.Context, stop func())
 	return run, exit, func() {
 		signal.Stop(sigs)
 		close(done)
-		cancelRun()
-		cancelExit()
+		stopCtx()
 	}
 }
 

@@ -186,27 +186,38 @@ func (s *state) decide(now time.Time, d Decision) {
 		refuse(fmt.Sprintf("%d approvals of step %q wait: %s; name one by its scope and visit", len(waiting), d.Step, strings.Join(where, ", ")))
 	case len(closed) > 0:
 		a := closed[len(closed)-1]
-		if a.State == ApprovalApproved || a.State == ApprovalRejected {
-			refuse(fmt.Sprintf("approval %q was already decided: %s", a.Where(), a.Outcome()))
-		} else {
-			refuse(fmt.Sprintf("approval %q is no longer waiting: %s", a.Where(), a.Outcome()))
-		}
+		refuse(fmt.Sprintf("approval %q %s", a.Where(), a.whyClosed()))
 	default:
 		var steps []string
 		for _, a := range s.approvals.Waiting() {
 			steps = append(steps, a.Step)
 		}
-		msg := fmt.Sprintf("step %q is not waiting for a decision", d.Step)
-		if len(steps) == 0 {
-			msg += "; the run waits for no approval"
-		} else {
-			msg += fmt.Sprintf("; the run waits for %s", strings.Join(steps, ", "))
-			if n := graphir.Nearest(d.Step, steps); n != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", n)
-			}
-		}
-		refuse(msg)
+		refuse(fmt.Sprintf("step %q is not waiting for a decision%s", d.Step, waitsFor(d.Step, steps)))
 	}
+}
+
+// whyClosed says why an approval that no longer waits cannot be decided:
+// "was already decided: approved by ann at ...", or "is no longer
+// waiting: timed out at ...".
+func (a *Approval) whyClosed() string {
+	if a.State == ApprovalApproved || a.State == ApprovalRejected {
+		return "was already decided: " + a.Outcome()
+	}
+	return "is no longer waiting: " + a.Outcome()
+}
+
+// waitsFor says, after a decision for step found nothing waiting, what
+// the run waits for instead: the steps that wait (with the nearest to
+// step), or no approval.
+func waitsFor(step string, steps []string) string {
+	if len(steps) == 0 {
+		return "; the run waits for no approval"
+	}
+	msg := "; the run waits for " + strings.Join(steps, ", ")
+	if n := graphir.Nearest(step, steps); n != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", n)
+	}
+	return msg
 }
 
 // receiveDecisions applies the decisions signalled to the run, for as long

@@ -7,8 +7,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-
-	"github.com/skeinlang/skein/graphir"
 )
 
 // Waiting is an approval that waits, with the workflow that waits for it.
@@ -73,22 +71,12 @@ func Locate(ctx context.Context, q QueryFunc, top, step string) (*Waiting, error
 		return nil, fmt.Errorf("run %s waits for %d approvals of step %q: name one as it is shown here: %s", top, len(waiting), step, quoted(where))
 	case len(closed) > 0:
 		a := closed[len(closed)-1]
-		if a.State == ApprovalApproved || a.State == ApprovalRejected {
-			return nil, fmt.Errorf("approval %q of run %s was already decided: %s", a.Where(), top, a.Outcome())
-		}
-		return nil, fmt.Errorf("approval %q of run %s is no longer waiting: %s", a.Where(), top, a.Outcome())
+		return nil, fmt.Errorf("approval %q of run %s %s", a.Where(), top, a.whyClosed())
 	}
 	if step == "" {
 		return nil, fmt.Errorf("run %s waits for no approval", top)
 	}
-	if len(others) == 0 {
-		return nil, fmt.Errorf("step %q of run %s is not waiting for a decision; the run waits for no approval", step, top)
-	}
-	msg := fmt.Sprintf("step %q of run %s is not waiting for a decision; the run waits for %s", step, top, strings.Join(others, ", "))
-	if n := graphir.Nearest(step, others); n != "" {
-		msg += fmt.Sprintf(" (did you mean %q?)", n)
-	}
-	return nil, fmt.Errorf("%s", msg)
+	return nil, fmt.Errorf("step %q of run %s is not waiting for a decision%s", step, top, waitsFor(step, others))
 }
 
 // quoted lists places in quotes: "m[0] › deploy", "m[1] › deploy".

@@ -94,7 +94,7 @@ func (s *Store) Replay(id, fromStep string) (*Replay, error) {
 		}
 	}
 	for _, d := range p.drivers {
-		sort.Slice(d.seq, func(i, j int) bool { return d.seq[i] < d.seq[j] })
+		slices.Sort(d.seq)
 	}
 	return p, nil
 }

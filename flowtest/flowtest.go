@@ -28,14 +28,12 @@ import (
 	"go.starlark.net/syntax"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/stdlib"
 )
 
 // Suffix ends the name of every test file.
 const Suffix = "_test.star"
-
-// MaxFileSize bounds a test file or a module it loads, as for flows.
-const MaxFileSize = 8 << 20
 
 // Options controls a test run.
 type Options struct {
@@ -300,10 +298,10 @@ func (l *loader) load(from *starlark.Thread, file string) (starlark.StringDict, 
 	if strings.HasPrefix(file, graphir.StdPrefix) {
 		src, err = stdlib.StdSource(strings.TrimPrefix(file, graphir.StdPrefix))
 	} else {
-		src, err = readBounded(file)
+		src, err = lang.ReadFile(file)
 	}
 	if err != nil {
-		e.err = &graphir.Error{Code: "load_error", Msg: err.Error(), Pos: graphir.Pos{File: l.show(file)}}
+		e.err = lang.FileError(l.show(file), err)
 		return nil, e.err
 	}
 	th := &starlark.Thread{Name: "load " + file, Load: func(th *starlark.Thread, module string) (starlark.StringDict, error) {
@@ -312,6 +310,12 @@ func (l *loader) load(from *starlark.Thread, file string) (starlark.StringDict, 
 			return nil, err
 		}
 		g, gerr := l.load(th, path)
+		if gerr != nil && gerr.Pos.Line == 0 {
+			// A module that cannot be read or is a cycle: its message
+			// says it all ("cannot load m.star: cannot read m.star: ..."),
+			// as the flow loader words it.
+			return nil, errors.New(gerr.Msg)
+		}
 		if gerr != nil {
 			return nil, gerr
 		}
@@ -396,29 +400,4 @@ func execFile(th *starlark.Thread, file string, src []byte) (starlark.StringDict
 		return nil, err
 	}
 	return prog.Init(th, pre)
-}
-
-// readBounded reads a regular file of at most MaxFileSize bytes.
-func readBounded(file string) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", file)
-	}
-	if st.Size() > MaxFileSize {
-		return nil, fmt.Errorf("%s is larger than %d MiB", file, MaxFileSize>>20)
-	}
-	buf := make([]byte, st.Size())
-	_, err = f.ReadAt(buf, 0)
-	if err != nil && st.Size() > 0 {
-		return nil, err
-	}
-	return buf, nil
 }

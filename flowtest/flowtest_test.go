@@ -275,3 +275,29 @@ def test_within(t):
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
 }
+
+// A test file or a module it loads that is missing, not a regular file or
+// larger than lang.MaxFileSize is refused with the words the flow loader
+// uses for the same file.
+func TestTestFileUnreadable(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"big_test.star":      "",
+		"uses_big_test.star": `load("big_test.star", "x")` + "\n",
+		"missing_test.star":  `load("nope.star", "x")` + "\n",
+	})
+	big := filepath.Join(dir, "big_test.star")
+	if err := os.Truncate(big, lang.MaxFileSize+1); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ file, want string }{
+		{big, big + ": cannot read " + big + ": larger than the limit of 8 MiB [load_error]"},
+		{"/dev/null", "/dev/null: cannot read /dev/null: not a regular file (a character device) [load_error]"},
+		{filepath.Join(dir, "uses_big_test.star"), "uses_big_test.star:1:1: cannot load big_test.star: cannot read " + big + ": larger than the limit of 8 MiB [load_error]"},
+		{filepath.Join(dir, "missing_test.star"), "missing_test.star:1:1: cannot load nope.star: cannot read " + filepath.Join(dir, "nope.star") + ": no such file or directory [load_error]"},
+	} {
+		fr := RunFile(context.Background(), tc.file, Options{})
+		if fr.Err == nil || fr.Err.Code != "load_error" || !strings.HasSuffix(fr.Err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want a load_error ending %q", tc.file, fr.Err, tc.want)
+		}
+	}
+}

@@ -60,7 +60,7 @@ func (o *Options) readFile(name string) ([]byte, error) {
 func Load(file string, opts Options) (*graphir.Graph, error) {
 	src, err := opts.readFile(file)
 	if err != nil {
-		return nil, fileError(file, err)
+		return nil, FileError(file, err)
 	}
 	return LoadSource(file, src, opts)
 }
@@ -73,15 +73,6 @@ func LoadSource(file string, src []byte, opts Options) (*graphir.Graph, error) {
 	}
 	s := &session{opts: opts, root: root, loc: newLocator(), children: map[string]*child{}}
 	return s.loadFlow(file, src, nil)
-}
-
-func fileError(file string, err error) *graphir.Error {
-	msg := err.Error()
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		msg = fmt.Sprintf("cannot read %s: %v", file, pe.Err)
-	}
-	return &graphir.Error{Code: "load_error", Pos: graphir.Pos{File: file}, Msg: msg, Err: err}
 }
 
 // session is the state shared by a flow's load and the loads of its literal
@@ -435,7 +426,7 @@ func (l *loader) loadChild(file string, chain []string, ref *graphir.Template, s
 				// A directory, say: still the step's flow= that is wrong.
 				c.err = &graphir.Error{Code: "subflow_not_found", Msg: fmt.Sprintf("child flow %s cannot be read: %v", path, pe.Err), Err: err}
 			default:
-				c.err = fileError(path, err)
+				c.err = FileError(path, err)
 			}
 		} else {
 			g, err := l.s.loadFlow(path, src, chain)

@@ -6,10 +6,14 @@ package lang
 // out.
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/skeinlang/skein/graphir"
 )
 
 // MaxFileSize is the largest flow, module or inputs file Skein reads.
@@ -45,6 +49,19 @@ func ReadFile(name string) ([]byte, error) {
 		return nil, tooBig
 	}
 	return b, nil
+}
+
+// FileError is the load_error at file for err, an error from [ReadFile]:
+// "cannot read FILE: why" for a file that is missing, not regular or larger
+// than [MaxFileSize], as every loader of flows, modules and test files says
+// it. file is the name to show.
+func FileError(file string, err error) *graphir.Error {
+	msg := err.Error()
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		msg = fmt.Sprintf("cannot read %s: %v", file, pe.Err)
+	}
+	return &graphir.Error{Code: "load_error", Pos: graphir.Pos{File: file}, Msg: msg, Err: err}
 }
 
 func fileKind(m os.FileMode) string {

@@ -108,7 +108,7 @@ func predeclaredCopy() starlark.StringDict {
 func (s *Session) LoadFile(file string) error {
 	src, err := s.opts.readFile(file)
 	if err != nil {
-		return fileError(file, err)
+		return FileError(file, err)
 	}
 	root := s.opts.Root
 	if root == "" {

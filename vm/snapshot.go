@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -663,19 +662,7 @@ func decodeSV(dec *json.Decoder, depth int) (starlark.Value, error) {
 	case string:
 		return starlark.String(t), nil
 	case json.Number:
-		s := string(t)
-		if strings.ContainsAny(s, ".eE") {
-			f, err := strconv.ParseFloat(s, 64)
-			return starlark.Float(f), err
-		}
-		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-			return starlark.MakeInt64(i), nil
-		}
-		i, ok := new(big.Int).SetString(s, 10)
-		if !ok {
-			return nil, fmt.Errorf("bad int %q", s)
-		}
-		return starlark.MakeBigInt(i), nil
+		return stdlib.ParseNumber(string(t))
 	}
 	switch tok.(json.Delim) {
 	case '[':

@@ -224,7 +224,7 @@ func (req *EffectRequest) RunChild(ctx context.Context) *EffectCompletion {
 	}
 	in, err := BindInputs(g, req.ChildInputs)
 	if err != nil {
-		return &EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("child flow %s: %v", path, errMsg(err))}
+		return &EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("child flow %s: %v", path, graphir.AsError(err).Msg)}
 	}
 	res := Prepare(g).Run(ctx, in, req.child.opts)
 	switch res.Status {

@@ -945,11 +945,3 @@ func (r *run) childRun(where []string) *childRun {
 func (r *run) flowChain() []string {
 	return append(append([]string(nil), r.opts.chain...), r.g.File)
 }
-
-func errMsg(err error) string {
-	var ge *graphir.Error
-	if errors.As(err, &ge) {
-		return ge.Msg
-	}
-	return err.Error()
-}

@@ -473,6 +473,20 @@ func TestSubflowTemplatedStaysInRoot(t *testing.T) {
 	check(t, res, want{status: vm.Succeeded, path: []string{"child"}})
 }
 
+// A templated child flow whose inputs do not bind fails its step with the
+// binding's message alone, without its code.
+func TestSubflowTemplatedBadInputs(t *testing.T) {
+	res := runFiles(t, map[string]string{
+		"flow.star":  templatedChild,
+		"needs.star": "flow(name = \"needs\", inputs = {\"n\": None})\nstep(\"x\")",
+	}, map[string]any{"which": "needs.star"}, vm.Options{})
+	check(t, res, want{status: vm.Succeeded, path: []string{"child", "refused"}})
+	want := `/needs.star: flow needs needs input "n"; it declares n (any, required)`
+	if got := goValue(t, res.Output).(string); !strings.HasPrefix(got, "child flow ") || !strings.HasSuffix(got, want) {
+		t.Errorf("error %q, want \"child flow .../needs.star: ...\" ending %q", got, want)
+	}
+}
+
 func TestSubflowFailureRoutes(t *testing.T) {
 	res := runFiles(t, map[string]string{
 		"flow.star": `

@@ -413,7 +413,7 @@ func runShow(ctx context.Context, io stdio, o any, args []string) int {
 	if len(effects) > 0 {
 		fmt.Fprintln(io.out, "effects:")
 		tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
-		for _, e := range effects {
+		for i, e := range effects {
 			took := "-"
 			if !e.Ended.IsZero() {
 				took = e.Ended.Sub(e.Started).Round(time.Millisecond).String()
@@ -422,17 +422,52 @@ func runShow(ctx context.Context, io stdio, o any, args []string) int {
 			if e.Status == "succeeded" && e.Output != nil {
 				detail = string(e.Output)
 			}
-			status := e.Status
-			if status == store.Running && r.HasEnded() {
-				// The run ended without recording how this attempt did
-				// (the store could not be written).
-				status, detail = "unrecorded", "its completion was not recorded"
+			status := effectStatus(r, e, effects[i+1:])
+			switch status {
+			case stInterrupted:
+				detail = "running when the run's process died"
+			case stUnrecorded:
+				detail = "its completion was not recorded"
 			}
 			fmt.Fprintf(tw, "  %s\t%s\tvisit %d\tattempt %d\t%s\t%s\t%s\n", where(e), e.Kind, e.Visit, e.Attempt, status, took, oneLine(detail, 60))
 		}
 		tw.Flush()
 	}
 	return exitOK
+}
+
+// How show and logs name an attempt that the journal still has as running
+// but that is not running any more.
+const (
+	// stInterrupted: the run's process died while the attempt ran (the
+	// run is interrupted, or was resumed and ran the attempt again).
+	stInterrupted = "interrupted"
+	// stUnrecorded: the run ended without recording how the attempt
+	// ended (the store could not be written).
+	stUnrecorded = "unrecorded"
+)
+
+// effectStatus is the status to show for attempt e of run r: its recorded
+// one, except for an attempt recorded as running that is not running: its
+// run's process is gone (the run is interrupted), a later attempt of the
+// same visit was started (the run was resumed after its process died), or
+// the run has ended. later are the effects recorded after e.
+func effectStatus(r *store.Run, e *store.Effect, later []*store.Effect) string {
+	if e.Status != store.Running {
+		return e.Status
+	}
+	if r.Status == store.Interrupted {
+		return stInterrupted
+	}
+	for _, l := range later {
+		if l.Path == e.Path && l.Step == e.Step && l.Visit == e.Visit && l.Attempt > e.Attempt {
+			return stInterrupted
+		}
+	}
+	if r.HasEnded() {
+		return stUnrecorded
+	}
+	return store.Running
 }
 
 // where is an effect's step with its scope: "per_file[2] › lint".
@@ -465,7 +500,7 @@ func partialResult(r *store.Run, effects []*store.Effect) json.RawMessage {
 	var names []string
 	steps := map[string]*stepObj{}
 	path := []string{}
-	for _, e := range effects {
+	for i, e := range effects {
 		s := steps[e.Step]
 		if s == nil {
 			s = &stepObj{}
@@ -476,10 +511,19 @@ func partialResult(r *store.Run, effects []*store.Effect) json.RawMessage {
 			path = append(path, e.Step)
 		}
 		s.Visits = max(s.Visits, e.Visit)
-		s.Status, s.Error, s.Code = e.Status, nil, ""
+		s.Status, s.Error, s.Code = effectStatus(r, e, effects[i+1:]), nil, ""
 		switch {
 		case e.Kind == "task" || e.Kind == "shell":
-			b, _ := json.Marshal(map[string]any{"stdout": e.Stdout, "stderr": e.Stderr, "exit_code": e.ExitCode, "error": nilIfEmpty(e.Error)})
+			// The shape of a task's output in a result: error and code
+			// are null there (the step's own error and code say why it
+			// failed).
+			b, _ := json.Marshal(struct {
+				Stdout   string `json:"stdout"`
+				Stderr   string `json:"stderr"`
+				ExitCode int    `json:"exit_code"`
+				Error    any    `json:"error"`
+				Code     any    `json:"code"`
+			}{e.Stdout, e.Stderr, e.ExitCode, nil, nil})
 			s.Output = b
 		case e.Output != nil:
 			s.Output = e.Output
@@ -515,13 +559,6 @@ func partialResult(r *store.Run, effects []*store.Effect) json.RawMessage {
 	}
 	b.WriteString("}}")
 	return json.RawMessage(b.String())
-}
-
-func nilIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
 
 // jsonIndent writes the result object indented, with the store's status
@@ -569,13 +606,22 @@ func runLogs(ctx context.Context, io stdio, o any, args []string) int {
 	printed := 0
 	var steps []string
 	for {
+		// The run's status is read before its effects, so that once it is
+		// seen not running, the effects read after it are all there are.
+		cur, err := st.Get(r.ID)
+		if err != nil {
+			fmt.Fprintf(io.err, "skein logs: %v\n", err)
+			return exitFail
+		}
+		live := opts.follow && cur.Status == store.Running
 		effects, err := st.Effects(r.ID, last)
 		if err != nil {
 			fmt.Fprintf(io.err, "skein logs: %v\n", err)
 			return exitFail
 		}
-		for _, e := range effects {
-			if e.Status == store.Running && opts.follow {
+		for i, e := range effects {
+			status := effectStatus(cur, e, effects[i+1:])
+			if status == store.Running && live {
 				break // print in order: wait for it
 			}
 			last = e.ID
@@ -589,7 +635,6 @@ func runLogs(ctx context.Context, io stdio, o any, args []string) int {
 				continue
 			}
 			printed++
-			status := e.Status
 			if e.Status == "failed" && e.Error != "" {
 				status += ": " + e.Error
 			}
@@ -612,20 +657,10 @@ func runLogs(ctx context.Context, io stdio, o any, args []string) int {
 				}
 			}
 		}
-		if !opts.follow {
+		if !live {
+			// Not following, or the run is no longer running: what was
+			// read after its status is everything.
 			break
-		}
-		cur, err := st.Get(r.ID)
-		if err != nil {
-			fmt.Fprintf(io.err, "skein logs: %v\n", err)
-			return exitFail
-		}
-		if cur.Status != store.Running {
-			// One more pass picks up what was committed just before the end.
-			if more, _ := st.Effects(r.ID, last); len(more) == 0 {
-				break
-			}
-			continue
 		}
 		select {
 		case <-ctx.Done():

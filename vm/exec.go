@@ -522,23 +522,34 @@ func (r *run) completed(c *completion) {
 }
 
 // cancelledStep records step c.n as cancelled, keeping what it produced
-// so far: a task's output up to the signal, a child flow's run.
+// so far: a task's output up to the signal, a child flow's run. Its visit
+// ends here, so the time it ran counts in its duration and step_finished
+// reports it, whatever its kind (a wait, a child flow, a model call...).
 func (r *run) cancelledStep(c *completion, o *outcome) {
 	rec := r.recs[c.n.ID]
-	rec.Status = StepCancelled
-	if o == nil {
-		return
+	rec.Status, rec.Error, rec.Code = StepCancelled, "cancelled", "cancelled"
+	st := c.f.state(r, c.n.ID)
+	var took time.Duration
+	var now time.Time
+	if st.started != 0 {
+		now = r.now()
+		took = time.Duration(now.UnixNano() - st.started)
+		rec.Duration += took
+		st.started = 0
 	}
-	if o.child != nil {
-		rec.Child = o.child
+	var output starlark.Value
+	if o != nil {
+		if o.child != nil {
+			rec.Child = o.child
+		}
+		if o.task {
+			rec.Output, rec.Truncated = o.value, o.trunc
+			output = o.value
+		}
 	}
-	if !o.task {
-		return
-	}
-	rec.Output, rec.Truncated, rec.Error, rec.Code = o.value, o.trunc, "cancelled", "cancelled"
 	if r.events {
-		r.emit(Event{Type: StepFinished, Scope: c.f.scopePath(), Step: c.n.Name, Kind: c.n.Kind.String(),
-			Status: string(StepCancelled), Code: "cancelled", Error: "cancelled", Output: o.value})
+		r.emit(Event{Type: StepFinished, Time: now, Scope: c.f.scopePath(), Step: c.n.Name, Kind: c.n.Kind.String(), Visit: int(st.visits),
+			Status: string(StepCancelled), Code: "cancelled", Error: "cancelled", Duration: took, Output: output})
 	}
 }
 

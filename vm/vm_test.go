@@ -613,6 +613,58 @@ func TestCancelled(t *testing.T) {
 	}
 }
 
+// A step cancelled while it runs ends its visit: whatever its kind, it
+// gets a step_finished event with its visit and the time it ran, and its
+// record says cancelled (it used to get no event unless it was a task, and
+// a duration of 0).
+func TestCancelledStepEvents(t *testing.T) {
+	g := load(t, map[string]string{"flow.star": `
+t = step("t", run = ["sleep", "30"])
+w = step("w", wait = "1h")
+edge(START, t)
+edge(START, w)
+edge(t, END)
+edge(w, END)
+`})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	started, finished := map[string]bool{}, map[string]vm.Event{}
+	res, err := vm.Run(ctx, g, nil, vm.Options{OnEvent: func(ev vm.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev.Type {
+		case vm.StepStarted:
+			started[ev.Step] = true
+			if started["t"] && started["w"] {
+				cancel()
+			}
+		case vm.StepFinished:
+			finished[ev.Step] = ev
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, res, want{status: vm.Cancelled, code: "cancelled"})
+	for _, name := range []string{"t", "w"} {
+		ev, ok := finished[name]
+		if !ok {
+			t.Errorf("no step_finished event for cancelled step %q", name)
+			continue
+		}
+		if ev.Status != "cancelled" || ev.Code != "cancelled" || ev.Visit != 1 || ev.Duration <= 0 || ev.Time.IsZero() {
+			t.Errorf("step_finished of %q: status %q code %q visit %d duration %s time %s; want cancelled, cancelled, 1, more than 0, set",
+				name, ev.Status, ev.Code, ev.Visit, ev.Duration, ev.Time)
+		}
+		rec := res.Step(name)
+		if rec.Status != vm.StepCancelled || rec.Code != "cancelled" || rec.Error != "cancelled" || rec.Duration <= 0 {
+			t.Errorf("record of %q: status %s code %q error %q duration %s; want cancelled, cancelled, cancelled, more than 0",
+				name, rec.Status, rec.Code, rec.Error, rec.Duration)
+		}
+	}
+}
+
 func TestSubflowGuards(t *testing.T) {
 	t.Run("cycle", func(t *testing.T) {
 		res := runFiles(t, map[string]string{

@@ -331,6 +331,11 @@ func execute(ctx context.Context, io stdio, g *graphir.Graph, inputs *stdlib.Map
 	if prog != nil {
 		prog.stop()
 		prog.summary(res)
+		if rec != nil {
+			// The id skein show, logs, resume and approve take, as the
+			// REPL and watch print it.
+			fmt.Fprintf(io.out, "  run:    %s\n", res.RunID)
+		}
 	}
 	if asJSON {
 		if err := res.WriteJSON(io.out, "  "); err != nil {

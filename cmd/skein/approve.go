@@ -167,7 +167,8 @@ func init() {
 --reject rejected (the step fails with code rejected, which on = "failure"
 can route). STEP may be left out when the run waits for one approval only. A
 decision is recorded once: a second one is refused, saying what was decided,
-by whom and when. --by defaults to $USER. --resume then continues the run in
+by whom and when. --by defaults to $SKEIN_USER, else $USER, else $LOGNAME.
+--resume then continues the run in
 the foreground, as skein resume does.
 
 With --engine temporal, RUN is the id of a run on Temporal (the workflow id
@@ -183,7 +184,7 @@ with --resume, as skein resume.`,
 			o := &approveOptions{}
 			fs.BoolVar(&o.reject, "reject", false, "reject instead of approving")
 			fs.StringVar(&o.reason, "reason", "", "why, recorded with the decision")
-			fs.StringVar(&o.by, "by", "", "who decides (default $USER)")
+			fs.StringVar(&o.by, "by", "", "who decides (default $SKEIN_USER, else $USER, else $LOGNAME)")
 			fs.BoolVar(&o.resume, "resume", false, "continue the run once the decision is recorded")
 			fs.BoolVar(&o.noPrompt, "no-prompt", false, "with --resume: park on further approvals instead of asking on the terminal")
 			storeFlag(fs, &o.store)

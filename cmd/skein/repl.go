@@ -132,6 +132,10 @@ func runRepl(ctx context.Context, sio stdio, o any, args []string) int {
 		fmt.Fprintln(sio.err, "skein repl: want at most one flow\nusage: skein repl [FLOW]")
 		return exitUsage
 	}
+	if err := storeConflict("repl", opts.store, opts.noStore); err != nil {
+		fmt.Fprintln(sio.err, err)
+		return exitUsage
+	}
 	r := &repl{ctx: ctx, io: sio, root: opts.root, opts: opts}
 	r.sess = lang.NewSession(".", lang.Options{Root: opts.root, Print: r.print})
 

@@ -42,7 +42,7 @@ type resumeOptions struct {
 func init() {
 	register(&command{
 		name:    "resume",
-		args:    "RUN [--from STEP] [--reload] [--json] [--events] [--parallel N] [--timeout D] [--max-load-steps N] [--cassette F [--replay-only]] [--max-tokens N]",
+		args:    "RUN [--from STEP] [--reload] [--json | --events] [--no-prompt] [--parallel N] [--timeout D] [--max-load-steps N] [--cassette F [--replay-only]] [--max-tokens N]",
 		summary: "continue a recorded run after a failure, a crash or an approval",
 		long: `Continues a run from its record. Every task, shell or other effect whose
 successful completion was recorded is not run again: its recorded outcome is
@@ -71,7 +71,7 @@ Exit status: as skein run; 1 also when the run is not found or still running.`,
 			o := &resumeOptions{fs: fs}
 			fs.IntVarP(&o.parallel, "parallel", "p", 0, "task, shell and model-call steps run at once (default: as recorded)")
 			fs.DurationVar(&o.timeout, "timeout", 0, "stop the run after this long (default: as recorded)")
-			defineMaxLoadSteps(fs, &o.maxLoad)
+			fs.Uint64Var(&o.maxLoad, "max-load-steps", 0, "Starlark steps loading the flow may take, for flows that generate very many steps (default: as recorded)")
 			fs.StringVar(&o.cassette, "cassette", "", "answer model calls from this file and record new ones into it (default: as recorded)")
 			fs.BoolVar(&o.replayOnly, "replay-only", false, "answer model calls only from the cassette (default: as recorded)")
 			fs.IntVar(&o.maxTokens, "max-tokens", 0, "bound the tokens the run's model calls may spend (default: as recorded)")
@@ -119,6 +119,8 @@ func (o *resumeOptions) check() error {
 		return fmt.Errorf("--max-tokens must be at least 1, got %d", o.maxTokens)
 	case o.changed("cassette") && o.cassette == "":
 		return fmt.Errorf("--cassette wants a file")
+	case o.json && o.events:
+		return fmt.Errorf("--json and --events do not go together: --json prints one object when the run ends, --events one line per event as it goes")
 	}
 	return nil
 }

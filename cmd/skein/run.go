@@ -182,6 +182,14 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintf(io.err, "skein run: --timeout must not be negative, got %s\n", opts.timeout)
 		return exitUsage
 	}
+	if opts.json && opts.events {
+		fmt.Fprintln(io.err, "skein run: --json and --events do not go together: --json prints one object when the run ends, --events one line per event as it goes")
+		return exitUsage
+	}
+	if err := storeConflict("run", opts.store, opts.noStore); err != nil {
+		fmt.Fprintln(io.err, err)
+		return exitUsage
+	}
 	if err := opts.engineFlags.check("run"); err != nil {
 		fmt.Fprintln(io.err, err)
 		return exitUsage

@@ -142,6 +142,15 @@ func (s *sourceRecorder) sources() []store.Source {
 	return append([]store.Source(nil), s.files...)
 }
 
+// storeConflict refuses --store given with --no-store: the run would
+// otherwise go unrecorded although a store was named.
+func storeConflict(cmd, store string, noStore bool) error {
+	if store != "" && noStore {
+		return fmt.Errorf("skein %s: --store and --no-store do not go together: --store PATH records the run in PATH, --no-store records nothing", cmd)
+	}
+	return nil
+}
+
 // storeFlag defines --store on a command that names no flow.
 func storeFlag(fs *pflag.FlagSet, p *string) {
 	fs.StringVar(p, "store", "", "the run store (default: $SKEIN_STORE, else the nearest .skein/runs.db at or above the current directory)")

@@ -96,6 +96,10 @@ func runWatch(ctx context.Context, sio stdio, o any, args []string) int {
 		fmt.Fprintln(sio.err, "skein watch: want exactly one flow\nusage: skein watch FLOW [--run] [--input k=v]...")
 		return exitUsage
 	}
+	if err := storeConflict("watch", opts.store, opts.noStore); err != nil {
+		fmt.Fprintln(sio.err, err)
+		return exitUsage
+	}
 	if _, err := os.Stat(args[0]); err != nil {
 		fmt.Fprintf(sio.err, "skein watch: %v\n", err)
 		return exitUsage

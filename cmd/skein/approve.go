@@ -168,8 +168,7 @@ func init() {
 can route). STEP may be left out when the run waits for one approval only. A
 decision is recorded once: a second one is refused, saying what was decided,
 by whom and when. --by defaults to $SKEIN_USER, else $USER, else $LOGNAME.
---resume then continues the run in
-the foreground, as skein resume does.
+--resume then continues the run in the foreground, as skein resume does.
 
 With --engine temporal, RUN is the id of a run on Temporal (the workflow id
 skein run --engine temporal --detach prints) and the decision goes to it as

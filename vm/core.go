@@ -362,7 +362,7 @@ func (r *run) startWait(f *frame, n *graphir.Node) {
 // clock costs more than a noop step, so steps that finish without waiting
 // are timed only when someone watches the events.
 func (r *run) timed(n *graphir.Node) bool {
-	return r.events || isAsync(n) || n.HasBody()
+	return r.events || effectOf(n) != noEffect || n.HasBody()
 }
 
 // finish records how step n ended in frame f and follows its edges.

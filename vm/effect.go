@@ -268,7 +268,7 @@ func (r *run) request(f *frame, n *graphir.Node) *EffectRequest {
 func (r *run) startEffect(f *frame, n *graphir.Node, req *EffectRequest) {
 	s := f.execScope(r)
 	r.running++
-	c := &completion{f: f, n: n, req: req, slot: doesWork(n, req)}
+	c := &completion{f: f, n: n, req: req, slot: takesSlot(n, req)}
 	if c.slot {
 		if r.reserved {
 			r.reserved = false // dispatch took it

@@ -409,9 +409,9 @@ func (r *run) dispatch() {
 			r.queue.pop()
 			continue
 		}
-		// The budget is the run tree's: child flows, timers and approvals
-		// do no work and take no slot.
-		reserved := isAsync(t.n) && doesWork(t.n, nil)
+		// The budget is the run tree's; only an effect that works takes
+		// a slot.
+		reserved := effectOf(t.n) == working
 		if reserved && !r.opts.slots.reserve(r.inbox.wake) {
 			return
 		}
@@ -430,16 +430,6 @@ func (r *run) dispatch() {
 			r.opts.slots.give()
 		}
 	}
-}
-
-func isAsync(n *graphir.Node) bool {
-	switch n.Kind {
-	case graphir.KindTask, graphir.KindShell, graphir.KindSubflow, graphir.KindWait, graphir.KindLLM, graphir.KindApproval, graphir.KindAgent:
-		return true
-	case graphir.KindRouter:
-		return n.Prompt != nil
-	}
-	return false
 }
 
 // completed feeds finished async work back to the core.

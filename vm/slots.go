@@ -58,17 +58,46 @@ func (s *slots) give() {
 	}
 }
 
-// doesWork reports whether an effect of step n takes a slot: child flows,
-// waits and approvals do no work of their own.
-func doesWork(n *graphir.Node, req *EffectRequest) bool {
-	if req != nil && req.Tool != "" {
+// effect is what running a step asks of the world outside the core.
+type effect int
+
+const (
+	// noEffect: the step finishes inside the core (fn, noop, a router
+	// without a prompt, loops and maps, whose bodies are steps).
+	noEffect effect = iota
+	// waiting: the outcome comes from elsewhere or from time (child
+	// flows, waits, approvals); the step takes no slot of the budget, and
+	// a child flow's own steps take theirs.
+	waiting
+	// working: the step's effect does work (tasks, shells, model calls,
+	// agents, a router with a prompt) and takes a slot while it runs.
+	working
+)
+
+// effectOf says what effect step n has.
+func effectOf(n *graphir.Node) effect {
+	switch n.Kind {
+	case graphir.KindTask, graphir.KindShell, graphir.KindLLM, graphir.KindAgent:
+		return working
+	case graphir.KindSubflow, graphir.KindWait, graphir.KindApproval:
+		return waiting
+	case graphir.KindRouter:
+		if n.Prompt != nil {
+			return working
+		}
+	}
+	return noEffect
+}
+
+// takesSlot reports whether the effect req of step n, as it starts, takes
+// a slot: every effect does but those of a waiting step (a judged loop is
+// no effect itself, but its judge is a model call, which works), and an
+// agent's tool call takes one as its tool would.
+func takesSlot(n *graphir.Node, req *EffectRequest) bool {
+	if req.Tool != "" {
 		return req.Kind != graphir.KindSubflow // a flow= tool's child takes slots for its own work
 	}
-	switch n.Kind {
-	case graphir.KindSubflow, graphir.KindWait, graphir.KindApproval:
-		return false
-	}
-	return true
+	return effectOf(n) != waiting
 }
 
 // queued is an effect of a running step waiting for a slot: an agent's
@@ -85,7 +114,7 @@ type queued struct {
 // its own, else after the effects queued before it. The step holds no slot
 // while its effects wait, so waiting can never deadlock the budget.
 func (r *run) startGated(f *frame, n *graphir.Node, req *EffectRequest) {
-	if r.reserved || !doesWork(n, req) {
+	if r.reserved || !takesSlot(n, req) {
 		r.startEffect(f, n, req)
 		return
 	}

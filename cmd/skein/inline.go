@@ -186,6 +186,103 @@ func fdLine(fd int) lineReader {
 	}
 }
 
+// sessionRun is a run the REPL's :run or watch --run starts, built as
+// skein run builds one: progress, approvals asked inline when there are
+// answers to read, child flows loaded from disk, and a record in the store.
+type sessionRun struct {
+	g      *graphir.Graph
+	inputs *stdlib.Map
+	opts   vm.Options
+	prog   *progress
+	rec    *store.Recorder // nil: not recorded
+	setup  *runSetup
+}
+
+// runSetup is what the REPL and watch each decide about their runs.
+type runSetup struct {
+	out  io.Writer // progress and summary
+	errw io.Writer // why a run cannot start or be recorded
+	tty  bool
+	// answers reads approval decisions; nil parks runs on approvals.
+	answers lineReader
+	echo    bool // print each answer read (a script piped in)
+	exitCtx context.Context
+	// record keeps the run in the store (--store, else as skein run finds
+	// it); a store that cannot be written suggests noStoreFlag.
+	record      bool
+	store       string
+	noStoreFlag string
+	// file and sources are what the run is recorded as.
+	file    string
+	sources []store.Source
+	// typed: the flow was typed in, so skein resume cannot continue it.
+	typed bool
+}
+
+// newSessionRun builds a run of g with inputs. When it cannot (the models
+// cannot be called, the store cannot be written) it says why on errw and
+// returns nil.
+func newSessionRun(s *runSetup, g *graphir.Graph, inputs *stdlib.Map) *sessionRun {
+	if !modelsCallable(s.errw, g) {
+		return nil
+	}
+	sr := &sessionRun{g: g, inputs: inputs, prog: newProgress(s.out, s.tty), setup: s}
+	sr.opts = vm.Options{OnEvent: sr.prog.event, LoadFlow: loadChild, ExitCtx: s.exitCtx}
+	ap := &approver{inner: vm.Local{}}
+	if s.answers != nil {
+		ap.inline = &inlineAsker{out: s.out, read: s.answers, hold: sr.prog.hold, echo: s.echo}
+	}
+	sr.opts.Effects = ap
+	if s.record {
+		rec, err := beginRecord(s.store, g, s.file, s.sources, inputs)
+		if err != nil {
+			writeError(s.errw, err)
+			fmt.Fprintf(s.errw, "not run: the run store cannot be written (%s runs without it)\n", s.noStoreFlag)
+			return nil
+		}
+		recordRun(&sr.opts, rec, ap)
+		sr.rec = rec
+	}
+	return sr
+}
+
+// start starts the run under ctx; its result arrives on the channel once
+// it has ended and its record is finished.
+func (sr *sessionRun) start(ctx context.Context) <-chan *vm.Result {
+	sr.prog.start()
+	done := make(chan *vm.Result, 1)
+	go func() {
+		res := vm.Prepare(sr.g).Run(ctx, sr.inputs, sr.opts)
+		if sr.rec != nil {
+			if err := sr.rec.Finish(res); err != nil {
+				writeError(sr.setup.errw, err)
+			}
+			sr.rec.Store().Close()
+		}
+		done <- res
+	}()
+	return done
+}
+
+// report ends the progress and prints the summary of res, its run ID and
+// how to decide each approval it waits for.
+func (sr *sessionRun) report(res *vm.Result) {
+	sr.prog.stop()
+	sr.prog.summary(res)
+	if sr.rec == nil {
+		return
+	}
+	out := sr.setup.out
+	fmt.Fprintf(out, "  run:    %s\n", res.RunID)
+	for _, p := range res.Pending {
+		if sr.setup.typed {
+			fmt.Fprintf(out, "waiting: %q has no decision; this flow was typed in, so skein resume cannot continue the run: :run again\n", p.Step)
+			continue
+		}
+		fmt.Fprintf(out, "waiting: skein approve %s %s --resume\n", res.RunID, p.Step)
+	}
+}
+
 // beginRecord opens the store for g (storeFlag, else $SKEIN_STORE, else
 // the nearest .skein at or above the flow root) and begins the record of a
 // run of g from file (recorded as the run's file) and sources. The caller

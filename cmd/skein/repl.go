@@ -598,66 +598,38 @@ func (r *repl) run(args []string) {
 		r.printError(err)
 		return
 	}
-	if !modelsCallable(r.io.err, g) {
-		return
-	}
-	prog := newProgress(r.io.out, isTerminal(r.io.out))
 	// Ctrl-C cancels the run; a second one stops its exit handler.
 	ctx, exitCtx, interrupt, stop := twoStage(r.ctx)
 	defer stop()
-	opts := vm.Options{OnEvent: prog.event, LoadFlow: loadChild, ExitCtx: exitCtx}
-	ap := &approver{inner: vm.Local{}}
+	setup := &runSetup{out: r.io.out, errw: r.io.err, tty: isTerminal(r.io.out), echo: !r.tty, exitCtx: exitCtx,
+		record: !r.opts.noStore, store: r.opts.store, noStoreFlag: "skein repl --no-store"}
 	if !r.opts.noPrompt {
-		ap.inline = &inlineAsker{out: r.io.out, read: r.answers, hold: prog.hold, echo: !r.tty}
+		setup.answers = r.answers
 	}
-	opts.Effects = ap
-	var rec *store.Recorder
-	typed := false
-	if !r.opts.noStore {
-		file, sources := r.recordedAs(g)
-		typed = filepath.Base(file) == lang.ChunkFile
-		if rec, err = beginRecord(r.opts.store, g, file, sources, inputs); err != nil {
-			r.printError(err)
-			fmt.Fprintln(r.io.err, "not run: the run store cannot be written (skein repl --no-store runs without it)")
-			return
-		}
-		defer rec.Store().Close()
-		recordRun(&opts, rec, ap)
+	if setup.record {
+		setup.file, setup.sources = r.recordedAs(g)
+		setup.typed = filepath.Base(setup.file) == lang.ChunkFile
+	}
+	sr := newSessionRun(setup, g, inputs)
+	if sr == nil {
+		return
 	}
 	for len(r.sigint) > 0 { // a Ctrl-C from before is not for this run
 		<-r.sigint
 	}
-	prog.start()
-	done := make(chan *vm.Result, 1)
-	go func() { done <- vm.Prepare(g).Run(ctx, inputs, opts) }()
+	done := sr.start(ctx)
 	var res *vm.Result
 	for n := 0; res == nil; {
 		select {
 		case res = <-done:
 		case <-r.sigint:
 			if n++; n == 1 && g.OnExit != graphir.None {
-				prog.note("cancelling the run: its exit handler has up to 30s (Ctrl-C again stops it)")
+				sr.prog.note("cancelling the run: its exit handler has up to 30s (Ctrl-C again stops it)")
 			}
 			interrupt()
 		}
 	}
-	if rec != nil {
-		if err := rec.Finish(res); err != nil {
-			r.printError(err)
-		}
-	}
-	prog.stop()
-	prog.summary(res)
-	if rec != nil {
-		fmt.Fprintf(r.io.out, "  run:    %s\n", res.RunID)
-		for _, p := range res.Pending {
-			if typed {
-				fmt.Fprintf(r.io.out, "waiting: %q has no decision; this flow was typed in, so skein resume cannot continue the run: :run again\n", p.Step)
-				continue
-			}
-			fmt.Fprintf(r.io.out, "waiting: skein approve %s %s --resume\n", res.RunID, p.Step)
-		}
-	}
+	sr.report(res)
 	r.last = res
 }
 

@@ -28,7 +28,6 @@ import (
 	"github.com/skeinlang/skein/flowtest"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
-	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
 )
 
@@ -408,51 +407,21 @@ func (w *watcher) startRun(ctx context.Context, g *graphir.Graph) {
 		fmt.Fprintln(w.cfg.out, "not run: fix the inputs and save again")
 		return
 	}
-	if !modelsCallable(w.cfg.out, g) {
-		return
-	}
-	prog := newProgress(w.cfg.out, w.cfg.tty)
 	exitCtx, cancelExit := context.WithCancel(context.Background())
-	opts := vm.Options{OnEvent: prog.event, LoadFlow: loadChild, ExitCtx: exitCtx}
-	ap := &approver{inner: vm.Local{}}
-	if w.cfg.answers != nil {
-		ap.inline = &inlineAsker{out: w.cfg.out, read: w.cfg.answers, hold: prog.hold}
-	}
-	opts.Effects = ap
-	var rec *store.Recorder
-	if !w.cfg.noStore {
-		if rec, err = beginRecord(w.cfg.store, g, absPath(g.File), w.sources, inputs); err != nil {
-			writeError(w.cfg.out, err)
-			fmt.Fprintln(w.cfg.out, "not run: the run store cannot be written (--no-store runs without it)")
-			cancelExit()
-			return
-		}
-		recordRun(&opts, rec, ap)
+	sr := newSessionRun(&runSetup{out: w.cfg.out, errw: w.cfg.out, tty: w.cfg.tty, answers: w.cfg.answers, exitCtx: exitCtx,
+		record: !w.cfg.noStore, store: w.cfg.store, noStoreFlag: "--no-store", file: absPath(g.File), sources: w.sources}, g, inputs)
+	if sr == nil {
+		cancelExit()
+		return
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	w.cancelRun, w.cancelExit, w.runDone = cancel, cancelExit, done
-	w.hasExit, w.prog = g.OnExit != graphir.None, prog
-	prog.start()
+	w.hasExit, w.prog = g.OnExit != graphir.None, sr.prog
+	res := sr.start(ctx)
 	go func() {
 		defer close(done)
-		res := vm.Prepare(g).Run(ctx, inputs, opts)
-		if rec != nil {
-			if err := rec.Finish(res); err != nil {
-				writeError(w.cfg.out, err)
-			}
-			rec.Store().Close()
-		}
-		prog.stop()
-		prog.summary(res)
-		if rec != nil {
-			fmt.Fprintf(w.cfg.out, "  run:    %s\n", res.RunID)
-		}
-		if res.Status == vm.Waiting {
-			for _, p := range res.Pending {
-				fmt.Fprintf(w.cfg.out, "waiting: skein approve %s %s --resume\n", res.RunID, p.Step)
-			}
-		}
+		sr.report(<-res)
 	}()
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
@@ -320,11 +321,12 @@ func modelsCallable(w io.Writer, g *graphir.Graph) bool {
 	return true
 }
 
-// diskSources are the texts of g's files as they are on disk now.
+// diskSources are the texts of g's files as they are on disk now, those
+// that can still be read as a flow is (lang.ReadFile).
 func diskSources(g *graphir.Graph) []store.Source {
 	var sources []store.Source
 	for _, f := range g.Files {
-		if text, err := os.ReadFile(f); err == nil {
+		if text, err := lang.ReadFile(f); err == nil {
 			sources = append(sources, store.Source{Path: absPath(f), Text: text})
 		}
 	}

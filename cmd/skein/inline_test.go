@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/vm/store"
 )
 
@@ -281,4 +285,26 @@ chain(START, gate, END)
 	term.expect("\r\n42\r\n")
 	term.expect(">>> ")
 	term.exit()
+}
+
+// The sources recorded for a flow typed in are read as a flow is: a file
+// that has since grown past the limit, gone or become a device is left out
+// rather than read into the store whole.
+func TestDiskSourcesBounded(t *testing.T) {
+	dir := t.TempDir()
+	small, big := filepath.Join(dir, "flow.star"), filepath.Join(dir, "big.star")
+	if err := os.WriteFile(small, []byte(`step("a")`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(big, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, lang.MaxFileSize+1); err != nil {
+		t.Fatal(err)
+	}
+	g := &graphir.Graph{Files: []string{small, big, filepath.Join(dir, "gone.star"), "/dev/null"}}
+	want := []store.Source{{Path: small, Text: []byte(`step("a")`)}}
+	if diff := cmp.Diff(want, diskSources(g)); diff != "" {
+		t.Errorf("sources (-want +got):\n%s", diff)
+	}
 }

@@ -56,8 +56,9 @@ func (s *stuck) finish(t *testing.T) {
 }
 
 // runStuck runs g with the given context and options, failing the test if
-// Run does not return: the hang that abandoning evaluations prevents. The
-// deadline only detects a hang; nothing here measures speed.
+// Run does not return: the hang that abandoning evaluations, or killing
+// timed-out tasks, prevents. The deadline only detects a hang; nothing
+// here measures speed.
 func runStuck(t *testing.T, ctx context.Context, g *graphir.Graph, opts vm.Options, inputs ...map[string]starlark.Value) *vm.Result {
 	t.Helper()
 	done := make(chan *vm.Result, 1)
@@ -76,7 +77,7 @@ func runStuck(t *testing.T, ctx context.Context, g *graphir.Graph, opts vm.Optio
 	case res := <-done:
 		return res
 	case <-time.After(60 * time.Second):
-		t.Fatal("Run did not return while an evaluation was stuck")
+		t.Fatal("Run did not return within 60s: an evaluation or a task was not stopped")
 		return nil
 	}
 }

@@ -48,10 +48,10 @@ type command struct {
 	long    string
 	flags   func(fs *pflag.FlagSet) any // defines flags, returns the options they fill
 	run     func(ctx context.Context, io stdio, opts any, args []string) int
-	// help, if set, adds to the help that --help prints, given the
-	// arguments before it (run lists the inputs of FLOW); it returns the
-	// exit status.
-	help func(w io.Writer, opts any, args []string) int
+	// help, if set, adds to the help that --help prints (on io.out), given
+	// the arguments before it (run lists the inputs of FLOW); it returns
+	// the exit status.
+	help func(io stdio, opts any, args []string) int
 }
 
 var commands = map[string]*command{}
@@ -88,7 +88,10 @@ func Main(ctx context.Context, args []string, io stdio) int {
 	fs := pflag.NewFlagSet("skein "+c.name, pflag.ContinueOnError)
 	fs.SetOutput(io.err)
 	fs.SortFlags = false
-	fs.Usage = func() { printCommandHelp(io.err, c, fs) }
+	// pflag calls Usage only for --help (with ContinueOnError a bad flag
+	// is returned, not printed), and help asked for goes to stdout, as
+	// 'skein help COMMAND' does: skein run --help | less works.
+	fs.Usage = func() { printCommandHelp(io.out, c, fs) }
 	var opts any
 	if c.flags != nil {
 		opts = c.flags(fs)
@@ -96,7 +99,7 @@ func Main(ctx context.Context, args []string, io stdio) int {
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			if c.help != nil {
-				return c.help(io.err, opts, helpArgs(fs.Args(), args[1:]))
+				return c.help(io, opts, helpArgs(fs.Args(), args[1:]))
 			}
 			return exitOK
 		}
@@ -169,7 +172,7 @@ func printHelp(w io.Writer) {
 }
 
 func printCommandHelp(w io.Writer, c *command, fs *pflag.FlagSet) {
-	fmt.Fprintf(w, "Usage: skein %s %s\n\n%s\n", c.name, c.args, c.summary)
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n", strings.TrimSpace("skein "+c.name+" "+c.args), c.summary)
 	if c.long != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.long))
 	}

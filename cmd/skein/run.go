@@ -78,9 +78,13 @@ second Ctrl-C stops it.
 
 --parallel bounds the task, shell and model-call steps running at once in
 the whole run, child flows included (default %d: such steps mostly wait on
-processes); a child-flow step waiting for its child holds no slot. With --parallel 1 the path
-is the same on every run: nothing starts while anything runs, fn steps
-included, so a fn step racing a sleep waits for it.
+processes); a child-flow step waiting for its child holds no slot. With
+--parallel 1 the path is the same on every run: nothing starts while
+anything runs, fn steps included, so a fn step racing a sleep waits for it.
+
+An approve= step asks on the terminal; otherwise (or with --no-prompt) the
+run parks once nothing else can progress, prints the skein approve command
+that decides it, and exits 3.
 
 Model steps (llm=, LLM routers, judge()) call the model their model()
 declaration names, or $SKEIN_MODEL at $SKEIN_BASE_URL (else $OPENAI_BASE_URL,
@@ -92,7 +96,8 @@ fails the run (replay_miss) and no key or server is needed. --max-tokens
 bounds the tokens the run's model calls may spend, child flows included
 (budget_exceeded), overriding flow(max_tokens=).
 
-Exit status: 0 succeeded, 1 failed or cancelled, 2 usage, load or check errors.`, vm.DefaultParallel),
+Exit status: 0 succeeded, 1 failed or cancelled, 2 usage, load or check
+errors, 3 waiting for an approval.`, vm.DefaultParallel),
 		flags: func(fs *pflag.FlagSet) any {
 			o := &runOptions{fs: fs}
 			o.inputFlags.define(fs, "")
@@ -121,18 +126,18 @@ Exit status: 0 succeeded, 1 failed or cancelled, 2 usage, load or check errors.`
 }
 
 // runHelp lists the inputs of the flow named before --help.
-func runHelp(w io.Writer, o any, args []string) int {
+func runHelp(sio stdio, o any, args []string) int {
 	if len(args) == 0 {
 		return exitOK
 	}
 	opts := o.(*runOptions)
 	g, err := lang.Load(args[0], lang.Options{Root: opts.root})
 	if err != nil {
-		fmt.Fprintf(w, "\nskein run: cannot list the inputs of %s:\n", args[0])
-		check.WriteText(w, []check.Diagnostic{check.FromError(graphir.AsError(err))})
+		fmt.Fprintf(sio.err, "skein run: cannot list the inputs of %s:\n", args[0])
+		check.WriteText(sio.err, []check.Diagnostic{check.FromError(graphir.AsError(err))})
 		return exitUsage
 	}
-	writeInputs(w, g)
+	writeInputs(sio.out, g)
 	return exitOK
 }
 

@@ -106,6 +106,12 @@ func runCompose(ctx context.Context, io stdio, o any, args []string) int {
 	}
 	var provider model.Provider = &model.Client{}
 	if !opts.replayOnly {
+		if cfg.Model == "" {
+			// Not the message of model.Config.Usable: a description has no
+			// model() to declare.
+			fmt.Fprintf(io.err, "skein compose: no model configured: give --model ID, or set %s (with %s for its key, and %s for a server other than OpenAI)\n", model.EnvModel, model.EnvKey, model.EnvBaseURL)
+			return exitUsage
+		}
 		if err := cfg.Usable(os.Getenv); err != nil {
 			fmt.Fprintf(io.err, "skein compose: %v\n", err)
 			return exitUsage

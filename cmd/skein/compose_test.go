@@ -173,7 +173,7 @@ func TestComposeUsage(t *testing.T) {
 	t.Setenv("SKEIN_MODEL", "")
 	t.Setenv("OPENAI_API_KEY", "")
 	var o, e bytes.Buffer
-	if code := Main(context.Background(), []string{"compose", "x"}, stdio{strings.NewReader(""), &o, &e}); code != 2 || !strings.Contains(e.String(), "SKEIN_MODEL") {
+	if code := Main(context.Background(), []string{"compose", "x"}, stdio{strings.NewReader(""), &o, &e}); code != 2 || !strings.Contains(e.String(), "SKEIN_MODEL") || !strings.Contains(e.String(), "--model ID") || strings.Contains(e.String(), "model()") {
 		t.Errorf("no model: exit %d, %s", code, e.String())
 	}
 	os.WriteFile(filepath.Join(dir, "flow.star"), []byte("x"), 0o644)

@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 
@@ -90,8 +91,9 @@ func (f *FileResult) Failed() int {
 }
 
 // Find returns the test files named by paths: files as given, directories
-// searched recursively for *_test.star (skipping hidden directories and
-// node_modules). A missing path is an error.
+// searched recursively for *_test.star (skipping hidden directories,
+// node_modules and testdata). A missing path, or a file not named
+// *_test.star, is an error.
 func Find(paths []string) ([]string, error) {
 	if len(paths) == 0 {
 		paths = []string{"."}
@@ -107,9 +109,23 @@ func Find(paths []string) ([]string, error) {
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
-			return nil, err
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // "stat p: ..." says less than the path alone
+			}
+			return nil, fmt.Errorf("cannot read %s: %w", p, err)
 		}
 		if !st.IsDir() {
+			if !strings.HasSuffix(p, Suffix) {
+				// A flow given where its tests were meant: say where they are.
+				msg := fmt.Sprintf("%s is not a test file (the name of one ends in %s)", p, Suffix)
+				if t := strings.TrimSuffix(p, ".star") + Suffix; t != p {
+					if _, err := os.Stat(t); err == nil {
+						msg += "; its tests are in " + t
+					}
+				}
+				return nil, errors.New(msg)
+			}
 			add(p)
 			continue
 		}
@@ -328,6 +344,14 @@ func (l *loader) load(from *starlark.Thread, file string) (starlark.StringDict, 
 		if errors.As(err, &se) {
 			e.err = &graphir.Error{Code: "parse_error", Msg: se.Msg,
 				Pos: graphir.Pos{File: l.show(se.Pos.Filename()), Line: int(se.Pos.Line), Col: int(se.Pos.Col)}}
+			return nil, e.err
+		}
+		var rerrs resolve.ErrorList
+		if errors.As(err, &rerrs) && len(rerrs) > 0 {
+			// An undefined name, as skein check reports one in a flow.
+			p := rerrs[0].Pos
+			e.err = &graphir.Error{Code: "parse_error", Msg: rerrs[0].Msg,
+				Pos: graphir.Pos{File: l.show(p.Filename()), Line: int(p.Line), Col: int(p.Col)}}
 			return nil, e.err
 		}
 		ge := l.failure(err, graphir.Pos{File: l.show(file)})

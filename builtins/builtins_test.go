@@ -548,15 +548,15 @@ noop = step("noop")
 	}
 
 	kid := g.Node("kid")
-	if kid.Kind != graphir.KindSubflow || kid.Flow.Src != "child.star" {
-		t.Errorf("kid: %v %q", kid.Kind, kid.Flow.Src)
+	if kid.Kind != graphir.KindSubflow || kid.Subflow.Flow.Src != "child.star" {
+		t.Errorf("kid: %v %q", kid.Kind, kid.Subflow.Flow.Src)
 	}
 	type in struct {
 		Name, Src string
 		Whole     bool
 	}
 	var ins []in
-	for _, i := range kid.Inputs {
+	for _, i := range kid.Subflow.Inputs {
 		ins = append(ins, in{i.Name, i.Value.Src, i.Value.Whole() != nil})
 	}
 	want := []in{
@@ -570,8 +570,8 @@ noop = step("noop")
 		t.Errorf("inputs (-want +got):\n%s", diff)
 	}
 	// The child was not found: recorded for the checker, not a load error.
-	if kid.ChildErr == nil || kid.ChildErr.Code != "subflow_not_found" {
-		t.Errorf("child error %v", kid.ChildErr)
+	if kid.Subflow.ChildErr == nil || kid.Subflow.ChildErr.Code != "subflow_not_found" {
+		t.Errorf("child error %v", kid.Subflow.ChildErr)
 	}
 }
 
@@ -601,10 +601,10 @@ later = step("later")
 	}
 	r := g.Node("r")
 	var got []target
-	for _, rt := range r.Routes {
+	for _, rt := range r.Router.Routes {
 		got = append(got, describe(rt.Label, rt.Target))
 	}
-	got = append(got, describe("default", *r.Default))
+	got = append(got, describe("default", *r.Router.Default))
 	want := []target{
 		{"x", "a", 2, 5, true},
 		{"y", "later", 5, 29, true},
@@ -615,19 +615,19 @@ later = step("later")
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("routes (-want +got):\n%s", diff)
 	}
-	if r.By.Src != "a.label" || r.MaxVisits != 2 {
-		t.Errorf("by %q max_visits %d", r.By.Src, r.MaxVisits)
+	if r.Router.By.Src != "a.label" || r.MaxVisits != 2 {
+		t.Errorf("by %q max_visits %d", r.Router.By.Src, r.MaxVisits)
 	}
 
 	s := g.Node("s")
 	got = nil
-	for i, c := range s.Cases {
+	for i, c := range s.Router.Cases {
 		got = append(got, describe(fmt.Sprint(c.When), c.Target))
 		if c.Target.Edge < 0 || g.Edges[c.Target.Edge].Case != i {
 			t.Errorf("case %d edge %d", i, c.Target.Edge)
 		}
 	}
-	got = append(got, describe("default", *s.Default))
+	got = append(got, describe("default", *s.Router.Default))
 	want = []target{
 		{"a.n > 1", "later", 9, 39, true},
 		{"<function lambda>", "a", 9, 5, true},
@@ -681,8 +681,8 @@ chain(START, l, m, n, END)
 	if diff := cmp.Diff([]string{"a", "b"}, body(l)); diff != "" {
 		t.Errorf("loop body (-want +got):\n%s", diff)
 	}
-	if l.MaxIterations != 4 || l.Until == nil || l.MaxVisits != 2 || l.Timeout != 5*time.Minute {
-		t.Errorf("loop: %d %v %d %v", l.MaxIterations, l.Until, l.MaxVisits, l.Timeout)
+	if l.Loop.MaxIterations != 4 || l.Loop.Until == nil || l.MaxVisits != 2 || l.Timeout != 5*time.Minute {
+		t.Errorf("loop: %d %v %d %v", l.Loop.MaxIterations, l.Loop.Until, l.MaxVisits, l.Timeout)
 	}
 	for _, name := range []string{"a", "b"} {
 		if p := g.Node(name).Parent; p != l.ID {
@@ -696,12 +696,12 @@ chain(START, l, m, n, END)
 	if diff := cmp.Diff([]string{"c"}, body(m)); diff != "" {
 		t.Errorf("map body (-want +got):\n%s", diff)
 	}
-	if m.Over.Src != "inputs.xs" || m.Concurrency != 8 || m.ItemVar != "it" || m.Join != graphir.JoinOr || g.Node("c").Parent != m.ID {
-		t.Errorf("map: %q %d %q", m.Over.Src, m.Concurrency, m.ItemVar)
+	if m.Map.Over.Src != "inputs.xs" || m.Map.Concurrency != 8 || m.Map.ItemVar != "it" || m.Join != graphir.JoinOr || g.Node("c").Parent != m.ID {
+		t.Errorf("map: %q %d %q", m.Map.Over.Src, m.Map.Concurrency, m.Map.ItemVar)
 	}
 	n := g.Node("n")
-	if n.Concurrency != 4 || n.ItemVar != "item" || !n.Over.User {
-		t.Errorf("map defaults: %d %q %v", n.Concurrency, n.ItemVar, n.Over.User)
+	if n.Map.Concurrency != 4 || n.Map.ItemVar != "item" || !n.Map.Over.User {
+		t.Errorf("map defaults: %d %q %v", n.Map.Concurrency, n.Map.ItemVar, n.Map.Over.User)
 	}
 	if !g.Within(g.Node("d").ID, n.ID) || g.Within(g.Node("d").ID, m.ID) {
 		t.Error("Within")
@@ -802,7 +802,7 @@ chain(START, fetch, pause, fixed, all, l, END)
 	if x := g.Node("all_in"); x.Join != graphir.JoinAll || x.Join.String() != "all" {
 		t.Errorf("all_in join %s", x.Join)
 	}
-	if l := g.Node("l"); !l.ExhaustFail {
+	if l := g.Node("l"); !l.Loop.ExhaustFail {
 		t.Error("exhausted=\"fail\" not recorded")
 	}
 	if g.OnExit != g.Node("cleanup").ID || g.OnExitName != "cleanup" {

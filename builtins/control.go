@@ -26,7 +26,7 @@ func routerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple
 	}
 	name, by, routes, cases, dflt, maxVisits, join = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6]
 	llm, modelName := vals[7], vals[8]
-	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindRouter}
+	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindRouter, Router: &graphir.Router{}}
 	if n.Name, err = c.name(name); err != nil {
 		return nil, err
 	}
@@ -51,7 +51,8 @@ func routerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple
 		return nil, c.errorf("needs routes= (with by=) or cases=")
 	}
 	if !isNone(llm) {
-		if n.Prompt, err = c.template("llm", llm); err != nil {
+		n.Call = &graphir.ModelCall{}
+		if n.Call.Prompt, err = c.template("llm", llm); err != nil {
 			return nil, err
 		}
 		if err := c.modelParams(n, nil, modelName, nil, nil); err != nil {
@@ -61,7 +62,7 @@ func routerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple
 	}
 	if !isNone(routes) {
 		if isNone(llm) {
-			if n.By, err = c.cond("by", by); err != nil {
+			if n.Router.By, err = c.cond("by", by); err != nil {
 				return nil, err
 			}
 		}
@@ -77,7 +78,7 @@ func routerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple
 			if err != nil {
 				return nil, err
 			}
-			n.Routes = append(n.Routes, graphir.Route{Label: k, Target: t})
+			n.Router.Routes = append(n.Router.Routes, graphir.Route{Label: k, Target: t})
 		}
 	}
 	if !isNone(cases) {
@@ -101,7 +102,7 @@ func routerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple
 			if err != nil {
 				return nil, err
 			}
-			n.Cases = append(n.Cases, graphir.Case{When: when, Target: t})
+			n.Router.Cases = append(n.Router.Cases, graphir.Case{When: when, Target: t})
 		}
 	}
 	if !isNone(dflt) {
@@ -109,7 +110,7 @@ func routerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple
 		if err != nil {
 			return nil, err
 		}
-		n.Default = &t
+		n.Router.Default = &t
 	}
 	if err := c.common(n, maxVisits, nil, nil, nil, join); err != nil {
 		return nil, err
@@ -158,7 +159,7 @@ func loopFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	}
 	name, body, until, maxIter, maxVisits, join, timeout = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6]
 	exhausted := vals[7]
-	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindLoop, UntilPos: c.pos}
+	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindLoop, Loop: &graphir.Loop{UntilPos: c.pos}}
 	if n.Name, err = c.name(name); err != nil {
 		return nil, err
 	}
@@ -169,7 +170,7 @@ func loopFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if isNone(maxIter) {
 		return nil, c.errorf("missing max_iterations=: every loop needs a bound (an int >= 1)")
 	}
-	if n.MaxIterations, err = c.intAtLeast("max_iterations", maxIter, 1); err != nil {
+	if n.Loop.MaxIterations, err = c.intAtLeast("max_iterations", maxIter, 1); err != nil {
 		return nil, err
 	}
 	if !isNone(exhausted) {
@@ -180,7 +181,7 @@ func loopFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		if err := oneOf("exhausted", string(s), "succeed", "fail"); err != nil {
 			return nil, c.errorf("%v", err)
 		}
-		n.ExhaustFail = s == "fail"
+		n.Loop.ExhaustFail = s == "fail"
 	}
 	ids, err := c.body(body)
 	if err != nil {
@@ -189,16 +190,16 @@ func loopFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	switch u := until.(type) {
 	case nil, starlark.NoneType:
 	case starlark.String:
-		n.UntilName = string(u)
-		n.UntilPos, _ = c.locate("until", string(u))
+		n.Loop.UntilName = string(u)
+		n.Loop.UntilPos, _ = c.locate("until", string(u))
 	case *Judge:
 		j := u.j
-		n.Judge = &j
+		n.Loop.Judge = &j
 	case starlark.Callable:
-		n.Until = u
-		n.UntilReads = c.reads(u)
+		n.Loop.Until = u
+		n.Loop.UntilReads = c.reads(u)
 	default:
-		n.UntilBad = describe(u)
+		n.Loop.UntilBad = describe(u)
 	}
 	if err := c.common(n, maxVisits, nil, nil, timeout, join); err != nil {
 		return nil, err
@@ -225,7 +226,7 @@ func mapFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, k
 		return nil, err
 	}
 	name, over, body, concurrency, itemVar, maxVisits, join, timeout = vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6], vals[7]
-	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindMap, Concurrency: 4, ItemVar: "item"}
+	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindMap, Map: &graphir.Map{Concurrency: 4, ItemVar: "item"}}
 	if n.Name, err = c.name(name); err != nil {
 		return nil, err
 	}
@@ -236,7 +237,7 @@ func mapFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, k
 	if isNone(body) {
 		return nil, c.errorf("missing body=, the list of steps to run per item")
 	}
-	if n.Over, err = c.cond("over", over); err != nil {
+	if n.Map.Over, err = c.cond("over", over); err != nil {
 		return nil, err
 	}
 	ids, err := c.body(body)
@@ -244,7 +245,7 @@ func mapFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, k
 		return nil, err
 	}
 	if !isNone(concurrency) {
-		if n.Concurrency, err = c.intAtLeast("concurrency", concurrency, 1); err != nil {
+		if n.Map.Concurrency, err = c.intAtLeast("concurrency", concurrency, 1); err != nil {
 			return nil, err
 		}
 	}
@@ -253,7 +254,7 @@ func mapFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, k
 		if !ok || !graphir.ValidName(string(s)) {
 			return nil, c.errorf("item_var must be a name matching [a-z_][a-z0-9_]*, got %s", describe(itemVar))
 		}
-		n.ItemVar = string(s)
+		n.Map.ItemVar = string(s)
 	}
 	if err := c.common(n, maxVisits, nil, nil, timeout, join); err != nil {
 		return nil, err

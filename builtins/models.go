@@ -21,8 +21,11 @@ const defaultModelRetries = 2
 // nil when the builtin has no such parameter).
 func (c *call) modelParams(n *graphir.Node, system, modelName, schema, maxTokens starlark.Value) error {
 	var err error
+	if n.Call == nil {
+		n.Call = &graphir.ModelCall{}
+	}
 	if !isNone(system) {
-		if n.System, err = c.template("system", system); err != nil {
+		if n.Call.System, err = c.template("system", system); err != nil {
 			return err
 		}
 	}
@@ -31,18 +34,18 @@ func (c *call) modelParams(n *graphir.Node, system, modelName, schema, maxTokens
 		if !ok || s == "" {
 			return c.errorf("model must name a model() declaration, got %s", describe(modelName))
 		}
-		n.Model = string(s)
-		n.ModelPos, _ = c.locate("model", string(s))
+		n.Call.Model = string(s)
+		n.Call.ModelPos, _ = c.locate("model", string(s))
 	}
 	if !isNone(schema) {
-		if n.Schema, err = c.jsonValue("schema", schema); err != nil {
+		if n.Call.Schema, err = c.jsonValue("schema", schema); err != nil {
 			return err
 		}
-		n.HasSchema = true
-		n.SchemaPos = c.pos
+		n.Call.HasSchema = true
+		n.Call.SchemaPos = c.pos
 	}
 	if !isNone(maxTokens) {
-		if n.MaxTokens, err = c.intAtLeast("max_tokens", maxTokens, 1); err != nil {
+		if n.Call.MaxTokens, err = c.intAtLeast("max_tokens", maxTokens, 1); err != nil {
 			return err
 		}
 	}

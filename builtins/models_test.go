@@ -62,7 +62,7 @@ chain(again, END)
 		Schema                any
 		MaxTokens, Retries    int
 	}
-	got := llm{fix.Kind, fix.Prompt.Src, fix.System.Src, fix.Model, fix.Schema, fix.MaxTokens, fix.Retries}
+	got := llm{fix.Kind, fix.Call.Prompt.Src, fix.Call.System.Src, fix.Call.Model, fix.Call.Schema, fix.Call.MaxTokens, fix.Retries}
 	wantFix := llm{graphir.KindLLM, "fix {{ inputs }}", "you fix", "fast",
 		map[string]any{"type": "object", "properties": map[string]any{"file": map[string]any{"type": "string"}}}, 100, 2}
 	if diff := cmp.Diff(wantFix, got); diff != "" {
@@ -72,11 +72,11 @@ chain(again, END)
 		t.Errorf("again: retries %d, want 0 as given", n.Retries)
 	}
 	pick := g.Node("pick")
-	if pick.Prompt == nil || pick.Prompt.Src != "route" || pick.By != nil || pick.Model != "fast" || len(pick.Routes) != 2 || pick.Retries != 2 {
+	if pick.Call.Prompt == nil || pick.Call.Prompt.Src != "route" || pick.Router.By != nil || pick.Call.Model != "fast" || len(pick.Router.Routes) != 2 || pick.Retries != 2 {
 		t.Errorf("pick: %+v", pick)
 	}
-	if l := g.Node("l"); l.Judge == nil || l.Judge.Condition != "the draft is good" || l.Judge.Model != "fast" || l.Until != nil {
-		t.Errorf("loop: judge %+v", l.Judge)
+	if l := g.Node("l"); l.Loop.Judge == nil || l.Loop.Judge.Condition != "the draft is good" || l.Loop.Judge.Model != "fast" || l.Loop.Until != nil {
+		t.Errorf("loop: judge %+v", l.Loop.Judge)
 	}
 	for _, n := range []string{"fix", "pick", "l"} {
 		if !g.Node(n).IsModelCall() {

@@ -193,20 +193,23 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		n.FnReads = c.reads(f)
 	case !isNone(flow):
 		n.Kind = graphir.KindSubflow
-		if n.Flow, err = c.template("flow", flow); err != nil {
+		n.Subflow = &graphir.Subflow{}
+		if n.Subflow.Flow, err = c.template("flow", flow); err != nil {
 			return nil, err
 		}
-		if n.Flow.Src == "" {
+		if n.Subflow.Flow.Src == "" {
 			return nil, c.errorf("flow must name the child flow file, got \"\"")
 		}
 	case !isNone(llm):
 		n.Kind = graphir.KindLLM
-		if n.Prompt, err = c.template("llm", llm); err != nil {
+		n.Call = &graphir.ModelCall{}
+		if n.Call.Prompt, err = c.template("llm", llm); err != nil {
 			return nil, err
 		}
 	case !isNone(agent):
 		n.Kind = graphir.KindAgent
-		if n.Prompt, err = c.template("agent", agent); err != nil {
+		n.Call = &graphir.ModelCall{}
+		if n.Call.Prompt, err = c.template("agent", agent); err != nil {
 			return nil, err
 		}
 	case !isNone(approve):
@@ -317,7 +320,7 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 				t = &graphir.Template{Src: d.String(), Pos: at, Parts: []graphir.TemplatePart{{X: x}}}
 				lit = d
 			}
-			n.Inputs = append(n.Inputs, graphir.NamedTemplate{Name: k, Value: t, Literal: lit})
+			n.Subflow.Inputs = append(n.Subflow.Inputs, graphir.NamedTemplate{Name: k, Value: t, Literal: lit})
 		}
 	}
 	if model {
@@ -328,13 +331,13 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	}
 	if n.Kind == graphir.KindAgent {
 		if !isNone(tools) {
-			if n.Tools, err = c.toolRefs("tools", tools); err != nil {
+			if n.Call.Tools, err = c.toolRefs("tools", tools); err != nil {
 				return nil, err
 			}
 		}
-		n.MaxTurns = defaultMaxTurns
+		n.Call.MaxTurns = defaultMaxTurns
 		if !isNone(maxTurns) {
-			if n.MaxTurns, err = c.intAtLeast("max_turns", maxTurns, 1); err != nil {
+			if n.Call.MaxTurns, err = c.intAtLeast("max_turns", maxTurns, 1); err != nil {
 				return nil, err
 			}
 		}

@@ -60,14 +60,14 @@ func checkRouters(p *pass) {
 					"a router chooses among the steps of its own scope, END and ABORT")
 			}
 		}
-		for i := range r.Routes {
-			check(fmt.Sprintf("route %q", r.Routes[i].Label), &r.Routes[i].Target)
+		for i := range r.Router.Routes {
+			check(fmt.Sprintf("route %q", r.Router.Routes[i].Label), &r.Router.Routes[i].Target)
 		}
-		for i := range r.Cases {
-			check(fmt.Sprintf("case %d", i), &r.Cases[i].Target)
+		for i := range r.Router.Cases {
+			check(fmt.Sprintf("case %d", i), &r.Router.Cases[i].Target)
 		}
-		if r.Default != nil {
-			check("default", r.Default)
+		if r.Router.Default != nil {
+			check("default", r.Router.Default)
 		} else if !catchAll(r) {
 			p.report("router_no_default", r, r.Pos,
 				fmt.Sprintf("router %q has no default", r.Name),
@@ -79,10 +79,10 @@ func checkRouters(p *pass) {
 // catchAll reports whether a router's last case is the constant True, which
 // serves as its default.
 func catchAll(r *graphir.Node) bool {
-	if len(r.Cases) == 0 {
+	if len(r.Router.Cases) == 0 {
 		return false
 	}
-	last := r.Cases[len(r.Cases)-1].When
+	last := r.Router.Cases[len(r.Router.Cases)-1].When
 	return last != nil && !last.User && strings.TrimSpace(last.Src) == "True"
 }
 
@@ -93,27 +93,27 @@ func checkUntil(p *pass) {
 			continue
 		}
 		switch {
-		case n.Judge != nil:
+		case n.Loop.Judge != nil:
 			// judge(): a model decides (checked in models.go).
-		case n.UntilBad != "":
-			p.report("until_invalid", n, n.UntilPos,
-				fmt.Sprintf("until= of loop %q must be a function of one argument or the name of one, got %s", n.Name, n.UntilBad),
+		case n.Loop.UntilBad != "":
+			p.report("until_invalid", n, n.Loop.UntilPos,
+				fmt.Sprintf("until= of loop %q must be a function of one argument or the name of one, got %s", n.Name, n.Loop.UntilBad),
 				"def done(it): return it.output[\"ok\"]  then  until = done")
-		case n.Until == nil && n.UntilName != "":
-			hint := fmt.Sprintf("define it in the flow: def %s(it): ...", n.UntilName)
-			if !isIdent(n.UntilName) {
+		case n.Loop.Until == nil && n.Loop.UntilName != "":
+			hint := fmt.Sprintf("define it in the flow: def %s(it): ...", n.Loop.UntilName)
+			if !isIdent(n.Loop.UntilName) {
 				hint = "until= is a function or the name of one, never a description: def done(it): return ..., then until = done"
-			} else if near := graphir.Nearest(n.UntilName, g.Funcs); near != "" {
+			} else if near := graphir.Nearest(n.Loop.UntilName, g.Funcs); near != "" {
 				hint = fmt.Sprintf("did you mean %q?", near)
 			}
-			p.report("until_invalid", n, n.UntilPos,
-				fmt.Sprintf("until= of loop %q names %q, which is not a function defined in the flow", n.Name, n.UntilName), hint)
-		case n.Until == nil:
-			p.report("until_invalid", n, n.UntilPos,
+			p.report("until_invalid", n, n.Loop.UntilPos,
+				fmt.Sprintf("until= of loop %q names %q, which is not a function defined in the flow", n.Name, n.Loop.UntilName), hint)
+		case n.Loop.Until == nil:
+			p.report("until_invalid", n, n.Loop.UntilPos,
 				fmt.Sprintf("loop %q has no until= function", n.Name),
 				"give until = a function of one argument that returns True when the loop is done")
 		default:
-			f, ok := n.Until.(*starlark.Function)
+			f, ok := n.Loop.Until.(*starlark.Function)
 			if !ok {
 				continue
 			}
@@ -122,7 +122,7 @@ func checkUntil(p *pass) {
 				if f.HasVarargs() || f.HasKwargs() {
 					desc = "variadic parameters"
 				}
-				p.report("until_invalid", n, n.UntilPos,
+				p.report("until_invalid", n, n.Loop.UntilPos,
 					fmt.Sprintf("until= of loop %q is %s, which takes %s; want exactly one", n.Name, funcName(f), desc),
 					"the VM calls until(it) with one value: the iteration just finished")
 			}

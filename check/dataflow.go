@@ -456,13 +456,15 @@ func (p *pass) checkUnused() {
 	for _, n := range g.Steps() {
 		switch {
 		case n.Kind == graphir.KindFn && (n.FnReads == nil || n.FnReads.Opaque),
-			n.Kind == graphir.KindRouter && n.By.Opaque(),
-			n.Kind == graphir.KindMap && n.Over.Opaque():
+			n.Kind == graphir.KindRouter && n.Router.By.Opaque(),
+			n.Kind == graphir.KindMap && n.Map.Over.Opaque():
 			mark(n.ID)
 		}
-		for _, c := range n.Cases {
-			if c.When.Opaque() {
-				mark(n.ID)
+		if n.Router != nil {
+			for _, c := range n.Router.Cases {
+				if c.When.Opaque() {
+					mark(n.ID)
+				}
 			}
 		}
 	}

@@ -115,35 +115,39 @@ func (p *pass) exprs() *exprIndex {
 		}
 		tmpl(n.Stdin, "stdin", "", 0)
 		tmpl(n.Dir, "dir", "", 0)
-		tmpl(n.Flow, "flow", "", 0)
 		tmpl(n.Wait, "wait", "", 0)
 		tmpl(n.Approve, "approve", "", 0)
 		add(site{x: n.RetryWhen, kind: siteRetryWhen, at: n.ID, scope: n.Parent})
-		for _, in := range n.Inputs {
-			tmpl(in.Value, "inputs", in.Name, 0)
+		if sub := n.Subflow; sub != nil {
+			tmpl(sub.Flow, "flow", "", 0)
+			for _, in := range sub.Inputs {
+				tmpl(in.Value, "inputs", in.Name, 0)
+			}
 		}
-		if n.Kind == graphir.KindAgent {
-			tmpl(n.Prompt, "agent", "", 0)
-		} else {
-			tmpl(n.Prompt, "llm", "", 0)
+		if call := n.Call; call != nil {
+			if n.Kind == graphir.KindAgent {
+				tmpl(call.Prompt, "agent", "", 0)
+			} else {
+				tmpl(call.Prompt, "llm", "", 0)
+			}
+			tmpl(call.System, "system", "", 0)
 		}
-		tmpl(n.System, "system", "", 0)
 		switch n.Kind {
 		case graphir.KindFn:
 			if n.FnReads != nil {
 				add(site{x: &graphir.Expr{Func: n.Fn, User: true, Pos: n.Pos, Reads: n.FnReads}, kind: siteFn, at: n.ID, scope: n.Parent})
 			}
 		case graphir.KindLoop:
-			if n.Until != nil && n.UntilReads != nil {
-				add(site{x: &graphir.Expr{Func: n.Until, User: true, Pos: n.UntilPos, Reads: n.UntilReads}, kind: siteUntil, at: n.ID, scope: n.ID})
+			if lp := n.Loop; lp.Until != nil && lp.UntilReads != nil {
+				add(site{x: &graphir.Expr{Func: lp.Until, User: true, Pos: lp.UntilPos, Reads: lp.UntilReads}, kind: siteUntil, at: n.ID, scope: n.ID})
 			}
 		case graphir.KindRouter:
-			add(site{x: n.By, kind: siteBy, at: n.ID, scope: n.Parent})
-			for i, c := range n.Cases {
+			add(site{x: n.Router.By, kind: siteBy, at: n.ID, scope: n.Parent})
+			for i, c := range n.Router.Cases {
 				add(site{x: c.When, kind: siteCase, at: n.ID, scope: n.Parent, index: i})
 			}
 		case graphir.KindMap:
-			add(site{x: n.Over, kind: siteOver, at: n.ID, scope: n.Parent})
+			add(site{x: n.Map.Over, kind: siteOver, at: n.ID, scope: n.Parent})
 		}
 	}
 	add(site{x: g.Output, kind: siteOutput, at: graphir.End, scope: graphir.None})
@@ -306,7 +310,7 @@ func scopeVar(g *graphir.Graph, scope graphir.NodeID, name string) bool {
 				return true
 			}
 		case graphir.KindMap:
-			if name == n.ItemVar || name == "index" {
+			if name == n.Map.ItemVar || name == "index" {
 				return true
 			}
 		}
@@ -332,7 +336,7 @@ func (p *pass) unknownName(s *site, r graphir.Ref) Diagnostic {
 		msg = fmt.Sprintf("%q is only defined inside a map body (in %s)", r.Name, p.describe(s))
 		for sc := s.scope; sc != graphir.None; sc = g.Nodes[sc].Parent {
 			if n := g.Nodes[sc]; n.Kind == graphir.KindMap {
-				hint = fmt.Sprintf("map %q names its element %q (item_var)", n.Name, n.ItemVar)
+				hint = fmt.Sprintf("map %q names its element %q (item_var)", n.Name, n.Map.ItemVar)
 				break
 			}
 		}
@@ -352,7 +356,7 @@ func (p *pass) unknownName(s *site, r graphir.Ref) Diagnostic {
 			case graphir.KindLoop:
 				cands = append(cands, "loop")
 			case graphir.KindMap:
-				cands = append(cands, n.ItemVar, "index")
+				cands = append(cands, n.Map.ItemVar, "index")
 			}
 		}
 		cands = append(cands, p.visibleSteps(s.scope)...)

@@ -27,23 +27,23 @@ func checkModels(p *pass) {
 		p.report("model_unknown", n, pos, fmt.Sprintf("step %q names model %q, which no model() declares", n.Name, name), hint)
 	}
 	for _, n := range g.Steps() {
-		if n.Kind == graphir.KindLLM || n.Kind == graphir.KindAgent || n.Prompt != nil {
-			pos := n.ModelPos
+		if call := n.Call; call != nil {
+			pos := call.ModelPos
 			if pos.Line == 0 {
 				pos = n.Pos
 			}
-			unknown(n, n.Model, pos)
+			unknown(n, call.Model, pos)
 		}
-		if n.Judge != nil {
-			unknown(n, n.Judge.Model, n.Judge.Pos)
+		if n.Loop != nil && n.Loop.Judge != nil {
+			unknown(n, n.Loop.Judge.Model, n.Loop.Judge.Pos)
 		}
-		if n.HasSchema {
-			if err := graphir.CheckSchema(n.Schema); err != nil {
+		if n.Call != nil && n.Call.HasSchema {
+			if err := graphir.CheckSchema(n.Call.Schema); err != nil {
 				p.report("schema_invalid", n, n.Pos, fmt.Sprintf("schema= of step %q: %v", n.Name, err),
 					"the supported subset: type (object, array, string, number, integer, boolean, null), properties, required, items, enum, description, additionalProperties")
 			}
 		}
-		if n.Kind == graphir.KindRouter && n.Prompt != nil {
+		if n.Kind == graphir.KindRouter && n.Call != nil {
 			checkLLMRoutes(p, n)
 		}
 	}
@@ -52,13 +52,13 @@ func checkModels(p *pass) {
 // checkLLMRoutes reports an LLM router without routes, or with a label
 // that is empty or that another label equals once both are normalized.
 func checkLLMRoutes(p *pass, n *graphir.Node) {
-	if len(n.Routes) == 0 {
+	if len(n.Router.Routes) == 0 {
 		p.report("routes_missing", n, n.Pos, fmt.Sprintf("router %q has llm= but no routes= to choose from", n.Name),
 			`give routes = {"label": step, ...}: the model picks one of the labels`)
 		return
 	}
 	seen := map[string]string{}
-	for _, r := range n.Routes {
+	for _, r := range n.Router.Routes {
 		norm := graphir.NormalizeLabel(r.Label)
 		pos := r.Target.Pos
 		if pos.Line == 0 {

@@ -45,8 +45,8 @@ func checkSubflows(p *pass) {
 		if n.Kind != graphir.KindSubflow {
 			continue
 		}
-		p.checkChild(n, fmt.Sprintf("step %q", n.Name), n.Child, n.ChildErr, p.flowArgPos(n))
-		if n.Child != nil {
+		p.checkChild(n, fmt.Sprintf("step %q", n.Name), n.Subflow.Child, n.Subflow.ChildErr, p.flowArgPos(n))
+		if n.Subflow.Child != nil {
 			p.checkChildInputs(n)
 		}
 	}
@@ -172,13 +172,13 @@ func paramType(input string) string {
 // does not pass (input_missing), and literal values of the wrong type
 // (input_type).
 func (p *pass) checkChildInputs(n *graphir.Node) {
-	c := n.Child
+	c := n.Subflow.Child
 	names := make([]string, len(c.Inputs))
 	for i, in := range c.Inputs {
 		names[i] = in.Name
 	}
 	passed := map[string]bool{}
-	for _, in := range n.Inputs {
+	for _, in := range n.Subflow.Inputs {
 		passed[in.Name] = true
 		pos := n.Pos
 		if in.Value != nil && in.Value.Pos.IsValid() {
@@ -214,8 +214,8 @@ func (p *pass) checkChildInputs(n *graphir.Node) {
 
 // flowArgPos is where a subflow step's flow= is written, else the step.
 func (p *pass) flowArgPos(n *graphir.Node) graphir.Pos {
-	if n.Flow != nil && n.Flow.Pos.IsValid() {
-		return n.Flow.Pos
+	if sub := n.Subflow; sub != nil && sub.Flow != nil && sub.Flow.Pos.IsValid() {
+		return sub.Flow.Pos
 	}
 	return n.Pos
 }

@@ -52,7 +52,10 @@ func checkTools(p *pass) {
 		p.report("unknown_tool", n, pos, fmt.Sprintf("%s names tool %q, which no tool() declares", where, r.Name), hint)
 	}
 	for _, n := range g.Steps() {
-		for _, r := range n.Tools {
+		if n.Call == nil {
+			continue
+		}
+		for _, r := range n.Call.Tools {
 			unknown(n, r, fmt.Sprintf("step %q", n.Name))
 		}
 	}

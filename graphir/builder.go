@@ -110,7 +110,7 @@ func (b *Builder) AddModel(d ModelDecl) error {
 func (b *Builder) AddStep(n *Node) NodeID {
 	n.ID = NodeID(len(b.nodes))
 	n.Parent = None
-	n.Decl = len(b.nodes) - 3
+	n.Decl = int32(len(b.nodes) - 3)
 	b.nodes = append(b.nodes, n)
 	b.recorded.Add(1)
 	return n.ID
@@ -197,7 +197,7 @@ func (b *Builder) Drop(name string) ([]string, error) {
 	}
 	for _, n := range kept {
 		if n.ID > Abort {
-			n.Decl = int(renum[n.ID]) - 3
+			n.Decl = int32(renum[n.ID]) - 3
 		}
 		if n.Parent != None {
 			n.Parent = renum[n.Parent]
@@ -205,14 +205,16 @@ func (b *Builder) Drop(name string) ([]string, error) {
 		for i, id := range n.Body {
 			n.Body[i] = renum[id]
 		}
-		for i := range n.Routes {
-			retarget(&n.Routes[i].Target)
-		}
-		for i := range n.Cases {
-			retarget(&n.Cases[i].Target)
-		}
-		if n.Default != nil {
-			retarget(n.Default)
+		if r := n.Router; r != nil {
+			for i := range r.Routes {
+				retarget(&r.Routes[i].Target)
+			}
+			for i := range r.Cases {
+				retarget(&r.Cases[i].Target)
+			}
+			if r.Default != nil {
+				retarget(r.Default)
+			}
 		}
 	}
 	for _, n := range kept {
@@ -301,12 +303,7 @@ func (b *Builder) freeze(copyNodes bool) *Graph {
 		if copyNodes {
 			copies[i] = *n
 			c = &copies[i]
-			c.Routes = append([]Route(nil), n.Routes...)
-			c.Cases = append([]Case(nil), n.Cases...)
-			if n.Default != nil {
-				d := *n.Default
-				c.Default = &d
-			}
+			c.copyParts()
 		}
 		c.In, c.Out = nil, nil
 		g.Nodes[i] = c
@@ -383,7 +380,8 @@ func (g *Graph) addEdge(e *Edge) *Edge {
 // addRouterEdges resolves each router's targets and gives each an edge.
 func (g *Graph) addRouterEdges() {
 	for _, n := range g.Nodes {
-		if n.Kind != KindRouter {
+		r := n.Router
+		if n.Kind != KindRouter || r == nil {
 			continue
 		}
 		resolve := func(t *Target) {
@@ -395,21 +393,21 @@ func (g *Graph) addRouterEdges() {
 				}
 			}
 		}
-		for i := range n.Routes {
-			t := &n.Routes[i].Target
+		for i := range r.Routes {
+			t := &r.Routes[i].Target
 			resolve(t)
 			if t.ID != None {
-				t.Edge = g.addEdge(&Edge{From: n.ID, To: t.ID, Router: true, Label: n.Routes[i].Label, Case: -1, Pos: t.Pos, Stack: n.Stack}).ID
+				t.Edge = g.addEdge(&Edge{From: n.ID, To: t.ID, Router: true, Label: r.Routes[i].Label, Case: -1, Pos: t.Pos, Stack: n.Stack}).ID
 			}
 		}
-		for i := range n.Cases {
-			t := &n.Cases[i].Target
+		for i := range r.Cases {
+			t := &r.Cases[i].Target
 			resolve(t)
 			if t.ID != None {
-				t.Edge = g.addEdge(&Edge{From: n.ID, To: t.ID, Router: true, Case: i, When: n.Cases[i].When, Pos: t.Pos, Stack: n.Stack}).ID
+				t.Edge = g.addEdge(&Edge{From: n.ID, To: t.ID, Router: true, Case: i, When: r.Cases[i].When, Pos: t.Pos, Stack: n.Stack}).ID
 			}
 		}
-		if t := n.Default; t != nil {
+		if t := r.Default; t != nil {
 			resolve(t)
 			if t.ID != None {
 				t.Edge = g.addEdge(&Edge{From: n.ID, To: t.ID, Router: true, Default: true, Case: -1, Pos: t.Pos, Stack: n.Stack}).ID
@@ -552,4 +550,36 @@ func flowNameFromFile(file string) string {
 func SortedEnv(env []EnvVar) []EnvVar {
 	sort.Slice(env, func(i, j int) bool { return env[i].Name < env[j].Name })
 	return env
+}
+
+// copyParts gives n copies of its per-kind parts, so a snapshot frozen by
+// [Builder.Freeze] shares none of them with the builder, which may go on
+// resolving and retargeting its own.
+func (n *Node) copyParts() {
+	if n.Subflow != nil {
+		p := *n.Subflow
+		n.Subflow = &p
+	}
+	if n.Call != nil {
+		p := *n.Call
+		n.Call = &p
+	}
+	if n.Router != nil {
+		p := *n.Router
+		p.Routes = append([]Route(nil), p.Routes...)
+		p.Cases = append([]Case(nil), p.Cases...)
+		if p.Default != nil {
+			d := *p.Default
+			p.Default = &d
+		}
+		n.Router = &p
+	}
+	if n.Loop != nil {
+		p := *n.Loop
+		n.Loop = &p
+	}
+	if n.Map != nil {
+		p := *n.Map
+		n.Map = &p
+	}
 }

@@ -211,8 +211,31 @@ func (g *Graph) MarshalJSON() ([]byte, error) {
 }
 
 func (g *Graph) jsonNode(n *Node) jsonNode {
+	// The parts a node lacks read as their zero values.
+	var (
+		sub  Subflow
+		call ModelCall
+		rt   Router
+		lp   Loop
+		mp   Map
+	)
+	if n.Subflow != nil {
+		sub = *n.Subflow
+	}
+	if n.Call != nil {
+		call = *n.Call
+	}
+	if n.Router != nil {
+		rt = *n.Router
+	}
+	if n.Loop != nil {
+		lp = *n.Loop
+	}
+	if n.Map != nil {
+		mp = *n.Map
+	}
 	j := jsonNode{ID: n.Name, Kind: n.Kind.String(), File: n.Pos.File, Line: n.Pos.Line, Col: n.Pos.Col,
-		MaxVisits: n.MaxVisits, Retries: n.Retries, Concurrency: n.Concurrency, MaxIterations: n.MaxIterations}
+		MaxVisits: n.MaxVisits, Retries: n.Retries, Concurrency: mp.Concurrency, MaxIterations: lp.MaxIterations}
 	if n.Parent != None {
 		j.Parent = g.Nodes[n.Parent].Name
 	}
@@ -232,7 +255,7 @@ func (g *Graph) jsonNode(n *Node) jsonNode {
 	if n.Wait != nil {
 		j.Wait = n.Wait.Src
 	}
-	if n.ExhaustFail {
+	if lp.ExhaustFail {
 		j.Exhausted = "fail"
 	}
 	for _, t := range n.Argv {
@@ -256,58 +279,58 @@ func (g *Graph) jsonNode(n *Node) jsonNode {
 	if n.Fn != nil {
 		j.Fn = n.Fn.Name()
 	}
-	if n.Flow != nil {
-		j.Flow = n.Flow.Src
+	if sub.Flow != nil {
+		j.Flow = sub.Flow.Src
 	}
-	if len(n.Inputs) > 0 {
+	if len(sub.Inputs) > 0 {
 		j.Inputs = map[string]string{}
-		for _, in := range n.Inputs {
+		for _, in := range sub.Inputs {
 			j.Inputs[in.Name] = in.Value.Src
 		}
 	}
-	if n.Prompt != nil {
+	if call.Prompt != nil {
 		if n.Kind == KindAgent {
-			j.Agent = &n.Prompt.Src
+			j.Agent = &call.Prompt.Src
 		} else {
-			j.LLM = &n.Prompt.Src
+			j.LLM = &call.Prompt.Src
 		}
 	}
-	for _, r := range n.Tools {
+	for _, r := range call.Tools {
 		j.Tools = append(j.Tools, r.Name)
 	}
-	j.MaxTurns = n.MaxTurns
-	if n.System != nil {
-		j.System = &n.System.Src
+	j.MaxTurns = call.MaxTurns
+	if call.System != nil {
+		j.System = &call.System.Src
 	}
-	j.Model, j.Schema, j.MaxTokens = n.Model, n.Schema, n.MaxTokens
-	if n.Judge != nil {
-		j.Judge = &jsonJudge{Condition: n.Judge.Condition, Model: n.Judge.Model}
+	j.Model, j.Schema, j.MaxTokens = call.Model, call.Schema, call.MaxTokens
+	if lp.Judge != nil {
+		j.Judge = &jsonJudge{Condition: lp.Judge.Condition, Model: lp.Judge.Model}
 	}
-	j.By = n.By.String()
-	if len(n.Routes) > 0 {
+	j.By = rt.By.String()
+	if len(rt.Routes) > 0 {
 		j.Routes = map[string]string{}
-		for _, r := range n.Routes {
+		for _, r := range rt.Routes {
 			j.Routes[r.Label] = g.targetName(r.Target)
 		}
 	}
-	for _, c := range n.Cases {
+	for _, c := range rt.Cases {
 		j.Cases = append(j.Cases, jsonCase{When: c.When.String(), To: g.targetName(c.Target)})
 	}
-	if n.Default != nil {
-		j.Default = g.targetName(*n.Default)
+	if rt.Default != nil {
+		j.Default = g.targetName(*rt.Default)
 	}
 	for _, id := range n.Body {
 		j.Body = append(j.Body, g.Nodes[id].Name)
 	}
 	switch {
-	case n.UntilName != "":
-		j.Until = n.UntilName
-	case n.Until != nil:
-		j.Until = n.Until.Name()
+	case lp.UntilName != "":
+		j.Until = lp.UntilName
+	case lp.Until != nil:
+		j.Until = lp.Until.Name()
 	}
-	j.Over = n.Over.String()
+	j.Over = mp.Over.String()
 	if n.Kind == KindMap {
-		j.ItemVar = n.ItemVar
+		j.ItemVar = mp.ItemVar
 	}
 	return j
 }
@@ -380,9 +403,9 @@ func (g *Graph) DOT() string {
 			if n.HasBody() {
 				label := fmt.Sprintf("%s %s", n.Kind, n.Name)
 				if n.Kind == KindLoop {
-					label += fmt.Sprintf(" (max %d)", n.MaxIterations)
+					label += fmt.Sprintf(" (max %d)", n.Loop.MaxIterations)
 				} else {
-					label += " over " + n.Over.String()
+					label += " over " + n.Map.Over.String()
 				}
 				fmt.Fprintf(&b, "%ssubgraph %s {\n%s  label=%q;\n%s  style=dashed;\n", indent, dotID("cluster_"+g.drawnName(n)), indent, label, indent)
 				cluster(n.ID, indent+"  ")
@@ -523,9 +546,9 @@ func (g *Graph) Mermaid() string {
 			if n.HasBody() {
 				title := n.Kind.String() + " " + n.Name
 				if n.Kind == KindLoop {
-					title += fmt.Sprintf(" (max %d)", n.MaxIterations)
+					title += fmt.Sprintf(" (max %d)", n.Loop.MaxIterations)
 				} else {
-					title += " over " + n.Over.String()
+					title += " over " + n.Map.Over.String()
 				}
 				fmt.Fprintf(&b, "%ssubgraph %s_body[\"%s\"]\n", indent, g.mermaidID(n), mermaidText(title))
 				scope(n.ID, indent+"  ")

@@ -102,22 +102,31 @@ func ParseJoin(s string) (Join, bool) {
 	return 0, false
 }
 
-// Node is one step, or a sentinel.
+// Node is one step, or a sentinel. The fields every step may use sit in
+// Node itself; what only one kind of step uses sits in a part held by
+// pointer (Subflow, Call, Router, Loop, Map), nil for the other kinds, so a
+// plain step carries only what it uses (a million-step flow loads in a
+// fraction of the memory).
 type Node struct {
 	ID     NodeID
-	Name   string // "START", "END", "ABORT" for sentinels
-	Kind   Kind
-	Pos    Pos    // the user's line (see [Stack.UserFrame])
-	Stack  Stack  // the call stack of the step() call
 	Parent NodeID // the loop or map whose body holds it, or None at top level
+	Decl   int32  // declaration order among steps (sentinels -1), computed at freeze
+	Kind   Kind
+	Join   Join
+	// JoinSet: join= was given explicitly.
+	JoinSet bool
+	// dropped: removed by [Builder.Drop]; no graph holds it.
+	dropped bool
+
+	Name  string // "START", "END", "ABORT" for sentinels
+	Pos   Pos    // the user's line (see [Stack.UserFrame])
+	Stack Stack  // the call stack of the step() call
 
 	MaxVisits int           // own bound, 0 if unset
 	Retries   int           // extra attempts after a failure
 	Backoff   time.Duration // delay before the first retry, doubled after each
 	Timeout   time.Duration // per attempt, 0 for none
 	RetryWhen *Expr         // retry_when: whether a failed attempt is retried; nil: always
-	Join      Join
-	JoinSet   bool // join= was given explicitly
 
 	// Task and shell steps.
 	Argv  []*Template // run= followed by args=
@@ -135,15 +144,34 @@ type Node struct {
 	// Approval steps: the question a person answers.
 	Approve *Template
 
-	// Subflow steps.
+	// Loops and maps: the body, in list order; Body[0] is the entry.
+	Body []NodeID
+
+	In, Out []EdgeID // all edges in and out, in declaration order, computed at freeze
+
+	// The parts of one kind each: non-nil exactly for subflow steps
+	// (Subflow), model calls (Call: llm= and agent= steps, routers given
+	// llm=), routers, loops and maps.
+	Subflow *Subflow
+	Call    *ModelCall
+	Router  *Router
+	Loop    *Loop
+	Map     *Map
+}
+
+// Subflow is what a child-flow step (flow=) runs.
+type Subflow struct {
 	Flow      *Template
 	Inputs    []NamedTemplate
 	Child     *Graph // the literal child flow, loaded by the loader; nil if templated or missing
 	ChildPath string // the resolved literal path
 	ChildErr  *Error // why the literal child could not be loaded
+}
 
-	// Model calls: llm= steps, and routers given llm= (SPEC §11).
-	Prompt    *Template // llm=
+// ModelCall is the model call of an llm= or agent= step (agent= is Prompt),
+// or of a router given llm= (SPEC §11).
+type ModelCall struct {
+	Prompt    *Template // llm= or agent=
 	System    *Template // system=
 	Model     string    // model=: a model() name; "" for the default model
 	ModelPos  Pos
@@ -152,20 +180,23 @@ type Node struct {
 	SchemaPos Pos
 	MaxTokens int // max_tokens= of the call; 0 for the model's
 
-	// Agent steps (agent= is Prompt): the tools offered, and the bound on
-	// model calls.
+	// Agent steps: the tools offered, and the bound on model calls.
 	Tools    []ToolRef
 	MaxTurns int
+}
 
-	// Routers. Routes and Cases are in declaration order; every one of them
-	// and the default also appear as an out-edge of the router.
+// Router is how a router step chooses. Routes and Cases are in declaration
+// order; every one of them and the default also appear as an out-edge of
+// the router.
+type Router struct {
 	By      *Expr
 	Routes  []Route
 	Cases   []Case
 	Default *Target
+}
 
-	// Loops.
-	Body          []NodeID // in list order; Body[0] is the entry
+// Loop is how a loop step repeats its body.
+type Loop struct {
 	Until         starlark.Callable
 	UntilReads    *FuncRefs // what Until reads of its argument, when its syntax is known
 	UntilName     string    // until= given as a name (Until set once resolved)
@@ -174,18 +205,13 @@ type Node struct {
 	Judge         *Judge // until=judge(...)
 	MaxIterations int
 	ExhaustFail   bool // exhausted="fail": running out of iterations fails the loop
+}
 
-	// Maps (Body as for loops).
+// Map is what a map step runs its body over.
+type Map struct {
 	Over        *Expr
 	Concurrency int
 	ItemVar     string
-
-	// Computed at freeze.
-	In, Out []EdgeID // all edges in and out, in declaration order
-	Decl    int      // declaration order among steps (sentinels -1)
-
-	// dropped: removed by [Builder.Drop]; no graph holds it.
-	dropped bool
 }
 
 // Judge is a loop's until=judge(condition, model=...): a model decides
@@ -210,7 +236,7 @@ type ModelDecl struct {
 // IsModelCall reports whether n calls a model: an llm= step, an LLM router
 // or a judged loop.
 func (n *Node) IsModelCall() bool {
-	return n.Kind == KindLLM || n.Kind == KindAgent || n.Prompt != nil || n.Judge != nil
+	return n.Kind == KindLLM || n.Kind == KindAgent || n.Call != nil || (n.Loop != nil && n.Loop.Judge != nil)
 }
 
 // EnvVar is one entry of env=.
@@ -360,7 +386,9 @@ func (g *Graph) EachGraph(fn func(g *Graph)) {
 		seen[g] = true
 		fn(g)
 		for _, n := range g.Steps() {
-			walk(n.Child)
+			if n.Subflow != nil {
+				walk(n.Subflow.Child)
+			}
 		}
 		for _, t := range g.Tools {
 			walk(t.Child)

@@ -424,3 +424,57 @@ edge(b, END)
 		t.Errorf("sentinels: %v", nodes)
 	}
 }
+
+// A snapshot owns its nodes' per-kind parts: the REPL's builder goes on
+// resolving until= names and retargeting routes in its own.
+func TestFreezeSnapshotOwnsParts(t *testing.T) {
+	b := graphir.NewBuilder("repl.star", ".")
+	x := b.AddStep(&graphir.Node{Name: "x", Kind: graphir.KindNoop})
+	l := b.AddStep(&graphir.Node{Name: "l", Kind: graphir.KindLoop, Loop: &graphir.Loop{UntilName: "done", MaxIterations: 2}})
+	if err := b.SetBody(l, []graphir.NodeID{x}); err != nil {
+		t.Fatal(err)
+	}
+	r := b.AddStep(&graphir.Node{Name: "r", Kind: graphir.KindRouter,
+		Router: &graphir.Router{Cases: []graphir.Case{{Target: graphir.Target{Name: "l"}}}}})
+	b.AddEdge(&graphir.Edge{From: graphir.Start, To: r})
+	g1 := b.Freeze()
+	b.Node(l).Loop.UntilName = "other"
+	b.Node(r).Router.Cases[0].Target.Name = "x"
+	if got := g1.Node("l").Loop.UntilName; got != "done" {
+		t.Errorf("snapshot's until name changed with the builder's: %q", got)
+	}
+	if got := g1.Node("r").Router.Cases[0].Target; got.Name != "l" || got.ID != l {
+		t.Errorf("snapshot's case target changed with the builder's: %+v", got)
+	}
+}
+
+// Each per-kind part is there exactly for its kinds, in every example.
+func TestPartsMatchKinds(t *testing.T) {
+	files, _ := filepath.Glob("../examples/*.star")
+	if len(files) == 0 {
+		t.Fatal("no examples")
+	}
+	for _, file := range files {
+		g, err := lang.Load(file, lang.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		g.EachStep(func(n *graphir.Node) {
+			model := n.Kind == graphir.KindLLM || n.Kind == graphir.KindAgent
+			for _, c := range []struct {
+				part      string
+				has, want bool
+			}{
+				{"Subflow", n.Subflow != nil, n.Kind == graphir.KindSubflow},
+				{"Router", n.Router != nil, n.Kind == graphir.KindRouter},
+				{"Loop", n.Loop != nil, n.Kind == graphir.KindLoop},
+				{"Map", n.Map != nil, n.Kind == graphir.KindMap},
+				{"Call", n.Call != nil, model || (n.Kind == graphir.KindRouter && n.Call != nil)},
+			} {
+				if c.has != c.want {
+					t.Errorf("%s: %s step %q: has %s part: %v", n.Pos, n.Kind, n.Name, c.part, c.has)
+				}
+			}
+		})
+	}
+}

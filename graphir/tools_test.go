@@ -30,8 +30,8 @@ chain(START, fix, END)
 		t.Errorf("schema (-want +got):\n%s", d)
 	}
 	fix := g.Node("fix")
-	if fix.Kind.String() != "agent" || fix.MaxTurns != 3 || len(fix.Tools) != 1 || fix.Tools[0].Name != "read_file" {
-		t.Errorf("fix = kind %s, max_turns %d, tools %v", fix.Kind, fix.MaxTurns, fix.Tools)
+	if fix.Kind.String() != "agent" || fix.Call.MaxTurns != 3 || len(fix.Call.Tools) != 1 || fix.Call.Tools[0].Name != "read_file" {
+		t.Errorf("fix = kind %s, max_turns %d, tools %v", fix.Kind, fix.Call.MaxTurns, fix.Call.Tools)
 	}
 	b, err := json.Marshal(g)
 	if err != nil {

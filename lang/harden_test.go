@@ -66,10 +66,10 @@ func TestLoadSymlinksConfined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := g.Node("a").ChildErr; e == nil || e.Code != "subflow_not_found" || !strings.Contains(e.Msg, "outside the flow root") {
+	if e := g.Node("a").Subflow.ChildErr; e == nil || e.Code != "subflow_not_found" || !strings.Contains(e.Msg, "outside the flow root") {
 		t.Errorf("linked child flow: %v", e)
 	}
-	if g.Node("a").Child != nil {
+	if g.Node("a").Subflow.Child != nil {
 		t.Error("the linked child flow was loaded")
 	}
 	// The same for a flow= tool's child.

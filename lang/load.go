@@ -328,24 +328,25 @@ func (s *session) confine(path string) error { return graphir.Confine(s.root, pa
 // flow's modules, now that all of them have loaded.
 func (l *loader) resolveUntil(main starlark.StringDict) {
 	for _, n := range l.b.Nodes() {
-		if n.Kind != graphir.KindLoop || n.UntilName == "" {
+		if n.Kind != graphir.KindLoop || n.Loop.UntilName == "" {
 			continue
 		}
-		v, ok := main[n.UntilName]
+		lp := n.Loop
+		v, ok := main[lp.UntilName]
 		for _, m := range l.order {
 			if ok {
 				break
 			}
-			v, ok = m.globals[n.UntilName]
+			v, ok = m.globals[lp.UntilName]
 		}
 		if !ok {
 			continue
 		}
 		if f, isFn := v.(starlark.Callable); isFn {
-			n.Until = f
-			n.UntilReads = builtins.ReadsOf(l.b, f)
+			lp.Until = f
+			lp.UntilReads = builtins.ReadsOf(l.b, f)
 		} else {
-			n.UntilBad = fmt.Sprintf("%s (a %s)", n.UntilName, v.Type())
+			lp.UntilBad = fmt.Sprintf("%s (a %s)", lp.UntilName, v.Type())
 		}
 	}
 }
@@ -375,10 +376,11 @@ func (l *loader) funcNames(main starlark.StringDict) []string {
 // step or tool.
 func (l *loader) loadChildren(file string, chain []string) {
 	for _, n := range l.b.Nodes() {
-		if n.Kind != graphir.KindSubflow || n.Flow == nil || !n.Flow.IsLiteral() || n.Flow.Err != nil {
+		sub := n.Subflow
+		if n.Kind != graphir.KindSubflow || sub.Flow == nil || !sub.Flow.IsLiteral() || sub.Flow.Err != nil {
 			continue
 		}
-		n.ChildPath, n.Child, n.ChildErr = l.loadChild(file, chain, n.Flow, n.Name)
+		sub.ChildPath, sub.Child, sub.ChildErr = l.loadChild(file, chain, sub.Flow, n.Name)
 	}
 	for _, t := range l.b.Tools() {
 		if t.Flow == nil {

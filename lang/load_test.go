@@ -486,9 +486,9 @@ def unexported(it):
 	}
 	get := func(name string) until {
 		n := g.Node(name)
-		u := until{Name: n.UntilName, Bad: n.UntilBad}
-		if n.Until != nil {
-			u.Fn = n.Until.Name()
+		u := until{Name: n.Loop.UntilName, Bad: n.Loop.UntilBad}
+		if n.Loop.Until != nil {
+			u.Fn = n.Loop.Until.Name()
 		}
 		return u
 	}
@@ -511,7 +511,7 @@ def unexported(it):
 		t.Errorf("funcs (-want +got):\n%s", diff)
 	}
 	// until= given as a literal name points at the literal.
-	if got, want := g.Node("l").UntilPos.String(), "flow.star:2:36"; got != want {
+	if got, want := g.Node("l").Loop.UntilPos.String(), "flow.star:2:36"; got != want {
 		t.Errorf("until at %s, want %s", got, want)
 	}
 }
@@ -534,11 +534,11 @@ chain(START, a, b, c, d, e, f, END)
 	}
 	g := files.mustLoad(t, "flow.star")
 	a := g.Node("a")
-	if a.Child == nil || a.ChildErr != nil {
-		t.Fatalf("a: child %v, err %v", a.Child, a.ChildErr)
+	if a.Subflow.Child == nil || a.Subflow.ChildErr != nil {
+		t.Fatalf("a: child %v, err %v", a.Subflow.Child, a.Subflow.ChildErr)
 	}
-	if a.Child.Name != "kid" || a.ChildPath != "sub/child.star" || a.Child.Node("k") == nil {
-		t.Errorf("a: child %q at %s", a.Child.Name, a.ChildPath)
+	if a.Subflow.Child.Name != "kid" || a.Subflow.ChildPath != "sub/child.star" || a.Subflow.Child.Node("k") == nil {
+		t.Errorf("a: child %q at %s", a.Subflow.Child.Name, a.Subflow.ChildPath)
 	}
 
 	type childErr struct{ Code, Pos, Step string }
@@ -555,10 +555,10 @@ chain(START, a, b, c, d, e, f, END)
 	} {
 		n := g.Node(tc.step)
 		var got *childErr
-		if n.ChildErr != nil {
-			got = &childErr{n.ChildErr.Code, n.ChildErr.Pos.String(), n.ChildErr.Step}
-			if !strings.Contains(n.ChildErr.Msg, tc.frag) {
-				t.Errorf("%s: message %q does not contain %q", tc.step, n.ChildErr.Msg, tc.frag)
+		if n.Subflow.ChildErr != nil {
+			got = &childErr{n.Subflow.ChildErr.Code, n.Subflow.ChildErr.Pos.String(), n.Subflow.ChildErr.Step}
+			if !strings.Contains(n.Subflow.ChildErr.Msg, tc.frag) {
+				t.Errorf("%s: message %q does not contain %q", tc.step, n.Subflow.ChildErr.Msg, tc.frag)
 			}
 		}
 		if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -567,11 +567,11 @@ chain(START, a, b, c, d, e, f, END)
 	}
 	// The loop is recorded on the child whose step closes it.
 	c := g.Node("c")
-	if c.Child == nil || c.Child.Node("l1").Child == nil {
-		t.Fatalf("c: children not loaded: %v", c.ChildErr)
+	if c.Subflow.Child == nil || c.Subflow.Child.Node("l1").Subflow.Child == nil {
+		t.Fatalf("c: children not loaded: %v", c.Subflow.ChildErr)
 	}
-	l2 := c.Child.Node("l1").Child.Node("l2")
-	if e := l2.ChildErr; e == nil || e.Code != "subflow_cycle" || e.Pos.String() != "sub/loop2.star:1:20" ||
+	l2 := c.Subflow.Child.Node("l1").Subflow.Child.Node("l2")
+	if e := l2.Subflow.ChildErr; e == nil || e.Code != "subflow_cycle" || e.Pos.String() != "sub/loop2.star:1:20" ||
 		!strings.Contains(e.Msg, "sub/loop.star -> sub/loop2.star -> sub/loop.star") {
 		t.Errorf("l2: child error %v, want subflow_cycle", e)
 	}
@@ -593,14 +593,14 @@ chain(START, a, b, c, d, e, f, END)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := dg.Node("d").ChildErr; e == nil || e.Code != "subflow_not_found" || e.Pos.String() != flow+":1:19" ||
+	if e := dg.Node("d").Subflow.ChildErr; e == nil || e.Code != "subflow_not_found" || e.Pos.String() != flow+":1:19" ||
 		!strings.Contains(e.Msg, "is a directory") {
 		t.Errorf("directory child: %v", e)
 	}
 
 	// A flow that names itself.
 	g = memFS{"self.star": `step("me", flow = "self.star")`}.mustLoad(t, "self.star")
-	if e := g.Node("me").ChildErr; e == nil || e.Code != "subflow_cycle" || !strings.Contains(e.Msg, "self.star -> self.star") {
+	if e := g.Node("me").Subflow.ChildErr; e == nil || e.Code != "subflow_cycle" || !strings.Contains(e.Msg, "self.star -> self.star") {
 		t.Errorf("self: %v", e)
 	}
 }

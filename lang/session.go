@@ -278,8 +278,8 @@ func (s *Session) hint(f *syntax.File, cause error, err *graphir.Error) *graphir
 func (s *Session) Graph() *graphir.Graph {
 	s.globals.Freeze()
 	for _, n := range s.l.b.Nodes() {
-		if n.UntilName != "" {
-			n.Until, n.UntilBad = nil, ""
+		if n.Loop != nil && n.Loop.UntilName != "" {
+			n.Loop.Until, n.Loop.UntilBad = nil, ""
 		}
 	}
 	s.ls.children = map[string]*child{}

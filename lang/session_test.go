@@ -271,8 +271,8 @@ chain(START, hello, END)
 	if diff := cmp.Diff([]string{"hello", "sub"}, g.StepNames()); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
 	}
-	if n := g.Node("sub"); n.Child == nil || n.ChildErr != nil {
-		t.Errorf("child flow: %v %v", n.Child, n.ChildErr)
+	if n := g.Node("sub"); n.Subflow.Child == nil || n.Subflow.ChildErr != nil {
+		t.Errorf("child flow: %v %v", n.Subflow.Child, n.Subflow.ChildErr)
 	}
 	want := []string{file, filepath.Join(dir, "flows/lib.star"), filepath.Join(dir, "flows/child.star")}
 	if diff := cmp.Diff(want, g.Files); diff != "" {
@@ -321,24 +321,24 @@ chain(START, hello, END)
 func TestSessionUntil(t *testing.T) {
 	s := NewSession(t.TempDir(), Options{})
 	exec(t, s, "b = step(\"b\")\nl = loop(\"l\", body = [b], until = \"done\", max_iterations = 3)\n")
-	if n := s.Graph().Node("l"); n.Until != nil || n.UntilBad != "" {
-		t.Errorf("until before it is defined: %v %q", n.Until, n.UntilBad)
+	if n := s.Graph().Node("l"); n.Loop.Until != nil || n.Loop.UntilBad != "" {
+		t.Errorf("until before it is defined: %v %q", n.Loop.Until, n.Loop.UntilBad)
 	}
 	exec(t, s, "done = 3\n")
-	if n := s.Graph().Node("l"); n.UntilBad == "" {
-		t.Errorf("until naming an int: %v %q", n.Until, n.UntilBad)
+	if n := s.Graph().Node("l"); n.Loop.UntilBad == "" {
+		t.Errorf("until naming an int: %v %q", n.Loop.Until, n.Loop.UntilBad)
 	}
 	exec(t, s, "def done(it):\n    return True\n")
 	g := s.Graph()
-	if n := g.Node("l"); n.Until == nil || n.UntilBad != "" {
-		t.Errorf("until once defined: %v %q", n.Until, n.UntilBad)
+	if n := g.Node("l"); n.Loop.Until == nil || n.Loop.UntilBad != "" {
+		t.Errorf("until once defined: %v %q", n.Loop.Until, n.Loop.UntilBad)
 	}
 	if diff := cmp.Diff([]string{"done"}, g.Funcs); diff != "" {
 		t.Errorf("funcs (-want +got):\n%s", diff)
 	}
 	// A builtin is not a function of the flow's.
 	exec(t, s, "l2 = loop(\"l2\", body = [step(\"c\")], until = \"step\", max_iterations = 3)\n")
-	if n := s.Graph().Node("l2"); n.Until != nil {
+	if n := s.Graph().Node("l2"); n.Loop.Until != nil {
 		t.Errorf("until resolved to a builtin")
 	}
 }

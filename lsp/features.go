@@ -326,21 +326,29 @@ func nodeReads(g *graphir.Graph, n *graphir.Node) []string {
 	var exprs []*graphir.Expr
 	var tmpls []*graphir.Template
 	tmpls = append(tmpls, n.Argv...)
-	tmpls = append(tmpls, n.Shell, n.Stdin, n.Dir, n.Flow)
+	tmpls = append(tmpls, n.Shell, n.Stdin, n.Dir)
 	for _, e := range n.Env {
 		tmpls = append(tmpls, e.Value)
 	}
-	for _, in := range n.Inputs {
-		tmpls = append(tmpls, in.Value)
+	if sub := n.Subflow; sub != nil {
+		tmpls = append(tmpls, sub.Flow)
+		for _, in := range sub.Inputs {
+			tmpls = append(tmpls, in.Value)
+		}
 	}
 	for _, t := range tmpls {
 		if t != nil {
 			exprs = append(exprs, t.Exprs()...)
 		}
 	}
-	exprs = append(exprs, n.By, n.Over)
-	for _, cs := range n.Cases {
-		exprs = append(exprs, cs.When)
+	if rt := n.Router; rt != nil {
+		exprs = append(exprs, rt.By)
+		for _, cs := range rt.Cases {
+			exprs = append(exprs, cs.When)
+		}
+	}
+	if n.Map != nil {
+		exprs = append(exprs, n.Map.Over)
 	}
 	for _, id := range n.In {
 		exprs = append(exprs, g.Edges[id].When)

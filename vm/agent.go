@@ -83,7 +83,7 @@ type agentRun struct {
 // startAgent starts a visit of agent step n: its messages rendered, then
 // the first turn.
 func (r *run) startAgent(f *frame, n *graphir.Node) {
-	req, err := r.modelRequest(f, n, n.Model)
+	req, err := r.modelRequest(f, n, n.Call.Model)
 	if err != nil {
 		r.modelFailed(f, n, err)
 		return
@@ -108,7 +108,7 @@ func (r *run) offered(n *graphir.Node) []*graphir.Tool {
 			out = append(out, t)
 		}
 	}
-	for _, t := range n.Tools {
+	for _, t := range n.Call.Tools {
 		add(t.Name)
 	}
 	for _, gr := range r.grants {
@@ -219,9 +219,9 @@ func (r *run) agentReplied(a *agentRun, ec *EffectCompletion) {
 		r.agentAnswer(a, content, nil)
 		return
 	}
-	if a.turn >= n.MaxTurns {
+	if a.turn >= n.Call.MaxTurns {
 		a.chat.Messages = append(a.chat.Messages, model.Message{Role: "assistant", Content: content, ToolCalls: calls})
-		r.agentFail(a, "max_turns", fmt.Sprintf("agent %q still calling tools after max_turns %d model calls", n.Name, n.MaxTurns))
+		r.agentFail(a, "max_turns", fmt.Sprintf("agent %q still calling tools after max_turns %d model calls", n.Name, n.Call.MaxTurns))
 		return
 	}
 	a.chat.Messages = append(a.chat.Messages, model.Message{Role: "assistant", Content: content, ToolCalls: calls})
@@ -258,25 +258,25 @@ func (r *run) agentAnswer(a *agentRun, content string, obj starlark.Value) {
 	if obj == nil {
 		obj = starlark.String(content)
 	}
-	if n.HasSchema {
+	if n.Call.HasSchema {
 		var v any
 		var err error
 		if s, ok := obj.(starlark.String); ok {
-			v, err = model.DecodeValid(n.Schema, string(s))
+			v, err = model.DecodeValid(n.Call.Schema, string(s))
 		} else if g, gerr := stdlib.ToGo(obj); gerr != nil {
 			err = gerr
 		} else if b, merr := json.Marshal(g); merr != nil {
 			err = merr
 		} else {
-			v, err = model.DecodeValid(n.Schema, string(b))
+			v, err = model.DecodeValid(n.Call.Schema, string(b))
 		}
 		if err == nil {
 			obj, err = stdlib.FromGo(v)
 		}
 		if err != nil {
 			a.chat.Messages = append(a.chat.Messages, model.Message{Role: "assistant", Content: content})
-			if a.turn >= n.MaxTurns {
-				r.agentFail(a, "max_turns", fmt.Sprintf("agent %q: the final answer does not match the schema after max_turns %d model calls: %v", n.Name, n.MaxTurns, err))
+			if a.turn >= n.Call.MaxTurns {
+				r.agentFail(a, "max_turns", fmt.Sprintf("agent %q: the final answer does not match the schema after max_turns %d model calls: %v", n.Name, n.Call.MaxTurns, err))
 				return
 			}
 			a.chat.Messages = append(a.chat.Messages, model.Message{Role: "user",

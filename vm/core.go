@@ -93,7 +93,7 @@ func (f *frame) loopValue() starlark.Value {
 			fb = starlark.None
 		}
 		f.loopVal = stdlib.NewMap([]string{"iteration", "index", "feedback", "max_iterations"},
-			[]starlark.Value{starlark.MakeInt(f.iteration), starlark.MakeInt(f.iteration - 1), fb, starlark.MakeInt(f.node.MaxIterations)})
+			[]starlark.Value{starlark.MakeInt(f.iteration), starlark.MakeInt(f.iteration - 1), fb, starlark.MakeInt(f.node.Loop.MaxIterations)})
 	}
 	return f.loopVal
 }
@@ -259,7 +259,7 @@ func (r *run) newFrame(f *frame, n *graphir.Node) *frame {
 	nf := &frame{scope: n.ID, kind: n.Kind, node: n, parent: f, ord: r.frameOrd,
 		states: make([]nodeState, len(r.p.scopes[n.ID]))}
 	if n.Kind == graphir.KindMap {
-		nf.itemVar = n.ItemVar
+		nf.itemVar = n.Map.ItemVar
 	}
 	return nf
 }
@@ -300,7 +300,7 @@ func (r *run) enter(t task) {
 	case graphir.KindFn:
 		r.callFn(f, n, 1)
 	case graphir.KindRouter:
-		if n.Prompt != nil {
+		if n.Call != nil {
 			r.startLLMRoute(f, n)
 			return
 		}
@@ -789,27 +789,27 @@ func (r *run) evalCond(f *frame, self *graphir.Node, x *graphir.Expr) (bool, err
 func (r *run) route(f *frame, n *graphir.Node) {
 	var label string
 	via := graphir.EdgeID(-1)
-	if n.By != nil {
-		v, err := r.eval(f, n, n.By)
+	if n.Router.By != nil {
+		v, err := r.eval(f, n, n.Router.By)
 		if err != nil {
-			r.evalFailed(n, "by "+quoteExpr(n.By), err)
+			r.evalFailed(n, "by "+quoteExpr(n.Router.By), err)
 			return
 		}
 		s, ok := v.(starlark.String)
 		if !ok {
 			r.stop(&graphir.Error{Code: "expr_error", Step: n.Name,
-				Msg: fmt.Sprintf("router %q: by %s must give a string label, got %s %s", n.Name, quoteExpr(n.By), v.Type(), shortValue(v))})
+				Msg: fmt.Sprintf("router %q: by %s must give a string label, got %s %s", n.Name, quoteExpr(n.Router.By), v.Type(), shortValue(v))})
 			return
 		}
 		label = string(s)
-		for _, rt := range n.Routes {
+		for _, rt := range n.Router.Routes {
 			if rt.Label == label {
 				via = rt.Target.Edge
 				break
 			}
 		}
 	} else {
-		for i, c := range n.Cases {
+		for i, c := range n.Router.Cases {
 			ok, err := r.evalCond(f, n, c.When)
 			if err != nil {
 				r.evalFailed(n, fmt.Sprintf("case %d %s", i, quoteExpr(c.When)), err)
@@ -822,15 +822,15 @@ func (r *run) route(f *frame, n *graphir.Node) {
 			}
 		}
 	}
-	if via < 0 && n.Default != nil {
-		via = n.Default.Edge
+	if via < 0 && n.Router.Default != nil {
+		via = n.Router.Default.Edge
 		if label == "" {
-			label = r.g.Nodes[n.Default.ID].Name
+			label = r.g.Nodes[n.Router.Default.ID].Name
 		}
 	}
 	if via < 0 {
 		msg := fmt.Sprintf("router %q: no case held and there is no default", n.Name)
-		if n.By != nil {
+		if n.Router.By != nil {
 			msg = fmt.Sprintf("router %q: no route for label %q and there is no default", n.Name, label)
 		}
 		r.stop(&graphir.Error{Code: "no_route", Step: n.Name, Msg: msg})
@@ -854,7 +854,7 @@ func (r *run) startIteration(lf *frame) {
 func (r *run) iterationDone(lf *frame) {
 	n := lf.node
 	out := r.bodyOutput(lf)
-	if n.Judge != nil {
+	if n.Loop.Judge != nil {
 		r.startJudge(lf, out)
 		return
 	}
@@ -874,7 +874,7 @@ func (r *run) iterationDone(lf *frame) {
 func (r *run) untilDecided(lf *frame, out starlark.Value, stop bool, reason starlark.Value, why string) {
 	n := lf.node
 	lf.history = append(lf.history, out)
-	exhausted := !stop && lf.iteration >= n.MaxIterations
+	exhausted := !stop && lf.iteration >= n.Loop.MaxIterations
 	if r.events {
 		ev := Event{Type: LoopIteration, Scope: lf.parent.scopePath(), Step: n.Name, Kind: "loop", Index: lf.iteration,
 			Stop: stop, Exhausted: exhausted}
@@ -892,7 +892,7 @@ func (r *run) untilDecided(lf *frame, out starlark.Value, stop bool, reason star
 		o := &outcome{ok: true, value: out}
 		if exhausted {
 			rec.StoppedReason = "exhausted"
-			if n.ExhaustFail {
+			if n.Loop.ExhaustFail {
 				// exhausted="fail": a failure like any other, which
 				// on="failure" edges can route.
 				o = &outcome{ok: false, value: out, code: "exhausted",
@@ -910,15 +910,15 @@ func (r *run) untilDecided(lf *frame, out starlark.Value, stop bool, reason star
 
 // startMap evaluates a map's list and starts its first items.
 func (r *run) startMap(f *frame, n *graphir.Node) {
-	v, err := r.eval(f, n, n.Over)
+	v, err := r.eval(f, n, n.Map.Over)
 	if err != nil {
-		r.evalFailed(n, "over "+quoteExpr(n.Over), err)
+		r.evalFailed(n, "over "+quoteExpr(n.Map.Over), err)
 		return
 	}
 	seq, ok := v.(starlark.Iterable)
 	if _, isStr := v.(starlark.String); !ok || isStr {
 		r.stop(&graphir.Error{Code: "expr_error", Step: n.Name,
-			Msg: fmt.Sprintf("map %q: over %s must give a list, got %s %s", n.Name, quoteExpr(n.Over), v.Type(), shortValue(v))})
+			Msg: fmt.Sprintf("map %q: over %s must give a list, got %s %s", n.Name, quoteExpr(n.Map.Over), v.Type(), shortValue(v))})
 		return
 	}
 	var items []starlark.Value
@@ -940,7 +940,7 @@ func (r *run) startMap(f *frame, n *graphir.Node) {
 		r.finish(f, n, &outcome{ok: true, value: frozenList(nil)})
 		return
 	}
-	for len(m.frames) < n.Concurrency && m.next < len(items) {
+	for len(m.frames) < n.Map.Concurrency && m.next < len(items) {
 		r.startItem(m)
 	}
 }

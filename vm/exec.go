@@ -728,8 +728,8 @@ func (r *run) callUntil(lf *frame, out starlark.Value) (stop bool, reason starla
 		[]string{"index", "iteration", "output", "result", "history", "feedback", "max_iterations", "is_last", "inputs"},
 		[]starlark.Value{starlark.MakeInt(lf.iteration - 1), starlark.MakeInt(lf.iteration), out,
 			stdlib.NewMap(keys, vals), history{elems: lf.history[:len(lf.history):len(lf.history)]}, feedback,
-			starlark.MakeInt(n.MaxIterations), starlark.Bool(lf.iteration >= n.MaxIterations), r.inputs})
-	v, err := r.evaluate(lf, nil, n.Until, starlark.Tuple{it}, nil, 0, nil)
+			starlark.MakeInt(n.Loop.MaxIterations), starlark.Bool(lf.iteration >= n.Loop.MaxIterations), r.inputs})
+	v, err := r.evaluate(lf, nil, n.Loop.Until, starlark.Tuple{it}, nil, 0, nil)
 	if err != nil {
 		return false, nil, err
 	}
@@ -850,9 +850,9 @@ func (r *run) taskRequest(f *frame, n *graphir.Node) (*EffectRequest, error) {
 
 // startSubflow runs the child flow of step n as a nested run.
 func (r *run) startSubflow(f *frame, n *graphir.Node) {
-	child, path := n.Child, n.ChildPath
-	if !n.Flow.IsLiteral() {
-		rel, err := r.render(f, n, n.Flow)
+	child, path := n.Subflow.Child, n.Subflow.ChildPath
+	if !n.Subflow.Flow.IsLiteral() {
+		rel, err := r.render(f, n, n.Subflow.Flow)
 		if err != nil {
 			r.evalFailed(n, "flow", err)
 			return
@@ -873,7 +873,7 @@ func (r *run) startSubflow(f *frame, n *graphir.Node) {
 		return
 	}
 	inputs := map[string]starlark.Value{}
-	for _, in := range n.Inputs {
+	for _, in := range n.Subflow.Inputs {
 		var v starlark.Value
 		if x := in.Value.Whole(); x != nil {
 			val, err := r.eval(f, n, x)

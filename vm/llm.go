@@ -236,17 +236,20 @@ func CheckModels(g *graphir.Graph, env []string) error {
 		}
 		seen[g] = true
 		for _, n := range g.Steps() {
-			if n.Child != nil {
-				if err := walk(n.Child); err != nil {
+			if n.Subflow != nil && n.Subflow.Child != nil {
+				if err := walk(n.Subflow.Child); err != nil {
 					return err
 				}
 			}
 			if !n.IsModelCall() {
 				continue
 			}
-			name := n.Model
-			if n.Judge != nil {
-				name = n.Judge.Model
+			var name string
+			switch {
+			case n.Call != nil:
+				name = n.Call.Model
+			case n.Loop != nil && n.Loop.Judge != nil:
+				name = n.Loop.Judge.Model
 			}
 			c, err := ModelConfig(g, name, getenv)
 			if err == nil {
@@ -276,8 +279,8 @@ func (r *run) modelRequest(f *frame, n *graphir.Node, name string) (*EffectReque
 		return nil, err
 	}
 	chat := cfg.Request()
-	if n.MaxTokens > 0 {
-		chat.MaxTokens = n.MaxTokens
+	if n.Call != nil && n.Call.MaxTokens > 0 {
+		chat.MaxTokens = n.Call.MaxTokens
 	}
 	req := r.request(f, n)
 	req.Chat = &chat
@@ -316,7 +319,7 @@ func (r *run) modelFailed(f *frame, n *graphir.Node, err error) {
 // startLLM starts an llm= step: its system and user messages rendered,
 // with the schema, if any.
 func (r *run) startLLM(f *frame, n *graphir.Node) {
-	req, err := r.modelRequest(f, n, n.Model)
+	req, err := r.modelRequest(f, n, n.Call.Model)
 	if err != nil {
 		r.modelFailed(f, n, err)
 		return
@@ -333,13 +336,13 @@ func (r *run) startLLM(f *frame, n *graphir.Node) {
 // chat, with n's schema; what names the prompt in an error. It returns the
 // prompt, or false once the failure has been reported.
 func (r *run) renderChat(f *frame, n *graphir.Node, chat *model.Request, what string) (string, bool) {
-	prompt, err := r.render(f, n, n.Prompt)
+	prompt, err := r.render(f, n, n.Call.Prompt)
 	if err != nil {
 		r.evalFailed(n, what, err)
 		return "", false
 	}
-	if n.System != nil {
-		sys, err := r.render(f, n, n.System)
+	if n.Call.System != nil {
+		sys, err := r.render(f, n, n.Call.System)
 		if err != nil {
 			r.evalFailed(n, "system", err)
 			return "", false
@@ -347,8 +350,8 @@ func (r *run) renderChat(f *frame, n *graphir.Node, chat *model.Request, what st
 		chat.Messages = append(chat.Messages, model.Message{Role: "system", Content: sys})
 	}
 	chat.Messages = append(chat.Messages, model.Message{Role: "user", Content: prompt})
-	if n.HasSchema {
-		chat.Schema, chat.SchemaName = n.Schema, "output"
+	if n.Call.HasSchema {
+		chat.Schema, chat.SchemaName = n.Call.Schema, "output"
 	}
 	return prompt, true
 }
@@ -356,12 +359,12 @@ func (r *run) renderChat(f *frame, n *graphir.Node, chat *model.Request, what st
 // startLLMRoute starts an LLM router's call: the rendered prompt, and a
 // schema allowing exactly its labels.
 func (r *run) startLLMRoute(f *frame, n *graphir.Node) {
-	req, err := r.modelRequest(f, n, n.Model)
+	req, err := r.modelRequest(f, n, n.Call.Model)
 	if err != nil {
 		r.stop(&graphir.Error{Code: model.CodeModel, Step: n.Name, Msg: fmt.Sprintf("router %q: %v", n.Name, err)})
 		return
 	}
-	prompt, err := r.render(f, n, n.Prompt)
+	prompt, err := r.render(f, n, n.Call.Prompt)
 	if err != nil {
 		r.evalFailed(n, "llm", err)
 		return
@@ -372,8 +375,8 @@ func (r *run) startLLMRoute(f *frame, n *graphir.Node) {
 }
 
 func routeLabels(n *graphir.Node) []string {
-	labels := make([]string, len(n.Routes))
-	for i, rt := range n.Routes {
+	labels := make([]string, len(n.Router.Routes))
+	for i, rt := range n.Router.Routes {
 		labels[i] = rt.Label
 	}
 	return labels
@@ -400,14 +403,14 @@ func (r *run) routed(f *frame, n *graphir.Node, c *EffectCompletion) {
 	label, ok := model.ReadLabel(answer, routeLabels(n))
 	via := graphir.EdgeID(-1)
 	if ok {
-		for _, rt := range n.Routes {
+		for _, rt := range n.Router.Routes {
 			if rt.Label == label {
 				via = rt.Target.Edge
 			}
 		}
-	} else if n.Default != nil {
-		via = n.Default.Edge
-		label = r.g.Nodes[n.Default.ID].Name
+	} else if n.Router.Default != nil {
+		via = n.Router.Default.Edge
+		label = r.g.Nodes[n.Router.Default.ID].Name
 	}
 	if via < 0 {
 		r.stop(&graphir.Error{Code: "no_route", Step: n.Name,
@@ -436,7 +439,7 @@ func clipText(s string, n int) string {
 // produced out.
 func (r *run) startJudge(lf *frame, out starlark.Value) {
 	n := lf.node
-	req, err := r.modelRequest(lf.parent, n, n.Judge.Model)
+	req, err := r.modelRequest(lf.parent, n, n.Loop.Judge.Model)
 	if err != nil {
 		r.stop(&graphir.Error{Code: model.CodeModel, Step: n.Name, Msg: fmt.Sprintf("loop %q: judge: %v", n.Name, err)})
 		return
@@ -449,7 +452,7 @@ func (r *run) startJudge(lf *frame, out starlark.Value) {
 	if s, ok := lf.feedback.(starlark.String); ok {
 		feedback = string(s)
 	}
-	*req.Chat = model.JudgeRequest(*req.Chat, n.Judge.Condition, lf.iteration, g, feedback)
+	*req.Chat = model.JudgeRequest(*req.Chat, n.Loop.Judge.Condition, lf.iteration, g, feedback)
 	req.Prompt = req.Chat.Messages[len(req.Chat.Messages)-1].Content
 	req.Scope = lf.scopePath() // one judge call per iteration
 	lf.judging = out
@@ -491,7 +494,7 @@ func (r *run) judged(lf *frame, c *EffectCompletion) {
 		r.untilDecided(lf, out, true, fb, "until")
 	case model.Unrelated:
 		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("loop %q: the judge found the condition %q unrelated to what the loop produces (%s); the loop stopped after iteration %d",
-			n.Name, n.Judge.Condition, orNone(reason), lf.iteration))
+			n.Name, n.Loop.Judge.Condition, orNone(reason), lf.iteration))
 		r.untilDecided(lf, out, true, fb, "condition_unrelated")
 	default:
 		r.untilDecided(lf, out, false, fb, "")

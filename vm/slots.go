@@ -82,7 +82,7 @@ func effectOf(n *graphir.Node) effect {
 	case graphir.KindSubflow, graphir.KindWait, graphir.KindApproval:
 		return waiting
 	case graphir.KindRouter:
-		if n.Prompt != nil {
+		if n.Call != nil {
 			return working
 		}
 	}

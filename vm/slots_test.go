@@ -22,7 +22,7 @@ func TestEffectOf(t *testing.T) {
 	for k := graphir.KindStart; k <= graphir.KindAgent; k++ {
 		got[k.String()] = effectOf(&graphir.Node{Kind: k})
 	}
-	got["prompted router"] = effectOf(&graphir.Node{Kind: graphir.KindRouter, Prompt: &graphir.Template{}})
+	got["prompted router"] = effectOf(&graphir.Node{Kind: graphir.KindRouter, Call: &graphir.ModelCall{Prompt: &graphir.Template{}}})
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("effects (-want +got):\n%s", diff)
 	}

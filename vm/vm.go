@@ -474,7 +474,7 @@ func Prepare(g *graphir.Graph) *Program {
 	for _, n := range g.Nodes {
 		in := &p.info[n.ID]
 		in.bound = int32(min(g.VisitBound(n), 1<<31-1))
-		in.decl = int32(n.Decl)
+		in.decl = n.Decl
 		in.kind, in.join = n.Kind, n.Join
 		start := len(edges)
 		for _, eid := range n.Out {

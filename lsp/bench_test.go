@@ -31,3 +31,29 @@ func BenchmarkCheckBuffer(b *testing.B) {
 		b.Fatal("the buffer did not load")
 	}
 }
+
+// BenchmarkHoverLastLine measures a hover over inputs.who in the last line
+// of a buffer of 1,000 steps, where what the cursor is in (a string, a
+// template hole) is read from the start of the buffer.
+func BenchmarkHoverLastLine(b *testing.B) {
+	var src strings.Builder
+	src.WriteString("flow(name = \"big\", inputs = {\"who\": \"me\"})\n")
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&src, "s%d = step(\"s%d\", run = [\"echo\", \"{{ inputs.who }}\"])  # step's 'comment'\n", i, i)
+	}
+	s := &Server{w: &writer{w: io.Discard}, docs: map[string]*document{}, published: map[string]map[string]bool{}}
+	path := filepath.Join(b.TempDir(), "big.star")
+	d := &document{path: path, uri: uriOf(path), text: newText(src.String())}
+	s.docs[path] = d
+	s.mu.Lock()
+	s.checkAll()
+	s.mu.Unlock()
+	line := strings.Index("s999 = step(\"s999\", run = [\"echo\", \"{{ inputs.who }}\"])", "who") + 1
+	params := []byte(fmt.Sprintf(`{"textDocument": {"uri": %q}, "position": {"line": 1000, "character": %d}}`, d.uri, line))
+	b.ReportAllocs()
+	for b.Loop() {
+		if res, e := s.hover(params); e != nil || res == nil {
+			b.Fatalf("hover: %v %v", res, e)
+		}
+	}
+}

@@ -26,8 +26,9 @@ type cursor struct {
 	g    *graphir.Graph // the last graph of the buffer, or nil
 	file *syntax.File   // the last syntax tree, or nil
 	pos  position
-	line string // the cursor's line
-	off  int    // byte offset of the cursor in line
+	line string   // the cursor's line
+	off  int      // byte offset of the cursor in line
+	lit  *literal // the string literal around pos, once str has looked
 }
 
 // open returns the open buffer of uri; it is called with s.mu held.
@@ -64,38 +65,24 @@ func (s *Server) at(params json.RawMessage) (*cursor, *respError) {
 
 // str reports whether the cursor is inside a string literal, which may
 // span lines (a triple-quoted prompt), and returns the literal's contents
-// and the part of them before the cursor. An unterminated string ends at
-// the end of its line (or, triple-quoted, of the buffer).
+// and the part of them before the cursor. The buffer is read up to the
+// cursor once per cursor, however many features ask.
 func (c *cursor) str() (contents, before string, ok bool) {
-	src := c.d.text.src
-	at := lineStart(c.d.text, c.pos.Line) + c.off
-	for i := 0; i < len(src) && i <= at; i++ {
-		switch ch := src[i]; ch {
-		case '#':
-			for i < len(src) && src[i] != '\n' {
-				i++
-			}
-		case '"', '\'':
-			q := string(ch)
-			if strings.HasPrefix(src[i:], strings.Repeat(q, 3)) {
-				q = strings.Repeat(q, 3)
-			}
-			start := i + len(q)
-			j := start
-			for j < len(src) && !strings.HasPrefix(src[j:], q) && (len(q) == 3 || src[j] != '\n') {
-				if src[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			j = min(j, len(src))
-			if at >= start && at <= j {
-				return src[start:j], src[start:at], true
-			}
-			i = j + len(q) - 1
+	if c.lit == nil {
+		c.lit = new(literal)
+		at := lineStart(c.d.text, c.pos.Line) + c.off
+		src := c.d.text.src
+		if _, start, end, ok := stringAt(src, at); ok {
+			c.lit.contents, c.lit.before, c.lit.in = src[start:end], src[start:at], true
 		}
 	}
-	return "", "", false
+	return c.lit.contents, c.lit.before, c.lit.in
+}
+
+// literal is what [cursor.str] found.
+type literal struct {
+	contents, before string
+	in               bool
 }
 
 // runeCol is the 1-based rune column of byte offset off in c's line.

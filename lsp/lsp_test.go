@@ -58,6 +58,19 @@ func TestStringAndWord(t *testing.T) {
 	if _, _, _, ok := stringAt(l, strings.Index(l, "not")); ok {
 		t.Error("a comment is not a string")
 	}
+	// In a buffer, a triple-quoted string spans lines and another ends at
+	// its line's end.
+	buf := "p = \"\"\"one\n{{ inputs.who }}\"\"\" # 'x\nq = \"open\nr = 'it''s'\n"
+	for _, tc := range []struct {
+		at   string
+		want string
+		ok   bool
+	}{{"who", "one\n{{ inputs.who }}", true}, {"x", "", false}, {"pen", "open", true}, {"r =", "", false}, {"s'", "s", true}} {
+		got, _, _, ok := stringAt(buf, strings.Index(buf, tc.at))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("stringAt(buffer, %q) = %q %v, want %q %v", tc.at, got, ok, tc.want, tc.ok)
+		}
+	}
 	if w, _, _ := wordAt(l, strings.Index(l, "dout")); w != "stdout" {
 		t.Errorf("wordAt = %q", w)
 	}

@@ -101,37 +101,38 @@ func wordAt(l string, off int) (string, int, int) {
 	return l[start:end], start, end
 }
 
-// stringAt reports whether byte offset off of line l is inside a string
-// literal that starts on that line, and returns the literal's contents
-// (between its quotes, escapes left as written) and their byte range.
-func stringAt(l string, off int) (string, int, int, bool) {
-	for i := 0; i < len(l); i++ {
-		c := l[i]
-		if c == '#' {
-			return "", 0, 0, false
-		}
-		if c != '"' && c != '\'' {
-			continue
-		}
-		quote := string(c)
-		if strings.HasPrefix(l[i:], strings.Repeat(quote, 3)) {
-			quote = strings.Repeat(quote, 3)
-		}
-		start := i + len(quote)
-		j := start
-		for j < len(l) && !strings.HasPrefix(l[j:], quote) {
-			if l[j] == '\\' {
+// stringAt reports whether byte offset off of src (a buffer or one line
+// of it) is inside a string literal, and returns the literal's contents
+// (between its quotes, escapes left as written) and their byte range. A
+// triple-quoted string may span lines; another ends at the end of its
+// line, as an unterminated one does. src is read once, up to the literal
+// around off.
+func stringAt(src string, off int) (string, int, int, bool) {
+	for i := 0; i < len(src) && i <= off; i++ {
+		switch ch := src[i]; ch {
+		case '#':
+			for i < len(src) && src[i] != '\n' {
+				i++
+			}
+		case '"', '\'':
+			quote := src[i : i+1]
+			if i+2 < len(src) && src[i+1] == ch && src[i+2] == ch {
+				quote = src[i : i+3]
+			}
+			start := i + len(quote)
+			j := start
+			for j < len(src) && !strings.HasPrefix(src[j:], quote) && (len(quote) == 3 || src[j] != '\n') {
+				if src[j] == '\\' {
+					j++
+				}
 				j++
 			}
-			j++
+			j = min(j, len(src))
+			if off >= start && off <= j {
+				return src[start:j], start, j, true
+			}
+			i = j + len(quote) - 1
 		}
-		if j > len(l) {
-			j = len(l)
-		}
-		if off >= start && off <= j {
-			return l[start:j], start, j, true
-		}
-		i = j + len(quote) - 1
 	}
 	return "", 0, 0, false
 }

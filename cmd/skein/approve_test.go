@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,5 +109,43 @@ func TestCheckDeadline(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), `approval "gate" of run r1 timed out at `) {
 			t.Errorf("%s: err = %v", c.name, err)
 		}
+	}
+}
+
+// An approval recorded before the store kept timeouts (its column NULL,
+// from a store made before that migration) is not refused by skein
+// approve, which cannot know its timeout without loading the flow; the
+// resumed run, which has the flow, times the late decision out.
+func TestApproveTimeoutNotRecorded(t *testing.T) {
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "gate.star")
+	if err := os.WriteFile(flow, []byte(`step("gate", approve = "Go?", timeout = "1m")`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "runs.db")
+	skein := func(args ...string) (int, string) {
+		var o, e strings.Builder
+		code := Main(context.Background(), append(args[:1:1], append([]string{"--store", db}, args[1:]...)...), stdio{strings.NewReader(""), &o, &e})
+		return code, o.String() + e.String()
+	}
+	if code, out := skein("run", "--no-prompt", flow); code != exitWaiting {
+		t.Fatalf("run: exit %d, want %d:\n%s", code, exitWaiting, out)
+	}
+	// What an older skein left: no timeout, asked two minutes ago.
+	sq, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sq.Exec(`UPDATE approvals SET timeout = NULL, requested = requested - ?`, int64(2*time.Minute))
+	sq.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out := skein("approve", "last"); code != exitOK {
+		t.Fatalf("approve: exit %d, want %d:\n%s", code, exitOK, out)
+	}
+	code, out := skein("resume", "--json", "last")
+	if code != exitFail || !strings.Contains(out, `"code": "timeout"`) {
+		t.Errorf("resume: exit %d, want %d and code timeout:\n%s", code, exitFail, out)
 	}
 }

@@ -147,7 +147,7 @@ func (t *tester) run(th *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot encode the result: %v", b.Name(), err)
 	}
-	v, err := stdlib.FromJSON(data)
+	v, err := stdlib.FromStoredJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot decode the result: %v", b.Name(), err)
 	}

@@ -7,6 +7,7 @@ package graphir
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -152,7 +153,8 @@ func (in *Input) checkChoice(v starlark.Value) error {
 // Parse converts text given on a command line (--input name=text) by the
 // input's type (SPEC §2): a string keeps the text exactly; int, float and
 // bool must parse as such; list and dict as JSON; any is JSON when the text
-// parses as JSON, else the text.
+// parses as JSON, else the text. JSON whose value would be over
+// stdlib.MaxValueBytes is an error.
 func (in *Input) Parse(text string) (starlark.Value, error) {
 	var v starlark.Value
 	bad := func() error {
@@ -184,6 +186,9 @@ func (in *Input) Parse(text string) (starlark.Value, error) {
 		v = starlark.Bool(b)
 	case "list", "dict":
 		j, err := stdlib.FromJSON([]byte(text))
+		if errors.Is(err, stdlib.ErrTooBig) {
+			return nil, fmt.Errorf("input %q: %v", in.Name, err)
+		}
 		if err != nil || InferType(j) != in.TypeName() {
 			return nil, fmt.Errorf("input %q must be %s as JSON, got %q", in.Name, typeArticle(in.TypeName()), text)
 		}
@@ -191,6 +196,8 @@ func (in *Input) Parse(text string) (starlark.Value, error) {
 	default:
 		if j, err := stdlib.FromJSON([]byte(text)); err == nil {
 			v = j
+		} else if errors.Is(err, stdlib.ErrTooBig) {
+			return nil, fmt.Errorf("input %q: %v", in.Name, err) // JSON, too big to be its value
 		} else {
 			v = starlark.String(text)
 		}

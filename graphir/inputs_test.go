@@ -1,6 +1,7 @@
 package graphir_test
 
 import (
+	"strings"
 	"testing"
 
 	"go.starlark.net/starlark"
@@ -77,6 +78,21 @@ func TestInputDescribe(t *testing.T) {
 	} {
 		if got := tc.in.Describe(); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// JSON whose value would be over the bound of one value is an error naming
+// the input and the size, for a list or dict input and for an any input
+// alike (which does not fall back to the text): issue 9.
+func TestInputParseTooBig(t *testing.T) {
+	big := "[" + strings.Repeat("{},", 999999) + "{}]"
+	for _, typ := range []string{"list", "any"} {
+		in := &graphir.Input{Name: "x", Type: typ}
+		_, err := in.Parse(big)
+		want := `input "x": decoding this JSON would make about 76.8 MiB (past the bound at byte 2516582); one value may take at most 64 MiB`
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: got %v, want %s", typ, err, want)
 		}
 	}
 }

@@ -53,6 +53,12 @@ func TestLoadHugeValue(t *testing.T) {
 		{"re.findall groups", `s = "x" * 1000000` + "\nx = re.findall('(x)', s)", "flow.star:2:5", []string{"re.findall: finding 1000000 matches (about 96 bytes each)"}},
 		{"re.split", `s = "," * 2000000` + "\nx = re.split(',', s)", "flow.star:2:5", []string{"re.split: splitting at 2000000 matches"}},
 		{"re.sub groups", big + `x = re.sub("(x+)", "$1" * 100, s)`, "flow.star:2:5", []string{"re.sub: replacing 1 matches"}},
+		{"list of codepoints", `s = "é" * 4500000` + "\nx = list(s.codepoints())", "flow.star:2:5", []string{"list: making 4500000 elements of 16 bytes would make 68.7 MiB"}},
+		{"enumerate of codepoints", `s = "x" * 2000000` + "\nx = enumerate(s.codepoint_ords())", "flow.star:2:5", []string{"enumerate: making 6000000 elements"}},
+		{"enumerate of a list", `s = [0] * 2000000` + "\nx = enumerate(s)", "flow.star:2:5", []string{"enumerate: making 6000000 elements of 16 bytes would make 91.6 MiB"}},
+		{"zip of lists", `s = [0] * 1500000` + "\nx = zip(s, s)", "flow.star:2:5", []string{"zip: making 4500000 elements"}},
+		{"json.decode", `x = json.decode("[" + "{}," * 200000 + "{}]")`, "flow.star:1:5", []string{"json.decode: decoding this JSON would make about 101.0 MiB (past the bound at byte 381302); one value may take at most 64 MiB"}},
+		{"json.decode with default", `x = json.decode("[" + "[[[[]]]]," * 400000 + "[]]", default = None)`, "flow.star:1:5", []string{"json.decode: decoding this JSON would make about 73.6 MiB (past the bound at byte 3145727)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := memFS{"flow.star": tc.src}.load(t, "flow.star")

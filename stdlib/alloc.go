@@ -21,16 +21,19 @@ package stdlib
 //   - re.findall and re.split count the matches they would hold first,
 //     when there could be too many (as str.split counts its pieces);
 //   - list, tuple, sorted, reversed, enumerate and zip of a range or of a
-//     string's elems (whose length they know and allocate for at once)
-//     measure the list they would make.
+//     string's elems or codepoints (whose length they know and allocate
+//     for at once, or iterate in one call), and enumerate and zip of any
+//     operand whose length they know, measure the list they would make.
 
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 	"unsafe"
 
 	"go.starlark.net/starlark"
@@ -545,10 +548,12 @@ func (t *textSizer) size(v starlark.Value) int64 {
 }
 
 // lengthBounded are the builtins that allocate their whole result at once
-// when they know the length of what they iterate. Of a list, tuple, dict or
-// set that is about the size of the operand, as x + x is; of a range or a
-// string's elems it can be far bigger: list(s.elems()) of a 60 MB string
-// asks for 1 GB, enumerate of it for 3 GB.
+// when they know the length of what they iterate, or iterate it inside one
+// call. Of a list, tuple, dict or set, list, tuple, sorted and reversed
+// make about the size of the operand, as x + x does; enumerate and zip
+// several times it (a tuple an element); of a range or a string's elems or
+// codepoints any of them can be far bigger: list(s.elems()) of a 60 MB
+// string asks for 1 GB, enumerate of it for 3 GB.
 var lengthBounded = []string{"list", "tuple", "sorted", "reversed", "enumerate", "zip"}
 
 // IsLengthBounded reports whether name is one of lengthBounded: the
@@ -566,6 +571,23 @@ func boundedByLen(name string) *starlark.Builtin {
 	})
 }
 
+// codepoints returns how many codepoints s.codepoints() or
+// s.codepoint_ords() iterates over, or -1 for any other value. (Their type
+// is go.starlark.net's and unexported; the string is read by reflection.)
+func codepoints(v starlark.Value) int64 {
+	if v.Type() != "string.codepoints" {
+		return -1
+	}
+	f := reflect.ValueOf(v)
+	if f.Kind() != reflect.Struct {
+		return -1
+	}
+	if f = f.FieldByName("s"); f.Kind() != reflect.String {
+		return -1
+	}
+	return int64(utf8.RuneCountInString(f.String()))
+}
+
 // checkLen reports an error if the builtin name, called with args, would
 // allocate a result over the bound for an operand that is not itself as big.
 func checkLen(name string, args starlark.Tuple) error {
@@ -578,6 +600,9 @@ func checkLen(name string, args starlark.Tuple) error {
 			break
 		}
 		l := int64(starlark.Len(a))
+		if l < 0 {
+			l = codepoints(a)
+		}
 		if l < 0 {
 			return nil // unknown: it grows as it goes
 		}
@@ -596,7 +621,9 @@ func checkLen(name string, args starlark.Tuple) error {
 	case "zip":
 		per = int64(1 + len(args))
 	}
-	if !lazy || n*per <= MaxValueBytes/elemBytes {
+	// Of a list, tuple, dict or set, list and its kin make about the
+	// operand's size, but enumerate and zip several times it.
+	if (!lazy && per == 1) || n*per <= MaxValueBytes/elemBytes {
 		return nil
 	}
 	return sizeError(fmt.Sprintf("making %d elements of %d bytes", n*per, elemBytes), float64(n*per*elemBytes))

@@ -107,3 +107,28 @@ func TestCheckRepeatOverflow(t *testing.T) {
 		t.Error("one over the bound: no error")
 	}
 }
+
+// Below the bound the length-bounded builtins give what the universe's do,
+// of codepoints and of lists too; codepoints counts codepoints, not bytes.
+func TestLengthBoundedAllows(t *testing.T) {
+	src := `
+s = "é" * 300000
+out = [list("éa".codepoints()), tuple("éa".codepoint_ords()), sorted("ba".codepoints()), enumerate([7, 8]), zip([1], (2, 3)),
+       len(list(s.codepoints())), len(enumerate([0] * 100000)), len(zip([0] * 100000, range(200000)))]
+`
+	pre := starlark.StringDict{}
+	for k, v := range SafeBuiltins() {
+		pre[k] = v
+	}
+	g, err := starlark.ExecFile(&starlark.Thread{}, "t.star", src, pre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[["é", "a"], (233, 97), ["a", "b"], [(0, 7), (1, 8)], [(1, 2)], 300000, 100000, 100000]`
+	if got := g["out"].String(); got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	if n := codepoints(starlark.String("é")); n != -1 {
+		t.Errorf("codepoints of a string = %d, want -1", n)
+	}
+}

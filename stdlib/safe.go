@@ -6,7 +6,8 @@ package stdlib
 // value with a cycle check that is quadratic in its depth (a list nested
 // 100,000 deep takes seconds, a million deep minutes), while json.decode
 // recurses once per bracket and overflows the stack on "[" * 2000000. So
-// these wrappers measure the nesting first and fail fast with an error.
+// these wrappers measure the nesting first and fail fast with an error
+// (json.decode also estimates what it would make, jsonsize.go).
 // Predeclared names shadow the universe, so flow files and expressions get
 // these versions transparently.
 
@@ -247,8 +248,8 @@ var jsonModule = func() *starlarkstruct.Module {
 	m.Members["decode"] = starlark.NewBuiltin("json.decode", func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		if len(args) > 0 {
 			if s, ok := args[0].(starlark.String); ok {
-				if err := checkJSONDepth(string(s), MaxJSONDepth); err != nil {
-					return nil, fmt.Errorf("json.decode: %v", err)
+				if err := checkJSON(string(s), &starlarkCosts); err != nil {
+					return nil, fmt.Errorf("json.decode: %w", err)
 				}
 			}
 		}
@@ -283,35 +284,6 @@ func fixJSONEscapes(s string) string {
 		i++
 	}
 	return b.String()
-}
-
-// checkJSONDepth reports an error if the arrays and objects of the JSON text
-// s nest more than limit deep. It only counts brackets outside strings; the
-// decoder reports every other mistake.
-func checkJSONDepth(s string, limit int) error {
-	depth, inString := 0, false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case inString:
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '[' || c == '{':
-			depth++
-			if depth > limit {
-				return fmt.Errorf("JSON nested more than %d deep (at byte %d)", limit, i)
-			}
-		case c == ']' || c == '}':
-			depth--
-		}
-	}
-	return nil
 }
 
 // checkIndent reports an error if indenting the JSON text src with prefix

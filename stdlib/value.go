@@ -400,14 +400,32 @@ func (o Object) MarshalJSON() ([]byte, error) {
 }
 
 // FromJSON decodes one JSON value into flow data, keeping object key order.
-// Of a key given twice in an object, the last value counts.
+// Of a key given twice in an object, the last value counts. A document
+// nested more than MaxJSONDepth deep, or whose value would take more than
+// MaxValueBytes in memory (estimated from its text before anything is
+// made), is an error.
 func FromJSON(data []byte) (starlark.Value, error) { return fromJSON(data, false) }
 
 // FromJSONUnique is like [FromJSON], but a key given twice in an object is
 // an error naming it.
 func FromJSONUnique(data []byte) (starlark.Value, error) { return fromJSON(data, true) }
 
+// FromStoredJSON is FromJSON without the estimate of the value's size,
+// for JSON that Skein wrote itself from flow data (a store's records, the
+// inputs of a run being resumed, a child run's result, a Temporal
+// payload): what was accepted as flow data when it was written decodes
+// again, even when it is over the bound once decoded (a list that held
+// one dict a million times holds a million dicts). Nesting is bounded.
+func FromStoredJSON(data []byte) (starlark.Value, error) { return decodeJSON(data, false) }
+
 func fromJSON(data []byte, unique bool) (starlark.Value, error) {
+	if err := checkJSON(data, &flowDataCosts); err != nil {
+		return nil, err
+	}
+	return decodeJSON(data, unique)
+}
+
+func decodeJSON(data []byte, unique bool) (starlark.Value, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	v, err := decodeValue(dec, 0, unique)

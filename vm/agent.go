@@ -393,6 +393,9 @@ func (r *run) startToolCall(a *agentRun, i int, call model.ToolCall, offered []*
 	var args any
 	if strings.TrimSpace(call.Function.Arguments) == "" {
 		args = map[string]any{}
+	} else if err := stdlib.CheckJSON([]byte(call.Function.Arguments)); err != nil {
+		answer(false, "invalid_arguments", fmt.Sprintf("error: the arguments of %s cannot be used: %v", name, err))
+		return
 	} else if err := json.Unmarshal([]byte(call.Function.Arguments), &args); err != nil {
 		answer(false, "invalid_arguments", fmt.Sprintf("error: the arguments of %s are not a JSON object: %v", name, err))
 		return

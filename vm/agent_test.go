@@ -432,3 +432,39 @@ chain(START, a, END)
 		t.Errorf("%d model calls after the cycle, want 1", n)
 	}
 }
+
+// An agent's tool call whose arguments, and a final answer whose object,
+// would be over the bound of one value (a million empty objects in 3 MB
+// of JSON) are refused before they are decoded, with the size, and the
+// model is told so (issue 9).
+func TestAgentTooBig(t *testing.T) {
+	pad := "[" + strings.Repeat("{},", 999999) + "{}]"
+	s := modeltest.New(modeltest.Rule{Match: "go", Replies: []modeltest.Reply{
+		{ToolCalls: []modeltest.ToolCall{{ID: "a", Name: "echo", Arguments: `{"text": "x", "pad": ` + pad + `}`}}},
+		{Content: `{"verdict": "fixed", "pad": ` + pad + `}`},
+		{Content: `{"verdict": "fixed"}`},
+	}})
+	defer s.Close()
+	res := run(t, agentTools+`
+a = step("a", agent = "go", tools = [echo], schema = {"type": "object", "properties": {"verdict": {"type": "string"}}, "required": ["verdict"]})
+use = step("use", fn = lambda r: r.a.verdict)
+chain(START, a, use, END)
+`, nil, modelOpts(s, nil))
+	if res.Status != vm.Succeeded || res.Output != starlark.String("fixed") {
+		t.Fatalf("status %s output %v: %v", res.Status, res.Output, res.Error)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3", len(reqs))
+	}
+	const size = "cannot be used: decoding this JSON would make about 76.8 MiB (past the bound at byte "
+	if got := toolMessages(reqs[1])["a"]; !strings.Contains(got, "error: the arguments of echo "+size) {
+		t.Errorf("tool message: %.300s", got)
+	}
+	if got := reqs[2].LastUser(); !strings.Contains(got, "does not match the required JSON schema: the reply "+size) {
+		t.Errorf("repair message: %.300s", got)
+	}
+	if c := res.Step("a").Agent.ToolCalls; len(c) != 1 || c[0].Code != "invalid_arguments" {
+		t.Errorf("tool call records %+v", c)
+	}
+}

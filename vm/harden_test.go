@@ -315,6 +315,9 @@ func TestRuntimeHugeValue(t *testing.T) {
 		{"template join", `step("a", run = ["echo", "{{ ','.join(['x' * 1000000] * 100) }}"])`, "expr_error", "join: joining"},
 		{"template list of range", `step("a", run = ["echo", "{{ len(list(range(2000000000))) }}"])`, "expr_error", "list: making 2000000000 elements of 16 bytes would make 29.8 GiB"},
 		{"fn enumerate", fn("len(enumerate((s * 2).elems()))"), "step_failed", "enumerate: making 6000000 elements"},
+		{"fn json.decode", fn("len(json.decode('[' + '{},' * 200000 + '{}]'))"), "step_failed", "flow.star:3:27: json.decode: decoding this JSON would make about 101.0 MiB (past the bound at byte 381302); one value may take at most 64 MiB"},
+		{"json.decode of a task's output", "t = step(\"t\", shell = \"printf '['; yes '{},' | head -n 300000 | tr -d '\\\\n'; printf '{}]'\")\nd = step(\"d\", fn = lambda r: len(json.decode(r.t.stdout)))\nchain(START, t, d, END)", "step_failed", "flow.star:2:45: json.decode: decoding this JSON would make about 151.6 MiB"},
+		{"template json.decode", `step("a", run = ["echo", "{{ json.decode('[' + '{},' * 200000 + '{}]') }}"])`, "expr_error", "json.decode: decoding this JSON would make about 101.0 MiB"},
 		{"condition", "a = step(\"a\", fn = lambda r: 1)\nedge(START, a)\nedge(a, END, when = \"len([0] * 1000000000) > 0\")", "expr_error", "flow.star:3:30: repeating a 1-element list 1000000000 times"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

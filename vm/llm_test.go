@@ -178,6 +178,21 @@ edge(report, END)
 	}
 }
 
+// A model's reply whose value would be over the bound of one value (a
+// million empty objects in 3 MB of JSON) is refused before it is decoded:
+// the step fails with model_error naming the size (issue 9).
+func TestLLMStepReplyTooBig(t *testing.T) {
+	big := `{"items": [` + strings.Repeat("{},", 999999) + "{}]}"
+	s := modeltest.New(modeltest.Rule{Match: "list", Replies: []modeltest.Reply{{Content: big}}})
+	defer s.Close()
+	res := run(t, `step("list", llm = "list them", schema = {"type": "object"})`, nil, modelOpts(s, nil))
+	st := res.Step("list")
+	if res.Status != vm.Failed || st.Code != "model_error" ||
+		!strings.Contains(st.Error, "the reply cannot be used: decoding this JSON would make about 76.8 MiB (past the bound at byte 2516589); one value may take at most 64 MiB") {
+		t.Errorf("status %s, step %s: %s", res.Status, st.Code, st.Error)
+	}
+}
+
 const triage = `
 flow(inputs = {"ticket": "x"})
 escalate = step("escalate", fn = lambda r: "paged")

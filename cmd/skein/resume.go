@@ -248,7 +248,7 @@ func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opt
 
 // recordedInputs binds the inputs recorded with run r to g.
 func recordedInputs(g *graphir.Graph, r *store.Run) (*stdlib.Map, error) {
-	v, err := stdlib.FromJSON(r.Inputs)
+	v, err := stdlib.FromStoredJSON(r.Inputs)
 	if err != nil {
 		return nil, fmt.Errorf("the recorded inputs are not valid JSON: %v", err)
 	}

@@ -481,6 +481,9 @@ func (f *inputFlags) parse() (*flagInputs, error) {
 			return nil, fmt.Errorf("--inputs-file: %v", err)
 		}
 		v, err := stdlib.FromJSONUnique(data)
+		if errors.Is(err, stdlib.ErrTooBig) {
+			return nil, fmt.Errorf("--inputs-file %s: %v", file, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("--inputs-file %s: not valid JSON: %v", file, err)
 		}

@@ -179,7 +179,7 @@ func value(b json.RawMessage) (starlark.Value, error) {
 	if len(b) == 0 {
 		return starlark.None, nil
 	}
-	return stdlib.FromJSON(b)
+	return stdlib.FromStoredJSON(b)
 }
 
 func millis(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
@@ -225,7 +225,7 @@ func DecodeEvent(b []byte) (vm.Event, error) {
 		Model: j.Model, Usage: j.Usage, Tool: j.Tool, Args: j.Arguments, Result: j.Result,
 		Duration: millis(j.DurationMS), Message: j.Message}
 	if len(j.Output) > 0 {
-		v, err := stdlib.FromJSON(j.Output)
+		v, err := stdlib.FromStoredJSON(j.Output)
 		if err != nil {
 			return vm.Event{}, fmt.Errorf("event output: %v", err)
 		}

@@ -229,7 +229,7 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 	}
 	given := map[string]starlark.Value{}
 	for k, raw := range in.Inputs {
-		v, err := stdlib.FromJSON(raw)
+		v, err := stdlib.FromStoredJSON(raw)
 		if err != nil {
 			return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("input %q: %v", k, err), "bad_input", nil)
 		}

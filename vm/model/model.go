@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
 )
 
 // Message is one chat message.
@@ -256,6 +257,12 @@ func decodeValid(schema any, text string) (any, error) {
 		t = strings.TrimPrefix(t, "```json")
 		t = strings.TrimPrefix(t, "```")
 		t = strings.TrimSuffix(strings.TrimSpace(t), "```")
+	}
+	// Refuse a reply whose flow data would be over the bounds of flow
+	// data (size, nesting) before Go decodes it, into values that take a
+	// few times as much.
+	if err := stdlib.CheckJSON([]byte(t)); err != nil {
+		return nil, fmt.Errorf("the reply cannot be used: %v", err)
 	}
 	var v any
 	if err := json.Unmarshal([]byte(t), &v); err != nil {

@@ -292,7 +292,7 @@ func completionOf(req *vm.EffectRequest, e *Effect) (*vm.EffectCompletion, error
 		Model: e.Model, Answer: e.Answer, Replayed: true}
 	c.Usage.PromptTokens, c.Usage.CompletionTokens = e.PromptTokens, e.CompletionTokens
 	if e.Output != nil {
-		v, err := stdlib.FromJSON(e.Output)
+		v, err := stdlib.FromStoredJSON(e.Output)
 		if err != nil {
 			return nil, err
 		}

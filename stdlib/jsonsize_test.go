@@ -1,0 +1,252 @@
+package stdlib
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	starjson "go.starlark.net/lib/json"
+	"go.starlark.net/starlark"
+)
+
+var (
+	plainDecode   = starjson.Module.Members["decode"].(*starlark.Builtin)
+	checkedDecode = jsonModule.Members["decode"].(*starlark.Builtin)
+)
+
+func decodeWith(fn *starlark.Builtin, s string, kwargs ...starlark.Tuple) (string, error) {
+	th := &starlark.Thread{}
+	v, err := starlark.Call(th, fn, starlark.Tuple{starlark.String(s)}, kwargs)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s %s", v.Type(), v), nil
+}
+
+// list makes a JSON array of n copies of elem.
+func list(elem string, n int) string {
+	return "[" + strings.Repeat(elem+",", n-1) + elem + "]"
+}
+
+// A document whose decoded value would be over the bound is an error naming
+// what it would make, where the estimate passed the bound, and the bound,
+// before anything is decoded; for json.decode and FromJSON alike, and
+// whatever default json.decode is given (issue 9).
+func TestJSONTooBig(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		star      string // json.decode's error, "" for none
+		flow      string // FromJSON's
+	}{
+		// 600 KB: 200,000 dicts of 528 bytes (with their slots); as flow
+		// data 80 bytes each, so 1,000,000 of them for FromJSON.
+		{"empty objects", list("{}", 200000), "about 101.0 MiB (past the bound at byte 381302)", ""},
+		{"more empty objects", list("{}", 1000000), "about 504.0 MiB (past the bound at byte 381302)", "about 76.8 MiB (past the bound at byte 2516582)"},
+		{"small objects", list(`{"a":1}`, 200000), "about 104.2 MiB (past the bound at byte 985082)", ""},
+		{"nested lists", list(list("[]", 10), 300000), "about 1", "about 1"},
+		{"in an object", `{"k": ` + list("{}", 1000000) + `}`, "about 504.0 MiB (past the bound at byte 381305)", "about 76.8 MiB (past the bound at byte 2516585)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := decodeWith(checkedDecode, tc.doc)
+			wantTooBig(t, "json.decode", err, tc.star)
+			_, err = decodeWith(checkedDecode, tc.doc, starlark.Tuple{starlark.String("default"), starlark.None})
+			wantTooBig(t, "json.decode with default", err, tc.star)
+			_, err = FromJSON([]byte(tc.doc))
+			wantTooBig(t, "FromJSON", err, tc.flow)
+			if tc.flow != "" && !errors.Is(err, ErrTooBig) {
+				t.Errorf("FromJSON: %v is not ErrTooBig", err)
+			}
+			if err2 := CheckJSON([]byte(tc.doc)); fmt.Sprint(err2) != fmt.Sprint(err) {
+				t.Errorf("CheckJSON: %v, want FromJSON's %v", err2, err)
+			}
+		})
+	}
+}
+
+func wantTooBig(t *testing.T, what string, err error, frag string) {
+	t.Helper()
+	if frag == "" {
+		if err != nil {
+			t.Errorf("%s: %v, want no error", what, err)
+		}
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), "decoding this JSON would make "+frag) || !strings.HasSuffix(err.Error(), "; one value may take at most 64 MiB") {
+		t.Errorf("%s: %v, want an error with %q and the bound", what, err, frag)
+	}
+}
+
+// The estimate stops at the first byte the decoder refuses: a document that
+// is broken before its value gets big has the decoder's own error (and
+// json.decode's default), not the size error.
+func TestJSONTooBigAfterAnError(t *testing.T) {
+	for _, broken := range []string{`[{} {}, `, `[{}, {"a" 1}, `, `[{}, tru, `, `[{}, 01, `, `[{}, "\q", `, "[{}, \"\xc3\x01\", ", `{[1]: 2, "k": [`, `[1,]`, `[-]`} {
+		doc := broken + list("{}", 300000) + "]"
+		if _, err := decodeWith(checkedDecode, doc); err == nil || strings.Contains(err.Error(), "would make") {
+			t.Errorf("json.decode(%q...): %v, want the decoder's error", broken, err)
+		}
+		got, err := decodeWith(checkedDecode, doc, starlark.Tuple{starlark.String("default"), starlark.String("dflt")})
+		if err != nil || got != `string "dflt"` {
+			t.Errorf("json.decode(%q..., default): %s, %v, want the default", broken, got, err)
+		}
+	}
+}
+
+// The estimate is about what decoding keeps in memory: for each shape it is
+// within a fraction of the measured heap (BenchmarkJSONDecode reports the
+// figures). This checks only its arithmetic on small documents, which the
+// heap is too noisy to.
+func TestEstimateJSON(t *testing.T) {
+	for _, tc := range []struct {
+		doc        string
+		star, flow int64
+	}{
+		{`1`, 0, 0},
+		{`1.5`, 8, 16},
+		{`12345678901`, 72, 72},
+		{`"abc"`, 19, 27},
+		{`"\u00e9\n\ud83e\udd76"`, 16 + 2 + 1 + 4, 24 + 7},
+		{`[]`, 32, 32},
+		{`[1, 2, 3]`, 32 + 4*16, 32 + 4*16},
+		{`{}`, 512, 64},
+		{`{"a": 1}`, 512 + 17, 64 + 2*16 + 9},
+		{list("0", 9), 32 + 16*16, 32 + 16*16},
+		{`{"k": [{}]}`, 512 + 17 + 32 + 16 + 512, 64 + 32 + 9 + 32 + 16 + 64},
+		{`[1, `, 32 + 16, 32 + 16}, // as far as it is valid
+	} {
+		if got, _ := estimateJSON(tc.doc, &starlarkCosts); got != tc.star {
+			t.Errorf("estimate of %s for json.decode: %d, want %d", tc.doc, got, tc.star)
+		}
+		if got, _ := estimateJSON(tc.doc, &flowDataCosts); got != tc.flow {
+			t.Errorf("estimate of %s for FromJSON: %d, want %d", tc.doc, got, tc.flow)
+		}
+	}
+}
+
+// jsonCorpus is JSON of every shape, valid and not, for the differential
+// tests: hand-written cases, then random documents.
+func jsonCorpus() []string {
+	docs := []string{
+		``, ` `, `null`, `true`, `false`, `nul`, `truex`, `0`, `-0`, `01`, `-`, `1.5`, `1e400`, `-1e-400`, `1.2.3`, `1e`, `+1`,
+		`123456789012345678901234567890`, `-2147483648`, `2147483648`, `"abc"`, `"a\"b"`, `"\u00e9\ud83e\udd76"`, `"\ud800"`,
+		`"\q"`, `"\u12"`, "\"\x01\"", "\"\x01\\n\"", "\"caf\xc3\xa9\x01\"", "\"\xff\"", `"unclosed`, `"\`,
+		`[]`, `[ ]`, `[1,]`, `[,1]`, `[1 2]`, `[1,2,3]`, `[[[]]]`, `[[[`, `]`, `{}`, `{ }`, `{"a":1}`, `{"a":1,}`, `{"a" 1}`,
+		`{"a":1,"a":2}`, `{1:2}`, `{[1]:2}`, `{"a":{"b":[1,{"c":null}]}}`, `{"a":}`, `{"a"`, `[1] x`, `[1]  `, " \t\n\r[1]\r\n",
+		`[1,{}]garbage`, `{"k":"v"}{"k":"v"}`, strings.Repeat("[", 64) + strings.Repeat("]", 64),
+		strings.Repeat("[", 65) + strings.Repeat("]", 65), strings.Repeat(`{"a":`, 64) + "1" + strings.Repeat("}", 64),
+		`{"s": "[[[[[[[[\"[[[[[", "l": [[[1]]]}`,
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	atoms := []string{`0`, `-1`, `3.25`, `1e5`, `99999999999`, `"s"`, `"\n\u00e9"`, `true`, `null`, `""`}
+	var gen func(depth int) string
+	gen = func(depth int) string {
+		switch k := r.IntN(10); {
+		case depth > 5 || k < 4:
+			return atoms[r.IntN(len(atoms))]
+		case k < 7:
+			var elems []string
+			for range r.IntN(12) {
+				elems = append(elems, gen(depth+1))
+			}
+			return "[" + strings.Join(elems, ", ") + "]"
+		default:
+			var members []string
+			for i := range r.IntN(12) {
+				members = append(members, fmt.Sprintf(`"k%d": %s`, r.IntN(i+1), gen(depth+1)))
+			}
+			return "{" + strings.Join(members, ",") + "}"
+		}
+	}
+	for range 300 {
+		d := gen(0)
+		docs = append(docs, d)
+		if len(d) > 2 { // and broken somewhere
+			i := r.IntN(len(d))
+			docs = append(docs, d[:i], d[:i]+"x"+d[i:])
+		}
+	}
+	return docs
+}
+
+// Below the bound, Skein's json.decode gives what go.starlark.net's does:
+// the same value (type and text) or the same error, with and without a
+// default.
+func TestJSONDecodeDifferential(t *testing.T) {
+	dflt := starlark.Tuple{starlark.String("default"), starlark.String("dflt")}
+	for _, doc := range jsonCorpus() {
+		if strings.Count(doc, "[")+strings.Count(doc, "{") > 64 {
+			continue // go.starlark.net's has no nesting bound
+		}
+		want, wantErr := decodeWith(plainDecode, doc)
+		got, gotErr := decodeWith(checkedDecode, doc)
+		if diff := cmp.Diff(fmt.Sprint(want, wantErr), fmt.Sprint(got, gotErr)); diff != "" {
+			t.Errorf("json.decode(%q) (-go.starlark.net +skein):\n%s", doc, diff)
+		}
+		want, wantErr = decodeWith(plainDecode, doc, dflt)
+		got, gotErr = decodeWith(checkedDecode, doc, dflt)
+		if diff := cmp.Diff(fmt.Sprint(want, wantErr), fmt.Sprint(got, gotErr)); diff != "" {
+			t.Errorf("json.decode(%q, default) (-go.starlark.net +skein):\n%s", doc, diff)
+		}
+	}
+}
+
+// The walk refuses no document the decoder accepts: where it stops early,
+// the decoder fails too (so a size error never replaces a value).
+func TestJSONWalkNotStricter(t *testing.T) {
+	for _, doc := range jsonCorpus() {
+		walkRefuses(t, doc)
+	}
+}
+
+func walkRefuses(t *testing.T, doc string) {
+	w := jsonWalk[string]{s: doc, c: &starlarkCosts, limit: 1 << 30, bound: 1 << 62, over: -1}
+	w.run()
+	if w.complete {
+		return
+	}
+	if got, err := decodeWith(plainDecode, doc); err == nil {
+		t.Errorf("the walk stops at byte %d of %q, which decodes to %s", w.i, doc, got)
+	}
+}
+
+// FuzzJSONDecodeDifferential: for any text that Skein's json.decode does
+// not refuse for its nesting or size, it gives what go.starlark.net's
+// gives, value or error; and where the estimate's walk stops early, the
+// decoder fails.
+func FuzzJSONDecodeDifferential(f *testing.F) {
+	for _, doc := range jsonCorpus() {
+		f.Add(doc)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		got, gotErr := decodeWith(checkedDecode, doc)
+		var deep *jsonDeep
+		if errors.As(gotErr, &deep) || errors.Is(gotErr, ErrTooBig) {
+			return // go.starlark.net's may not survive it
+		}
+		want, wantErr := decodeWith(plainDecode, doc)
+		if fmt.Sprint(want, wantErr) != fmt.Sprint(got, gotErr) {
+			t.Fatalf("json.decode(%q): go.starlark.net %s %v, skein %s %v", doc, want, wantErr, got, gotErr)
+		}
+		walkRefuses(t, doc)
+	})
+}
+
+// What Skein wrote itself decodes again whatever its size once decoded:
+// a fn step may return one dict shared 850,000 times, which is 2.5 MB of
+// JSON and 850,000 dicts when read back from the store.
+func TestFromStoredJSON(t *testing.T) {
+	doc := []byte(list("{}", 850000))
+	if _, err := FromJSON(doc); !errors.Is(err, ErrTooBig) {
+		t.Fatalf("FromJSON: %v, want the size error", err)
+	}
+	v, err := FromStoredJSON(doc)
+	if err != nil || starlark.Len(v) != 850000 {
+		t.Fatalf("FromStoredJSON: %v", err)
+	}
+	if _, err := FromStoredJSON([]byte(strings.Repeat("[", 100))); err == nil || !strings.Contains(err.Error(), "nested more than 64 deep") {
+		t.Errorf("FromStoredJSON of deep JSON: %v", err)
+	}
+}

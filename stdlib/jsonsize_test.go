@@ -250,3 +250,49 @@ func TestFromStoredJSON(t *testing.T) {
 		t.Errorf("FromStoredJSON of deep JSON: %v", err)
 	}
 }
+
+// Data's estimate of a value is at most the estimate of its JSON read back
+// (which counts the slack of lists grown by append), and shared containers
+// count as often as they are shared.
+func TestDataSize(t *testing.T) {
+	for _, doc := range jsonCorpus() {
+		if strings.Contains(doc, "1e5") || strings.Contains(doc, "e-400") {
+			continue // a float JSON writes as an int, which takes less
+		}
+		v, err := FromJSON([]byte(doc))
+		if err != nil {
+			continue
+		}
+		b, err := AppendJSON(nil, v, "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		est, _ := estimateJSON(b, &flowDataCosts)
+		if got := dataSize(v, 0, 1<<62); got > est {
+			t.Errorf("dataSize of %s = %d, over the estimate of its JSON %d", b, got, est)
+		}
+	}
+	m := NewMap(nil, nil)
+	inner := starlark.NewList([]starlark.Value{m, m})
+	outer := starlark.Tuple{inner, inner, inner}
+	if got, want := dataSize(outer, 0, 1<<62), int64(32+3*16+3*(32+2*16+2*64)); got != want {
+		t.Errorf("dataSize of shared lists and maps = %d, want %d", got, want)
+	}
+	self := starlark.NewList(nil)
+	self.Append(self)
+	if got := dataSize(self, 0, 1<<62); got > 100*(32+16) {
+		t.Errorf("dataSize of a list inside itself = %d, want it cut at the nesting bound", got)
+	}
+	if _, err := Data(starlark.NewList(slicesRepeat(starlark.NewList(slicesRepeat(starlark.NewDict(0), 2000)), 4000))); err == nil ||
+		err.Error() != "copying this list as flow data would make more than 64 MiB, the most one value may take" {
+		t.Errorf("Data of 8 million shared dicts: %v", err)
+	}
+}
+
+func slicesRepeat(v starlark.Value, n int) []starlark.Value {
+	out := make([]starlark.Value, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}

@@ -214,12 +214,84 @@ const maxDepth = 64
 // Data converts v, a value computed by a flow (a fn step's result, an input
 // default), to flow data: JSON-representable and deep-frozen, with dicts and
 // structs turned into [Map]s. Anything else is an error naming what it is.
-// Its text (as JSON) must fit in MaxValueBytes.
+// Its text (as JSON) must fit in MaxValueBytes, and so must what it takes
+// as flow data: the conversion copies each list and dict as often as it
+// is shared, as reading the data back from JSON does.
 func Data(v starlark.Value) (starlark.Value, error) {
 	if err := CheckSize(v); err != nil {
 		return nil, err
 	}
+	if size := dataSize(v, 0, MaxValueBytes); size > MaxValueBytes {
+		return nil, overError("copying this " + v.Type() + " as flow data")
+	}
 	return data(v, 0)
+}
+
+// dataSize returns about what v takes as flow data, each container counted
+// as often as it is shared, with the costs FromJSON's estimate uses; or a
+// number over budget once it is known to be over. What data refuses (too
+// deep, not JSON-representable) counts nothing more: data reports it.
+func dataSize(v starlark.Value, depth int, budget int64) int64 {
+	if depth > maxDepth {
+		return 0
+	}
+	c := &flowDataCosts
+	var total int64
+	kid := func(e starlark.Value) bool {
+		total += dataSize(e, depth+1, budget-total)
+		return total <= budget
+	}
+	switch x := v.(type) {
+	case starlark.String:
+		return c.str + int64(len(x))
+	case starlark.Int:
+		if i, ok := x.Int64(); ok && i >= math.MinInt32 && i <= math.MaxInt32 {
+			return 0
+		}
+		return bigIntBytes(len(x.String()))
+	case starlark.Float:
+		return c.float
+	case *starlark.List:
+		total = c.list + int64(x.Len())*slotBytes
+		for i := 0; i < x.Len() && kid(x.Index(i)); i++ {
+		}
+	case starlark.Tuple:
+		total = c.list + int64(len(x))*slotBytes
+		for _, e := range x {
+			if !kid(e) {
+				break
+			}
+		}
+	case *Map:
+		total = c.object(len(x.keys))
+		for i, k := range x.keys {
+			total += c.key + int64(len(k))
+			if !kid(x.vals[i]) {
+				break
+			}
+		}
+	case *starlark.Dict:
+		total = c.object(x.Len())
+		for _, kv := range x.Items() {
+			if k, ok := kv[0].(starlark.String); ok {
+				total += c.key + int64(len(k))
+			}
+			if !kid(kv[1]) {
+				break
+			}
+		}
+	case *starlarkstruct.Struct:
+		names := x.AttrNames()
+		total = c.object(len(names))
+		for _, n := range names {
+			a, _ := x.Attr(n)
+			total += c.key + int64(len(n))
+			if !kid(a) {
+				break
+			}
+		}
+	}
+	return total
 }
 
 func data(v starlark.Value, depth int) (starlark.Value, error) {

@@ -315,6 +315,7 @@ func TestRuntimeHugeValue(t *testing.T) {
 		{"template join", `step("a", run = ["echo", "{{ ','.join(['x' * 1000000] * 100) }}"])`, "expr_error", "join: joining"},
 		{"template list of range", `step("a", run = ["echo", "{{ len(list(range(2000000000))) }}"])`, "expr_error", "list: making 2000000000 elements of 16 bytes would make 29.8 GiB"},
 		{"fn enumerate", fn("len(enumerate((s * 2).elems()))"), "step_failed", "enumerate: making 6000000 elements"},
+		{"fn output shared", fn("[[{}] * 2000] * 4000"), "step_failed", "returned a value that is not flow data: copying this list as flow data would make more than 64 MiB, the most one value may take"},
 		{"fn json.decode", fn("len(json.decode('[' + '{},' * 200000 + '{}]'))"), "step_failed", "flow.star:3:27: json.decode: decoding this JSON would make about 101.0 MiB (past the bound at byte 381302); one value may take at most 64 MiB"},
 		{"json.decode of a task's output", "t = step(\"t\", shell = \"printf '['; yes '{},' | head -n 300000 | tr -d '\\\\n'; printf '{}]'\")\nd = step(\"d\", fn = lambda r: len(json.decode(r.t.stdout)))\nchain(START, t, d, END)", "step_failed", "flow.star:2:45: json.decode: decoding this JSON would make about 151.6 MiB"},
 		{"template json.decode", `step("a", run = ["echo", "{{ json.decode('[' + '{},' * 200000 + '{}]') }}"])`, "expr_error", "json.decode: decoding this JSON would make about 101.0 MiB"},

@@ -14,24 +14,15 @@ import (
 // one skein help and the language server show) in step: every builtin
 // with parameters has a section, and the section names every parameter.
 func TestDocsBuiltins(t *testing.T) {
-	b, err := os.ReadFile("../../docs/language.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(b)
+	doc := languageDoc(t)
 	for _, d := range builtins.Docs() {
 		if len(d.Params) == 0 {
 			continue
 		}
-		head := "\n## " + d.Name + "()\n"
-		i := strings.Index(doc, head)
-		if i < 0 {
-			t.Errorf("docs/language.md has no section %q", strings.TrimSpace(head))
+		section, ok := builtinSection(doc, d.Name)
+		if !ok {
+			t.Errorf("docs/language.md has no section \"## %s()\"", d.Name)
 			continue
-		}
-		section := doc[i+len(head):]
-		if j := strings.Index(section, "\n## "); j >= 0 {
-			section = section[:j]
 		}
 		for _, p := range d.Params {
 			if !regexp.MustCompile(`\b` + regexp.QuoteMeta(p.Name) + `\b`).MatchString(section) {
@@ -41,15 +32,35 @@ func TestDocsBuiltins(t *testing.T) {
 	}
 }
 
-// TestDocsSignatures keeps the signature each section of docs/language.md
-// opens with true to the builtin: the same positional parameters in order,
-// the same keyword-only ones (in any order) with the same defaults.
-func TestDocsSignatures(t *testing.T) {
+// languageDoc is docs/language.md.
+func languageDoc(t *testing.T) string {
+	t.Helper()
 	b, err := os.ReadFile("../../docs/language.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := string(b)
+	return string(b)
+}
+
+// builtinSection is the section "## name()" of doc, up to the next one.
+func builtinSection(doc, name string) (string, bool) {
+	head := "\n## " + name + "()\n"
+	i := strings.Index(doc, head)
+	if i < 0 {
+		return "", false
+	}
+	section := doc[i+len(head):]
+	if j := strings.Index(section, "\n## "); j >= 0 {
+		section = section[:j]
+	}
+	return section, true
+}
+
+// TestDocsSignatures keeps the signature each section of docs/language.md
+// opens with true to the builtin: the same positional parameters in order,
+// the same keyword-only ones (in any order) with the same defaults.
+func TestDocsSignatures(t *testing.T) {
+	doc := languageDoc(t)
 	// split parses "f(a, b=1, *, c=None) -> X" into its positional part
 	// (through "*" or a *args) and the sorted keyword-only part.
 	split := func(sig string) (pos, kw []string) {
@@ -77,12 +88,10 @@ func TestDocsSignatures(t *testing.T) {
 		if len(d.Params) == 0 {
 			continue
 		}
-		head := "\n## " + d.Name + "()\n"
-		i := strings.Index(doc, head)
-		if i < 0 {
+		section, ok := builtinSection(doc, d.Name)
+		if !ok {
 			continue // TestDocsBuiltins reports it
 		}
-		section := doc[i+len(head):]
 		sig := d.Signature()
 		first := sig[len(d.Name)+1:]
 		first = first[:strings.IndexAny(first, "=,)")]

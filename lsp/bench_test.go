@@ -8,19 +8,26 @@ import (
 	"testing"
 )
 
-// BenchmarkCheckBuffer measures what one keystroke costs once the debounce
-// has passed: load and check a buffer of 1,000 steps, convert and publish
-// its diagnostics.
-func BenchmarkCheckBuffer(b *testing.B) {
+// openSteps opens, unchecked, a buffer of 1,000 steps that each run echo
+// with a template, each line ending in tail.
+func openSteps(b *testing.B, tail string) (*Server, *document) {
 	var src strings.Builder
 	src.WriteString("flow(name = \"big\", inputs = {\"who\": \"me\"})\n")
 	for i := 0; i < 1000; i++ {
-		fmt.Fprintf(&src, "s%d = step(\"s%d\", run = [\"echo\", \"{{ inputs.who }}\"])\n", i, i)
+		fmt.Fprintf(&src, "s%d = step(\"s%d\", run = [\"echo\", \"{{ inputs.who }}\"])%s\n", i, i, tail)
 	}
 	s := &Server{w: &writer{w: io.Discard}, docs: map[string]*document{}, published: map[string]map[string]bool{}}
 	path := filepath.Join(b.TempDir(), "big.star")
 	d := &document{path: path, uri: uriOf(path), text: newText(src.String())}
 	s.docs[path] = d
+	return s, d
+}
+
+// BenchmarkCheckBuffer measures what one keystroke costs once the debounce
+// has passed: load and check a buffer of 1,000 steps, convert and publish
+// its diagnostics.
+func BenchmarkCheckBuffer(b *testing.B) {
+	s, d := openSteps(b, "")
 	b.ReportAllocs()
 	for b.Loop() {
 		s.mu.Lock()
@@ -36,15 +43,7 @@ func BenchmarkCheckBuffer(b *testing.B) {
 // of a buffer of 1,000 steps, where what the cursor is in (a string, a
 // template hole) is read from the start of the buffer.
 func BenchmarkHoverLastLine(b *testing.B) {
-	var src strings.Builder
-	src.WriteString("flow(name = \"big\", inputs = {\"who\": \"me\"})\n")
-	for i := 0; i < 1000; i++ {
-		fmt.Fprintf(&src, "s%d = step(\"s%d\", run = [\"echo\", \"{{ inputs.who }}\"])  # step's 'comment'\n", i, i)
-	}
-	s := &Server{w: &writer{w: io.Discard}, docs: map[string]*document{}, published: map[string]map[string]bool{}}
-	path := filepath.Join(b.TempDir(), "big.star")
-	d := &document{path: path, uri: uriOf(path), text: newText(src.String())}
-	s.docs[path] = d
+	s, d := openSteps(b, "  # step's 'comment'")
 	s.mu.Lock()
 	s.checkAll()
 	s.mu.Unlock()

@@ -40,6 +40,16 @@ func (s *Server) open(uri string) (*document, *respError) {
 	return d, nil
 }
 
+// opened returns the open buffer that params (documentParams) name; it is
+// called with s.mu held.
+func (s *Server) opened(params json.RawMessage) (*document, *respError) {
+	var p documentParams
+	if e := decode(params, &p); e != nil {
+		return nil, e
+	}
+	return s.open(p.TextDocument.URI)
+}
+
 // at resolves a text document position; it is called with s.mu held.
 func (s *Server) at(params json.RawMessage) (*cursor, *respError) {
 	var p textDocumentPositionParams
@@ -657,13 +667,9 @@ func enclosingCall(src string) string {
 }
 
 func (s *Server) documentSymbols(params json.RawMessage) (any, *respError) {
-	var p documentParams
-	if e := decode(params, &p); e != nil {
-		return nil, e
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d, e := s.open(p.TextDocument.URI)
+	d, e := s.opened(params)
 	if e != nil {
 		return nil, e
 	}
@@ -713,13 +719,9 @@ func before(a, b position) bool {
 }
 
 func (s *Server) formatting(params json.RawMessage) (any, *respError) {
-	var p documentParams
-	if e := decode(params, &p); e != nil {
-		return nil, e
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d, e := s.open(p.TextDocument.URI)
+	d, e := s.opened(params)
 	if e != nil {
 		return nil, e
 	}

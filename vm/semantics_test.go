@@ -234,12 +234,19 @@ edge(later, END)
 	}
 }
 
+// status() and visits() of a step that does not exist say so, with the
+// nearest step's name.
 func TestStatusUnknownStep(t *testing.T) {
 	res := run(t, `
 a = step("a", fn = lambda r: r.status("bulid"))
 b = step("build")
 `, nil, vm.Options{})
 	check(t, res, want{status: vm.Failed, code: "step_failed", step: "a", msg: `status: no step named "bulid" (did you mean "build"?)`})
+	res = run(t, `
+a = step("a", fn = lambda r: r.visits("bulid"))
+b = step("build")
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Failed, code: "step_failed", step: "a", msg: `visits: no step named "bulid" (did you mean "build"?)`})
 }
 
 // Failed records carry code, readable in expressions.

@@ -110,21 +110,33 @@ func (v *view) Attr(name string) (starlark.Value, error) {
 	return nil, &unmetError{step: name}
 }
 
-// visits implements visits(name): how many times the step has been entered
-// (in the current iteration or item, for steps of that body).
-func (v *view) visits(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+// lockStep reads the one argument of visits(name) or status(name), a step
+// name, and takes the run's lock; the caller unlocks it once the error is
+// nil.
+func (v *view) lockStep(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (*graphir.Node, error) {
 	var name string
-	if err := starlark.UnpackPositionalArgs("visits", args, kwargs, 1, &name); err != nil {
+	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &name); err != nil {
 		return nil, err
 	}
 	if !v.r.lock(v.gen) {
 		return nil, errGone
 	}
-	defer v.r.mu.Unlock()
 	n := v.r.g.Node(name)
 	if n == nil || !n.IsStep() {
-		return nil, fmt.Errorf("visits: no step named %q", name)
+		v.r.mu.Unlock()
+		return nil, v.noStep(b.Name()+": ", name)
 	}
+	return n, nil
+}
+
+// visits implements visits(name): how many times the step has been entered
+// (in the current iteration or item, for steps of that body).
+func (v *view) visits(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	n, err := v.lockStep(b, args, kwargs)
+	if err != nil {
+		return nil, err
+	}
+	defer v.r.mu.Unlock()
 	if f := v.f.frameFor(n); f != nil {
 		return starlark.MakeInt(int(f.state(v.r, n.ID).visits)), nil
 	}
@@ -136,18 +148,11 @@ func (v *view) visits(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 // never fails for a step that has not run, so it is how a teardown asks
 // about a branch that may not have.
 func (v *view) status(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var name string
-	if err := starlark.UnpackPositionalArgs("status", args, kwargs, 1, &name); err != nil {
+	n, err := v.lockStep(b, args, kwargs)
+	if err != nil {
 		return nil, err
 	}
-	if !v.r.lock(v.gen) {
-		return nil, errGone
-	}
 	defer v.r.mu.Unlock()
-	n := v.r.g.Node(name)
-	if n == nil || !n.IsStep() {
-		return nil, v.noStep("status: ", name)
-	}
 	return starlark.String(v.r.stepStatus(v.f, n)), nil
 }
 

@@ -309,6 +309,7 @@ func recordRun(opts *vm.Options, rec *store.Recorder, ap *approver) {
 	ap.rec, ap.st, ap.runID = rec, rec.Store(), rec.ID()
 	rec.Inner = ap
 	opts.RunID, opts.Effects, opts.LoadFlow = rec.ID(), rec, recordingLoader(rec)
+	opts.OnEvent = rec.Events(opts.OnEvent)
 }
 
 // modelsCallable checks g's models before a run (vm.CheckModels), as skein

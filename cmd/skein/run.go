@@ -334,6 +334,9 @@ func execute(ctx context.Context, io stdio, g *graphir.Graph, inputs *stdlib.Map
 			prog.note("dry run: no effect is executed")
 		}
 	}
+	if rec != nil {
+		vopts.OnEvent = rec.Events(vopts.OnEvent)
+	}
 	res := vm.Prepare(g).Run(ctx, inputs, vopts)
 	res.ResumedFrom = resumedFrom
 	if rec != nil {

@@ -495,8 +495,8 @@ func oneLine(s string, max int) string {
 	return s
 }
 
-// partialResult is the result object of a run that has not ended, from its
-// journal: the run's fields, the path of effects started, and each effect
+// partialResult is the result object of a run that has not ended (or whose
+// result was not recorded), from its journal: the run's fields, the path of effects started, and each effect
 // step's latest attempt. fn steps are not recorded and do not appear.
 func partialResult(r *store.Run, effects []*store.Effect) json.RawMessage {
 	type stepObj struct {
@@ -545,6 +545,11 @@ func partialResult(r *store.Run, effects []*store.Effect) json.RawMessage {
 		}
 	}
 	var b strings.Builder
+	var runErr any
+	if r.ErrorCode != "" {
+		// A run that ended without its result recorded (it did not fit).
+		runErr = map[string]string{"code": r.ErrorCode, "step": r.ErrorStep, "message": r.ErrorMsg}
+	}
 	head, _ := json.Marshal(struct {
 		RunID  string   `json:"run_id"`
 		Flow   string   `json:"flow"`
@@ -553,7 +558,7 @@ func partialResult(r *store.Run, effects []*store.Effect) json.RawMessage {
 		Error  any      `json:"error"`
 		Output any      `json:"output"`
 		Path   []string `json:"path"`
-	}{r.ID, r.Flow, r.File, r.Status, nil, nil, path})
+	}{r.ID, r.Flow, r.File, r.Status, runErr, nil, path})
 	b.Write(head[:len(head)-1])
 	b.WriteString(`,"steps":{`)
 	for i, n := range names {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -218,8 +217,9 @@ func dbSize(path string) int64 {
 }
 
 // BenchmarkJournal is the store's own cost per task attempt, without the
-// task: the start row and the completion's commit, through the Recorder
-// (its Inner completes at once).
+// task, through the Recorder (its Inner completes at once): as in a chain
+// of tasks, each attempt's start row commits with the completion of the
+// one before.
 func BenchmarkJournal(b *testing.B) {
 	s, err := store.Open(filepath.Join(b.TempDir(), store.FileName))
 	if err != nil {
@@ -239,6 +239,7 @@ func BenchmarkJournal(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		req := &vm.EffectRequest{Kind: graphir.KindTask, Step: "t", Visit: i + 1, Attempt: 1}
 		rec.Start(context.Background(), req, func(c *vm.EffectCompletion) { ch <- c })
+		rec.Idle(nil) // as a run waiting for the completion does
 		if c := <-ch; c.Stop != nil {
 			b.Fatal(c.Stop)
 		}
@@ -254,12 +255,15 @@ func cpuTime() int64 {
 }
 
 // BenchmarkTaskStepAB is a task step's own cost against the same step
-// recorded in the store, measured side by side: one loop of /bin/true tasks
-// whose effects go alternately straight to vm.Local and through the
-// Recorder, each timed from Start to its completion. Alternating task by
-// task puts both under the same load, which a shared machine changes from
-// one second to the next; "ratio" is the recorded step's time over the bare
-// one's.
+// recorded in the store, measured side by side in paired rounds: each round
+// is a run of abTasks /bin/true tasks in a loop (one task and one fn step
+// per iteration) without the store, and the same run recorded, in an order
+// that alternates from round to round. Pairing puts both under the same
+// load, which a shared machine changes from one second to the next. The
+// recorded run is timed from its start to the end of Finish (its last
+// commit); Begin, the run's own row, is not a task step's cost. "ratio" is
+// the recorded runs' total time over the bare ones'; the CPU time of each
+// side (skein's and its tasks') is less disturbed by other work.
 func BenchmarkTaskStepAB(b *testing.B) {
 	s, err := store.Open(filepath.Join(b.TempDir(), store.FileName))
 	if err != nil {
@@ -267,98 +271,65 @@ func BenchmarkTaskStepAB(b *testing.B) {
 	}
 	defer s.Close()
 	p := vm.Prepare(benchFlow(b, taskLoopSrc))
-	in, err := vm.BindInputs(p.Graph(), map[string]starlark.Value{"n": starlark.MakeInt(2 * b.N)})
+	in, err := vm.BindInputs(p.Graph(), map[string]starlark.Value{"n": starlark.MakeInt(abTasks)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	id := vm.NewRunID(time.Now())
-	rec, err := s.Begin(&store.NewRun{ID: id, Flow: p.Graph().Name, File: p.Graph().File, Inputs: in, Started: time.Now()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ab := &abProducer{rec: rec, marks: map[*vm.EffectRequest]time.Time{}}
-	rec.Inner = abTask{ab}
-	b.ResetTimer()
-	res := p.Run(context.Background(), in, vm.Options{Parallel: 1, MaxPath: 100, RunID: id, Effects: ab})
-	b.StopTimer()
-	if res.Status != vm.Succeeded {
-		b.Fatalf("run %s: %+v", res.Status, res.Error)
-	}
-	bare, recorded := ab.mean(0), ab.mean(1)
-	b.ReportMetric(float64(bare.Nanoseconds()), "bare-ns/task")
-	b.ReportMetric(float64(recorded.Nanoseconds()), "recorded-ns/task")
-	b.ReportMetric(float64(recorded)/float64(bare), "ratio")
-	// Where the recorded step's time goes besides the task itself.
-	n := time.Duration(max(ab.count[1], 1))
-	b.ReportMetric(float64((ab.startRow / n).Nanoseconds()), "start-row-ns/task")
-	b.ReportMetric(float64((ab.completion / n).Nanoseconds()), "completion-ns/task")
-}
-
-// abProducer is the producer of BenchmarkTaskStepAB: every other effect
-// goes through the run's Recorder (whose Inner is vm.Local, through
-// abTask), the others straight to vm.Local.
-type abProducer struct {
-	mu    sync.Mutex
-	rec   *store.Recorder
-	n     int
-	total [2]time.Duration
-	count [2]int
-	// The recorded side's time apart from its task: from Start until the
-	// Recorder hands the task on (its start row committed), and from the
-	// task's end until the run is told (its completion committed).
-	startRow, completion time.Duration
-	marks                map[*vm.EffectRequest]time.Time // Start, then the task's end
-}
-
-// abTask is the Recorder's Inner in BenchmarkTaskStepAB: vm.Local, timed.
-type abTask struct{ p *abProducer }
-
-func (t abTask) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
-	p := t.p
-	p.mu.Lock()
-	p.startRow += time.Since(p.marks[req])
-	p.mu.Unlock()
-	vm.Local{}.Start(ctx, req, func(c *vm.EffectCompletion) {
-		p.mu.Lock()
-		p.marks[req] = time.Now()
-		p.mu.Unlock()
-		done(c)
-	})
-}
-
-func (p *abProducer) mean(side int) time.Duration {
-	return p.total[side] / time.Duration(max(p.count[side], 1))
-}
-
-func (p *abProducer) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
-	p.mu.Lock()
-	side := p.n % 2
-	p.n++
-	p.mu.Unlock()
-	t0 := time.Now()
-	fin := func(c *vm.EffectCompletion) {
+	opts := vm.Options{Parallel: 1, MaxPath: 100}
+	bare := func() time.Duration {
+		t0 := time.Now()
+		res := p.Run(context.Background(), in, opts)
 		d := time.Since(t0)
-		p.mu.Lock()
-		p.total[side] += d
-		p.count[side]++
-		p.mu.Unlock()
-		done(c)
+		if res.Status != vm.Succeeded {
+			b.Fatalf("run %s: %+v", res.Status, res.Error)
+		}
+		return d
 	}
-	if side == 0 {
-		vm.Local{}.Start(ctx, req, fin)
-		return
+	recorded := func() time.Duration {
+		id := vm.NewRunID(time.Now())
+		rec, err := s.Begin(&store.NewRun{ID: id, Flow: p.Graph().Name, File: p.Graph().File, Inputs: in, Started: time.Now()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		o := opts
+		o.RunID, o.Effects = id, rec
+		t0 := time.Now()
+		res := p.Run(context.Background(), in, o)
+		err = rec.Finish(res)
+		d := time.Since(t0)
+		if err != nil || res.Status != vm.Succeeded {
+			b.Fatalf("run %s: %+v %v", res.Status, res.Error, err)
+		}
+		return d
 	}
-	p.mu.Lock()
-	p.marks[req] = t0
-	p.mu.Unlock()
-	p.rec.Start(ctx, req, func(c *vm.EffectCompletion) {
-		p.mu.Lock()
-		p.completion += time.Since(p.marks[req])
-		delete(p.marks, req)
-		p.mu.Unlock()
-		fin(c)
-	})
+	var total [2]time.Duration
+	var cpu [2]int64 // this process's CPU time and its tasks'
+	side := func(k int, run func() time.Duration) {
+		c0 := cpuTime() + childCPUTime()
+		total[k] += run()
+		cpu[k] += cpuTime() + childCPUTime() - c0
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%2 == 0 {
+			side(0, bare)
+			side(1, recorded)
+		} else {
+			side(1, recorded)
+			side(0, bare)
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N * abTasks)
+	b.ReportMetric(float64(total[0].Nanoseconds())/n, "bare-ns/task")
+	b.ReportMetric(float64(total[1].Nanoseconds())/n, "recorded-ns/task")
+	b.ReportMetric(float64(total[1])/float64(total[0]), "ratio")
+	b.ReportMetric(float64(cpu[0])/n, "bare-cpu-ns/task")
+	b.ReportMetric(float64(cpu[1])/n, "recorded-cpu-ns/task")
 }
+
+// abTasks is how many tasks each run of BenchmarkTaskStepAB runs.
+const abTasks = 20
 
 // childCPUTime is the CPU time the process's waited-for children (tasks)
 // have used, in nanoseconds.

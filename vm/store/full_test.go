@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +13,10 @@ import (
 )
 
 // A store that fills up (SQLITE_FULL, from a page limit) refuses the
-// completion that does not fit, stops the run with store_error, and leaves
-// a database that passes SQLite's integrity check, with every earlier
-// completion readable.
+// batch holding the completion that does not fit: the effect the run asks
+// for next is never started but stops the run with store_error, Finish
+// makes a result that says otherwise a store_error too, and the database
+// passes SQLite's integrity check, with every earlier completion readable.
 func TestStoreFull(t *testing.T) {
 	testMaxPages = "40"
 	defer func() { testMaxPages = "" }()
@@ -28,22 +30,38 @@ func TestStoreFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := "small"
+	var ran []string
 	rec.Inner = producer(func(req *vm.EffectRequest) *vm.EffectCompletion {
+		ran = append(ran, req.Step)
 		return &vm.EffectCompletion{OK: true, Stdout: out}
 	})
 	start := func(step string) *vm.EffectCompletion {
 		ch := make(chan *vm.EffectCompletion, 1)
 		rec.Start(context.Background(), &vm.EffectRequest{Kind: graphir.KindTask, Step: step, Visit: 1, Attempt: 1},
 			func(c *vm.EffectCompletion) { ch <- c })
+		rec.Idle(nil) // the run waits: the batch commits
 		return <-ch
 	}
 	if c := start("a"); !c.OK || c.Stop != nil {
 		t.Fatalf("a: %+v", c)
 	}
 	out = strings.Repeat("x", 1<<20)
-	c := start("b")
+	if c := start("b"); !c.OK {
+		t.Fatalf("b: %+v, want it handed on before its commit", c.Code)
+	}
+	c := start("c")
 	if c.Stop == nil || c.Stop.Code != "store_error" || !strings.Contains(c.Stop.Msg, "the disk is full") {
-		t.Fatalf("b: %+v, want a store_error stop saying the disk is full", c)
+		t.Fatalf("c: %+v, want a store_error stop saying the disk is full", c)
+	}
+	if want := []string{"a", "b"}; !slices.Equal(ran, want) {
+		t.Errorf("ran %q, want %q: c must not start", ran, want)
+	}
+	res := &vm.Result{Status: vm.Succeeded, Started: time.Now()}
+	if err := rec.Finish(res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != vm.Failed || res.Error == nil || res.Error.Code != "store_error" {
+		t.Errorf("finished as %s %+v, want failed with store_error", res.Status, res.Error)
 	}
 	var check string
 	if err := s.db.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
@@ -55,6 +73,9 @@ func TestStoreFull(t *testing.T) {
 	}
 	if a, b := effects[0], effects[1]; a.Status != "succeeded" || a.Stdout != "small" || b.Status != Running || b.Stdout != "" {
 		t.Errorf("a %s %q, b %s (%d bytes of stdout); want a succeeded with its output, b running with none", a.Status, a.Stdout, b.Status, len(b.Stdout))
+	}
+	if r, err := s.Get("r1"); err != nil || r.Status != string(vm.Failed) || r.ErrorCode != "store_error" {
+		t.Errorf("run recorded as %+v, %v; want failed with store_error", r, err)
 	}
 }
 

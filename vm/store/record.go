@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -80,7 +81,20 @@ type NewRun struct {
 
 // Recorder records one run: create it with [Store.Begin] or
 // [Store.Continue], use it as the run's [vm.EffectProducer] (it wraps
-// Inner, which does the work), and call Finish when the run ends.
+// Inner, which does the work), route the run's events through
+// [Recorder.Events], and call Finish when the run ends.
+//
+// Journal writes go out in batches, one transaction each. A completion is
+// handed to the run as soon as it is queued, so that the run can work out
+// what comes next while it commits, but nothing the run does can be seen
+// before the completion is committed: the effects it starts are started
+// (their processes executed, their prompts shown) only once their start
+// rows, queued after the completion, are committed in the same
+// transaction or a later one; the events it emits wait in Events; Finish
+// commits what is queued before the run's end. A batch commits when the
+// run can do nothing more until a completion arrives ([vm.EffectIdler]),
+// or at the latest flushDelay (10 ms) after its first write. A crash before the
+// commit loses the batch as a whole, and nothing of it was acted on.
 type Recorder struct {
 	Inner vm.EffectProducer
 
@@ -89,10 +103,43 @@ type Recorder struct {
 	id string
 
 	mu    sync.Mutex
-	done  int64 // the completion order of the latest commit
+	done  int64 // the completion order of the latest completion queued
 	done0 int64 // ... when this process took the run over
 	last  int64 // the id of the latest effect started
+
+	batch   []write       // queued writes, in order
+	then    []func(error) // what waits for them, told how the commit went
+	timer   *time.Timer   // commits the batch flushDelay after its first write
+	armed   bool
+	handed  int64 // completions handed to the run
+	durable int64 // ... of which committed
+	failed  error // a commit failed: nothing is written any more
+	held    []heldEvent
+	telling bool // a goroutine passes held events on
+
+	commitMu sync.Mutex // one batch at a time, in order
 }
+
+// write is one queued write: an effect's start row (ins), its end, or the
+// run's (fin).
+type write struct {
+	ins, fin bool
+	step     string
+	args     []any
+}
+
+// heldEvent is an event emitted once the run had been handed completion
+// number after, waiting for its commit.
+type heldEvent struct {
+	f     func(vm.Event)
+	ev    vm.Event
+	after int64
+}
+
+// flushDelay bounds how long a journal write waits for the run to go
+// idle (a run evaluating a long fn step): the run's events and its next
+// effects wait for the commit. (A variable for tests.)
+var flushDelay = 10 * time.Millisecond
 
 // ID is the run's id.
 func (rec *Recorder) ID() string { return rec.id }
@@ -210,51 +257,233 @@ func (s *Store) Continue(id string, opts RunOptions) (*Recorder, error) {
 // it to prove that such a crash loses nothing but that one attempt.
 var faultStep = os.Getenv("SKEIN_TEST_CRASH_BEFORE_COMMIT")
 
-// Start implements [vm.EffectProducer]: it records that the attempt
-// started, hands it to Inner, and commits the completion before passing
-// it on. A store that cannot be written stops the run (store_error).
+// Start implements [vm.EffectProducer]: it queues the start row of the
+// attempt, hands the attempt to Inner once that row is committed, and
+// queues the completion before passing it on. A store that cannot be
+// written stops the run (store_error).
 func (rec *Recorder) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
-	go func() {
-		id, err := rec.started(req, req.Attempt)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	id := rec.queueStart(req, req.Attempt)
+	rec.then = append(rec.then, func(err error) {
 		if err != nil {
 			done(rec.storeStop(err))
 			return
 		}
 		if req.Kind == graphir.KindWait {
-			// A wait is due at a recorded time: a resumed run waits
-			// only for what is left of it.
-			due, err := rec.due(req)
-			if err != nil {
-				done(rec.storeStop(err))
-				return
-			}
-			q := *req
-			q.Wait = max(0, time.Until(due))
-			req = &q
+			go func() {
+				// A wait is due at a recorded time: a resumed run
+				// waits only for what is left of it.
+				due, err := rec.due(req)
+				if err != nil {
+					done(rec.storeStop(err))
+					return
+				}
+				q := *req
+				q.Wait = max(0, time.Until(due))
+				rec.Inner.Start(ctx, &q, rec.ended(id, req, done))
+			}()
+			return
 		}
-		rec.Inner.Start(ctx, req, func(c *vm.EffectCompletion) {
-			if faultStep != "" && req.Step == faultStep {
-				syscall.Kill(os.Getpid(), syscall.SIGKILL)
-				select {}
-			}
-			if err := rec.commit(id, req, c); err != nil {
-				c = rec.storeStop(err)
-			}
-			done(c)
-		})
-	}()
+		rec.Inner.Start(ctx, req, rec.ended(id, req, done))
+	})
 }
 
-// started commits the start row of an attempt and returns its id.
-func (rec *Recorder) started(req *vm.EffectRequest, attempt int) (int64, error) {
-	rec.mu.Lock()
+// ended returns the done of attempt id's effect: it queues the completion
+// and hands it on.
+func (rec *Recorder) ended(id int64, req *vm.EffectRequest, done func(*vm.EffectCompletion)) func(*vm.EffectCompletion) {
+	return func(c *vm.EffectCompletion) {
+		if faultStep != "" && req.Step == faultStep {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if rec.failed != nil {
+			done(rec.storeStop(rec.failed))
+			return
+		}
+		if err := rec.queueEnd(id, req, c); err != nil {
+			done(rec.storeStop(err))
+			return
+		}
+		rec.handed++
+		// Handed on while rec.mu is held: the run's inbox gets the
+		// completions in the order of their done numbers.
+		done(c)
+	}
+}
+
+// queueStart queues the start row of an attempt and returns its id. It is
+// called holding rec.mu.
+func (rec *Recorder) queueStart(req *vm.EffectRequest, attempt int) int64 {
 	rec.last++
 	id := rec.last
+	rec.queue(write{ins: true, step: req.Step, args: []any{id, rec.n, EffectPath(req), req.Step, req.Kind.String(), req.Visit, attempt, req.OnExit, nanos(time.Now())}})
+	return id
+}
+
+// queue adds w to the batch, making sure it commits within flushDelay. It
+// is called holding rec.mu.
+func (rec *Recorder) queue(w write) {
+	rec.batch = append(rec.batch, w)
+	if rec.armed || faultBatch != "" {
+		// (With the fault hook set, only the run going idle commits:
+		// the batch it kills is the one the run filled.)
+		return
+	}
+	rec.armed = true
+	if rec.timer == nil {
+		rec.timer = time.AfterFunc(flushDelay, rec.fire)
+	} else {
+		rec.timer.Reset(flushDelay)
+	}
+}
+
+// fire is the timer's: it commits what is queued. The timer is not
+// stopped when the run commits first (on going idle): stopping and
+// arming it for every batch would cost more system calls than the
+// batch's commit.
+func (rec *Recorder) fire() {
+	rec.mu.Lock()
+	rec.armed = false
 	rec.mu.Unlock()
-	rec.s.journal.Lock()
-	_, err := rec.s.insEffect.Exec(id, rec.n, EffectPath(req), req.Step, req.Kind.String(), req.Visit, attempt, req.OnExit, nanos(time.Now()))
-	rec.s.journal.Unlock()
-	return id, err
+	rec.flush(nil)
+}
+
+// Idle implements [vm.EffectIdler]: the run waits for a completion, so
+// what it queued commits now.
+func (rec *Recorder) Idle([]string) { rec.flush(nil) }
+
+// faultBatch names a step whose start row is never committed: the process
+// kills itself before committing the batch that holds it, after the run
+// was handed the completions queued before it. Tests set it to prove that
+// such a crash leaves nothing acted on.
+var faultBatch = os.Getenv("SKEIN_TEST_CRASH_BEFORE_BATCH")
+
+// flush commits the queued writes, and final after them in the same
+// transaction when it is not empty; then it tells what waited for them.
+// It returns the error of the commit (or of the one that failed before).
+func (rec *Recorder) flush(final *write) error {
+	rec.commitMu.Lock()
+	defer rec.commitMu.Unlock()
+	rec.mu.Lock()
+	batch, then, upto, failed := rec.batch, rec.then, rec.handed, rec.failed
+	rec.batch, rec.then = nil, nil
+	rec.mu.Unlock()
+	if final != nil {
+		batch = append(batch, *final)
+	}
+	err := failed
+	if err == nil && len(batch) > 0 {
+		if faultBatch != "" {
+			for _, w := range batch {
+				if w.ins && w.step == faultBatch {
+					syscall.Kill(os.Getpid(), syscall.SIGKILL)
+					select {}
+				}
+			}
+		}
+		err = rec.s.commitBatch(batch)
+	}
+	rec.mu.Lock()
+	if err != nil {
+		if rec.failed == nil {
+			rec.failed = err
+		}
+	} else {
+		rec.durable = upto
+	}
+	rec.mu.Unlock()
+	for _, f := range then {
+		f(err)
+	}
+	rec.tell()
+	return err
+}
+
+// commitBatch writes batch in one transaction, on the journal's
+// connection.
+func (s *Store) commitBatch(batch []write) error {
+	s.journal.Lock()
+	defer s.journal.Unlock()
+	stmt := func(w write) *sql.Stmt {
+		switch {
+		case w.ins:
+			return s.insEffect
+		case w.fin:
+			return s.endRun
+		}
+		return s.endEffect
+	}
+	if len(batch) == 1 {
+		_, err := stmt(batch[0]).Exec(batch[0].args...)
+		return err
+	}
+	if _, err := s.begin.Exec(); err != nil {
+		return err
+	}
+	for _, w := range batch {
+		if _, err := stmt(w).Exec(w.args...); err != nil {
+			s.rollback.Exec()
+			return err
+		}
+	}
+	if _, err := s.commit.Exec(); err != nil {
+		s.rollback.Exec()
+		return err
+	}
+	return nil
+}
+
+// Events returns f, the run's [vm.Options.OnEvent], holding back each
+// event the run emits after it was handed a completion not yet committed,
+// until that commit: nothing the run does upon a completion shows before
+// the completion is in the record. Events held when a commit fails are
+// never told.
+func (rec *Recorder) Events(f func(vm.Event)) func(vm.Event) {
+	if f == nil {
+		return nil
+	}
+	return func(ev vm.Event) {
+		rec.mu.Lock()
+		if len(rec.held) == 0 && !rec.telling && rec.durable == rec.handed {
+			rec.mu.Unlock()
+			f(ev)
+			return
+		}
+		rec.held = append(rec.held, heldEvent{f: f, ev: ev, after: rec.handed})
+		rec.mu.Unlock()
+		rec.tell()
+	}
+}
+
+// tell passes on, in order, the held events whose completions are
+// committed.
+func (rec *Recorder) tell() {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.telling {
+		return // the goroutine telling them goes on with these
+	}
+	for {
+		i := 0
+		for i < len(rec.held) && rec.held[i].after <= rec.durable {
+			i++
+		}
+		if i == 0 {
+			return
+		}
+		out := slices.Clone(rec.held[:i])
+		rec.held = slices.Delete(rec.held, 0, i)
+		rec.telling = true
+		rec.mu.Unlock()
+		for _, h := range out {
+			h.f(h.ev)
+		}
+		rec.mu.Lock()
+		rec.telling = false
+	}
 }
 
 func (rec *Recorder) storeStop(err error) *vm.EffectCompletion {
@@ -262,8 +491,9 @@ func (rec *Recorder) storeStop(err error) *vm.EffectCompletion {
 		Msg: fmt.Sprintf("cannot record the run in %s: %v", rec.s.path, storeErr(err))}}
 }
 
-// commit records how an attempt ended.
-func (rec *Recorder) commit(id int64, req *vm.EffectRequest, c *vm.EffectCompletion) error {
+// queueEnd queues how attempt id ended, with the next completion order.
+// It is called holding rec.mu.
+func (rec *Recorder) queueEnd(id int64, req *vm.EffectRequest, c *vm.EffectCompletion) error {
 	status := "failed"
 	switch {
 	case c.OK:
@@ -290,19 +520,13 @@ func (rec *Recorder) commit(id int64, req *vm.EffectRequest, c *vm.EffectComplet
 	if task {
 		exit, stdout, stderr = c.ExitCode, tail(c.Stdout), tail(c.Stderr)
 	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
 	var mdl, answer, ptok, ctok any
 	if c.Model != "" || c.Answer != "" || c.Usage.Total() > 0 {
 		mdl, answer, ptok, ctok = c.Model, c.Answer, c.Usage.PromptTokens, c.Usage.CompletionTokens
 	}
-	rec.s.journal.Lock()
-	_, err := rec.s.endEffect.Exec(status, rec.done+1, code, msg, output, exit, stdout, stderr, c.Truncated, nanos(time.Now()), mdl, answer, ptok, ctok, id)
-	rec.s.journal.Unlock()
-	if err == nil {
-		rec.done++
-	}
-	return err
+	rec.done++
+	rec.queue(write{step: req.Step, args: []any{status, rec.done, code, msg, output, exit, stdout, stderr, c.Truncated, nanos(time.Now()), mdl, answer, ptok, ctok, id}})
+	return nil
 }
 
 func tail(s string) string {
@@ -312,12 +536,42 @@ func tail(s string) string {
 	return s
 }
 
-// Finish records how the run ended, with its result object, and
-// checkpoints the store.
+// Finish records how the run ended, with its result object, in one
+// transaction with the journal writes still queued, and checkpoints the
+// store. If those writes cannot be committed, the run did not end as res
+// says: res becomes a run stopped by store_error.
 func (rec *Recorder) Finish(res *vm.Result) error {
-	b, err := res.AppendJSON(nil, "")
+	fin, err := rec.endRow(res)
 	if err != nil {
 		return err
+	}
+	if err := rec.flush(fin); err != nil {
+		// Nothing of the transaction is in: record the run as stopped
+		// (if the store takes even that).
+		rec.storeFailed(res, err)
+		if fin, err = rec.endRow(res); err != nil {
+			return err
+		}
+		if err := rec.s.commitBatch([]write{*fin}); err != nil {
+			// Nor does its result (its steps' outputs) fit, perhaps:
+			// the status and the error without it.
+			fin.args[5] = nil
+			if err := rec.s.commitBatch([]write{*fin}); err != nil {
+				return rec.s.fail(err)
+			}
+		}
+	}
+	if rec.done-rec.done0 >= checkpointAfter {
+		rec.s.Checkpoint()
+	}
+	return nil
+}
+
+// endRow is the write that records how the run ended.
+func (rec *Recorder) endRow(res *vm.Result) (*write, error) {
+	b, err := res.AppendJSON(nil, "")
+	if err != nil {
+		return nil, err
 	}
 	var code, step, msg any
 	if res.Error != nil {
@@ -327,14 +581,17 @@ func (rec *Recorder) Finish(res *vm.Result) error {
 	if res.Status == vm.Waiting {
 		ended = nil // not over: it waits for a decision
 	}
-	if _, err := rec.s.db.Exec(`UPDATE runs SET status = ?, error_code = ?, error_step = ?, error_msg = ?, ended = ?, result = ?, owner_pid = NULL WHERE n = ?`,
-		string(res.Status), code, step, msg, ended, string(b), rec.n); err != nil {
-		return rec.s.fail(err)
+	return &write{fin: true, args: []any{string(res.Status), code, step, msg, ended, string(b), rec.n}}, nil
+}
+
+// storeFailed makes res a run stopped because its record could not be
+// written, unless it already is one.
+func (rec *Recorder) storeFailed(res *vm.Result, err error) {
+	if res.Error != nil && res.Error.Code == "store_error" {
+		return
 	}
-	if rec.done-rec.done0 >= checkpointAfter {
-		rec.s.Checkpoint()
-	}
-	return nil
+	res.Status = vm.Failed
+	res.Error = rec.storeStop(err).Stop
 }
 
 // checkpointAfter is how many completions a run records before its end
@@ -346,6 +603,9 @@ const checkpointAfter = 64
 
 // Park records the run as waiting for a decision: no process owns it.
 func (rec *Recorder) Park() error {
+	if err := rec.flush(nil); err != nil {
+		return rec.s.fail(err)
+	}
 	_, err := rec.s.db.Exec(`UPDATE runs SET status = 'waiting', owner_pid = NULL WHERE n = ?`, rec.n)
 	rec.s.Checkpoint()
 	return rec.s.fail(err)
@@ -477,12 +737,19 @@ func (s *Store) Waits(id string) (map[string]time.Time, error) {
 	return out, s.fail(rows.Err())
 }
 
-// record journals a whole attempt at once: a replayed completion copied
-// into a new run's record.
+// record journals a whole attempt at once, committed before it returns: a
+// replayed completion copied into a new run's record.
 func (rec *Recorder) record(req *vm.EffectRequest, attempt int, c *vm.EffectCompletion) error {
-	id, err := rec.started(req, attempt)
+	rec.mu.Lock()
+	if rec.failed != nil {
+		rec.mu.Unlock()
+		return rec.failed
+	}
+	id := rec.queueStart(req, attempt)
+	err := rec.queueEnd(id, req, c)
+	rec.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	return rec.commit(id, req, c)
+	return rec.flush(nil)
 }

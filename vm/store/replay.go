@@ -212,8 +212,12 @@ func (d *driverState) flush(out []*held) []*held {
 // Idle implements [vm.EffectIdler]: the run with the child-flow chain flow
 // can do nothing until a completion arrives, so the record's order cannot
 // be kept (an effect recorded earlier is not asked for: it now waits on an
-// effect running for real). The earliest held completion goes out.
+// effect running for real). The earliest held completion goes out, and
+// Inner is told, if it holds work back too (a [Recorder] commits).
 func (p *Replay) Idle(flow []string) {
+	if in, ok := p.Inner.(vm.EffectIdler); ok {
+		defer in.Idle(flow)
+	}
 	p.mu.Lock()
 	d := p.drivers[strings.Join(flow, "/")]
 	var out []*held

@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/vm"
+)
+
+// A run is handed a completion before it is committed, so that it can work
+// out what comes next meanwhile; the events it emits after that wait for the
+// commit, and the effects it asks for start only once their start rows,
+// committed with the completion, are in.
+func TestEventsWaitForCommit(t *testing.T) {
+	// Only Idle commits here, however slowly the test runs.
+	defer func(d time.Duration) { flushDelay = d }(flushDelay)
+	flushDelay = time.Hour
+	s, err := Open(filepath.Join(t.TempDir(), FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rec, err := s.Begin(&NewRun{ID: "r1", Flow: "f", File: "f.star", Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started []string
+	rec.Inner = producer(func(req *vm.EffectRequest) *vm.EffectCompletion {
+		started = append(started, req.Step)
+		return &vm.EffectCompletion{OK: true, Stdout: req.Step}
+	})
+	// recorded returns the steps whose completions the store has.
+	recorded := func() []string {
+		effects, err := s.Effects("r1", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range effects {
+			if e.Status == "succeeded" {
+				out = append(out, e.Step)
+			}
+		}
+		return out
+	}
+	var told []string
+	emit := rec.Events(func(ev vm.Event) {
+		// When an event is told, the completion it follows is in.
+		if got := recorded(); len(got) == 0 || got[len(got)-1] != ev.Step {
+			t.Errorf("event for %s told with the store holding %q", ev.Step, got)
+		}
+		told = append(told, ev.Step)
+	})
+	req := func(step string) *vm.EffectRequest {
+		return &vm.EffectRequest{Kind: graphir.KindTask, Step: step, Visit: 1, Attempt: 1}
+	}
+	ch := make(chan *vm.EffectCompletion, 2)
+	done := func(c *vm.EffectCompletion) { ch <- c }
+
+	rec.Start(context.Background(), req("a"), done)
+	if len(started) != 0 {
+		t.Fatalf("a started before its start row was committed")
+	}
+	rec.Idle(nil) // the start row commits; a runs and completes
+	if c := <-ch; !c.OK {
+		t.Fatalf("a: %+v", c)
+	}
+	// The run acts on a's completion: it emits a's event and asks for b.
+	emit(vm.Event{Type: vm.StepFinished, Step: "a"})
+	rec.Start(context.Background(), req("b"), done)
+	if len(told) != 0 || len(started) != 1 || len(recorded()) != 0 {
+		t.Fatalf("before the commit: told %q, started %q, recorded %q; want nothing told, only a started, nothing recorded", told, started, recorded())
+	}
+	rec.Idle(nil) // a's completion and b's start row commit together
+	if len(told) != 1 || len(started) != 2 {
+		t.Fatalf("after the commit: told %q, started %q; want a told and b started", told, started)
+	}
+	<-ch
+	emit(vm.Event{Type: vm.StepFinished, Step: "b"})
+	if err := rec.Finish(&vm.Result{Status: vm.Succeeded, Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a", "b"}; len(told) != 2 || told[1] != "b" {
+		t.Errorf("told %q, want %q", told, want)
+	}
+}

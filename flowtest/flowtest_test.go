@@ -263,6 +263,15 @@ def test_str(t):
 
 def test_within(t):
     t.eq(getattr("-", "join")(list("ab".elems())), "a-b")
+
+def test_mock_output(t):
+    t.ok(output = [[{}] * 2000] * 4000)
+
+def test_mock_answer(t):
+    t.answer({"items": [[{}] * 2000] * 4000})
+
+def test_decode(t):
+    json.decode("[" + "{}," * 200000 + "{}]")
 `})
 	got := runTests(t, dir)
 	want := []string{
@@ -270,6 +279,9 @@ def test_within(t):
 		"test_list: FAIL x_test.star:8: list: making 5000000 elements of 16 bytes would make 76.3 MiB; one value may take at most 64 MiB",
 		"test_str: FAIL x_test.star:11: str: the text of its arguments would make more than 64 MiB, the most one value may take",
 		"test_within: pass",
+		"test_mock_output: FAIL x_test.star:17: t.ok: copying this list as flow data would make more than 64 MiB, the most one value may take",
+		"test_mock_answer: FAIL x_test.star:20: t.answer: copying this dict as flow data would make more than 64 MiB, the most one value may take",
+		"test_decode: FAIL x_test.star:23: json.decode: decoding this JSON would make about 101.0 MiB (past the bound at byte 381302); one value may take at most 64 MiB",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("results (-want +got):\n%s", diff)

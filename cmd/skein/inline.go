@@ -39,6 +39,13 @@ type inlineAsker struct {
 	// echo prints each answer read, where the terminal does not (a
 	// script piped in).
 	echo bool
+	// usual, when set, puts the terminal in its usual mode (echo, erase,
+	// Ctrl-C, Enter ends a line) and returns what puts it back. It is
+	// called before the question is printed and undone after the last
+	// answer: an answer typed as soon as the question shows must not
+	// reach the terminal in line editing's mode, where it is not echoed
+	// and its Enter does not end a line read in the usual mode.
+	usual func() (restore func(), err error)
 }
 
 // ask returns the decision, or ok false when the input ended or could not
@@ -56,6 +63,13 @@ func (a *inlineAsker) ask(ctx context.Context, req *vm.EffectRequest, deadline t
 	if a.hold != nil {
 		a.hold(true)
 		defer a.hold(false)
+	}
+	if a.usual != nil {
+		restore, err := a.usual()
+		if err != nil {
+			return false, "", false
+		}
+		defer restore()
 	}
 	q := fmt.Sprintf("approve %q: %s", req.Step, visible(req.Message, false))
 	if !deadline.IsZero() {
@@ -206,7 +220,8 @@ type runSetup struct {
 	tty  bool
 	// answers reads approval decisions; nil parks runs on approvals.
 	answers lineReader
-	echo    bool // print each answer read (a script piped in)
+	usual   func() (restore func(), err error) // see inlineAsker.usual
+	echo    bool                               // print each answer read (a script piped in)
 	exitCtx context.Context
 	// record keeps the run in the store (--store, else as skein run finds
 	// it); a store that cannot be written suggests noStoreFlag.
@@ -231,7 +246,7 @@ func newSessionRun(s *runSetup, g *graphir.Graph, inputs *stdlib.Map) *sessionRu
 	sr.opts = vm.Options{OnEvent: sr.prog.event, LoadFlow: loadChild, ExitCtx: s.exitCtx}
 	ap := &approver{inner: vm.Local{}}
 	if s.answers != nil {
-		ap.inline = &inlineAsker{out: s.out, read: s.answers, hold: sr.prog.hold, echo: s.echo}
+		ap.inline = &inlineAsker{out: s.out, read: s.answers, hold: sr.prog.hold, echo: s.echo, usual: s.usual}
 	}
 	sr.opts.Effects = ap
 	if s.record {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
 )
 
@@ -306,5 +309,59 @@ func TestDiskSourcesBounded(t *testing.T) {
 	want := []store.Source{{Path: small, Text: []byte(`step("a")`)}}
 	if diff := cmp.Diff(want, diskSources(g)); diff != "" {
 		t.Errorf("sources (-want +got):\n%s", diff)
+	}
+}
+
+// logWriter records what is written to it as entries of a shared log.
+type logWriter struct{ log *[]string }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	*w.log = append(*w.log, "print "+string(p))
+	return len(p), nil
+}
+
+// The terminal is in its usual mode before a question shows and until its
+// last answer is read: an answer typed as soon as the question shows is
+// read as a line (in line editing's mode its Enter would not end one, and
+// the REPL's question hung; TestREPLTerminalApproval caught it on a busy
+// machine).
+func TestInlineAskUsualModeFirst(t *testing.T) {
+	for _, tc := range []struct {
+		answers []string
+		want    []string
+	}{
+		{[]string{"y"}, []string{"usual", `print approve "gate": Go? [y/N] `, "read y", "editing"}},
+		{[]string{"n", "not today"}, []string{"usual", `print approve "gate": Go? [y/N] `, "read n",
+			"print reason (Enter for none): ", "read not today", "editing"}},
+	} {
+		var log []string
+		answers := tc.answers
+		a := &inlineAsker{
+			out: logWriter{&log},
+			read: func(context.Context) (string, error) {
+				line := answers[0]
+				answers = answers[1:]
+				log = append(log, "read "+line)
+				return line, nil
+			},
+			usual: func() (func(), error) {
+				log = append(log, "usual")
+				return func() { log = append(log, "editing") }, nil
+			},
+		}
+		approved, _, ok := a.ask(context.Background(), &vm.EffectRequest{Step: "gate", Message: "Go?"}, time.Time{})
+		if !ok || approved != (tc.answers[0] == "y") {
+			t.Errorf("answers %q: approved %v, ok %v", tc.answers, approved, ok)
+		}
+		if diff := cmp.Diff(tc.want, log); diff != "" {
+			t.Errorf("answers %q (-want +got):\n%s", tc.answers, diff)
+		}
+	}
+	// A terminal whose mode cannot be set: the run parks, nothing asked.
+	var log []string
+	a := &inlineAsker{out: logWriter{&log}, read: func(context.Context) (string, error) { return "y", nil },
+		usual: func() (func(), error) { return nil, errors.New("not a terminal") }}
+	if _, _, ok := a.ask(context.Background(), &vm.EffectRequest{Step: "gate", Message: "Go?"}, time.Time{}); ok || len(log) != 0 {
+		t.Errorf("mode not set: ok %v, log %q", ok, log)
 	}
 }

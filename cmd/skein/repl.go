@@ -124,6 +124,9 @@ type repl struct {
 	// answers reads the answer to an approval: the terminal in its
 	// normal mode, or the next line of a script.
 	answers lineReader
+	// usual puts the terminal in its usual mode for an approval's
+	// question (nil without a terminal); see inlineAsker.usual.
+	usual func() (restore func(), err error)
 }
 
 func runRepl(ctx context.Context, sio stdio, o any, args []string) int {
@@ -178,15 +181,16 @@ func runRepl(ctx context.Context, sio stdio, o any, args []string) int {
 		}
 		defer func() { writeHistory(hist, r.hist) }()
 		r.read = ln.Prompt
-		read := fdLine(fd)
-		r.answers = func(ctx context.Context) (string, error) {
+		r.answers = fdLine(fd)
+		r.usual = func() (func(), error) {
 			editing, err := term.GetState(fd)
 			if err != nil {
-				return "", err
+				return nil, err
 			}
-			term.Restore(fd, usual)
-			defer term.Restore(fd, editing)
-			return read(ctx)
+			if err := term.Restore(fd, usual); err != nil {
+				return nil, err
+			}
+			return func() { term.Restore(fd, editing) }, nil
 		}
 		fmt.Fprintln(sio.out, "skein repl: Skein builtins are predeclared; :help lists the commands, Ctrl-D leaves")
 	} else {
@@ -604,7 +608,7 @@ func (r *repl) run(args []string) {
 	setup := &runSetup{out: r.io.out, errw: r.io.err, tty: isTerminal(r.io.out), echo: !r.tty, exitCtx: exitCtx,
 		record: !r.opts.noStore, store: r.opts.store, noStoreFlag: "skein repl --no-store"}
 	if !r.opts.noPrompt {
-		setup.answers = r.answers
+		setup.answers, setup.usual = r.answers, r.usual
 	}
 	if setup.record {
 		setup.file, setup.sources = r.recordedAs(g)

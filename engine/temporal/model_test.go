@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/sdk/log"
@@ -133,6 +134,7 @@ func TestModelCallsBothEngines(t *testing.T) {
 		} else {
 			e := s.NewTestWorkflowEnvironment()
 			Register(e, &Activities{Env: append(os.Environ(), "OPENAI_API_KEY="+key)})
+			e.SetTestTimeout(30 * time.Second) // as newEnv: a hang guard, not the SDK's 3s
 			e.ExecuteWorkflow(WorkflowName, in)
 			if err := e.GetWorkflowError(); err != nil {
 				t.Fatalf("workflow: %v", err)
@@ -176,6 +178,7 @@ edge(recover, END)
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	e := s.NewTestWorkflowEnvironment()
 	Register(e, &Activities{Env: []string{"PATH=/usr/bin:/bin"}})
+	e.SetTestTimeout(30 * time.Second)
 	e.ExecuteWorkflow(WorkflowName, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1})
 	if err := e.GetWorkflowError(); err != nil {
 		t.Fatal(err)

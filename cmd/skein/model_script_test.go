@@ -44,14 +44,14 @@ func TestModelScripts(t *testing.T) {
 
 type serverKey struct{}
 
-// modelwait TEXT: wait (up to 20s) until the model server has received a
+// modelwait TEXT: wait (up to hangGuard) until the model server has received a
 // request whose first user message contains TEXT.
 func cmdModelWait(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: modelwait TEXT")
 	}
 	s := ts.Value(serverKey{}).(*modeltest.Server)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for time.Now().Before(deadline) {
 		for _, r := range s.Requests() {
 			if strings.Contains(r.FirstUser(), args[0]) {

@@ -31,7 +31,10 @@ func skeinExe(t *testing.T) string {
 	return exe
 }
 
-const ptyDeadline = 20 * time.Second
+// ptyDeadline bounds each wait on a terminal: a hang guard, generous for
+// a race-enabled skein on a busy machine; nothing waits it out when all
+// is well.
+const ptyDeadline = 60 * time.Second
 
 // terminal is `skein repl` running on a pseudo-terminal.
 type terminal struct {

@@ -24,12 +24,17 @@ func TestRunScripts(t *testing.T) {
 	testscript.Run(t, p)
 }
 
-// waitfile FILE: wait (up to 20s) until FILE exists and is not empty.
+// hangGuard bounds the scripts' waits (waitfile, pidgone, pgone,
+// modelwait): generous for a race-enabled skein on a busy machine, and
+// never waited out when all is well.
+const hangGuard = 60 * time.Second
+
+// waitfile FILE: wait (up to hangGuard) until FILE exists and is not empty.
 func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: waitfile FILE")
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for time.Now().Before(deadline) {
 		if b, err := os.ReadFile(ts.MkAbs(args[0])); err == nil && len(strings.TrimSpace(string(b))) > 0 {
 			return
@@ -48,7 +53,7 @@ func cmdProcessGone(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	ts.Check(err)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for {
 		err := syscall.Kill(pid, 0)
 		if errors.Is(err, syscall.ESRCH) {
@@ -64,7 +69,7 @@ func cmdProcessGone(ts *testscript.TestScript, neg bool, args []string) {
 
 // pgone FILE: the process group whose id FILE holds has no process left.
 // Killed processes linger for a moment until their parent (init, for
-// orphans) reaps them, so it polls for a few seconds.
+// orphans) reaps them, so it polls.
 func cmdProcessGroupGone(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: pgone FILE")
@@ -73,7 +78,7 @@ func cmdProcessGroupGone(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	pgid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	ts.Check(err)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for {
 		err := syscall.Kill(-pgid, 0)
 		if errors.Is(err, syscall.ESRCH) {

@@ -24,7 +24,7 @@ import (
 // save files the ways editors do. They never assert on timing: they wait,
 // with a generous deadline, for the report a save must produce.
 
-const watchDeadline = 20 * time.Second
+const watchDeadline = 60 * time.Second
 
 // syncBuffer is an io.Writer the watch loop and its runs write to while the
 // test reads. It remembers where each report ended.

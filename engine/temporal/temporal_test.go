@@ -121,7 +121,7 @@ func TestCancelKillsTask(t *testing.T) {
 	dir := t.TempDir()
 	g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": `
 flow(on_exit = "cleanup")
-slow = step("slow", run = ["sh", "-c", 'echo $$ > "$1/pid"; sleep 30; echo late > "$1/late"', "slow", "` + dir + `"])
+slow = step("slow", run = ["sh", "-c", 'echo $$ > "$1/pid"; sleep 600; echo late > "$1/late"', "slow", "` + dir + `"])
 cleanup = step("cleanup", fn = lambda r: r.run.status)
 `}})
 	env := newEnv(t)
@@ -158,9 +158,9 @@ cleanup = step("cleanup", fn = lambda r: r.run.status)
 	}
 	// The test environment does not wait for the activity to acknowledge
 	// its cancellation as a server does: allow it time to kill the
-	// process, far less than the task's 30 s.
+	// process (a minute, a hang guard), far less than the task's 600 s.
 	for i := 0; syscall.Kill(pid, 0) == nil; i++ {
-		if i == 100 {
+		if i == 1200 {
 			syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatalf("the task's process %d outlived the cancellation", pid)
 		}

@@ -453,21 +453,26 @@ func TestUsable(t *testing.T) {
 	}
 }
 
+// The step's timeout ends an attempt whose reply is late (it never comes:
+// the server answers only once the client gives up). A fast reply must
+// come within the same timeout, so it is 3s, a wide margin for a local
+// reply on a busy machine, though each late attempt waits it out.
 func TestPolicyTimeout(t *testing.T) {
-	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "late", Delay: 10 * time.Second}, {Content: "ok"}}})
+	const timeout = 3 * time.Second
+	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "late", Delay: time.Hour}, {Content: "ok"}}})
 	defer s.Close()
-	rep, err := model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s, "x"), model.Policy{Retries: 1, Backoff: time.Millisecond, Timeout: time.Second})
+	rep, err := model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s, "x"), model.Policy{Retries: 1, Backoff: time.Millisecond, Timeout: timeout})
 	if err != nil || rep.Text != "ok" {
 		t.Fatalf("got %v %v, want the retry's answer after the first attempt timed out", rep, err)
 	}
-	_, err = model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s, "x"), model.Policy{Timeout: time.Second})
+	_, err = model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s, "x"), model.Policy{Timeout: timeout})
 	if err != nil {
 		t.Fatalf("the last reply repeats and is fast: %v", err)
 	}
-	s2 := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "late", Delay: 10 * time.Second}}})
+	s2 := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "late", Delay: time.Hour}}})
 	defer s2.Close()
-	_, err = model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s2, "x"), model.Policy{Timeout: time.Second})
-	if code(err) != "model_error" || !strings.Contains(err.Error(), "no reply within the step's timeout of 1s") {
+	_, err = model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s2, "x"), model.Policy{Timeout: timeout})
+	if code(err) != "model_error" || !strings.Contains(err.Error(), "no reply within the step's timeout of 3s") {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -104,6 +104,11 @@ func undefinedHintWith(f *syntax.File, errs resolve.ErrorList, before map[string
 		}
 		return true
 	})
+	if line := boundAfter(f.Stmts, name, at); line > 0 {
+		// Top-level code runs in order: the name exists only from its
+		// assignment on, so no other name is meant.
+		return fmt.Sprintf("%s is assigned later, at line %d: a name can be used only after it is assigned (move the step() or assignment above this line)", name, line), true
+	}
 	// Only the file's globals: names local to a function have the
 	// resolver's own did-you-mean.
 	var builtinNames []string
@@ -119,6 +124,64 @@ func undefinedHintWith(f *syntax.File, errs resolve.ErrorList, before map[string
 		return fmt.Sprintf("did you mean %q?", near), false
 	}
 	return "", false
+}
+
+// boundAfter returns the line of the first top-level binding of name (an
+// assignment, def or load, also inside top-level if and for) after pos, or
+// 0. Bindings inside functions are local and do not count.
+func boundAfter(stmts []syntax.Stmt, name string, pos syntax.Position) int {
+	for _, st := range stmts {
+		var ids []*syntax.Ident
+		switch st := st.(type) {
+		case *syntax.AssignStmt:
+			ids = boundIdents(st.LHS)
+		case *syntax.DefStmt:
+			ids = []*syntax.Ident{st.Name}
+		case *syntax.LoadStmt:
+			ids = st.To
+		case *syntax.IfStmt:
+			if l := boundAfter(st.True, name, pos); l > 0 {
+				return l
+			}
+			if l := boundAfter(st.False, name, pos); l > 0 {
+				return l
+			}
+		case *syntax.ForStmt:
+			ids = boundIdents(st.Vars)
+			if l := boundAfter(st.Body, name, pos); l > 0 {
+				return l
+			}
+		}
+		for _, id := range ids {
+			if id.Name == name && posLE(pos, id.NamePos) {
+				return int(id.NamePos.Line)
+			}
+		}
+	}
+	return 0
+}
+
+// boundIdents returns the names an assignment's left side binds.
+func boundIdents(e syntax.Expr) []*syntax.Ident {
+	switch e := e.(type) {
+	case *syntax.Ident:
+		return []*syntax.Ident{e}
+	case *syntax.TupleExpr:
+		var out []*syntax.Ident
+		for _, x := range e.List {
+			out = append(out, boundIdents(x)...)
+		}
+		return out
+	case *syntax.ListExpr:
+		var out []*syntax.Ident
+		for _, x := range e.List {
+			out = append(out, boundIdents(x)...)
+		}
+		return out
+	case *syntax.ParenExpr:
+		return boundIdents(e.X)
+	}
+	return nil
 }
 
 // spans reports whether the identifier at pos lies within n.

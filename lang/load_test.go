@@ -407,6 +407,11 @@ func TestLoadSyntaxError(t *testing.T) {
 		{"len_x = 1\ny = lenx\n", `did you mean "len_x"?`},
 		{"def f(r):\n    count = 1\n    return coutn\n", `did you mean "count"?`},
 		{"s = step(\"s\")\nchain(START, s, ENDD)\n", `did you mean "END"?`},
+		// A name used before its assignment: not a typo of another name.
+		{"a = step(\"a\")\nedge(a, b)\nb = step(\"b\")\n", `b is assigned later, at line 3: a name can be used only after it is assigned (move the step() or assignment above this line)`},
+		{"a = step(\"a\")\nedge(a, report)\nif True:\n    report = step(\"report\")\n", `report is assigned later, at line 4: a name can be used only after it is assigned (move the step() or assignment above this line)`},
+		// A local of the same name in a function does not count.
+		{"a = step(\"a\")\nedge(a, reprt)\ndef f():\n    reprt = 1\n    return reprt\n", `did you mean "repr"?`},
 	} {
 		_, err := memFS{"flow.star": tc.src}.load(t, "flow.star")
 		if err == nil || err.Hint != tc.hint {

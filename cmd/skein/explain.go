@@ -13,6 +13,7 @@ import (
 
 	"go.starlark.net/starlark"
 
+	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/vm"
 )
 
@@ -157,7 +158,12 @@ func (p *progress) writeFailure(b *strings.Builder, res *vm.Result) {
 		if rec := failedRecord(res, subject); rec != nil && rec.Status == vm.StepFailed {
 			if stream, lines := outputTail(rec.Output); stream != "" {
 				label := stream + ":"
-				if rec.Name != e.Step {
+				switch {
+				case rec.Kind == graphir.KindLoop:
+					// An exhausted loop's output is its last iteration's,
+					// not a stream of its own.
+					label = fmt.Sprintf("%s of the last iteration of %s:", stream, rec.Name)
+				case rec.Name != e.Step:
 					label = fmt.Sprintf("%s of %s:", stream, rec.Name)
 				}
 				fmt.Fprintf(b, "  %s\n", label)

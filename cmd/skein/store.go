@@ -442,6 +442,43 @@ func runShow(ctx context.Context, io stdio, o any, args []string) int {
 		}
 		tw.Flush()
 	}
+	approvals, err := st.Approvals(r.ID)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein show: %v\n", err)
+		return exitFail
+	}
+	if len(approvals) > 0 {
+		// Who decided what, and what is still to decide: the audit trail
+		// and the command that goes on.
+		fmt.Fprintln(io.out, "approvals:")
+		tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
+		for _, a := range approvals {
+			step := a.Step
+			if a.Path != "" {
+				step = strings.ReplaceAll(a.Path, "/", " › ") + " › " + a.Step
+			}
+			var decision string
+			switch {
+			case !a.Decided.IsZero():
+				decision = "rejected"
+				if a.Approved {
+					decision = "approved"
+				}
+				decision += " by " + a.By + " at " + a.Decided.Local().Format("2006-01-02 15:04:05")
+				if a.Reason != "" {
+					decision += ": " + a.Reason
+				}
+			case !a.Deadline().IsZero() && a.Deadline().Before(time.Now()):
+				decision = "no decision within " + a.Timeout.String()
+			case r.Status == store.Waiting || r.Status == store.Interrupted:
+				decision = "waiting: skein approve " + r.ID + " " + a.Step
+			default:
+				decision = "not decided"
+			}
+			fmt.Fprintf(tw, "  %s\tvisit %d\t%s\t%s\n", step, a.Visit, visible(oneLine(a.Message, 40), false), visible(decision, false))
+		}
+		tw.Flush()
+	}
 	return exitOK
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -363,9 +364,18 @@ func execute(ctx context.Context, io stdio, g *graphir.Graph, inputs *stdlib.Map
 		fmt.Fprintf(io.err, "skein: run %s stopped: its record could not be written; once the store can be written again, continue it with:\n  skein resume %s\n", res.RunID, res.RunID)
 	}
 	if res.Status == vm.Waiting && rec != nil {
-		fmt.Fprintf(io.err, "run %s is waiting for a decision; decide with:\n", res.RunID)
-		for _, p := range res.Pending {
-			fmt.Fprintf(io.err, "  skein approve %s %s\n", res.RunID, p.Step)
+		open, decided := openApprovals(rec.Store(), res)
+		if len(open) > 0 {
+			fmt.Fprintf(io.err, "run %s is waiting for a decision; decide with:\n", res.RunID)
+			for _, p := range open {
+				fmt.Fprintf(io.err, "  skein approve %s %s\n", res.RunID, p.Step)
+			}
+		}
+		if len(decided) > 0 {
+			// skein approve decided while the run still went on: the run
+			// parked without reading it, and approving again is refused.
+			fmt.Fprintf(io.err, "run %s parked, but a decision came while it went on (%s); continue it with:\n  skein resume %s\n",
+				res.RunID, strings.Join(decided, ", "), res.RunID)
 		}
 		return exitWaiting
 	}
@@ -373,6 +383,32 @@ func execute(ctx context.Context, io stdio, g *graphir.Graph, inputs *stdlib.Map
 		return exitFail
 	}
 	return exitOK
+}
+
+// openApprovals splits the approvals a parked run waits for into those
+// still to decide and those (named) that the store has a decision for: a
+// skein approve made while the run went on.
+func openApprovals(st *store.Store, res *vm.Result) (open []*vm.Pending, decided []string) {
+	all, err := st.Approvals(res.RunID)
+	if err != nil {
+		return res.Pending, nil
+	}
+	for _, p := range res.Pending {
+		path := store.EffectPath(&vm.EffectRequest{Flow: p.Flow, Scope: p.Scope})
+		i := slices.IndexFunc(all, func(a *store.Approval) bool {
+			return a.Path == path && a.Step == p.Step && a.Visit == p.Visit && !a.Decided.IsZero()
+		})
+		if i < 0 {
+			open = append(open, p)
+			continue
+		}
+		what := "rejected"
+		if all[i].Approved {
+			what = "approved"
+		}
+		decided = append(decided, fmt.Sprintf("%q %s by %s", p.Step, what, all[i].By))
+	}
+	return open, decided
 }
 
 // runHooks are what execute wires to the progress display: a dry run's

@@ -143,7 +143,12 @@ func (f *frameConn) recv(v any) error {
 				}
 			}
 		}
-		f.buf = append(f.buf, data[:n]...)
+		if n > 0 {
+			// n is -1 with some errors (ECONNRESET: skein died with
+			// bytes it never read); slicing by it panicked the keeper,
+			// which then left the tasks' processes running.
+			f.buf = append(f.buf, data[:n]...)
+		}
 		if err != nil {
 			return err
 		}

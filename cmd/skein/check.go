@@ -191,6 +191,7 @@ func plural(n int, what string) string {
 // loadAndCheck loads file and checks it; a load failure is returned as its
 // one diagnostic with a nil graph.
 func loadAndCheck(file string, lo lang.Options) (*graphir.Graph, []check.Diagnostic) {
+	defer loadingGC()()
 	g, err := lang.Load(file, lo)
 	if err != nil {
 		ge := graphir.AsError(err)

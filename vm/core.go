@@ -430,6 +430,12 @@ func (r *run) follow(f *frame, n *graphir.Node, o *outcome) {
 		case e.when == nil:
 			live = true
 		default:
+			if e.fast != nil && fastConds {
+				var ok bool
+				if live, ok = r.fastEval(f, n, e.fast); ok {
+					break
+				}
+			}
 			v, err := r.evalCond(f, n, e.when)
 			if err != nil {
 				r.work = r.work[:0]

@@ -55,6 +55,11 @@ func (v *view) Attr(name string) (starlark.Value, error) {
 		return nil, errGone
 	}
 	defer v.r.mu.Unlock()
+	return v.attr(name)
+}
+
+// attr is Attr with the run locked.
+func (v *view) attr(name string) (starlark.Value, error) {
 	// Names bound by an enclosing loop or map come first inside bodies.
 	for f := v.f; f != nil && f.scope != graphir.None; f = f.parent {
 		switch f.kind {

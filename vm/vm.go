@@ -460,6 +460,7 @@ type nodeInfo struct {
 // edgeInfo is what the VM's inner loop needs of an edge.
 type edgeInfo struct {
 	when *graphir.Expr
+	fast *fastCond // when's form for the fast path (fastcond.go), or nil
 	id   graphir.EdgeID
 	to   graphir.NodeID
 	on   graphir.On
@@ -471,6 +472,7 @@ func Prepare(g *graphir.Graph) *Program {
 	p := &Program{g: g, dir: filepath.Dir(g.File), scopes: map[graphir.NodeID][]graphir.NodeID{}}
 	p.info = make([]nodeInfo, len(g.Nodes))
 	edges := make([]edgeInfo, 0, len(g.Edges))
+	fast := map[starlark.Callable]*fastCond{} // by compiled function: one per source text
 	for _, n := range g.Nodes {
 		in := &p.info[n.ID]
 		in.bound = int32(min(g.VisitBound(n), 1<<31-1))
@@ -479,7 +481,16 @@ func Prepare(g *graphir.Graph) *Program {
 		start := len(edges)
 		for _, eid := range n.Out {
 			e := g.Edges[eid]
-			edges = append(edges, edgeInfo{when: e.When, id: e.ID, to: e.To, on: e.On, back: e.Back})
+			ei := edgeInfo{when: e.When, id: e.ID, to: e.To, on: e.On, back: e.Back}
+			if w := e.When; w != nil && !w.User && w.Func != nil {
+				c, seen := fast[w.Func]
+				if !seen {
+					c = compileFast(w)
+					fast[w.Func] = c
+				}
+				ei.fast = c
+			}
+			edges = append(edges, ei)
 		}
 		in.out = edges[start:len(edges):len(edges)]
 	}

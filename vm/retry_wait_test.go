@@ -69,13 +69,7 @@ func TestRetryWhenFnStep(t *testing.T) {
 	// failure is not.
 	var retries []int
 	var mu sync.Mutex
-	res := run(t, `
-def spin(r):
-    n = 0
-    for i in range(10000000):
-        for j in range(10000000):
-            n += 1
-    return n
+	res := run(t, spin+`
 s = step("s", fn = spin, timeout = "50ms", retries = 2, backoff = "1ms", retry_when = lambda r: r.s.code == "timeout")
 b = step("b", fn = lambda r: fail("plain"), retries = 2, backoff = "1ms", retry_when = "b.code == 'timeout'")
 edge(START, s)

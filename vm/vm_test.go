@@ -1042,6 +1042,17 @@ edge(cleanup, END)
 	}
 }
 
+// spin defines spin(r), a fn that runs for as long as it is let, to time
+// out or to spend a step budget.
+const spin = `
+def spin(r):
+    n = 0
+    for i in range(10000000):
+        for j in range(10000000):
+            n += 1
+    return n
+`
+
 func TestFnRetriesTimeoutAndBudget(t *testing.T) {
 	var retries int
 	res := run(t, `step("a", fn = lambda r: fail("always"), retries = 2, backoff = "1ms")`, nil, vm.Options{OnEvent: func(ev vm.Event) {
@@ -1054,14 +1065,6 @@ func TestFnRetriesTimeoutAndBudget(t *testing.T) {
 		t.Errorf("retries = %d, visits = %d; want 2 retries in one visit", retries, res.Step("a").Visits)
 	}
 
-	spin := `
-def spin(r):
-    n = 0
-    for i in range(10000000):
-        for j in range(10000000):
-            n += 1
-    return n
-`
 	res = run(t, spin+`step("a", fn = spin, timeout = "100ms")`, nil, vm.Options{EvalSteps: 1 << 62})
 	check(t, res, want{status: vm.Failed, code: "timeout", step: "a", msg: "timed out after 100ms"})
 

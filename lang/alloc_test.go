@@ -57,6 +57,9 @@ func TestLoadHugeValue(t *testing.T) {
 		{"enumerate of codepoints", `s = "x" * 2000000` + "\nx = enumerate(s.codepoint_ords())", "flow.star:2:5", []string{"enumerate: making 6000000 elements"}},
 		{"enumerate of a list", `s = [0] * 2000000` + "\nx = enumerate(s)", "flow.star:2:5", []string{"enumerate: making 6000000 elements of 16 bytes would make 91.6 MiB"}},
 		{"zip of lists", `s = [0] * 1500000` + "\nx = zip(s, s)", "flow.star:2:5", []string{"zip: making 4500000 elements"}},
+		{"json.encode escapes", `s = "<" * 12000000` + "\nx = json.encode(s + '\\n')", "flow.star:2:5", []string{"json.encode: the text of its arguments would make more than 64 MiB"}},
+		{"repr escapes", `s = "\x00" * 20000000` + "\nx = repr(s)", "flow.star:2:5", []string{"repr: the text of its arguments would make more than 64 MiB"}},
+		{"str of escapes in a list", `s = "\x01" * 20000000` + "\nx = str([s])", "flow.star:2:5", []string{"str: the text of its arguments would make more than 64 MiB"}},
 		{"json.decode", `x = json.decode("[" + "{}," * 200000 + "{}]")`, "flow.star:1:5", []string{"json.decode: decoding this JSON would make about 101.0 MiB (past the bound at byte 381302); one value may take at most 64 MiB"}},
 		{"json.decode with default", `x = json.decode("[" + "[[[[]]]]," * 400000 + "[]]", default = None)`, "flow.star:1:5", []string{"json.decode: decoding this JSON would make about 73.6 MiB (past the bound at byte 3145727)"}},
 	} {
@@ -64,6 +67,21 @@ func TestLoadHugeValue(t *testing.T) {
 			_, err := memFS{"flow.star": tc.src}.load(t, "flow.star")
 			wantError(t, err, "load_error", tc.pos, tc.frags...)
 		})
+	}
+}
+
+// Strings measured with their escapes are within the bound when what is
+// written is: str and print write a string as it is, json.encode a
+// printable ASCII one with only quotes and backslashes escaped.
+func TestLoadEscapesWithinBound(t *testing.T) {
+	src := `
+s = "\x00" * 20000000
+h = "<" * 12000000
+step(json.encode([len(str(s)), len(json.encode(h)), len(repr("\x00" * 1000))]))
+`
+	g := memFS{"flow.star": src}.mustLoad(t, "flow.star")
+	if diff := cmp.Diff([]string{"[20000000,12000002,4002]"}, stepNames(g)); diff != "" {
+		t.Errorf("values (-want +got):\n%s", diff)
 	}
 }
 

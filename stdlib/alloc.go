@@ -491,7 +491,7 @@ func CheckSize(v starlark.Value) error {
 	case starlark.String, starlark.Int, starlark.Float, starlark.Bool, starlark.NoneType:
 		return nil // already made
 	}
-	if size := TextSize(v, MaxValueBytes+1); size > MaxValueBytes {
+	if size := QuotedSize(v, MaxValueBytes+1, QuoteJSON); size > MaxValueBytes {
 		return overError("writing out this " + v.Type())
 	}
 	return nil
@@ -507,14 +507,113 @@ func TextSize(v starlark.Value, limit int64) int64 {
 	return t.size(v)
 }
 
+// How strings are quoted, for QuotedSize.
+const (
+	quoteNone     = iota // their length and quotes: TextSize
+	QuoteRepr            // as Starlark's repr and str of a container quote them
+	QuoteStarJSON        // as go.starlark.net's json.encode does
+	QuoteJSON            // as encoding/json and AppendJSON do
+)
+
+// maxEscape is the most bytes any quoting writes for one byte of a string
+// (\u003c for "<" in JSON): a text measured by TextSize at most
+// MaxValueBytes/maxEscape cannot pass the bound once escaped.
+const maxEscape = 6
+
+// QuotedSize is TextSize with each string's escapes counted as quote
+// quotes them (at most: a non-printable character beyond ASCII, which
+// repr writes as \u or \U, counts as its bytes). Counting the escapes
+// reads every string, so it does only when TextSize says they could
+// matter.
+func QuotedSize(v starlark.Value, limit int64, quote int) int64 {
+	size := TextSize(v, limit)
+	if size > limit || size <= MaxValueBytes/maxEscape {
+		return size
+	}
+	t := textSizer{limit: limit, quote: quote}
+	return t.size(v)
+}
+
+// quotedString returns how many bytes quoting s writes, quotes included.
+func quotedString(s string, quote int) int64 {
+	var plain, repr, marshal int64 // plain: strconv.Quote of printable ASCII
+	printable, high := true, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 0x80:
+			printable, high = false, true
+			plain++
+			repr++
+			marshal++
+		case c == '"' || c == '\\':
+			plain += 2
+			repr += 2
+			marshal += 2
+		case c == '<' || c == '>' || c == '&':
+			plain++
+			repr++
+			marshal += 6
+		case c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+			printable = false
+			repr += 2
+			marshal += 2
+		case c == '\a' || c == '\v':
+			printable = false
+			repr += 2
+			marshal += 6
+		case c < 0x20:
+			printable = false
+			repr += 4
+			marshal += 6
+		case c == 0x7f:
+			printable = false
+			repr += 4
+			marshal++
+		default:
+			plain++
+			repr++
+			marshal++
+		}
+	}
+	if high {
+		// U+2028 and U+2029 are \u2028 and \u2029 in JSON and in repr.
+		seps := 3 * int64(strings.Count(s, "\u2028")+strings.Count(s, "\u2029"))
+		marshal += seps
+		repr += seps
+	}
+	if high && !utf8.ValidString(s) {
+		// An invalid byte is \xHH in repr, \ufffd in JSON.
+		for i := 0; i < len(s); {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				repr += 3
+				marshal += 5
+			}
+			i += n
+		}
+	}
+	switch {
+	case quote == QuoteRepr:
+		return repr + 2
+	case quote == QuoteStarJSON && printable:
+		return plain + 2
+	}
+	return marshal + 2
+}
+
 type textSizer struct {
 	limit int64
+	quote int                      // how strings are quoted
 	memo  map[unsafe.Pointer]int64 // container sizes; -1 while being measured
 }
 
 func (t *textSizer) size(v starlark.Value) int64 {
 	switch x := v.(type) {
 	case starlark.String:
+		if t.quote != quoteNone {
+			return quotedString(string(x), t.quote)
+		}
 		return int64(len(x)) + 2
 	case starlark.Bytes:
 		return int64(len(x)) + 3

@@ -132,3 +132,32 @@ out = [list("éa".codepoints()), tuple("éa".codepoint_ords()), sorted("ba".code
 		t.Errorf("codepoints of a string = %d, want -1", n)
 	}
 }
+
+// quotedString is at least what each quoting writes, for strings of every
+// kind of character, and exact for what it counts exactly (all but
+// non-printable characters beyond ASCII in repr).
+func TestQuotedString(t *testing.T) {
+	encode := jsonModule.Members["encode"].(*starlark.Builtin)
+	for _, s := range []string{
+		"", "plain", `"quoted" \back\`, "<a href='x'>&amp;</a>", "\x00\x01\x07\x0b\x1f\x7f", "\b\f\n\r\t",
+		"\u2028\u2029", "\xff\xfe", "a\xc3", "日本語 🧶", "é<\x00", strings.Repeat("<", 100), "mixed \x00 \u2028 \xff < é \\ \"",
+	} {
+		v := starlark.String(s)
+		starJSON, err := starlark.Call(&starlark.Thread{}, encode, starlark.Tuple{v}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			quote int
+			text  string
+		}{
+			{QuoteRepr, v.String()},
+			{QuoteStarJSON, string(starJSON.(starlark.String))},
+			{QuoteJSON, string(AppendJSONString(nil, s))},
+		} {
+			if got := quotedString(s, tc.quote); got != int64(len(tc.text)) {
+				t.Errorf("quotedString(%q, %d) = %d, want %d (%s)", s, tc.quote, got, len(tc.text), tc.text)
+			}
+		}
+	}
+}

@@ -54,15 +54,29 @@ var safeBuiltins = func() starlark.StringDict {
 func SafeBuiltins() starlark.StringDict { return safeBuiltins }
 
 // boundedArgs wraps b so that every argument is first checked to nest at
-// most limit deep, and the text of all of them to fit in one value.
+// most limit deep, and the text of all of them, escapes counted, to fit in
+// one value. str and print write a string argument as it is; repr and
+// json.encode quote it.
 func boundedArgs(b *starlark.Builtin, limit int) func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+	quote, quoteTop := QuoteRepr, true
+	switch b.Name() {
+	case "json.encode":
+		quote = QuoteStarJSON
+	case "str", "print":
+		quoteTop = false
+	}
 	return func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		var size int64
 		for _, a := range args {
 			if err := CheckDepth(a, limit); err != nil {
 				return nil, fmt.Errorf("%s: %v", b.Name(), err)
 			}
-			if size += TextSize(a, MaxValueBytes-size+1); size > MaxValueBytes {
+			if s, ok := a.(starlark.String); ok && !quoteTop {
+				size += int64(len(s))
+			} else {
+				size += QuotedSize(a, MaxValueBytes-size+1, quote)
+			}
+			if size > MaxValueBytes {
 				return nil, fmt.Errorf("%s: %v", b.Name(), overError("the text of its arguments"))
 			}
 		}

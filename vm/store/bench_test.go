@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -262,8 +263,10 @@ func cpuTime() int64 {
 // load, which a shared machine changes from one second to the next. The
 // recorded run is timed from its start to the end of Finish (its last
 // commit); Begin, the run's own row, is not a task step's cost. "ratio" is
-// the recorded runs' total time over the bare ones'; the CPU time of each
-// side (skein's and its tasks') is less disturbed by other work.
+// the recorded runs' total time over the bare ones', "round-ratio" the
+// median over rounds of each round's recorded time over its bare time
+// (steadier: a round's two runs share its load); the CPU time of each side
+// (skein's and its tasks') is less disturbed by other work still.
 func BenchmarkTaskStepAB(b *testing.B) {
 	s, err := store.Open(filepath.Join(b.TempDir(), store.FileName))
 	if err != nil {
@@ -302,13 +305,15 @@ func BenchmarkTaskStepAB(b *testing.B) {
 		}
 		return d
 	}
-	var total [2]time.Duration
+	var total, round [2]time.Duration
 	var cpu [2]int64 // this process's CPU time and its tasks'
 	side := func(k int, run func() time.Duration) {
 		c0 := cpuTime() + childCPUTime()
-		total[k] += run()
+		round[k] = run()
+		total[k] += round[k]
 		cpu[k] += cpuTime() + childCPUTime() - c0
 	}
+	ratios := make([]float64, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if i%2 == 0 {
@@ -318,8 +323,11 @@ func BenchmarkTaskStepAB(b *testing.B) {
 			side(1, recorded)
 			side(0, bare)
 		}
+		ratios = append(ratios, float64(round[1])/float64(round[0]))
 	}
 	b.StopTimer()
+	slices.Sort(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "round-ratio")
 	n := float64(b.N * abTasks)
 	b.ReportMetric(float64(total[0].Nanoseconds())/n, "bare-ns/task")
 	b.ReportMetric(float64(total[1].Nanoseconds())/n, "recorded-ns/task")

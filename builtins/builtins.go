@@ -226,6 +226,10 @@ func (c *call) named(kind, name string) {
 func (c *call) step(param string, v starlark.Value, allow ...graphir.NodeID) (*Step, error) {
 	s, ok := v.(*Step)
 	if !ok {
+		if name, isStr := v.(starlark.String); isStr {
+			return nil, c.hintf(fmt.Sprintf("pass the step itself, the value step(%q) returned, not its name; only a router's routes, cases and default take step names", string(name)),
+				"%s must be a step, got %s", param, describe(v))
+		}
 		return nil, c.errorf("%s must be a step, got %s", param, describe(v))
 	}
 	if s.b == nil {

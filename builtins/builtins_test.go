@@ -191,7 +191,8 @@ func TestEdgeBad(t *testing.T) {
 		{src: `edge(END, a)`, frag: `edge: src cannot be END`},
 		{src: `edge(ABORT, a)`, frag: `edge: src cannot be ABORT`},
 		{src: `edge(a, START)`, frag: `edge: dst cannot be START`},
-		{src: `edge("a", b)`, frag: `edge: src must be a step, got string "a"`},
+		{src: `edge("a", b)`, frag: `edge: src must be a step, got string "a"`,
+			hint: `pass the step itself, the value step("a") returned, not its name; only a router's routes, cases and default take step names`},
 		{src: `edge(a, None)`, frag: `edge: dst must be a step, got None`},
 		{src: `edge(a, [b])`, frag: `edge: dst must be a step, got list [<step b>]`},
 		{src: `edge(a, b, when = 1)`, frag: `edge: when must be an expression string or a function of r, got int 1`},
@@ -212,7 +213,8 @@ func TestChainBad(t *testing.T) {
 		{src: `chain(a, START)`, frag: `chain: argument 2 cannot be START`},
 		{src: `chain(END, a)`, frag: `chain: argument 1 cannot be END`},
 		{src: `chain(a, END, b)`, frag: `chain: argument 2 cannot be END`},
-		{src: `chain(a, "b")`, frag: `chain: argument 2 must be a step, got string "b"`},
+		{src: `chain(a, "b")`, frag: `chain: argument 2 must be a step, got string "b"`,
+			hint: `pass the step itself, the value step("b") returned, not its name; only a router's routes, cases and default take step names`},
 	})
 }
 

@@ -18,8 +18,10 @@ import (
 // TestWorkerKilledMidTask kills (-9) the worker running a task: the task
 // runs again on the other worker and the run succeeds, without the step
 // having retries (a lost worker is not the step's failure). The run's
-// --heartbeat-timeout 2s makes Temporal declare the worker lost within
-// seconds.
+// --heartbeat-timeout 6s makes Temporal declare the worker lost within
+// seconds; it is three heartbeats (tasks heartbeat every second), not the
+// smallest allowed 2s, so that a live worker a busy machine stalls for a
+// moment is not declared lost too (the task would then run a third time).
 func TestWorkerKilledMidTask(t *testing.T) {
 	dir := t.TempDir()
 	sc := temporaltest.Scenario{Files: map[string]string{"flow.star": `
@@ -37,7 +39,7 @@ after = step("after", fn = lambda r: r.slow.stdout.strip())
 		"w2": worker(t, q, []string{"WORKER=w2"}),
 	}
 	run := start(t, dir, nil, skeinBin, "run", flow, "--engine", "temporal", "--address", address, "--task-queue", q,
-		"--json", "--heartbeat-timeout", "2s")
+		"--json", "--heartbeat-timeout", "6s")
 
 	attempts := filepath.Join(dir, "attempts")
 	lines := func() []string {

@@ -22,7 +22,9 @@ func FuzzFormat(f *testing.F) {
 	f.Add([]byte("x = (1 + 2) * 3  # c\nload('a.star', 'b', c = 'd')\n"))
 	f.Add([]byte("def f(r):\n    \"\"\"Doc.\n      more\n    \"\"\"\n    return [x for x in r if x]\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
-		timer := time.AfterFunc(5*time.Second, func() { panic(fmt.Sprintf("Format hangs on %q", src)) })
+		// A hang guard, generous for a busy machine (a panic here is
+		// recorded as a crasher).
+		timer := time.AfterFunc(30*time.Second, func() { panic(fmt.Sprintf("Format hangs (no result after 30s) on %q", src)) })
 		defer timer.Stop()
 		out, err := Format("f.star", src)
 		if err != nil {

@@ -26,7 +26,9 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("loop('l', body=[step('b')], until='nope', max_iterations=2)\n"))
 	f.Add([]byte("def f(r):\n  return r.a.stdout + helper(r) + r.nope['k']\nflow(inputs={'n': input(3, type='int', choices=[1, 3]), 'm': input('x', type='int')})\na = step('a', run=['x'])\nb = step('b', fn=f)\nm = map('m', over='[1]', body=[step('c', fn=lambda r: r.item)])\nl = loop('l', body=[step('d')], until=lambda it: it.d or it.result['d'] or it.result.e, max_iterations=2)\nedge(b, l, when=lambda r: r.c)\nchain(START, a, tset)\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
-		timer := time.AfterFunc(3*time.Second, func() { panic(fmt.Sprintf("load hangs on %q", src)) })
+		// A hang guard, generous for a busy machine: the step budget, not
+		// this, bounds a load; a panic here is recorded as a crasher.
+		timer := time.AfterFunc(30*time.Second, func() { panic(fmt.Sprintf("load hangs (no result after 30s) on %q", src)) })
 		defer timer.Stop()
 		g, err := LoadSource("fuzz/flow.star", src, Options{MaxSteps: 100_000, ReadFile: func(string) ([]byte, error) {
 			return nil, os.ErrNotExist

@@ -47,6 +47,7 @@ fuzz-short:
 	$(GO) test -run '^$$' -fuzz '^FuzzResultJSON$$' -fuzztime 2000x ./vm
 	$(GO) test -run '^$$' -fuzz '^FuzzJSONModule$$' -fuzztime 15000x ./stdlib
 	$(GO) test -run '^$$' -fuzz '^FuzzJSONDecodeDifferential$$' -fuzztime 5000x ./stdlib
+	$(GO) test -run '^$$' -fuzz '^FuzzQuotedString$$' -fuzztime 20000x ./stdlib
 	$(GO) test -run '^$$' -fuzz '^FuzzInputsFile$$' -fuzztime 20000x ./stdlib
 	$(GO) test -run '^$$' -fuzz '^FuzzRe$$' -fuzztime 5000x ./stdlib
 	$(GO) test -run '^$$' -fuzz '^FuzzInputValue$$' -fuzztime 15000x ./graphir
@@ -62,6 +63,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzResultJSON$$' -fuzztime $(FUZZTIME) ./vm
 	$(GO) test -run '^$$' -fuzz '^FuzzJSONModule$$' -fuzztime $(FUZZTIME) ./stdlib
 	$(GO) test -run '^$$' -fuzz '^FuzzJSONDecodeDifferential$$' -fuzztime $(FUZZTIME) ./stdlib
+	$(GO) test -run '^$$' -fuzz '^FuzzQuotedString$$' -fuzztime $(FUZZTIME) ./stdlib
 	$(GO) test -run '^$$' -fuzz '^FuzzInputsFile$$' -fuzztime $(FUZZTIME) ./stdlib
 	$(GO) test -run '^$$' -fuzz '^FuzzRe$$' -fuzztime $(FUZZTIME) ./stdlib
 	$(GO) test -run '^$$' -fuzz '^FuzzInputValue$$' -fuzztime $(FUZZTIME) ./graphir

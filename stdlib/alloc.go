@@ -567,7 +567,9 @@ func quotedString(s string, quote int) int64 {
 			repr += 4
 			marshal += 6
 		case c == 0x7f:
-			printable = false
+			// go.starlark.net quotes it with strconv, as \x7f, then
+			// writes that as \u007f; encoding/json leaves it.
+			plain += 6
 			repr += 4
 			marshal++
 		default:

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"go.starlark.net/starlark"
 )
@@ -160,4 +162,38 @@ func TestQuotedString(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzQuotedString: for any string, quotedString is exactly what
+// encoding/json (AppendJSONString) and go.starlark.net's json.encode write,
+// and what repr writes when every character beyond ASCII is printable
+// (else at most that).
+func FuzzQuotedString(f *testing.F) {
+	for _, s := range []string{"", "a<b", "\x00\x7f", "\u2028", "\xff", "é\t", "\U000e0001", `"\`} {
+		f.Add(s)
+	}
+	encode := jsonModule.Members["encode"].(*starlark.Builtin)
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := quotedString(s, QuoteJSON), len(AppendJSONString(nil, s)); got != int64(want) {
+			t.Fatalf("QuoteJSON of %q: %d, want %d", s, got, want)
+		}
+		v, err := starlark.Call(&starlark.Thread{}, encode, starlark.Tuple{starlark.String(s)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := quotedString(s, QuoteStarJSON), len(v.(starlark.String)); got != int64(want) {
+			t.Fatalf("QuoteStarJSON of %q: %d, want %d (%s)", s, got, want, v)
+		}
+		repr := int64(len(starlark.String(s).String()))
+		got := quotedString(s, QuoteRepr)
+		printable := true
+		for _, r := range s {
+			if r >= utf8.RuneSelf && r != utf8.RuneError && !unicode.IsPrint(r) && r != '\u2028' && r != '\u2029' {
+				printable = false
+			}
+		}
+		if printable && got != repr || !printable && got > repr {
+			t.Fatalf("QuoteRepr of %q: %d, repr writes %d", s, got, repr)
+		}
+	})
 }

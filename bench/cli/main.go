@@ -79,7 +79,7 @@ func main() {
 	rounds := flag.Int("rounds", 5, "rounds; each figure is the median over them (minimum 3)")
 	best := flag.Int("best", 3, "in each round, each timing is the best of this many runs")
 	iters := flag.Int("n", 50_000, "loop iterations")
-	skip1m := flag.Bool("skip-1m", false, "skip the 1,000,000-step load (about 10 s and 1.5 GB)")
+	skip1m := flag.Bool("skip-1m", false, "skip the 1,000,000-step load (about 10 s and 1 GB)")
 	out := flag.String("out", "bench/CLI.md", "results file, relative to the repository root")
 	flag.Parse()
 	if *rounds < 3 {

@@ -87,3 +87,82 @@ func TestEventsWaitForCommit(t *testing.T) {
 		t.Errorf("told %q, want %q", told, want)
 	}
 }
+
+// A run that never goes idle (busy in a long fn step, or behind a producer
+// that does not pass Idle on) still gets its effects started and its
+// completions committed: a batch commits at the latest flushDelay after its
+// first write.
+func TestBatchCommitsWithoutIdle(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rec, err := s.Begin(&NewRun{ID: "r1", Flow: "f", File: "f.star", Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Inner = producer(func(req *vm.EffectRequest) *vm.EffectCompletion {
+		return &vm.EffectCompletion{OK: true}
+	})
+	ch := make(chan *vm.EffectCompletion, 1)
+	rec.Start(context.Background(), &vm.EffectRequest{Kind: graphir.KindTask, Step: "a", Visit: 1, Attempt: 1},
+		func(c *vm.EffectCompletion) { ch <- c })
+	select {
+	case c := <-ch:
+		if !c.OK {
+			t.Fatalf("a: %+v", c)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a never started without Idle")
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		effects, err := s.Effects("r1", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(effects) == 1 && effects[0].Status == "succeeded" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a's completion never committed without Idle: %+v", effects)
+		}
+	}
+}
+
+// A resumed run's producer is a Replay wrapping the Recorder: the run going
+// idle reaches the Recorder through it, and commits.
+func TestReplayPassesIdleOn(t *testing.T) {
+	defer func(d time.Duration) { flushDelay = d }(flushDelay)
+	flushDelay = time.Hour
+	s, err := Open(filepath.Join(t.TempDir(), FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rec, err := s.Begin(&NewRun{ID: "r1", Flow: "f", File: "f.star", Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started []string
+	rec.Inner = producer(func(req *vm.EffectRequest) *vm.EffectCompletion {
+		started = append(started, req.Step)
+		return &vm.EffectCompletion{OK: true}
+	})
+	p, err := s.Replay("r1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Inner = rec
+	ch := make(chan *vm.EffectCompletion, 1)
+	p.Start(context.Background(), &vm.EffectRequest{Kind: graphir.KindTask, Step: "a", Visit: 1, Attempt: 1},
+		func(c *vm.EffectCompletion) { ch <- c })
+	if len(started) != 0 {
+		t.Fatal("a started before its start row was committed")
+	}
+	p.Idle(nil)
+	if len(started) != 1 {
+		t.Fatalf("started %q after Idle, want a", started)
+	}
+	<-ch
+}

@@ -211,7 +211,21 @@ func init() {
 				return exitOK
 			}
 			if !ok {
-				fmt.Fprintf(io.err, "skein help: unknown command %q%s\n", args[0], suggestCommand(args[0]))
+				// skein help takes builtins too: suggest among both.
+				names := []string{}
+				for n := range commands {
+					names = append(names, n)
+				}
+				for _, d := range builtins.Docs() {
+					names = append(names, d.Name)
+				}
+				sort.Strings(names)
+				hint := ""
+				if best := graphir.Nearest(args[0], names); best != "" {
+					hint = fmt.Sprintf(" (did you mean %q?)", best)
+				}
+				fmt.Fprintf(io.err, "skein help: no command or builtin %q%s\n", args[0], hint)
+				fmt.Fprintln(io.err, "run 'skein help' for the commands; the builtins are in docs/language.md")
 				return exitUsage
 			}
 			fs := pflag.NewFlagSet(c.name, pflag.ContinueOnError)

@@ -58,7 +58,7 @@ type runOptions struct {
 func init() {
 	register(&command{
 		name:    "run",
-		args:    "FLOW [--input k=v]... [--inputs-file F] [--parallel N] [--timeout D] [--json] [--events] [--cassette F [--replay-only]] [--max-tokens N]",
+		args:    "FLOW [--input k=v]... [--inputs-file F] [--parallel N] [--timeout D] [--json | --events] [--cassette F [--replay-only]] [--max-tokens N]",
 		summary: "check a flow, then run it",
 		long: fmt.Sprintf(`Checks the flow first: errors are printed and nothing runs (exit 2); warnings
 are printed to stderr and the run goes ahead. Inputs are given with --input
@@ -177,7 +177,7 @@ func writeInputs(w io.Writer, g *graphir.Graph) {
 func runRun(ctx context.Context, io stdio, o any, args []string) int {
 	opts := o.(*runOptions)
 	if len(args) != 1 {
-		fmt.Fprintln(io.err, "skein run: want exactly one flow\nusage: skein run FLOW [--input k=v]... [--json] [--events]")
+		fmt.Fprintln(io.err, "skein run: want exactly one flow\nusage: skein run FLOW [--input k=v]... [--json | --events]")
 		return exitUsage
 	}
 	if opts.parallel < 1 && opts.fs.Changed("parallel") {

@@ -296,7 +296,25 @@ func runRuns(_ context.Context, io stdio, o any, args []string) int {
 		return exitOK
 	}
 	if len(runs) == 0 {
-		fmt.Fprintln(io.err, "no runs recorded yet")
+		if opts.flow != "" || opts.status != "" {
+			msg := fmt.Sprintf("no runs%s%s in %s", quotedIf(" of flow ", opts.flow), quotedIf(" with status ", opts.status), st.Path())
+			if opts.flow != "" {
+				if all, err := st.Runs(store.Filter{}); err == nil {
+					var flows []string
+					for _, r := range all {
+						if !slices.Contains(flows, r.Flow) {
+							flows = append(flows, r.Flow)
+						}
+					}
+					if n := graphir.Nearest(opts.flow, flows); n != "" && n != opts.flow {
+						msg += fmt.Sprintf(" (did you mean --flow %s?)", n)
+					}
+				}
+			}
+			fmt.Fprintln(io.err, msg)
+		} else {
+			fmt.Fprintf(io.err, "no runs recorded yet in %s\n", st.Path())
+		}
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
@@ -306,6 +324,14 @@ func runRuns(_ context.Context, io stdio, o any, args []string) int {
 	}
 	tw.Flush()
 	return exitOK
+}
+
+// quotedIf is prefix and v quoted, or "" for no v.
+func quotedIf(prefix, v string) string {
+	if v == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s%q", prefix, v)
 }
 
 func runDuration(r *store.Run) string {

@@ -204,10 +204,11 @@ Exit status: 0, 1 when there is no store, 2 on bad usage.`,
 		name:    "show",
 		args:    "RUN [--json] [--engine temporal [--address HOST:PORT] [--namespace N]]",
 		summary: "show a recorded run",
-		long: `Shows a run's record: status, error, output and the effects it ran. RUN is
-a run id, a unique prefix of one, or last. --json prints the result object
-that skein run --json prints (for a run that has not ended, what is known so
-far).
+		long: `Shows a run's record: status, error, output, every attempt of the effects
+it ran, and its approvals (who decided what and when; for a pending one, the
+skein approve command). RUN is a run id, a unique prefix of one, or last.
+--json prints the result object that skein run --json prints (for a run
+still running or interrupted, what the record knows so far).
 
 With --engine temporal, RUN is the id of a run on Temporal (its workflow
 id): a run still going answers with its record so far (its steps as their
@@ -230,8 +231,9 @@ Exit status: 0, 1 when the run is not found, 2 on bad usage.`,
 		summary: "print the captured output of a run's tasks",
 		long: `Prints the stdout and stderr captured from a run's task and shell steps in the
 order they ran, each under a header naming the step, its scope, visit and
-attempt. With STEP, only that step's. --follow keeps printing as the run
-goes, until it ends.
+attempt. With STEP, only that step's. A task's output is recorded when the
+task ends: --follow prints each task's once it has ended, as the run goes,
+until the run is no longer running.
 
 Exit status: 0, 1 when the run or step is not found, 2 on bad usage.`,
 		flags: func(fs *pflag.FlagSet) any {

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -116,6 +117,12 @@ type Recorder struct {
 	failed  error // a commit failed: nothing is written any more
 	held    []heldEvent
 	telling bool // a goroutine passes held events on
+	// clear says, for Events without taking mu, that nothing holds events
+	// back: no held event, none being told, every completion handed to
+	// the run committed. Stored holding mu whenever one of those changes
+	// (see settle); a run of fn steps keeps it true and its events pass
+	// straight on.
+	clear atomic.Bool
 
 	commitMu sync.Mutex // one batch at a time, in order
 }
@@ -186,7 +193,9 @@ func (s *Store) Begin(nr *NewRun) (*Recorder, error) {
 		return nil, s.fail(err)
 	}
 	lo, _ := effectIDs(n)
-	return &Recorder{s: s, n: n, id: nr.ID, last: lo, Inner: vm.Local{}}, nil
+	rec := &Recorder{s: s, n: n, id: nr.ID, last: lo, Inner: vm.Local{}}
+	rec.clear.Store(true)
+	return rec, nil
 }
 
 func addSource(tx *sql.Tx, run int64, ord int, src Source) error {
@@ -249,7 +258,9 @@ func (s *Store) Continue(id string, opts RunOptions) (*Recorder, error) {
 	if err := tx.Commit(); err != nil {
 		return nil, s.fail(err)
 	}
-	return &Recorder{s: s, n: n, id: id, done: done.Int64, done0: done.Int64, last: last, Inner: vm.Local{}}, nil
+	rec := &Recorder{s: s, n: n, id: id, done: done.Int64, done0: done.Int64, last: last, Inner: vm.Local{}}
+	rec.clear.Store(true)
+	return rec, nil
 }
 
 // faultStep names a step whose completions are never committed: the
@@ -308,6 +319,7 @@ func (rec *Recorder) ended(id int64, req *vm.EffectRequest, done func(*vm.Effect
 			return
 		}
 		rec.handed++
+		rec.settle()
 		// Handed on while rec.mu is held: the run's inbox gets the
 		// completions in the order of their done numbers.
 		done(c)
@@ -393,6 +405,7 @@ func (rec *Recorder) flush(final *write) error {
 		}
 	} else {
 		rec.durable = upto
+		rec.settle()
 	}
 	rec.mu.Unlock()
 	for _, f := range then {
@@ -446,6 +459,13 @@ func (rec *Recorder) Events(f func(vm.Event)) func(vm.Event) {
 		return nil
 	}
 	return func(ev vm.Event) {
+		if rec.clear.Load() {
+			// Nothing waits for a commit (a run of fn steps): no lock.
+			// clear turns false, holding mu, before a completion is
+			// handed to the run, so before any event that must wait.
+			f(ev)
+			return
+		}
 		rec.mu.Lock()
 		if len(rec.held) == 0 && !rec.telling && rec.durable == rec.handed {
 			rec.mu.Unlock()
@@ -453,9 +473,16 @@ func (rec *Recorder) Events(f func(vm.Event)) func(vm.Event) {
 			return
 		}
 		rec.held = append(rec.held, heldEvent{f: f, ev: ev, after: rec.handed})
+		rec.clear.Store(false)
 		rec.mu.Unlock()
 		rec.tell()
 	}
+}
+
+// settle updates clear from the state it sums up. It is called holding
+// rec.mu.
+func (rec *Recorder) settle() {
+	rec.clear.Store(len(rec.held) == 0 && !rec.telling && rec.durable == rec.handed)
 }
 
 // tell passes on, in order, the held events whose completions are
@@ -477,12 +504,14 @@ func (rec *Recorder) tell() {
 		out := slices.Clone(rec.held[:i])
 		rec.held = slices.Delete(rec.held, 0, i)
 		rec.telling = true
+		rec.settle()
 		rec.mu.Unlock()
 		for _, h := range out {
 			h.f(h.ev)
 		}
 		rec.mu.Lock()
 		rec.telling = false
+		rec.settle()
 	}
 }
 

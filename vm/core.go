@@ -288,7 +288,10 @@ func (r *run) enter(t task) {
 	}
 	var now time.Time // one clock read per transition, for the record and the event
 	if r.timed(n) {
-		now = r.now()
+		if now = r.handoff; now.IsZero() {
+			now = r.now()
+		}
+		r.handoff = time.Time{}
 		st.started = now.UnixNano()
 	}
 	if r.events {
@@ -384,6 +387,7 @@ func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
 		took = time.Duration(now.UnixNano() - st.started)
 		rec.Duration += took
 		st.started = 0
+		r.handoff = now
 	}
 	if o.child != nil {
 		rec.Child = o.child

@@ -96,6 +96,7 @@ func (r *run) evaluate(f *frame, self *graphir.Node, fn starlark.Callable, args 
 	if r.ctx.Err() != nil {
 		return nil, errAbandoned
 	}
+	r.handoff = time.Time{} // the interpreter takes time of its own
 	g := r.gen
 	if g == nil {
 		g = r.newGen()

@@ -84,6 +84,11 @@ type run struct {
 	path     []string
 	pathNext int
 	now      func() time.Time
+	// handoff is the time of the latest step finish the driver read from
+	// the clock, while nothing has run since (no interpreter call, no
+	// wait): the next step the driver enters starts at that same instant,
+	// without another clock read. Zero when there is none.
+	handoff time.Time
 
 	// Agent steps: the arguments of the tool call whose templates are
 	// being rendered (args), and the tools granted in this run.
@@ -390,6 +395,7 @@ func (r *run) drive() {
 		if r.idler != nil {
 			r.idler.Idle(r.opts.prefix)
 		}
+		r.handoff = time.Time{}
 		if r.rt.Wait(r.ctx, r.inbox.wake) {
 			r.interrupted()
 		}
@@ -613,6 +619,7 @@ func (r *run) drain() {
 			if r.idler != nil {
 				r.idler.Idle(r.opts.prefix)
 			}
+			r.handoff = time.Time{}
 			r.rt.Wait(nil, r.inbox.wake)
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -94,6 +95,9 @@ type sourceRecorder struct {
 	seen  map[string]bool
 	// from serves recorded sources instead of the disk (resume).
 	from map[string][]byte
+	// named holds what was read by the name the loader read it under
+	// (files holds it by absolute path).
+	named map[string]string
 }
 
 func (s *sourceRecorder) readFile(name string) ([]byte, error) {
@@ -121,6 +125,10 @@ func (s *sourceRecorder) readFile(name string) ([]byte, error) {
 			s.seen[clean] = true
 			s.files = append(s.files, store.Source{Path: clean, Text: b})
 		}
+		if s.named == nil {
+			s.named = map[string]string{}
+		}
+		s.named[name] = string(b)
 		s.mu.Unlock()
 	}
 	return b, err
@@ -134,6 +142,14 @@ func recordedSources(sources []store.Source) *sourceRecorder {
 		s.from[src.Path] = src.Text
 	}
 	return s
+}
+
+// byName is what was read, by the name the loader read it under (a run
+// on Temporal loads its flow again from these, under the same names).
+func (s *sourceRecorder) byName() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.named)
 }
 
 func (s *sourceRecorder) sources() []store.Source {

@@ -211,9 +211,13 @@ func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *
 		return exitFail
 	}
 	defer c.Close()
-	sources := map[string]string{}
-	for _, s := range src.sources() {
-		sources[s.Path] = string(s.Text)
+	// The workflow loads the flow under the names this load read it by,
+	// so its messages name files as a local run's do; tasks run in
+	// directories made absolute with cwd.
+	cwd, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintf(io.err, "skein run: %v\n", err)
+		return exitFail
 	}
 	given := map[string]starlark.Value{}
 	for _, k := range inputs.Keys() {
@@ -226,8 +230,9 @@ func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *
 		return exitUsage
 	}
 	id := vm.NewRunID(time.Now())
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: opts.taskQueue}, temporal.WorkflowName,
-		temporal.RunInput{Flow: absPath(g.File), Root: absPath(g.Root), Sources: sources, Inputs: in, Parallel: opts.parallel, Timeout: opts.timeout,
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: opts.taskQueue,
+		Memo: map[string]any{temporal.FileMemo: absPath(g.File)}}, temporal.WorkflowName,
+		temporal.RunInput{Flow: g.File, Root: g.Root, Cwd: cwd, Sources: src.byName(), Inputs: in, Parallel: opts.parallel, Timeout: opts.timeout,
 			HeartbeatTimeout: opts.heartbeat, ModelEnv: temporal.ModelEnv(os.Environ()), MaxTokens: opts.maxTokens})
 	if err != nil {
 		fmt.Fprintf(io.err, "skein run: cannot start the run on Temporal at %s: %v\n", opts.address, err)

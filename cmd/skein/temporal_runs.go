@@ -17,6 +17,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/skeinlang/skein/engine/temporal"
 	"github.com/skeinlang/skein/stdlib"
@@ -27,28 +28,40 @@ import (
 // to answer it).
 const askTimeout = 10 * time.Second
 
+// workflowRun is what Temporal says of a run's workflow.
+type workflowRun struct {
+	status          enumspb.WorkflowExecutionStatus
+	started, closed time.Time
+	// file is the flow file's absolute path on the machine that started
+	// the run (its memo), "" when the run does not say.
+	file string
+}
+
 // describeRun finds the run's workflow, with errors that say where it was
 // looked for.
-func (e *engineFlags) describeRun(ctx context.Context, c client.Client, id string) (enumspb.WorkflowExecutionStatus, time.Time, time.Time, error) {
+func (e *engineFlags) describeRun(ctx context.Context, c client.Client, id string) (*workflowRun, error) {
 	dctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
 	d, err := c.DescribeWorkflowExecution(dctx, id, "")
 	if err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
-			return 0, time.Time{}, time.Time{}, fmt.Errorf("run %s not found on Temporal at %s (namespace %s)", id, e.address, e.namespace)
+			return nil, fmt.Errorf("run %s not found on Temporal at %s (namespace %s)", id, e.address, e.namespace)
 		}
-		return 0, time.Time{}, time.Time{}, fmt.Errorf("run %s on Temporal at %s: %v", id, e.address, err)
+		return nil, fmt.Errorf("run %s on Temporal at %s: %v", id, e.address, err)
 	}
 	info := d.GetWorkflowExecutionInfo()
-	var started, closed time.Time
+	w := &workflowRun{status: info.GetStatus()}
 	if t := info.GetStartTime(); t != nil {
-		started = t.AsTime()
+		w.started = t.AsTime()
 	}
 	if t := info.GetCloseTime(); t != nil {
-		closed = t.AsTime()
+		w.closed = t.AsTime()
 	}
-	return info.GetStatus(), started, closed, nil
+	if p := info.GetMemo().GetFields()[temporal.FileMemo]; p != nil {
+		_ = converter.GetDefaultDataConverter().FromPayload(p, &w.file)
+	}
+	return w, nil
 }
 
 // askErr says what failed when a run did not answer a query.
@@ -74,11 +87,12 @@ func approveOnTemporal(ctx context.Context, io stdio, opts *approveOptions, args
 	if len(args) == 2 {
 		step = args[1]
 	}
-	status, _, _, err := opts.describeRun(ctx, c, id)
+	wr, err := opts.describeRun(ctx, c, id)
 	if err != nil {
 		fmt.Fprintf(io.err, "skein approve: %v\n", err)
 		return exitFail
 	}
+	status := wr.status
 	// An ended run answers too: it says what was decided, by whom, when.
 	qctx, cancel := context.WithTimeout(ctx, askTimeout)
 	w, err := temporal.Locate(qctx, query(c), id, step)
@@ -142,11 +156,12 @@ func showOnTemporal(ctx context.Context, io stdio, opts *showOptions, id string)
 		return exitFail
 	}
 	defer c.Close()
-	status, started, closed, err := opts.describeRun(ctx, c, id)
+	wr, err := opts.describeRun(ctx, c, id)
 	if err != nil {
 		fmt.Fprintf(io.err, "skein show: %v\n", err)
 		return exitFail
 	}
+	status, started, closed := wr.status, wr.started, wr.closed
 	var raw json.RawMessage
 	qctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
@@ -187,7 +202,11 @@ func showOnTemporal(ctx context.Context, io stdio, opts *showOptions, id string)
 		fmt.Fprintf(io.err, "skein show: %v\n", err)
 		return exitFail
 	}
-	fmt.Fprintf(io.out, "run %s\nflow %s (%s)\nstatus %s\n", res.RunID, res.Flow, res.File, res.Status)
+	file := res.File
+	if wr.file != "" {
+		file = wr.file // absolute, as a local run's record has it
+	}
+	fmt.Fprintf(io.out, "run %s\nflow %s (%s)\nstatus %s\n", res.RunID, res.Flow, file, res.Status)
 	fmt.Fprintf(io.out, "started %s", started.Local().Format("2006-01-02 15:04:05.000"))
 	if !closed.IsZero() {
 		fmt.Fprintf(io.out, ", took %s", closed.Sub(started).Round(time.Millisecond))

@@ -74,6 +74,7 @@ type EventsPage struct {
 // state is what the workflow keeps for queries and signals.
 type state struct {
 	runID, flow, file string
+	onExit            string // the exit handler's step, "" for none
 	run               string // the workflow run id
 
 	maxLog int // entries the log keeps
@@ -111,12 +112,12 @@ type liveStep struct {
 // maxLivePath bounds the path the record so far keeps (the latest).
 const maxLivePath = 1000
 
-func newState(ctx workflow.Context, flow, file string, maxLog int, c *Carried) *state {
+func newState(ctx workflow.Context, flow, file, onExit string, maxLog int, c *Carried) *state {
 	info := workflow.GetInfo(ctx)
 	if maxLog <= 0 {
 		maxLog = maxLogEntries
 	}
-	s := &state{runID: info.WorkflowExecution.ID, run: info.WorkflowExecution.RunID, flow: flow, file: file,
+	s := &state{runID: info.WorkflowExecution.ID, run: info.WorkflowExecution.RunID, flow: flow, file: file, onExit: onExit,
 		maxLog: maxLog, status: "running", byName: map[string]*liveStep{}}
 	if c != nil {
 		s.next, s.path, s.paths = c.Seq, c.Path, c.Paths
@@ -177,12 +178,7 @@ func (s *state) seed(res *vm.Result) {
 		st := s.step(rec.Name)
 		st.status, st.visits, st.output, st.err, st.code, st.duration = rec.Status, rec.Visits, rec.Output, rec.Error, rec.Code, rec.Duration
 	}
-	s.path = s.path[:0]
-	for _, name := range res.Path[max(len(res.Path)-maxLivePath, 0):] {
-		// By step name, as the events name them ("polish#2.draft" is
-		// "draft").
-		s.path = append(s.path, name[strings.LastIndexByte(name, '.')+1:])
-	}
+	s.path = append(s.path[:0], res.Path[max(len(res.Path)-maxLivePath, 0):]...)
 	s.paths = res.PathTotal
 }
 
@@ -222,10 +218,13 @@ func (s *state) event(ev vm.Event) {
 		// counts those of the step's loop iteration or map item).
 		st.status, st.err, st.code = vm.StepRunning, "", ""
 		st.visits++
+		if len(ev.Scope) == 0 && ev.Step == s.onExit {
+			break // the exit handler is not on the run's path
+		}
 		if s.paths++; len(s.path) == 2*maxLivePath {
 			s.path = append(s.path[:0], s.path[maxLivePath:]...)
 		}
-		s.path = append(s.path, ev.Step)
+		s.path = append(s.path, pathName(ev))
 	case vm.StepFinished:
 		st := s.step(ev.Step)
 		st.status, st.output, st.err, st.code, st.duration = vm.StepStatus(ev.Status), ev.Output, ev.Error, ev.Code, ev.Duration
@@ -236,6 +235,16 @@ func (s *state) event(ev vm.Event) {
 	case vm.RunFinished:
 		s.status = ev.Status
 	}
+}
+
+// pathName is how the step an event names appears in the run's path, as
+// in its result: after its scope inside loops and maps
+// ("per_file[2].count", "polish#3.draft").
+func pathName(ev vm.Event) string {
+	if len(ev.Scope) == 0 {
+		return ev.Step
+	}
+	return strings.Join(ev.Scope, ".") + "." + ev.Step
 }
 
 func (s *state) step(name string) *liveStep {

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -47,6 +48,10 @@ const (
 	// DefaultTaskQueue is the task queue workers serve unless told
 	// otherwise.
 	DefaultTaskQueue = "skein"
+	// FileMemo is the memo field of a run's workflow that holds the
+	// flow file's absolute path on the machine that started it, for
+	// skein show (the run's messages name it as the user did).
+	FileMemo = "skein.file"
 )
 
 // heartbeat is how often a task's activity heartbeats (a cancellation
@@ -75,9 +80,16 @@ const LostWorkerAttempts = 3
 // run's options.
 type RunInput struct {
 	// Flow is the path of the flow file as the load named it; Root the
-	// flow root.
+	// flow root. Either may be relative to Cwd, as the user named them:
+	// the workflow loads the flow under the same names as a local run, so
+	// its messages name files alike (`flow.star:3:5`).
 	Flow string
 	Root string
+	// Cwd is the absolute directory of the machine that started the run
+	// that relative paths are relative to; tasks run in directories made
+	// absolute with it. Empty: paths are absolute (or relative to the
+	// worker's directory).
+	Cwd string `json:",omitempty"`
 	// Sources holds every file the load read, by the path the loader
 	// read it under.
 	Sources map[string]string
@@ -249,7 +261,7 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 		cancel()
 	})
 	info := workflow.GetInfo(ctx)
-	st := newState(ctx, g.Name, g.File, in.EventLog, in.Carry)
+	st := newState(ctx, g.Name, g.File, g.OnExitName, in.EventLog, in.Carry)
 	if err := st.register(dctx); err != nil {
 		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "register", nil)
 	}
@@ -401,7 +413,7 @@ type TaskOutput struct {
 
 func (p *producer) task(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
 	in := TaskInput{RunID: req.RunID, Step: req.Step, Kind: req.Kind, Visit: req.Visit, Attempt: req.Attempt,
-		Argv: req.Argv, Env: req.Env, Dir: req.Dir, Root: p.in.Root, Stdin: req.Stdin,
+		Argv: req.Argv, Env: req.Env, Dir: p.in.abs(req.Dir), Root: p.in.abs(p.in.Root), Stdin: req.Stdin,
 		Timeout: req.Timeout, KillGrace: req.KillGrace, MaxOutput: req.MaxOutput}
 	close := 30 * 24 * time.Hour
 	if req.Timeout > 0 {
@@ -427,6 +439,15 @@ func (p *producer) task(ctx context.Context, req *vm.EffectRequest, done func(*v
 		return &vm.EffectCompletion{OK: out.OK, Cancelled: out.Cancelled, Error: out.Error, Code: out.Code,
 			ExitCode: out.ExitCode, Stdout: out.Stdout, Stderr: out.Stderr, Truncated: out.Truncated}
 	}, done)
+}
+
+// abs is path on the machine that started the run: a relative path is
+// relative to its Cwd.
+func (in *RunInput) abs(path string) string {
+	if in.Cwd == "" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(in.Cwd, path)
 }
 
 func (p *producer) heartbeatTimeout() time.Duration {
@@ -497,7 +518,7 @@ func (p *producer) child(ctx context.Context, req *vm.EffectRequest, done func(*
 		return
 	}
 	nest := req.Nesting()
-	cin := RunInput{Flow: req.ChildPath, Root: p.in.Root, Sources: p.in.Sources, Inputs: inputs,
+	cin := RunInput{Flow: req.ChildPath, Root: p.in.Root, Cwd: p.in.Cwd, Sources: p.in.Sources, Inputs: inputs,
 		Parallel: p.in.Parallel, EvalSteps: p.in.EvalSteps, MaxOutput: p.in.MaxOutput, KillGrace: p.in.KillGrace,
 		MaxPath: p.in.MaxPath, ExitGrace: p.in.ExitGrace, HeartbeatTimeout: p.in.HeartbeatTimeout, Nesting: &nest,
 		ContinueEvery: p.in.ContinueEvery, MaxPayload: p.in.MaxPayload, ModelEnv: p.in.ModelEnv, MaxTokens: p.in.MaxTokens}

@@ -81,17 +81,41 @@ func runTemporal(t *testing.T, in RunInput) *RunOutput {
 }
 
 // runScenario runs sc on the local engine and gives its result and the
-// input that runs sc on the Temporal engine.
+// input that runs sc on the Temporal engine. As `skein run flow.star`
+// does, the flow is named relative to the directory the run starts in
+// (the test's, for the test's duration), so messages naming files
+// (traces, subflow_cycle's) must read the same on both engines.
 func runScenario(t *testing.T, sc temporaltest.Scenario) (temporaltest.Comparable, RunInput) {
 	t.Helper()
 	parallel := sc.ParallelOrOne()
-	g, sources, given := setup(t, sc)
+	dir := t.TempDir()
+	if _, err := sc.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	g, sources, err := LoadSources("flow.star", lang.Options{})
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	if sc.AllSources {
+		for name, src := range sc.Files {
+			sources[filepath.FromSlash(name)] = src
+		}
+	}
+	given := map[string]starlark.Value{}
+	for k, v := range sc.Inputs {
+		sv, err := stdlib.FromJSON(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		given[k] = sv
+	}
 	local := decode(t, runLocal(t, g, given, parallel))
 	inputs, err := EncodeInputs(given)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return local, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Inputs: inputs, Parallel: parallel}
+	return local, RunInput{Flow: g.File, Root: g.Root, Cwd: dir, Sources: sources, Inputs: inputs, Parallel: parallel}
 }
 
 func TestScenariosBothEngines(t *testing.T) {
@@ -111,6 +135,29 @@ func TestScenariosBothEngines(t *testing.T) {
 				t.Errorf("local (-) and temporal (+) differ:\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestRelativePathsRunInCwd(t *testing.T) {
+	// A run named relative to where it started keeps its names in the
+	// workflow, but a worker elsewhere runs its tasks where the flow is:
+	// in the directories made absolute with the input's Cwd.
+	local, in := runScenario(t, temporaltest.Scenario{Files: map[string]string{
+		"flow.star":      `chain(START, step("kid", flow = "sub/child.star"), END)`,
+		"sub/child.star": `flow(output = "t")` + "\n" + `chain(START, step("t", run = ["sh", "-c", "pwd"], dir = "../data"), END)`,
+		"data/keep":      "",
+	}})
+	if in.Flow != "flow.star" {
+		t.Fatalf("flow named %q, want flow.star", in.Flow)
+	}
+	t.Chdir(t.TempDir()) // the worker's directory
+	remote := decode(t, runTemporal(t, in).Result)
+	if diff := cmp.Diff(local, remote); diff != "" {
+		t.Errorf("local (-) and temporal (+) differ:\n%s", diff)
+	}
+	want := filepath.Join(in.Cwd, "data") + "\n"
+	if got := remote.Steps["kid"].Output; !cmp.Equal(got, map[string]any{"stdout": want, "stderr": "", "exit_code": 0.0, "error": nil, "code": nil}) {
+		t.Errorf("the task ran with output %v, want stdout %q", got, want)
 	}
 }
 

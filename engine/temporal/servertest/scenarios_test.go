@@ -50,17 +50,18 @@ func TestScenarios(t *testing.T) {
 
 // scenarioRun writes sc's files into a new directory and returns it with
 // the arguments of `skein run` for its flow in mode (--json, --events),
-// with its --parallel and its inputs. The flow is named by its absolute
-// path: a run on Temporal names files so (its workers run elsewhere), and
-// messages that name a flow file (subflow_cycle's) must read the same.
+// with its --parallel and its inputs. skein runs in that directory and
+// the flow is named relative to it, as a user types `skein run
+// flow.star`: messages that name a flow file (runtime errors' positions
+// and traces, subflow_cycle's) must read the same on both engines, while
+// the workers run elsewhere.
 func scenarioRun(t *testing.T, sc temporaltest.Scenario, mode string) (string, []string) {
 	t.Helper()
 	dir := t.TempDir()
-	flow, err := sc.Write(dir)
-	if err != nil {
+	if _, err := sc.Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"run", flow, mode, "-p", strconv.Itoa(sc.ParallelOrOne())}
+	args := []string{"run", "flow.star", mode, "-p", strconv.Itoa(sc.ParallelOrOne())}
 	if sc.Inputs != nil {
 		b, err := json.Marshal(sc.Inputs)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -314,4 +315,91 @@ func TestFollowerAcrossContinueAsNew(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
+}
+
+func TestStatusQueryPathAfterContinueAsNew(t *testing.T) {
+	// The record so far of a running run names its path as the result
+	// does ("l#2.t"), before and after the run continued as new: here
+	// the record of the last execution, waiting for an approval, against
+	// the local run's path, and that of the first execution, still in the
+	// loop.
+	g, sources, given := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": `
+flow(on_exit = "bye")
+t = step("t", run = ["echo", "{{ loop.iteration }}"])
+l = loop("l", body = [t], until = lambda it: it.iteration == 5, max_iterations = 10)
+deploy = step("deploy", approve = "Deploy?")
+bye = step("bye", run = ["true"])
+chain(START, l, deploy, END)
+`}})
+	res, err := vm.Run(context.Background(), g, given, vm.Options{Parallel: 1, Effects: decider{by: "ann"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1, ContinueEvery: 3}
+	var first, waiting []string
+	for n := 0; ; n++ {
+		env := newEnv(t)
+		if n == 0 {
+			env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) {
+				if first == nil { // the first task: the loop and its first iteration
+					first = statusPath(t, env)
+				}
+			})
+		}
+		// Once the run waits for the approval, read its record and decide.
+		var poll func()
+		poll = func() {
+			v, err := env.QueryWorkflow(ApprovalsQuery)
+			var as Approvals
+			if err == nil && v.Get(&as) == nil && len(as.Waiting()) > 0 {
+				waiting = statusPath(t, env)
+				env.SignalWorkflow(ApproveSignal, Decision{Step: "deploy", By: "ann"})
+				return
+			}
+			env.RegisterDelayedCallback(poll, time.Minute)
+		}
+		env.RegisterDelayedCallback(poll, time.Minute)
+		env.ExecuteWorkflow(WorkflowName, in)
+		var can *workflow.ContinueAsNewError
+		if err := env.GetWorkflowError(); errors.As(err, &can) {
+			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		} else if err != nil {
+			t.Fatalf("workflow: %v", err)
+		}
+		if n == 0 {
+			t.Fatal("the run never continued as new")
+		}
+		// Ended, the exit handler (bye) ran and is not on the path.
+		if diff := cmp.Diff(res.Path, statusPath(t, env)); diff != "" {
+			t.Errorf("the path of the ended run: local (-) and temporal (+) differ:\n%s", diff)
+		}
+		break
+	}
+	if diff := cmp.Diff([]string{"l", "l#1.t"}, first); diff != "" {
+		t.Errorf("the first execution's path (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(res.Path, waiting); diff != "" {
+		t.Errorf("the path while waiting, after continuing as new: local (-) and temporal (+) differ:\n%s", diff)
+	}
+}
+
+// statusPath is the path of the run's record so far.
+func statusPath(t *testing.T, env *testsuite.TestWorkflowEnvironment) []string {
+	t.Helper()
+	v, err := env.QueryWorkflow(StatusQuery)
+	if err != nil {
+		t.Fatalf("query: %v", err)
+	}
+	var rec struct{ Path []string }
+	var raw json.RawMessage
+	if err := v.Get(&raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec.Path
 }

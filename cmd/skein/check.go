@@ -11,11 +11,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skeinlang/skein/check"
+	"github.com/skeinlang/skein/engine/temporal"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
 )
 
 type checkOptions struct {
+	engine  string
 	json    bool
 	root    string
 	maxLoad uint64
@@ -24,7 +26,7 @@ type checkOptions struct {
 func init() {
 	register(&command{
 		name:    "check",
-		args:    "PATH... [--json]",
+		args:    "PATH... [--json] [--engine temporal]",
 		summary: "check flows and print their diagnostics",
 		long: `Loads each flow and proves it sane without running it: names, reachability,
 termination, joins, scopes, routers, until functions, nested flows and
@@ -36,10 +38,14 @@ are skipped). A file that another flow there loads with load() or names as a
 literal child flow is checked through that flow, not on its own. Test files
 (*_test.star) are skipped: 'skein test' runs them.
 
+With --engine temporal, what holds only on Temporal is reported too: a
+fn step's timeout= that is not applied there (fn_timeout_ignored).
+
 Exit status: 0 when no flow has errors (warnings are fine), 1 when one has,
 2 on bad usage.`,
 		flags: func(fs *pflag.FlagSet) any {
 			o := &checkOptions{}
+			fs.StringVar(&o.engine, "engine", "local", "the engine the flows will run on: local, or temporal (adds the warnings that hold only there)")
 			fs.BoolVar(&o.json, "json", false, `print {"diagnostics": [...], "errors": N, "warnings": N}`)
 			fs.StringVar(&o.root, "root", "", "flow root that load() and child flows may not leave (default: each flow's directory)")
 			defineMaxLoadSteps(fs, &o.maxLoad)
@@ -55,12 +61,16 @@ func runCheck(_ context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintln(io.err, "skein check: no flow given\nusage: skein check PATH... [--json]")
 		return exitUsage
 	}
+	if opts.engine != "local" && opts.engine != "temporal" {
+		fmt.Fprintf(io.err, "skein check: unknown --engine %q; want local or temporal\n", opts.engine)
+		return exitUsage
+	}
 	set, err := findFlows(args)
 	if err != nil {
 		fmt.Fprintf(io.err, "skein check: %v\n", err)
 		return exitUsage
 	}
-	all, checked := set.check(lang.Options{Root: opts.root, MaxSteps: opts.maxLoad})
+	all, checked := set.check(lang.Options{Root: opts.root, MaxSteps: opts.maxLoad}, opts.engine)
 	all = check.Sort(all)
 	errs, warns := check.Count(all)
 	if opts.json {
@@ -142,7 +152,10 @@ func findFlows(args []string) (*flowSet, error) {
 // directory that another file of the set loads with load() or names as a
 // literal child flow is checked through that file only: on its own a
 // module is not a flow, and a child's errors reach its parents.
-func (set *flowSet) check(lo lang.Options) ([]check.Diagnostic, int) {
+//
+// For engine temporal, each flow's diagnostics include those that hold
+// only on Temporal.
+func (set *flowSet) check(lo lang.Options, engine string) ([]check.Diagnostic, int) {
 	type result struct {
 		ds   []check.Diagnostic
 		read map[string]bool
@@ -158,7 +171,10 @@ func (set *flowSet) check(lo lang.Options) ([]check.Diagnostic, int) {
 			}
 			return lang.ReadFile(name)
 		}
-		_, ds := loadAndCheck(f.path, opts)
+		g, ds := loadAndCheck(f.path, opts)
+		if g != nil && engine == "temporal" {
+			ds = append(ds, temporal.Warnings(g, 0)...)
+		}
 		self, _ := filepath.Abs(f.path)
 		for p := range read {
 			if p != self {

@@ -241,6 +241,9 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintf(io.err, "skein: %s not run: it has %s\n", args[0], plural(max(errs, 1), "error"))
 		return exitUsage
 	}
+	if opts.engine == "temporal" {
+		ds = check.Sort(append(ds, temporal.Warnings(g, 0)...))
+	}
 	check.WriteText(io.err, ds)
 	given, err := opts.inputFlags.parse()
 	var inputs *stdlib.Map

@@ -431,8 +431,12 @@ func (p *producer) task(ctx context.Context, req *vm.EffectRequest, done func(*v
 		var out TaskOutput
 		err := fut.Get(c, &out)
 		switch {
-		case cancelled:
+		case cancelled && err != nil:
 			return &vm.EffectCompletion{Cancelled: true}
+		case cancelled:
+			// The activity killed the task and says how it ended: the
+			// output it wrote until then stays in the record, as locally.
+			out.Cancelled = out.Cancelled || !out.OK
 		case err != nil:
 			return &vm.EffectCompletion{Code: "step_failed", ExitCode: -1, Error: "the task's activity failed: " + activityError(err)}
 		}

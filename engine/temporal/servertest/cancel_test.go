@@ -17,12 +17,13 @@ import (
 // handler records the run's status.
 const cancelFlow = `
 flow(on_exit = "cleanup")
-slow = step("slow", run = ["sh", "-c", 'echo $$ > pid.tmp && mv pid.tmp pid && exec sleep 3600'])
+slow = step("slow", run = ["sh", "-c", 'echo started; echo $$ > pid.tmp && mv pid.tmp pid && exec sleep 3600'])
 cleanup = step("cleanup", fn = lambda r: r.run.status)
 `
 
 // cancelled checks a cancelled run's result: the run and its task
-// cancelled, the exit handler run, and the task's process gone.
+// cancelled with the output it wrote, the exit handler run, and the
+// task's process gone.
 func cancelled(t *testing.T, result []byte, pid int) {
 	t.Helper()
 	res, err := temporaltest.Decode(result)
@@ -31,6 +32,11 @@ func cancelled(t *testing.T, result []byte, pid int) {
 	}
 	if res.Status != "cancelled" || res.Steps["slow"].Status != "cancelled" {
 		t.Errorf("status %s, slow %s; want cancelled, cancelled\n%s", res.Status, res.Steps["slow"].Status, result)
+	}
+	// What the task wrote before it was killed stays in its record, as
+	// locally.
+	if out, _ := res.Steps["slow"].Output.(map[string]any); out["stdout"] != "started\n" {
+		t.Errorf("slow's output %v, want the stdout it wrote (started)\n%s", res.Steps["slow"].Output, result)
 	}
 	var handler struct {
 		OnExit struct {

@@ -173,6 +173,7 @@ func storeFlag(fs *pflag.FlagSet, p *string) {
 }
 
 type runsOptions struct {
+	engineFlags
 	store, flow, status string
 	limit               int
 	json                bool
@@ -185,6 +186,7 @@ type showOptions struct {
 }
 
 type logsOptions struct {
+	engineFlags
 	store  string
 	follow bool
 }
@@ -198,11 +200,13 @@ type gcOptions struct {
 func init() {
 	register(&command{
 		name:    "runs",
-		args:    "[--flow NAME] [--status S] [--limit N] [--json]",
+		args:    "[--flow NAME] [--status S] [--limit N] [--json] [--engine temporal [--address HOST:PORT] [--namespace N]]",
 		summary: "list the recorded runs, newest first",
 		long: `Lists the runs recorded in the store: id, flow, status, start, duration and,
 for a failed run, the failing step. A run whose process died shows as
 interrupted (skein resume continues it); one parked on an approval as waiting.
+With --engine temporal, lists the runs on the Temporal namespace instead
+(child flows' workflows are not runs of their own).
 
 Exit status: 0, 1 when there is no store, 2 on bad usage.`,
 		flags: func(fs *pflag.FlagSet) any {
@@ -212,6 +216,7 @@ Exit status: 0, 1 when there is no store, 2 on bad usage.`,
 			fs.IntVarP(&o.limit, "limit", "n", 20, "at most this many runs (0 for all)")
 			fs.BoolVar(&o.json, "json", false, "print a JSON array of run objects")
 			storeFlag(fs, &o.store)
+			o.defineConn(fs, "whose runs to list: local (the run store) or temporal (a Temporal namespace)")
 			return o
 		},
 		run: runRuns,
@@ -243,19 +248,21 @@ Exit status: 0, 1 when the run is not found, 2 on bad usage.`,
 	})
 	register(&command{
 		name:    "logs",
-		args:    "RUN [STEP] [--follow]",
+		args:    "RUN [STEP] [--follow] [--engine temporal [--address HOST:PORT] [--namespace N]]",
 		summary: "print the captured output of a run's tasks",
 		long: `Prints the stdout and stderr captured from a run's task and shell steps in the
 order they ran, each under a header naming the step, its scope, visit and
 attempt. With STEP, only that step's. A task's output is recorded when the
 task ends: --follow prints each task's once it has ended, as the run goes,
-until the run is no longer running.
+until the run is no longer running. With --engine temporal, reads a run on
+Temporal from its event log (an attempt that was retried shows its header only).
 
 Exit status: 0, 1 when the run or step is not found, 2 on bad usage.`,
 		flags: func(fs *pflag.FlagSet) any {
 			o := &logsOptions{}
 			fs.BoolVarP(&o.follow, "follow", "f", false, "keep printing until the run ends")
 			storeFlag(fs, &o.store)
+			o.defineConn(fs, "where the run is: local (the run store) or temporal (a Temporal namespace)")
 			return o
 		},
 		run: runLogs,
@@ -281,7 +288,7 @@ Exit status: 0, 1 when there is no store or it cannot be written, 2 on bad usage
 	})
 }
 
-func runRuns(_ context.Context, io stdio, o any, args []string) int {
+func runRuns(ctx context.Context, io stdio, o any, args []string) int {
 	opts := o.(*runsOptions)
 	if len(args) != 0 {
 		fmt.Fprintln(io.err, "skein runs: takes no arguments\nusage: skein runs [--flow NAME] [--status S] [--limit N] [--json]")
@@ -293,16 +300,34 @@ func runRuns(_ context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintf(io.err, "skein runs: unknown status %q: want succeeded, failed, cancelled, running, waiting or interrupted\n", opts.status)
 		return exitUsage
 	}
-	st, err := openExistingStore(opts.store)
-	if err != nil {
-		fmt.Fprintf(io.err, "skein runs: %v\n", err)
-		return exitFail
+	if err := opts.engineFlags.check("runs"); err != nil {
+		fmt.Fprintln(io.err, err)
+		return exitUsage
 	}
-	defer st.Close()
-	runs, err := st.Runs(store.Filter{Flow: opts.flow, Status: opts.status, Limit: opts.limit})
-	if err != nil {
-		fmt.Fprintf(io.err, "skein runs: %v\n", err)
-		return exitFail
+	var runs []*store.Run
+	var st *store.Store // the local engine's
+	if opts.engine == "temporal" {
+		c, err := opts.dial(ctx)
+		if err != nil {
+			fmt.Fprintf(io.err, "skein runs: %v\n", err)
+			return exitFail
+		}
+		defer c.Close()
+		if runs, err = opts.listRuns(ctx, c, store.Filter{Flow: opts.flow, Status: opts.status, Limit: opts.limit}); err != nil {
+			fmt.Fprintf(io.err, "skein runs: %v\n", err)
+			return exitFail
+		}
+	} else {
+		var err error
+		if st, err = openExistingStore(opts.store); err != nil {
+			fmt.Fprintf(io.err, "skein runs: %v\n", err)
+			return exitFail
+		}
+		defer st.Close()
+		if runs, err = st.Runs(store.Filter{Flow: opts.flow, Status: opts.status, Limit: opts.limit}); err != nil {
+			fmt.Fprintf(io.err, "skein runs: %v\n", err)
+			return exitFail
+		}
 	}
 	if opts.json {
 		list := make([]any, len(runs))
@@ -314,7 +339,9 @@ func runRuns(_ context.Context, io stdio, o any, args []string) int {
 		return exitOK
 	}
 	if len(runs) == 0 {
-		if opts.flow != "" || opts.status != "" {
+		if opts.engine == "temporal" {
+			fmt.Fprintf(io.err, "no runs on Temporal at %s (namespace %s)\n", opts.address, opts.namespace)
+		} else if opts.flow != "" || opts.status != "" {
 			msg := fmt.Sprintf("no runs%s%s in %s", quotedIf(" of flow ", opts.flow), quotedIf(" with status ", opts.status), st.Path())
 			if opts.flow != "" {
 				if all, err := st.Runs(store.Filter{}); err == nil {
@@ -700,6 +727,13 @@ func runLogs(ctx context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintln(io.err, "skein logs: want a run and optionally a step\nusage: skein logs RUN [STEP] [--follow]")
 		return exitUsage
 	}
+	if err := opts.engineFlags.check("logs"); err != nil {
+		fmt.Fprintln(io.err, err)
+		return exitUsage
+	}
+	if opts.engine == "temporal" {
+		return logsOnTemporal(ctx, io, opts, args)
+	}
 	st, r, ok := getRun(io, "logs", opts.store, args[0])
 	if !ok {
 		return exitFail
@@ -743,27 +777,7 @@ func runLogs(ctx context.Context, io stdio, o any, args []string) int {
 				continue
 			}
 			printed++
-			if e.Status == "failed" && e.Error != "" {
-				status += ": " + e.Error
-			}
-			fmt.Fprintf(io.out, "==> %s (visit %d, attempt %d) %s <==\n", where(e), e.Visit, e.Attempt, visible(status, false))
-			show := func(s string) string { return s }
-			if tty {
-				// On a terminal what a task printed is shown, never
-				// interpreted; piped, it is passed on as it was.
-				show = func(s string) string { return visible(s, true) }
-			}
-			io.out.Write([]byte(show(e.Stdout)))
-			if e.Stdout != "" && !strings.HasSuffix(e.Stdout, "\n") {
-				fmt.Fprintln(io.out)
-			}
-			if e.Stderr != "" {
-				fmt.Fprintln(io.out, "--- stderr ---")
-				io.out.Write([]byte(show(e.Stderr)))
-				if !strings.HasSuffix(e.Stderr, "\n") {
-					fmt.Fprintln(io.out)
-				}
-			}
+			writeLog(io.out, tty, where(e), e.Visit, e.Attempt, status, e.Error, e.Stdout, e.Stderr)
 		}
 		if !live {
 			// Not following, or the run is no longer running: what was
@@ -785,6 +799,32 @@ func runLogs(ctx context.Context, io stdio, o any, args []string) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// writeLog writes what one attempt of a task printed, under a header
+// naming it and how it ended.
+func writeLog(w io.Writer, tty bool, where string, visit, attempt int, status, errMsg, stdout, stderr string) {
+	if status == "failed" && errMsg != "" {
+		status += ": " + errMsg
+	}
+	fmt.Fprintf(w, "==> %s (visit %d, attempt %d) %s <==\n", where, visit, attempt, visible(status, false))
+	show := func(s string) string { return s }
+	if tty {
+		// On a terminal what a task printed is shown, never
+		// interpreted; piped, it is passed on as it was.
+		show = func(s string) string { return visible(s, true) }
+	}
+	io.WriteString(w, show(stdout))
+	if stdout != "" && !strings.HasSuffix(stdout, "\n") {
+		fmt.Fprintln(w)
+	}
+	if stderr != "" {
+		fmt.Fprintln(w, "--- stderr ---")
+		io.WriteString(w, show(stderr))
+		if !strings.HasSuffix(stderr, "\n") {
+			fmt.Fprintln(w)
+		}
+	}
 }
 
 func runGC(_ context.Context, io stdio, o any, args []string) int {

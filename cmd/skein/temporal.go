@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.starlark.net/starlark"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -231,14 +232,22 @@ func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *
 	}
 	id := vm.NewRunID(time.Now())
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: opts.taskQueue,
-		Memo: map[string]any{temporal.FileMemo: absPath(g.File)}}, temporal.WorkflowName,
+		Memo: map[string]any{temporal.FileMemo: absPath(g.File), temporal.FlowMemo: g.Name}}, temporal.WorkflowName,
 		temporal.RunInput{Flow: g.File, Root: g.Root, Cwd: cwd, Sources: src.byName(), Inputs: in, Parallel: opts.parallel, Timeout: opts.timeout,
 			HeartbeatTimeout: opts.heartbeat, ModelEnv: temporal.ModelEnv(os.Environ()), MaxTokens: opts.maxTokens})
 	if err != nil {
 		fmt.Fprintf(io.err, "skein run: cannot start the run on Temporal at %s: %v\n", opts.address, err)
 		return exitFail
 	}
+	// A run no worker takes waits without a word: say so at once.
+	lonely := ""
+	if !opts.hasWorker(c) {
+		lonely = fmt.Sprintf("skein run: no worker serves task queue %s at %s (namespace %s): run %s waits until one does (skein worker%s --task-queue %s)", opts.taskQueue, opts.address, opts.namespace, id, opts.connArgs(), opts.taskQueue)
+	}
 	if opts.detach {
+		if lonely != "" {
+			fmt.Fprintln(io.err, lonely)
+		}
 		fmt.Fprintln(io.out, run.GetID())
 		return exitOK
 	}
@@ -259,6 +268,9 @@ func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *
 		} else {
 			fmt.Fprintln(io.err, s)
 		}
+	}
+	if lonely != "" {
+		note(lonely)
 	}
 	f := temporal.NewFollower(id, query(c))
 	f.QueryRun = func(ctx context.Context, id, run, name string, arg any, out any) error {
@@ -344,6 +356,15 @@ follow:
 		return exitFail
 	}
 	return printTemporalResult(io, opts.json, prog, &out)
+}
+
+// hasWorker reports whether a worker has lately polled the task queue
+// for workflow tasks (true when the server cannot tell).
+func (e *engineFlags) hasWorker(c client.Client) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
+	defer cancel()
+	resp, err := c.DescribeTaskQueue(ctx, e.taskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	return err != nil || len(resp.GetPollers()) > 0
 }
 
 // followEvery is how often a followed run's event logs are read.

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,12 +18,16 @@ import (
 	"go.starlark.net/starlark"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/skeinlang/skein/engine/temporal"
+	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/store"
 )
 
 // askTimeout bounds each question to Temporal (a query waits for a worker
@@ -30,6 +36,7 @@ const askTimeout = 10 * time.Second
 
 // workflowRun is what Temporal says of a run's workflow.
 type workflowRun struct {
+	id              string // the workflow id: the run id
 	status          enumspb.WorkflowExecutionStatus
 	started, closed time.Time
 	// file is the flow file's absolute path on the machine that started
@@ -37,21 +44,30 @@ type workflowRun struct {
 	file string
 }
 
-// describeRun finds the run's workflow, with errors that say where it was
-// looked for.
-func (e *engineFlags) describeRun(ctx context.Context, c client.Client, id string) (*workflowRun, error) {
+// describeRun finds the workflow of the run ref names (an id, a unique
+// prefix of one, or last, as for a local run), with errors that say
+// where it was looked for.
+func (e *engineFlags) describeRun(ctx context.Context, c client.Client, ref string) (*workflowRun, error) {
 	dctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
+	id := ref
 	d, err := c.DescribeWorkflowExecution(dctx, id, "")
-	if err != nil {
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
-			return nil, fmt.Errorf("run %s not found on Temporal at %s (namespace %s)", id, e.address, e.namespace)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		if id, err = e.resolveRun(dctx, c, ref); err == nil {
+			d, err = c.DescribeWorkflowExecution(dctx, id, "")
+		} else if !errors.As(err, &nf) {
+			return nil, err // ambiguous, or no runs at all
 		}
-		return nil, fmt.Errorf("run %s on Temporal at %s: %v", id, e.address, err)
+	}
+	if err != nil {
+		if errors.As(err, &nf) {
+			return nil, fmt.Errorf("run %s not found on Temporal at %s (namespace %s)", ref, e.address, e.namespace)
+		}
+		return nil, fmt.Errorf("run %s on Temporal at %s: %v", ref, e.address, err)
 	}
 	info := d.GetWorkflowExecutionInfo()
-	w := &workflowRun{status: info.GetStatus()}
+	w := &workflowRun{id: id, status: info.GetStatus()}
 	if t := info.GetStartTime(); t != nil {
 		w.started = t.AsTime()
 	}
@@ -64,10 +80,63 @@ func (e *engineFlags) describeRun(ctx context.Context, c client.Client, id strin
 	return w, nil
 }
 
+// maxListed bounds the runs resolveRun reads to find the latest.
+const maxListed = 1000
+
+// resolveRun finds the run ref names when it is no workflow id: last, the
+// latest run started (run ids sort by their start), or a prefix that
+// only one run's id has. Child flows' workflows (RUN/STEP#...) are not
+// runs of their own. A server that cannot list by prefix answers as if
+// no run had it.
+func (e *engineFlags) resolveRun(ctx context.Context, c client.Client, ref string) (string, error) {
+	q := fmt.Sprintf("WorkflowType = '%s'", temporal.WorkflowName)
+	if ref != "last" {
+		if strings.ContainsAny(ref, `'"\`) {
+			return "", &serviceerror.NotFound{}
+		}
+		q += fmt.Sprintf(" AND WorkflowId STARTS_WITH '%s'", ref)
+	}
+	ids := map[string]bool{}
+	var token []byte
+	for n := 0; n < maxListed; {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: e.namespace, Query: q, NextPageToken: token})
+		if err != nil {
+			if ref == "last" {
+				return "", fmt.Errorf("cannot list its runs: %v", err)
+			}
+			return "", &serviceerror.NotFound{}
+		}
+		for _, ex := range resp.GetExecutions() {
+			n++
+			if id := ex.GetExecution().GetWorkflowId(); !strings.Contains(id, "/") {
+				ids[id] = true // an execution each time the run continued as new
+			}
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			break
+		}
+	}
+	sorted := slices.Sorted(maps.Keys(ids))
+	switch {
+	case len(sorted) == 0 && ref == "last":
+		return "", fmt.Errorf("no runs on Temporal at %s (namespace %s) yet", e.address, e.namespace)
+	case len(sorted) == 0:
+		return "", &serviceerror.NotFound{}
+	case ref == "last", len(sorted) == 1:
+		return sorted[len(sorted)-1], nil
+	}
+	more := ""
+	if len(sorted) > 2 {
+		more = ", ..."
+	}
+	return "", fmt.Errorf("run %q is ambiguous: it starts %s, %s%s", ref, sorted[0], sorted[1], more)
+}
+
 // askErr says what failed when a run did not answer a query.
 func askErr(id string, err error) error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("run %s did not answer within %s: is a worker running (skein worker --engine temporal)?", id, askTimeout)
+	var de *serviceerror.DeadlineExceeded
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &de) {
+		return fmt.Errorf("run %s did not answer in time: is a worker serving its task queue (skein worker --engine temporal)?", id)
 	}
 	return fmt.Errorf("run %s: %v", id, err)
 }
@@ -92,7 +161,7 @@ func approveOnTemporal(ctx context.Context, io stdio, opts *approveOptions, args
 		fmt.Fprintf(io.err, "skein approve: %v\n", err)
 		return exitFail
 	}
-	status := wr.status
+	status, id := wr.status, wr.id
 	// An ended run answers too: it says what was decided, by whom, when.
 	qctx, cancel := context.WithTimeout(ctx, askTimeout)
 	w, err := temporal.Locate(qctx, query(c), id, step)
@@ -100,7 +169,8 @@ func approveOnTemporal(ctx context.Context, io stdio, opts *approveOptions, args
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		err = askErr(id, err)
-	case err == nil && status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+	case status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && !errors.As(err, new(*temporal.ClosedError)):
+		// What became of a decided approval says more than that.
 		err = fmt.Errorf("run %s has ended (%s): it waits for no approval", id, workflowStatus(status))
 	}
 	if err != nil {
@@ -161,7 +231,7 @@ func showOnTemporal(ctx context.Context, io stdio, opts *showOptions, id string)
 		fmt.Fprintf(io.err, "skein show: %v\n", err)
 		return exitFail
 	}
-	status, started, closed := wr.status, wr.started, wr.closed
+	status, started, closed, id := wr.status, wr.started, wr.closed, wr.id
 	var raw json.RawMessage
 	qctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
@@ -265,4 +335,203 @@ func valueJSON(v starlark.Value) string {
 		return v.String()
 	}
 	return string(b)
+}
+
+// listRuns lists the runs on the namespace, newest first, as the run
+// store's records: the flow and its file from the workflow's memo, the
+// status and error of an ended run from its result. Of the latest
+// maxListed workflow executions, those of child flows and those that
+// continued as new (the run goes on in the next) are left out.
+func (e *engineFlags) listRuns(ctx context.Context, c client.Client, f store.Filter) ([]*store.Run, error) {
+	q := fmt.Sprintf("WorkflowType = '%s'", temporal.WorkflowName)
+	latest := map[string]*workflowpb.WorkflowExecutionInfo{}
+	var token []byte
+	for n := 0; n < maxListed; {
+		lctx, cancel := context.WithTimeout(ctx, askTimeout)
+		resp, err := c.ListWorkflow(lctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: e.namespace, Query: q, NextPageToken: token})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("cannot list the runs on Temporal at %s (namespace %s): %v", e.address, e.namespace, err)
+		}
+		for _, ex := range resp.GetExecutions() {
+			n++
+			id := ex.GetExecution().GetWorkflowId()
+			if strings.Contains(id, "/") || ex.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
+				continue
+			}
+			latest[id] = ex
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			break
+		}
+	}
+	ids := slices.Sorted(maps.Keys(latest))
+	slices.Reverse(ids) // run ids sort by their start
+	var runs []*store.Run
+	for _, id := range ids {
+		if f.Limit > 0 && len(runs) == f.Limit {
+			break
+		}
+		r := e.runRecord(ctx, c, latest[id])
+		if (f.Flow == "" || r.Flow == f.Flow) && (f.Status == "" || r.Status == f.Status) {
+			runs = append(runs, r)
+		}
+	}
+	return runs, nil
+}
+
+// runRecord is what the run store would record of the run whose latest
+// execution is ex.
+func (e *engineFlags) runRecord(ctx context.Context, c client.Client, ex *workflowpb.WorkflowExecutionInfo) *store.Run {
+	r := &store.Run{ID: ex.GetExecution().GetWorkflowId(), Flow: "-", Status: workflowStatus(ex.GetStatus())}
+	if t := ex.GetStartTime(); t != nil {
+		r.Started = t.AsTime()
+	}
+	if t := ex.GetCloseTime(); t != nil && ex.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		r.Ended = t.AsTime()
+	}
+	if p := ex.GetMemo().GetFields()[temporal.FileMemo]; p != nil {
+		_ = converter.GetDefaultDataConverter().FromPayload(p, &r.File)
+	}
+	if p := ex.GetMemo().GetFields()[temporal.FlowMemo]; p != nil {
+		_ = converter.GetDefaultDataConverter().FromPayload(p, &r.Flow)
+	}
+	switch ex.GetStatus() {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		r.Status = store.Running
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		gctx, cancel := context.WithTimeout(ctx, askTimeout)
+		defer cancel()
+		var out temporal.RunOutput
+		if err := c.GetWorkflow(gctx, r.ID, ex.GetExecution().GetRunId()).Get(gctx, &out); err != nil {
+			return r
+		}
+		res, err := temporal.DecodeResult(out.Result)
+		if err != nil {
+			return r
+		}
+		r.Flow, r.Status = res.Flow, string(res.Status)
+		if r.File == "" {
+			r.File = res.File
+		}
+		if res.Error != nil {
+			r.ErrorCode, r.ErrorStep, r.ErrorMsg = res.Error.Code, res.Error.Step, res.Error.Msg
+		}
+	}
+	return r
+}
+
+// logsOnTemporal prints what a run's tasks printed, from the event logs
+// of its workflow and its child workflows: each task attempt's stdout and
+// stderr as its step_finished event has them. An attempt that was
+// retried has only its error in the log (step_retrying), so it shows its
+// header only.
+func logsOnTemporal(ctx context.Context, io stdio, opts *logsOptions, args []string) int {
+	c, err := opts.dial(ctx)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein logs: %v\n", err)
+		return exitFail
+	}
+	defer c.Close()
+	wr, err := opts.describeRun(ctx, c, args[0])
+	if err != nil {
+		fmt.Fprintf(io.err, "skein logs: %v\n", err)
+		return exitFail
+	}
+	id, step := wr.id, ""
+	if len(args) == 2 {
+		step = args[1]
+	}
+	tty := isTerminal(io.out)
+	var steps []string
+	printed := 0
+	// The visit and the retries so far of each place (a step with its
+	// child flows and scope), from its latest step_started.
+	visits, attempts := map[string]int{}, map[string]int{}
+	f := temporal.NewFollower(id, query(c))
+	f.QueryRun = func(ctx context.Context, id, run, name string, arg any, out any) error {
+		v, err := c.QueryWorkflow(ctx, id, run, name, arg)
+		if err != nil {
+			return err
+		}
+		return v.Get(out)
+	}
+	f.OnEvent = func(_ json.RawMessage, ev vm.Event) {
+		if ev.Kind != "task" && ev.Kind != "shell" {
+			return
+		}
+		where := ev.Where()
+		switch ev.Type {
+		case vm.StepStarted:
+			visits[where], attempts[where] = ev.Visit, 0
+		case vm.StepRetrying:
+			if step == "" || ev.Step == step {
+				printed++
+				writeLog(io.out, tty, where, visits[where], ev.Attempt-1, "failed", ev.Error, "", "")
+			}
+			attempts[where] = ev.Attempt - 1
+		case vm.StepFinished:
+			if !slices.Contains(steps, ev.Step) {
+				steps = append(steps, ev.Step)
+			}
+			if step != "" && ev.Step != step {
+				return
+			}
+			printed++
+			var stdout, stderr string
+			if m, ok := ev.Output.(starlark.Mapping); ok {
+				if v, ok, _ := m.Get(starlark.String("stdout")); ok {
+					stdout, _ = starlark.AsString(v)
+				}
+				if v, ok, _ := m.Get(starlark.String("stderr")); ok {
+					stderr, _ = starlark.AsString(v)
+				}
+			}
+			writeLog(io.out, tty, where, ev.Visit, attempts[where]+1, ev.Status, ev.Error, stdout, stderr)
+		}
+	}
+	f.OnDropped = func(w string, n int) {
+		fmt.Fprintf(io.err, "(%s of %s not shown: the run's event log keeps the latest only)\n", plural(n, "event"), w)
+	}
+	status := wr.status
+	for status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		qctx, cancel := context.WithTimeout(ctx, askTimeout)
+		err := f.Poll(qctx)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(io.err, "skein logs: %v\n", askErr(id, err))
+			return exitFail
+		}
+		if !opts.follow {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return exitOK
+		case <-time.After(followEvery):
+		}
+		if wr, err = opts.describeRun(ctx, c, id); err != nil {
+			fmt.Fprintf(io.err, "skein logs: %v\n", err)
+			return exitFail
+		}
+		status = wr.status
+	}
+	if status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := f.Drain(dctx)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(io.err, "skein logs: %v\n", askErr(id, err))
+			return exitFail
+		}
+	}
+	if step != "" && printed == 0 && !slices.Contains(steps, step) {
+		msg := fmt.Sprintf("skein logs: run %s has no task or shell step %q that ran", id, step)
+		if n := graphir.Nearest(step, steps); n != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", n)
+		}
+		fmt.Fprintln(io.err, msg)
+		return exitFail
+	}
+	return exitOK
 }

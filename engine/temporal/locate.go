@@ -71,7 +71,7 @@ func Locate(ctx context.Context, q QueryFunc, top, step string) (*Waiting, error
 		return nil, fmt.Errorf("run %s waits for %d approvals of step %q: name one as it is shown here: %s", top, len(waiting), step, quoted(where))
 	case len(closed) > 0:
 		a := closed[len(closed)-1]
-		return nil, fmt.Errorf("approval %q of run %s %s", a.Where(), top, a.whyClosed())
+		return nil, &ClosedError{fmt.Sprintf("approval %q of run %s %s", a.Where(), top, a.whyClosed())}
 	}
 	if step == "" {
 		return nil, fmt.Errorf("run %s waits for no approval", top)
@@ -87,3 +87,9 @@ func quoted(ss []string) string {
 	}
 	return strings.Join(q, ", ")
 }
+
+// ClosedError is Locate's error for an approval that was decided or timed
+// out: it says what became of it.
+type ClosedError struct{ msg string }
+
+func (e *ClosedError) Error() string { return e.msg }

@@ -52,6 +52,8 @@ const (
 	// flow file's absolute path on the machine that started it, for
 	// skein show (the run's messages name it as the user did).
 	FileMemo = "skein.file"
+	// FlowMemo holds the flow's name, for skein runs.
+	FlowMemo = "skein.flow"
 )
 
 // heartbeat is how often a task's activity heartbeats (a cancellation

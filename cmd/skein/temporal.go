@@ -93,10 +93,15 @@ func (e *engineFlags) check(cmd string) error {
 // dial connects to the Temporal frontend, with an error that says which
 // address and what to start.
 func (e *engineFlags) dial(ctx context.Context) (client.Client, error) {
+	return e.dialLogging(ctx, slog.New(slog.DiscardHandler))
+}
+
+// dialLogging is dial with the SDK's log going to l.
+func (e *engineFlags) dialLogging(ctx context.Context, l *slog.Logger) (client.Client, error) {
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	c, err := client.DialContext(dctx, client.Options{HostPort: e.address, Namespace: e.namespace,
-		Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+		Logger: sdklog.NewStructuredLogger(l)})
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %v\nstart a server (for a local one: temporal server start-dev) or pass --address HOST:PORT", e.address, e.namespace, shortErr(err))
 	}
@@ -173,7 +178,10 @@ func runWorker(ctx context.Context, io stdio, o any, args []string) int {
 		}
 		acts.Models = cas
 	}
-	c, err := opts.dial(ctx)
+	// What goes wrong on the worker (a workflow task that fails, the
+	// server gone) is for its operator to see: the SDK's warnings and
+	// errors go to stderr.
+	c, err := opts.dialLogging(ctx, slog.New(workerLog{slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: slog.LevelWarn})}))
 	if err != nil {
 		fmt.Fprintf(io.err, "skein worker: %v\n", err)
 		return exitFail
@@ -198,6 +206,22 @@ func runWorker(ctx context.Context, io stdio, o any, args []string) int {
 	w.Stop()
 	return exitOK
 }
+
+// workerLog is the worker's log: the SDK's warnings and errors, without
+// those that say nothing to an operator. A heartbeat that fails is a
+// cancelled task (the run cancelled it) or a server out of reach (which
+// the failed polls say).
+type workerLog struct{ slog.Handler }
+
+func (l workerLog) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "RecordActivityHeartbeat with error" {
+		return nil
+	}
+	return l.Handler.Handle(ctx, r)
+}
+
+func (l workerLog) WithAttrs(as []slog.Attr) slog.Handler { return workerLog{l.Handler.WithAttrs(as)} }
+func (l workerLog) WithGroup(name string) slog.Handler    { return workerLog{l.Handler.WithGroup(name)} }
 
 // runOnTemporal starts the run as a workflow and follows it to its end
 // (or, with --detach, prints the workflow id), showing the same progress,

@@ -61,7 +61,7 @@ func TestCancelFromCLI(t *testing.T) {
 	dir := t.TempDir()
 	flow := writeFlow(t, dir, cancelFlow)
 	q := queue(t)
-	worker(t, q, nil)
+	w := worker(t, q, nil)
 	run := start(t, dir, nil, skeinBin, "run", flow, "--engine", "temporal", "--address", address, "--task-queue", q, "--json")
 	pidFile := filepath.Join(dir, "pid")
 	waitFor(t, time.Minute, "the task to start", func() bool { _, err := os.Stat(pidFile); return err == nil })
@@ -73,6 +73,14 @@ func TestCancelFromCLI(t *testing.T) {
 		t.Errorf("skein run: exit %d after Ctrl-C, want 1\nstderr:\n%s", code, run.stderr.String())
 	}
 	cancelled(t, []byte(run.stdout.String()), pid)
+
+	// The worker logs the SDK's warnings (a workflow task that fails, the
+	// server out of reach); a cancelled task is not one.
+	w.stop(t)
+	want := "skein worker: serving task queue " + q + " at " + address + " (namespace default)\n"
+	if got := w.stderr.String(); got != want {
+		t.Errorf("the worker's stderr:\n%s\nwant:\n%s", got, want)
+	}
 }
 
 // TestCancelDetached: a run started with --detach and cancelled with the

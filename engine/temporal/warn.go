@@ -33,7 +33,9 @@ func Warnings(g *graphir.Graph, evalSteps uint64) []check.Diagnostic {
 					Message: fmt.Sprintf("fn step %q has timeout = %s, which the temporal engine does not apply: fn steps run as workflow code, which Temporal replays, and a wall-clock bound cannot be replayed", n.Name, n.Timeout),
 					Hint:    fmt.Sprintf("its evaluation step budget (%d Starlark steps) bounds it instead; for a bound in time, do the work in a task step (run=), whose timeout holds on Temporal", evalSteps)})
 			}
-			walk(n.Child)
+			if n.Subflow != nil {
+				walk(n.Subflow.Child)
+			}
 		}
 	}
 	walk(g)

@@ -255,7 +255,7 @@ order they ran, each under a header naming the step, its scope, visit and
 attempt. With STEP, only that step's. A task's output is recorded when the
 task ends: --follow prints each task's once it has ended, as the run goes,
 until the run is no longer running. With --engine temporal, reads a run on
-Temporal from its event log (an attempt that was retried shows its header only).
+Temporal from its event log.
 
 Exit status: 0, 1 when the run or step is not found, 2 on bad usage.`,
 		flags: func(fs *pflag.FlagSet) any {

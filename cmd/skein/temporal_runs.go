@@ -96,7 +96,7 @@ func (e *engineFlags) resolveRun(ctx context.Context, c client.Client, ref strin
 		}
 		q += fmt.Sprintf(" AND WorkflowId STARTS_WITH '%s'", ref)
 	}
-	ids := map[string]bool{}
+	started := map[string]time.Time{}
 	var token []byte
 	for n := 0; n < maxListed; {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: e.namespace, Query: q, NextPageToken: token})
@@ -108,28 +108,53 @@ func (e *engineFlags) resolveRun(ctx context.Context, c client.Client, ref strin
 		}
 		for _, ex := range resp.GetExecutions() {
 			n++
-			if id := ex.GetExecution().GetWorkflowId(); !strings.Contains(id, "/") {
-				ids[id] = true // an execution each time the run continued as new
-			}
+			firstStart(started, ex)
 		}
 		if token = resp.GetNextPageToken(); len(token) == 0 {
 			break
 		}
 	}
-	sorted := slices.Sorted(maps.Keys(ids))
+	sorted := newestFirst(started)
 	switch {
 	case len(sorted) == 0 && ref == "last":
 		return "", fmt.Errorf("no runs on Temporal at %s (namespace %s) yet", e.address, e.namespace)
 	case len(sorted) == 0:
 		return "", &serviceerror.NotFound{}
 	case ref == "last", len(sorted) == 1:
-		return sorted[len(sorted)-1], nil
+		return sorted[0], nil
 	}
+	slices.Sort(sorted)
 	more := ""
 	if len(sorted) > 2 {
 		more = ", ..."
 	}
 	return "", fmt.Errorf("run %q is ambiguous: it starts %s, %s%s", ref, sorted[0], sorted[1], more)
+}
+
+// firstStart notes in started when the run of execution ex started (its
+// first execution's start: a run that continued as new has one execution
+// each time), unless ex is a child flow's.
+func firstStart(started map[string]time.Time, ex *workflowpb.WorkflowExecutionInfo) {
+	id := ex.GetExecution().GetWorkflowId()
+	if strings.Contains(id, "/") {
+		return
+	}
+	t := ex.GetStartTime().AsTime()
+	if s, ok := started[id]; !ok || t.Before(s) {
+		started[id] = t
+	}
+}
+
+// newestFirst are the runs of started, the latest started first.
+func newestFirst(started map[string]time.Time) []string {
+	ids := slices.Collect(maps.Keys(started))
+	slices.SortFunc(ids, func(a, b string) int {
+		if c := started[b].Compare(started[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(b, a)
+	})
+	return ids
 }
 
 // askErr says what failed when a run did not answer a query.
@@ -345,6 +370,7 @@ func valueJSON(v starlark.Value) string {
 func (e *engineFlags) listRuns(ctx context.Context, c client.Client, f store.Filter) ([]*store.Run, error) {
 	q := fmt.Sprintf("WorkflowType = '%s'", temporal.WorkflowName)
 	latest := map[string]*workflowpb.WorkflowExecutionInfo{}
+	started := map[string]time.Time{}
 	var token []byte
 	for n := 0; n < maxListed; {
 		lctx, cancel := context.WithTimeout(ctx, askTimeout)
@@ -355,6 +381,7 @@ func (e *engineFlags) listRuns(ctx context.Context, c client.Client, f store.Fil
 		}
 		for _, ex := range resp.GetExecutions() {
 			n++
+			firstStart(started, ex)
 			id := ex.GetExecution().GetWorkflowId()
 			if strings.Contains(id, "/") || ex.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
 				continue
@@ -365,14 +392,16 @@ func (e *engineFlags) listRuns(ctx context.Context, c client.Client, f store.Fil
 			break
 		}
 	}
-	ids := slices.Sorted(maps.Keys(latest))
-	slices.Reverse(ids) // run ids sort by their start
 	var runs []*store.Run
-	for _, id := range ids {
+	for _, id := range newestFirst(started) {
 		if f.Limit > 0 && len(runs) == f.Limit {
 			break
 		}
+		if latest[id] == nil {
+			continue // its latest execution was beyond the ones read
+		}
 		r := e.runRecord(ctx, c, latest[id])
+		r.Started = started[id]
 		if (f.Flow == "" || r.Flow == f.Flow) && (f.Status == "" || r.Status == f.Status) {
 			runs = append(runs, r)
 		}
@@ -423,9 +452,8 @@ func (e *engineFlags) runRecord(ctx context.Context, c client.Client, ex *workfl
 
 // logsOnTemporal prints what a run's tasks printed, from the event logs
 // of its workflow and its child workflows: each task attempt's stdout and
-// stderr as its step_finished event has them. An attempt that was
-// retried has only its error in the log (step_retrying), so it shows its
-// header only.
+// stderr as its step_finished event has them, and those of an attempt
+// that was retried as its log entry of a failed attempt has them.
 func logsOnTemporal(ctx context.Context, io stdio, opts *logsOptions, args []string) int {
 	c, err := opts.dial(ctx)
 	if err != nil {
@@ -446,8 +474,10 @@ func logsOnTemporal(ctx context.Context, io stdio, opts *logsOptions, args []str
 	var steps []string
 	printed := 0
 	// The visit and the retries so far of each place (a step with its
-	// child flows and scope), from its latest step_started.
+	// child flows and scope), from its latest step_started, and what its
+	// latest failed attempt printed.
 	visits, attempts := map[string]int{}, map[string]int{}
+	failed := map[string]*temporal.FailedAttempt{}
 	f := temporal.NewFollower(id, query(c))
 	f.QueryRun = func(ctx context.Context, id, run, name string, arg any, out any) error {
 		v, err := c.QueryWorkflow(ctx, id, run, name, arg)
@@ -467,7 +497,11 @@ func logsOnTemporal(ctx context.Context, io stdio, opts *logsOptions, args []str
 		case vm.StepRetrying:
 			if step == "" || ev.Step == step {
 				printed++
-				writeLog(io.out, tty, where, visits[where], ev.Attempt-1, "failed", ev.Error, "", "")
+				var stdout, stderr string
+				if a := failed[where]; a != nil && a.Attempt == ev.Attempt-1 {
+					stdout, stderr = a.Stdout, a.Stderr
+				}
+				writeLog(io.out, tty, where, visits[where], ev.Attempt-1, "failed", ev.Error, stdout, stderr)
 			}
 			attempts[where] = ev.Attempt - 1
 		case vm.StepFinished:
@@ -490,6 +524,7 @@ func logsOnTemporal(ctx context.Context, io stdio, opts *logsOptions, args []str
 			writeLog(io.out, tty, where, ev.Visit, attempts[where]+1, ev.Status, ev.Error, stdout, stderr)
 		}
 	}
+	f.OnFailed = func(_ string, a *temporal.FailedAttempt) { failed[a.Where()] = a }
 	f.OnDropped = func(w string, n int) {
 		fmt.Fprintf(io.err, "(%s of %s not shown: the run's event log keeps the latest only)\n", plural(n, "event"), w)
 	}

@@ -28,6 +28,9 @@ type Follower struct {
 	// OnApproval receives each approval that begins to wait, with the
 	// workflow that waits for it.
 	OnApproval func(workflow string, a *Approval)
+	// OnFailed receives the output of each task attempt that failed, with
+	// the workflow that ran it, before the event that tells of the failure.
+	OnFailed func(workflow string, a *FailedAttempt)
 	// OnDropped is told how many entries of a workflow's log were dropped
 	// before they could be read (the log is bounded).
 	OnDropped func(workflow string, n int)
@@ -169,6 +172,10 @@ func (f *Follower) entry(ctx context.Context, w *followed, e *Entry) error {
 	case e.Approval != nil:
 		if f.OnApproval != nil {
 			f.OnApproval(w.id, e.Approval)
+		}
+	case e.Failed != nil:
+		if f.OnFailed != nil {
+			f.OnFailed(w.id, e.Failed)
 		}
 	case e.Event != nil:
 		ev, err := DecodeEvent(e.Event)

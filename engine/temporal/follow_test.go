@@ -403,3 +403,39 @@ func statusPath(t *testing.T, env *testsuite.TestWorkflowEnvironment) []string {
 	}
 	return rec.Path
 }
+
+func TestEventLogKeepsFailedAttempts(t *testing.T) {
+	// The log keeps what a failed task attempt printed, before the event
+	// of its retry (which does not carry it), for skein logs.
+	g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": `
+flaky = step("flaky", run = ["sh", "-c", 'echo "try $SKEIN_ATTEMPT"; echo oops >&2; test "$SKEIN_ATTEMPT" -ge 2'], retries = 1, backoff = "1s")
+`}})
+	env := newEnv(t)
+	env.ExecuteWorkflow(WorkflowName, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1})
+	result(t, env)
+	v, err := env.QueryWorkflow(EventsQuery, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p EventsPage
+	if err := v.Get(&p); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range p.Entries {
+		switch {
+		case e.Failed != nil:
+			got = append(got, fmt.Sprintf("failed %s visit %d attempt %d: %q %q", e.Failed.Where(), e.Failed.Visit, e.Failed.Attempt, e.Failed.Stdout, e.Failed.Stderr))
+		case e.Event != nil:
+			ev, err := DecodeEvent(e.Event)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, string(ev.Type))
+		}
+	}
+	want := []string{"run_started", "step_started", `failed flaky visit 1 attempt 1: "try 1\n" "oops\n"`, "step_retrying", "step_finished", "run_finished"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the event log (-want +got):\n%s", diff)
+	}
+}

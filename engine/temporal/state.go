@@ -40,12 +40,33 @@ const (
 
 // Entry is one entry of a run's event log: an event of the VM (in the
 // --events format), a child workflow started (its id: its own log has its
-// events), or an approval that began to wait.
+// events), an approval that began to wait, or the output of a task
+// attempt that failed (which a retry's event does not carry).
 type Entry struct {
 	Seq      int
 	Event    json.RawMessage `json:",omitempty"`
 	Child    *ChildRun       `json:",omitempty"`
 	Approval *Approval       `json:",omitempty"`
+	Failed   *FailedAttempt  `json:",omitempty"`
+}
+
+// FailedAttempt is what a task or shell attempt that failed printed, for
+// skein logs: the step's step_finished event has the output of its last
+// attempt only.
+type FailedAttempt struct {
+	Flow    []string `json:",omitempty"`
+	Scope   []string `json:",omitempty"`
+	Step    string
+	Visit   int
+	Attempt int
+	Stdout  string `json:",omitempty"`
+	Stderr  string `json:",omitempty"`
+}
+
+// Where is the attempt's place as events name it ("kid › per_file[2] ›
+// lint").
+func (a *FailedAttempt) Where() string {
+	return strings.Join(append(append(append([]string{}, a.Flow...), a.Scope...), a.Step), " › ")
 }
 
 // ChildRun is a child workflow a child-flow step started.
@@ -97,6 +118,7 @@ type logEntry struct {
 	ev       *vm.Event
 	child    *ChildRun
 	approval *Approval
+	failed   *FailedAttempt
 }
 
 type liveStep struct {
@@ -263,6 +285,9 @@ func (s *state) asked(a *Approval) {
 	s.add(logEntry{approval: a})
 }
 
+// attemptFailed records the output of a task attempt that failed.
+func (s *state) attemptFailed(a *FailedAttempt) { s.add(logEntry{failed: a}) }
+
 // childStarted records a child workflow started, whose events are in its
 // own log; childEnded one that ended.
 func (s *state) childStarted(c *ChildRun) {
@@ -286,7 +311,10 @@ func (s *state) page(after int) (*EventsPage, error) {
 	size := 0
 	var enc vm.EventEncoder
 	for i := max(after-first, 0); i < len(s.log); i++ {
-		e := Entry{Seq: first + i, Child: s.log[i].child, Approval: s.log[i].approval}
+		e := Entry{Seq: first + i, Child: s.log[i].child, Approval: s.log[i].approval, Failed: s.log[i].failed}
+		if f := e.Failed; f != nil {
+			size += len(f.Stdout) + len(f.Stderr)
+		}
 		if ev := s.log[i].ev; ev != nil {
 			e.Event = enc.Append(nil, ev)
 		}

@@ -442,6 +442,10 @@ func (p *producer) task(ctx context.Context, req *vm.EffectRequest, done func(*v
 		case err != nil:
 			return &vm.EffectCompletion{Code: "step_failed", ExitCode: -1, Error: "the task's activity failed: " + activityError(err)}
 		}
+		if !out.OK && !out.Cancelled {
+			p.st.attemptFailed(&FailedAttempt{Flow: req.Flow, Scope: req.Scope, Step: req.Step, Visit: req.Visit, Attempt: req.Attempt,
+				Stdout: out.Stdout, Stderr: out.Stderr})
+		}
 		return &vm.EffectCompletion{OK: out.OK, Cancelled: out.Cancelled, Error: out.Error, Code: out.Code,
 			ExitCode: out.ExitCode, Stdout: out.Stdout, Stderr: out.Stderr, Truncated: out.Truncated}
 	}, done)

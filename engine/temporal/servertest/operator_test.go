@@ -70,10 +70,10 @@ func TestOperatorFindsRuns(t *testing.T) {
 }
 
 // TestLogs: skein logs --engine temporal prints what a run's tasks
-// printed as skein logs prints a local run's, child flows' tasks under
-// their step; an attempt that was retried shows its header only (its
-// output is not in the run's event log). With STEP, that step's only; a
-// step that never ran is named with a did-you-mean.
+// printed as skein logs prints a local run's (the same flow, run
+// locally), child flows' tasks under their step, a retried attempt's
+// output too. With STEP, that step's only; a step that never ran is named
+// with a did-you-mean.
 func TestLogs(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := (&temporaltest.Scenario{Files: map[string]string{
@@ -95,6 +95,9 @@ chain(START, flaky, kid, END)
 	id := strings.TrimSpace(out)
 	out, stderr, code = skein(t, dir, append([]string{"logs", id, "--follow"}, conn...)...)
 	want := `==> flaky (visit 1, attempt 1) failed: exit status 1 <==
+try 1
+--- stderr ---
+oops
 ==> flaky (visit 1, attempt 2) succeeded <==
 try 2
 --- stderr ---
@@ -104,6 +107,12 @@ in child
 `
 	if code != 0 || out != want {
 		t.Errorf("skein logs --follow: exit %d, stderr:\n%s\nstdout (-want +got):\n%s", code, stderr, cmp.Diff(want, out))
+	}
+	if _, stderr, code := skein(t, dir, "run", "flow.star"); code != 0 {
+		t.Fatalf("skein run (local): exit %d\n%s", code, stderr)
+	}
+	if local, _, _ := skein(t, dir, "logs", "last"); local != want {
+		t.Errorf("skein logs of the local run (-temporal +local):\n%s", cmp.Diff(want, local))
 	}
 	out, _, code = skein(t, dir, append([]string{"logs", id, "t"}, conn...)...)
 	if want := "==> kid › t (visit 1, attempt 1) succeeded <==\nin child\n"; code != 0 || out != want {

@@ -6,6 +6,7 @@ package flowtest
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -101,6 +102,14 @@ func (t *tester) run(th *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	path := flow
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(filepath.Dir(t.file), flow)
+	}
+	// Named from the working directory when it is under it, as skein
+	// check names files: diagnostics then read "flows/b.star:3:1", not
+	// an absolute path.
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
+			path = rel
+		}
 	}
 	if err := graphir.Confine(t.root, path); err != nil {
 		return nil, fmt.Errorf("%s: flow %q: %v", b.Name(), flow, err)

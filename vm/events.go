@@ -245,7 +245,18 @@ func appendStrings(b []byte, ss []string) []byte {
 	return append(b, ']')
 }
 
-// appendMillis appends d in milliseconds with three decimals.
+// appendMillis appends d in milliseconds with three decimals, as
+// strconv.AppendFloat(b, float64(d)/1e6, 'f', 3, 64) does.
 func appendMillis(b []byte, d time.Duration) []byte {
-	return strconv.AppendFloat(b, float64(d)/float64(time.Millisecond), 'f', 3, 64)
+	if d < 0 || d >= 1e15 || d%1000 == 500 {
+		// A tie (or a duration past the exactness of the integer
+		// path): the float's own rounding decides.
+		return strconv.AppendFloat(b, float64(d)/float64(time.Millisecond), 'f', 3, 64)
+	}
+	// Not a tie: the nearest microsecond is the float's rounding too (the
+	// division's error is far below the distance to a tie).
+	us := (int64(d) + 500) / 1000
+	b = strconv.AppendInt(b, us/1000, 10)
+	frac := us % 1000
+	return append(b, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
 }

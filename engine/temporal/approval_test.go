@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 	"github.com/skeinlang/skein/graphir"
@@ -30,6 +31,11 @@ func newEnvWith(t *testing.T, a *Activities) *testsuite.TestWorkflowEnvironment 
 	env := s.NewTestWorkflowEnvironment()
 	Register(env, a)
 	env.SetTestTimeout(30 * time.Second)
+	// The SDK's deadlock detector fails a workflow task that runs 1s of
+	// wall time without yielding. Under -race on a busy machine loading
+	// and replaying a flow can take that long; that the driver yields is
+	// TestLongFnStretchYields's to prove, by counting its timers.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 30 * time.Second})
 	return env
 }
 

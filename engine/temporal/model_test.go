@@ -3,16 +3,12 @@ package temporal
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 	"github.com/skeinlang/skein/lang"
@@ -120,8 +116,6 @@ func TestModelCallsBothEngines(t *testing.T) {
 	for _, every := range []int{0, 2} {
 		ts := modelServer()
 		defer ts.Close()
-		var s testsuite.WorkflowTestSuite
-		s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 		in := RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1, ContinueEvery: every,
 			ModelEnv: []string{"SKEIN_MODEL=m1", "SKEIN_BASE_URL=" + ts.BaseURL()}}
 		var out *RunOutput
@@ -132,9 +126,7 @@ func TestModelCallsBothEngines(t *testing.T) {
 				t.Fatal("the run never continued as new")
 			}
 		} else {
-			e := s.NewTestWorkflowEnvironment()
-			Register(e, &Activities{Env: append(os.Environ(), "OPENAI_API_KEY="+key)})
-			e.SetTestTimeout(30 * time.Second) // as newEnv: a hang guard, not the SDK's 3s
+			e := newEnvWith(t, &Activities{Env: append(os.Environ(), "OPENAI_API_KEY="+key)})
 			e.ExecuteWorkflow(WorkflowName, in)
 			if err := e.GetWorkflowError(); err != nil {
 				t.Fatalf("workflow: %v", err)
@@ -174,11 +166,7 @@ edge(ask, END)
 edge(ask, recover, on = "failure")
 edge(recover, END)
 `}})
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
-	e := s.NewTestWorkflowEnvironment()
-	Register(e, &Activities{Env: []string{"PATH=/usr/bin:/bin"}})
-	e.SetTestTimeout(30 * time.Second)
+	e := newEnvWith(t, &Activities{Env: []string{"PATH=/usr/bin:/bin"}})
 	e.ExecuteWorkflow(WorkflowName, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1})
 	if err := e.GetWorkflowError(); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/skeinlang/skein/graphir"
@@ -87,10 +88,17 @@ func TestLoadBoundedFiles(t *testing.T) {
 	dir := t.TempDir()
 	big := append([]byte("x = 1\n#"), bytes.Repeat([]byte("a"), MaxFileSize)...)
 	writeLinkTree(t, dir, map[string]string{"big.star": string(big), "uses_big.star": "load(\"big.star\", \"x\")\nstep(\"s\")"})
+	// A named pipe nobody writes to: opening it to read must not wait
+	// for a writer.
+	fifo := filepath.Join(dir, "pipe.star")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct{ file, frag string }{
 		{filepath.Join(dir, "big.star"), "larger than the limit of 8 MiB"},
 		{filepath.Join(dir, "uses_big.star"), "larger than the limit of 8 MiB"},
 		{"/dev/zero", "not a regular file (a character device)"},
+		{fifo, "not a regular file (a named pipe)"},
 	} {
 		_, err := Load(tc.file, Options{})
 		var ge *graphir.Error

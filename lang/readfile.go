@@ -22,7 +22,9 @@ const MaxFileSize = 8 << 20
 // ReadFile reads the file name if it is a regular file of at most
 // MaxFileSize bytes. Errors are *fs.PathError, as os.ReadFile's are.
 func ReadFile(name string) ([]byte, error) {
-	f, err := os.Open(name)
+	// O_NONBLOCK: opening a named pipe to read would otherwise wait for a
+	// writer, forever; it changes nothing for a regular file.
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

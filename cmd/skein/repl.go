@@ -242,7 +242,7 @@ const historyHeader = "# skein history v2"
 
 // readHistory returns the entries of the history file at path.
 func readHistory(path string) []string {
-	data, err := os.ReadFile(path)
+	data, err := lang.ReadFile(path)
 	if path == "" || err != nil {
 		return nil
 	}

@@ -16,8 +16,6 @@ import (
 	"github.com/skeinlang/skein/vm/model"
 )
 
-var readOS = os.ReadFile
-
 // Activities are what a worker runs for the workflow: task and shell
 // attempts, as processes on this machine.
 type Activities struct {

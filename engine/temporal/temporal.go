@@ -185,7 +185,7 @@ func LoadSources(file string, lo lang.Options) (*graphir.Graph, map[string]strin
 		if read != nil {
 			b, err = read(name)
 		} else {
-			b, err = readOS(name)
+			b, err = lang.ReadFile(name)
 		}
 		if err == nil {
 			src[name] = string(b)

@@ -223,3 +223,18 @@ cleanup = step("cleanup", fn = lambda r: r.run.status)
 		t.Errorf("exit handler output %q, want cancelled", handler.OnExit.Output)
 	}
 }
+
+func TestLoadSourcesBounded(t *testing.T) {
+	// The workflow's sources are read as the local engine reads a flow:
+	// a device or a named pipe is a load error, not a read that never ends.
+	fifo := filepath.Join(t.TempDir(), "pipe.star")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{"/dev/zero", fifo} {
+		_, _, err := LoadSources(file, lang.Options{})
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("%s: %v, want a load error saying it is not a regular file", file, err)
+		}
+	}
+}

@@ -148,7 +148,7 @@ func (g *Graph) jsonHeader() jsonGraph {
 		jg.Output = &s
 	}
 	if g.Timeout > 0 {
-		jg.Timeout = fmtDuration(g.Timeout)
+		jg.Timeout = FormatDuration(g.Timeout)
 	}
 	jg.MaxTokens = g.MaxTokens
 	for _, m := range g.Models {
@@ -240,10 +240,10 @@ func (g *Graph) jsonNode(n *Node) jsonNode {
 		j.Parent = g.Nodes[n.Parent].Name
 	}
 	if n.Retries > 0 {
-		j.Backoff = fmtDuration(n.Backoff)
+		j.Backoff = FormatDuration(n.Backoff)
 	}
 	if n.Timeout > 0 {
-		j.Timeout = fmtDuration(n.Timeout)
+		j.Timeout = FormatDuration(n.Timeout)
 	}
 	if n.JoinSet {
 		j.Join = n.Join.String()
@@ -364,9 +364,9 @@ func valueToJSON(v starlark.Value) any {
 	return x
 }
 
-// fmtDuration prints d the way it would be written in a flow: "30s", "10m",
-// "1h30m", "250ms".
-func fmtDuration(d time.Duration) string {
+// FormatDuration prints d the way it would be written in a flow: "30s",
+// "10m", "1h30m", "24h" (not "24h0m0s"), "250ms".
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")

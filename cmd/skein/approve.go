@@ -301,5 +301,5 @@ func checkDeadline(r *store.Run, a *store.Approval) error {
 		return nil
 	}
 	return fmt.Errorf("approval %q of run %s timed out at %s (its timeout of %s counts from when it was asked); skein resume %s routes the timeout",
-		a.Step, r.ID, deadline.Local().Format("2006-01-02 15:04:05"), flowDuration(a.Timeout), r.ID)
+		a.Step, r.ID, deadline.Local().Format("2006-01-02 15:04:05"), graphir.FormatDuration(a.Timeout), r.ID)
 }

@@ -149,20 +149,3 @@ func TestApproveTimeoutNotRecorded(t *testing.T) {
 		t.Errorf("resume: exit %d, want %d and code timeout:\n%s", code, exitFail, out)
 	}
 }
-
-// Approval timeouts are shown as a flow writes them.
-func TestFlowDuration(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		24 * time.Hour:               "24h",
-		90 * time.Minute:             "1h30m",
-		time.Minute + 30*time.Second: "1m30s",
-		time.Hour + time.Second:      "1h0m1s",
-		250 * time.Millisecond:       "250ms",
-		time.Second:                  "1s",
-		10 * time.Minute:             "10m",
-	} {
-		if got := flowDuration(d); got != want {
-			t.Errorf("flowDuration(%s) = %q, want %q", d, got, want)
-		}
-	}
-}

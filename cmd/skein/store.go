@@ -540,7 +540,7 @@ func runShow(ctx context.Context, io stdio, o any, args []string) int {
 					decision += ": " + a.Reason
 				}
 			case !a.Deadline().IsZero() && a.Deadline().Before(time.Now()):
-				decision = "no decision within " + flowDuration(a.Timeout)
+				decision = "no decision within " + graphir.FormatDuration(a.Timeout)
 			case r.Status == store.Waiting || r.Status == store.Interrupted:
 				decision = "waiting: skein approve " + r.ID + " " + a.Step
 			default:
@@ -551,19 +551,6 @@ func runShow(ctx context.Context, io stdio, o any, args []string) int {
 		tw.Flush()
 	}
 	return exitOK
-}
-
-// flowDuration prints d the way a flow writes it: 24h rather than
-// 24h0m0s, 1m30s, 250ms.
-func flowDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // How show and logs name an attempt that the journal still has as running

@@ -67,6 +67,19 @@ func (e *engineFlags) connArgs() string {
 }
 
 // query is a [temporal.QueryFunc] on c.
+// follower follows the run id through c, across its continued runs.
+func follower(c client.Client, id string) *temporal.Follower {
+	f := temporal.NewFollower(id, query(c))
+	f.QueryRun = func(ctx context.Context, id, run, name string, arg any, out any) error {
+		v, err := c.QueryWorkflow(ctx, id, run, name, arg)
+		if err != nil {
+			return err
+		}
+		return v.Get(out)
+	}
+	return f
+}
+
 func query(c client.Client) temporal.QueryFunc {
 	return func(ctx context.Context, id, name string, arg any, out any) error {
 		var args []any
@@ -296,14 +309,7 @@ func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *
 	if lonely != "" {
 		note(lonely)
 	}
-	f := temporal.NewFollower(id, query(c))
-	f.QueryRun = func(ctx context.Context, id, run, name string, arg any, out any) error {
-		v, err := c.QueryWorkflow(ctx, id, run, name, arg)
-		if err != nil {
-			return err
-		}
-		return v.Get(out)
-	}
+	f := follower(c, id)
 	f.OnEvent = func(raw json.RawMessage, ev vm.Event) {
 		switch {
 		case enc != nil:

@@ -478,14 +478,7 @@ func logsOnTemporal(ctx context.Context, io stdio, opts *logsOptions, args []str
 	// latest failed attempt printed.
 	visits, attempts := map[string]int{}, map[string]int{}
 	failed := map[string]*temporal.FailedAttempt{}
-	f := temporal.NewFollower(id, query(c))
-	f.QueryRun = func(ctx context.Context, id, run, name string, arg any, out any) error {
-		v, err := c.QueryWorkflow(ctx, id, run, name, arg)
-		if err != nil {
-			return err
-		}
-		return v.Get(out)
-	}
+	f := follower(c, id)
 	f.OnEvent = func(_ json.RawMessage, ev vm.Event) {
 		if ev.Kind != "task" && ev.Kind != "shell" {
 			return

@@ -66,7 +66,6 @@ func (e *engineFlags) connArgs() string {
 	return s
 }
 
-// query is a [temporal.QueryFunc] on c.
 // follower follows the run id through c, across its continued runs.
 func follower(c client.Client, id string) *temporal.Follower {
 	f := temporal.NewFollower(id, query(c))
@@ -80,6 +79,7 @@ func follower(c client.Client, id string) *temporal.Follower {
 	return f
 }
 
+// query is a [temporal.QueryFunc] on c.
 func query(c client.Client) temporal.QueryFunc {
 	return func(ctx context.Context, id, name string, arg any, out any) error {
 		var args []any

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,22 @@ type approver struct {
 	// inline asks in the REPL and watch --run (inline.go); it wins over
 	// prompt.
 	inline *inlineAsker
+
+	// With a store and nobody to ask, an approval is held open while
+	// other effects of its run are in flight, so that a decision skein
+	// approve records meanwhile is taken by this run: the store is read
+	// again whenever the run is about to wait ([vm.EffectIdler]), and the
+	// approval parks only once nothing else of its run is in flight.
+	mu     sync.Mutex
+	others map[string]int             // effects in flight other than approvals, by child-flow chain
+	held   map[string][]*heldApproval // by child-flow chain
+}
+
+// heldApproval is an approval held open until a decision comes or its
+// run can do nothing else.
+type heldApproval struct {
+	req  *vm.EffectRequest
+	done func(*vm.EffectCompletion)
 }
 
 // prompter asks on a terminal, one question at a time.
@@ -49,12 +66,112 @@ type prompter struct {
 
 func (a *approver) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
 	if req.Kind != graphir.KindApproval {
-		a.inner.Start(ctx, req, done)
+		if a.rec == nil {
+			a.inner.Start(ctx, req, done)
+			return
+		}
+		key := strings.Join(req.Flow, "/")
+		a.mu.Lock()
+		if a.others == nil {
+			a.others = map[string]int{}
+		}
+		a.others[key]++
+		a.mu.Unlock()
+		a.inner.Start(ctx, req, func(c *vm.EffectCompletion) {
+			// Counted out before the run sees the completion, so that
+			// the run's next Idle sees what is still in flight.
+			a.mu.Lock()
+			a.others[key]--
+			a.mu.Unlock()
+			done(c)
+		})
 		return
 	}
-	go func() { done(a.decide(ctx, req)) }()
+	go func() {
+		c := a.decide(ctx, req)
+		if c == nil {
+			if c = a.hold(ctx, req, done); c == nil {
+				return
+			}
+		}
+		done(c)
+	}()
 }
 
+// hold holds the approval req open while other effects of its run are in
+// flight, and returns nil; with none, it returns the park.
+func (a *approver) hold(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) *vm.EffectCompletion {
+	key := strings.Join(req.Flow, "/")
+	h := &heldApproval{req: req, done: done}
+	a.mu.Lock()
+	if a.others[key] == 0 {
+		// Nothing else can come: the run would wait for this alone (the
+		// store was read just now).
+		a.mu.Unlock()
+		return &vm.EffectCompletion{Park: true}
+	}
+	if a.held == nil {
+		a.held = map[string][]*heldApproval{}
+	}
+	a.held[key] = append(a.held[key], h)
+	a.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		if a.release(key, h) {
+			done(&vm.EffectCompletion{Cancelled: true, Error: "cancelled"})
+		}
+	}()
+	return nil
+}
+
+// release takes h out of the held approvals; false if it was already.
+func (a *approver) release(key string, h *heldApproval) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	hs := a.held[key]
+	for i, x := range hs {
+		if x == h {
+			a.held[key] = append(hs[:i:i], hs[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// Idle implements [vm.EffectIdler]: the run with the child-flow chain flow
+// is about to wait, so its held approvals read the store again. A decision
+// recorded meanwhile (by skein approve) is taken, as if answered here; a
+// timeout passed times the approval out; and with nothing else of the run
+// in flight, the approval parks.
+func (a *approver) Idle(flow []string) {
+	key := strings.Join(flow, "/")
+	a.mu.Lock()
+	hs := slices.Clone(a.held[key])
+	idle := a.others[key] == 0
+	a.mu.Unlock()
+	for _, h := range hs {
+		var c *vm.EffectCompletion
+		ap, err := a.rec.Ask(h.req)
+		switch {
+		case err != nil:
+			c = &vm.EffectCompletion{Stop: &graphir.Error{Code: "store_error", Msg: err.Error()}}
+		case !ap.Decided.IsZero() && (h.req.Timeout <= 0 || ap.Decided.Before(ap.Requested.Add(h.req.Timeout))):
+			c = vm.ApprovalDecision(ap.Approved, ap.By, ap.Reason, ap.Decided)
+		case h.req.Timeout > 0 && !time.Now().Before(ap.Requested.Add(h.req.Timeout)):
+			c = vm.ApprovalTimedOut(h.req.Timeout)
+		case idle:
+			c = &vm.EffectCompletion{Park: true}
+		default:
+			continue
+		}
+		if a.release(key, h) {
+			h.done(c)
+		}
+	}
+}
+
+// decide answers an approval: from the store, on a terminal, or nil when
+// nobody can decide now (the caller holds it open or parks it).
 func (a *approver) decide(ctx context.Context, req *vm.EffectRequest) *vm.EffectCompletion {
 	if a.rec == nil {
 		approved, reason, ok := a.ask(ctx, req, time.Time{})
@@ -86,7 +203,9 @@ func (a *approver) decide(ctx context.Context, req *vm.EffectRequest) *vm.Effect
 		return &vm.EffectCompletion{Cancelled: true, Error: "cancelled"}
 	}
 	if !ok {
-		return &vm.EffectCompletion{Park: true}
+		// Nobody to ask: held open (nil) until a decision comes or
+		// nothing else can.
+		return nil
 	}
 	if !deadline.IsZero() && !time.Now().Before(deadline) {
 		return vm.ApprovalTimedOut(req.Timeout)
@@ -168,7 +287,8 @@ func init() {
 can route). STEP may be left out when the run waits for one approval only. A
 decision is recorded once: a second one is refused, saying what was decided,
 by whom and when. --by defaults to $SKEIN_USER, else $USER, else $LOGNAME.
---resume then continues the run in the foreground, as skein resume does.
+--resume then continues the run in the foreground, as skein resume does. A
+run still going (another branch still runs) takes the decision itself.
 
 With --engine temporal, RUN is the id of a run on Temporal (the workflow id
 skein run --engine temporal --detach prints) and the decision goes to it as

@@ -375,8 +375,8 @@ func execute(ctx context.Context, io stdio, g *graphir.Graph, inputs *stdlib.Map
 			}
 		}
 		if len(decided) > 0 {
-			// skein approve decided while the run still went on: the run
-			// parked without reading it, and approving again is refused.
+			// skein approve decided just as the run parked (a run still
+			// going takes the decision): approving again is refused.
 			fmt.Fprintf(io.err, "run %s parked, but a decision came while it went on (%s); continue it with:\n  skein resume %s\n",
 				res.RunID, strings.Join(decided, ", "), res.RunID)
 		}

@@ -364,8 +364,14 @@ func (rec *Recorder) fire() {
 }
 
 // Idle implements [vm.EffectIdler]: the run waits for a completion, so
-// what it queued commits now.
-func (rec *Recorder) Idle([]string) { rec.flush(nil) }
+// what it queued commits now, and Inner is told, if it holds work back
+// too (an approval held open until a decision comes).
+func (rec *Recorder) Idle(flow []string) {
+	rec.flush(nil)
+	if in, ok := rec.Inner.(vm.EffectIdler); ok {
+		in.Idle(flow)
+	}
+}
 
 // faultBatch names a step whose start row is never committed: the process
 // kills itself before committing the batch that holds it, after the run

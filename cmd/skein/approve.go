@@ -396,8 +396,11 @@ func runApprove(ctx context.Context, io stdio, o any, args []string) int {
 	}
 	fmt.Fprintf(io.err, "%s %q of run %s\n", what, target.Step, r.ID)
 	if !opts.resume {
-		if r.Status == store.Waiting {
+		switch r.Status {
+		case store.Waiting:
 			fmt.Fprintf(io.err, "continue it with: skein resume %s\n", r.ID)
+		case store.Running:
+			fmt.Fprintf(io.err, "run %s is still going: it takes the decision\n", r.ID)
 		}
 		return exitOK
 	}

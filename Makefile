@@ -32,41 +32,32 @@ FMT_PATHS = examples testdata/check/valid testdata/check/sub stdlib/std
 fmt-check:
 	$(GO) run ./cmd/skein fmt --check $(FMT_PATHS)
 
-# Each fuzz target briefly. The budgets are counts of executions, not
-# durations: with a duration, Go 1.26's fuzz coordinator can report its own
-# deadline as a failure ("context deadline exceeded", golang/go#75804) on a
-# loaded machine. A count has no deadline to race. Each count is about
-# two seconds of fuzzing here, after the seed corpus.
+# The fuzz targets, as PACKAGE:TARGET:EXECUTIONS; fuzz-short runs each for
+# that many executions, fuzz for FUZZTIME. fuzz-short's budgets are counts,
+# not durations: with a duration, Go 1.26's fuzz coordinator can report its
+# own deadline as a failure ("context deadline exceeded", golang/go#75804)
+# on a loaded machine, and a count has no deadline to race. Each count is
+# about two seconds of fuzzing here, after the seed corpus.
+FUZZ_TARGETS = lang:FuzzLoad:15000 check:FuzzCheck:8000 \
+	graphir:FuzzTemplate:25000 lang:FuzzFormat:10000 lsp:FuzzServe:50000 \
+	vm:FuzzEval:1000 vm:FuzzResultJSON:2000 stdlib:FuzzJSONModule:15000 \
+	stdlib:FuzzJSONDecodeDifferential:5000 stdlib:FuzzQuotedString:20000 \
+	stdlib:FuzzInputsFile:20000 stdlib:FuzzRe:5000 \
+	graphir:FuzzInputValue:15000
+
+define newline
+
+
+endef
+# fuzz-one runs the target $(1) (PACKAGE:TARGET:...) for the budget $(2).
+fuzz-one = $(GO) test -run '^$$' -fuzz '^$(word 2,$(subst :, ,$(1)))$$' -fuzztime $(2) ./$(word 1,$(subst :, ,$(1)))
+
 fuzz-short:
-	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime 15000x ./lang
-	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime 8000x ./check
-	$(GO) test -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime 25000x ./graphir
-	$(GO) test -run '^$$' -fuzz '^FuzzFormat$$' -fuzztime 10000x ./lang
-	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime 50000x ./lsp
-	$(GO) test -run '^$$' -fuzz '^FuzzEval$$' -fuzztime 1000x ./vm
-	$(GO) test -run '^$$' -fuzz '^FuzzResultJSON$$' -fuzztime 2000x ./vm
-	$(GO) test -run '^$$' -fuzz '^FuzzJSONModule$$' -fuzztime 15000x ./stdlib
-	$(GO) test -run '^$$' -fuzz '^FuzzJSONDecodeDifferential$$' -fuzztime 5000x ./stdlib
-	$(GO) test -run '^$$' -fuzz '^FuzzQuotedString$$' -fuzztime 20000x ./stdlib
-	$(GO) test -run '^$$' -fuzz '^FuzzInputsFile$$' -fuzztime 20000x ./stdlib
-	$(GO) test -run '^$$' -fuzz '^FuzzRe$$' -fuzztime 5000x ./stdlib
-	$(GO) test -run '^$$' -fuzz '^FuzzInputValue$$' -fuzztime 15000x ./graphir
+	$(foreach t,$(FUZZ_TARGETS),$(call fuzz-one,$(t),$(word 3,$(subst :, ,$(t)))x)$(newline))
 
 # Longer fuzzing: make fuzz FUZZTIME=10m
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./lang
-	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./check
-	$(GO) test -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(FUZZTIME) ./graphir
-	$(GO) test -run '^$$' -fuzz '^FuzzFormat$$' -fuzztime $(FUZZTIME) ./lang
-	$(GO) test -run '^$$' -fuzz '^FuzzServe$$' -fuzztime $(FUZZTIME) ./lsp
-	$(GO) test -run '^$$' -fuzz '^FuzzEval$$' -fuzztime $(FUZZTIME) ./vm
-	$(GO) test -run '^$$' -fuzz '^FuzzResultJSON$$' -fuzztime $(FUZZTIME) ./vm
-	$(GO) test -run '^$$' -fuzz '^FuzzJSONModule$$' -fuzztime $(FUZZTIME) ./stdlib
-	$(GO) test -run '^$$' -fuzz '^FuzzJSONDecodeDifferential$$' -fuzztime $(FUZZTIME) ./stdlib
-	$(GO) test -run '^$$' -fuzz '^FuzzQuotedString$$' -fuzztime $(FUZZTIME) ./stdlib
-	$(GO) test -run '^$$' -fuzz '^FuzzInputsFile$$' -fuzztime $(FUZZTIME) ./stdlib
-	$(GO) test -run '^$$' -fuzz '^FuzzRe$$' -fuzztime $(FUZZTIME) ./stdlib
-	$(GO) test -run '^$$' -fuzz '^FuzzInputValue$$' -fuzztime $(FUZZTIME) ./graphir
+	$(foreach t,$(FUZZ_TARGETS),$(call fuzz-one,$(t),$(FUZZTIME))$(newline))
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -68,7 +68,7 @@ func rs(s syntax.Stmt) syntax.Stmt {
 		if s.Op == syntax.PERCENT_EQ {
 			name, sym = modName, "%"
 		}
-		switch lhs := unparen(s.LHS).(type) {
+		switch lhs := Unparen(s.LHS).(type) {
 		case *syntax.Ident:
 			cp := &syntax.Ident{NamePos: lhs.NamePos, Name: lhs.Name}
 			s.Op = syntax.EQ
@@ -245,7 +245,8 @@ func str(s string, at syntax.Position) *syntax.Literal {
 	return &syntax.Literal{Token: syntax.STRING, TokenPos: at, Raw: strconv.Quote(s), Value: s}
 }
 
-func unparen(e syntax.Expr) syntax.Expr {
+// Unparen is e without the parentheses around it.
+func Unparen(e syntax.Expr) syntax.Expr {
 	for {
 		p, ok := e.(*syntax.ParenExpr)
 		if !ok {
@@ -258,11 +259,11 @@ func unparen(e syntax.Expr) syntax.Expr {
 // numeric reports whether e is a number literal, which no * or % of it can
 // make big.
 func numeric(e syntax.Expr) bool {
-	l, ok := unparen(e).(*syntax.Literal)
+	l, ok := Unparen(e).(*syntax.Literal)
 	return ok && (l.Token == syntax.INT || l.Token == syntax.FLOAT)
 }
 
 func isFloat(e syntax.Expr) bool {
-	l, ok := unparen(e).(*syntax.Literal)
+	l, ok := Unparen(e).(*syntax.Literal)
 	return ok && l.Token == syntax.FLOAT
 }

@@ -19,6 +19,7 @@ import (
 	"go.starlark.net/syntax"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/stdlib"
 )
 
 // fastConds turns the fast path on; tests turn it off to compare.
@@ -46,7 +47,7 @@ func compileFast(x *graphir.Expr) *fastCond {
 	if err != nil {
 		return nil
 	}
-	b, ok := unparen(e).(*syntax.BinaryExpr)
+	b, ok := stdlib.Unparen(e).(*syntax.BinaryExpr)
 	if !ok {
 		return nil
 	}
@@ -56,20 +57,10 @@ func compileFast(x *graphir.Expr) *fastCond {
 		return nil
 	}
 	c := &fastCond{op: b.Op}
-	if !operand(x, unparen(b.X), &c.x) || !operand(x, unparen(b.Y), &c.y) {
+	if !operand(x, stdlib.Unparen(b.X), &c.x) || !operand(x, stdlib.Unparen(b.Y), &c.y) {
 		return nil
 	}
 	return c
-}
-
-func unparen(e syntax.Expr) syntax.Expr {
-	for {
-		p, ok := e.(*syntax.ParenExpr)
-		if !ok {
-			return e
-		}
-		e = p.X
-	}
 }
 
 // operand reads e as an operand of x into o: a name x reads through the
@@ -93,7 +84,7 @@ func operand(x *graphir.Expr, e syntax.Expr, o *fastOperand) bool {
 		}
 		return true
 	case *syntax.DotExpr:
-		id, ok := unparen(e.X).(*syntax.Ident)
+		id, ok := stdlib.Unparen(e.X).(*syntax.Ident)
 		if !ok || !refers(x, id.Name) {
 			return false
 		}

@@ -18,15 +18,8 @@ func TestEventsWaitForCommit(t *testing.T) {
 	// Only Idle commits here, however slowly the test runs.
 	defer func(d time.Duration) { flushDelay = d }(flushDelay)
 	flushDelay = time.Hour
-	s, err := Open(filepath.Join(t.TempDir(), FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, rec := beginRun(t)
 	defer s.Close()
-	rec, err := s.Begin(&NewRun{ID: "r1", Flow: "f", File: "f.star", Started: time.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var started []string
 	rec.Inner = producer(func(req *vm.EffectRequest) *vm.EffectCompletion {
 		started = append(started, req.Step)
@@ -93,15 +86,8 @@ func TestEventsWaitForCommit(t *testing.T) {
 // completions committed: a batch commits at the latest flushDelay after its
 // first write.
 func TestBatchCommitsWithoutIdle(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, rec := beginRun(t)
 	defer s.Close()
-	rec, err := s.Begin(&NewRun{ID: "r1", Flow: "f", File: "f.star", Started: time.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	rec.Inner = producer(func(req *vm.EffectRequest) *vm.EffectCompletion {
 		return &vm.EffectCompletion{OK: true}
 	})
@@ -135,15 +121,8 @@ func TestBatchCommitsWithoutIdle(t *testing.T) {
 func TestReplayPassesIdleOn(t *testing.T) {
 	defer func(d time.Duration) { flushDelay = d }(flushDelay)
 	flushDelay = time.Hour
-	s, err := Open(filepath.Join(t.TempDir(), FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, rec := beginRun(t)
 	defer s.Close()
-	rec, err := s.Begin(&NewRun{ID: "r1", Flow: "f", File: "f.star", Started: time.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var started []string
 	rec.Inner = producer(func(req *vm.EffectRequest) *vm.EffectCompletion {
 		started = append(started, req.Step)
@@ -165,4 +144,20 @@ func TestReplayPassesIdleOn(t *testing.T) {
 		t.Fatalf("started %q after Idle, want a", started)
 	}
 	<-ch
+}
+
+// beginRun opens a store in a fresh directory and begins run r1 in it; the
+// caller closes the store.
+func beginRun(t *testing.T) (*Store, *Recorder) {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.Begin(&NewRun{ID: "r1", Flow: "f", File: "f.star", Started: time.Now()})
+	if err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	return s, rec
 }

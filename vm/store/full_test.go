@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,15 +19,8 @@ import (
 func TestStoreFull(t *testing.T) {
 	testMaxPages = "40"
 	defer func() { testMaxPages = "" }()
-	s, err := Open(filepath.Join(t.TempDir(), FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, rec := beginRun(t)
 	defer s.Close()
-	rec, err := s.Begin(&NewRun{ID: "r1", Flow: "f", File: "f.star", Started: time.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := "small"
 	var ran []string
 	rec.Inner = producer(func(req *vm.EffectRequest) *vm.EffectCompletion {

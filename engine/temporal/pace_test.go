@@ -1,13 +1,10 @@
 package temporal
 
 import (
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/skeinlang/skein/engine/temporal/temporaltest"
@@ -36,11 +33,8 @@ def done(it):
 	paceEvery = 10
 	local := decode(t, runLocal(t, g, given, 1))
 
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
-	env := s.NewTestWorkflowEnvironment()
+	env := newEnv(t)
 	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Hour})
-	Register(env, &Activities{})
 	timers := 0
 	env.SetOnTimerScheduledListener(func(string, time.Duration) { timers++ })
 	env.ExecuteWorkflow(WorkflowName, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1})

@@ -37,6 +37,12 @@ func setup(t *testing.T, sc temporaltest.Scenario) (*graphir.Graph, map[string]s
 			sources[filepath.Join(dir, filepath.FromSlash(name))] = src
 		}
 	}
+	return g, sources, givenInputs(t, sc)
+}
+
+// givenInputs is sc's inputs as Starlark values.
+func givenInputs(t *testing.T, sc temporaltest.Scenario) map[string]starlark.Value {
+	t.Helper()
 	given := map[string]starlark.Value{}
 	for k, v := range sc.Inputs {
 		sv, err := stdlib.FromJSON(v)
@@ -45,7 +51,7 @@ func setup(t *testing.T, sc temporaltest.Scenario) (*graphir.Graph, map[string]s
 		}
 		given[k] = sv
 	}
-	return g, sources, given
+	return given
 }
 
 func decode(t *testing.T, b []byte) temporaltest.Comparable {
@@ -102,14 +108,7 @@ func runScenario(t *testing.T, sc temporaltest.Scenario) (temporaltest.Comparabl
 			sources[filepath.FromSlash(name)] = src
 		}
 	}
-	given := map[string]starlark.Value{}
-	for k, v := range sc.Inputs {
-		sv, err := stdlib.FromJSON(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		given[k] = sv
-	}
+	given := givenInputs(t, sc)
 	local := decode(t, runLocal(t, g, given, parallel))
 	inputs, err := EncodeInputs(given)
 	if err != nil {

@@ -251,16 +251,10 @@ func dataSize(v starlark.Value, depth int, budget int64) int64 {
 		return bigIntBytes(len(x.String()))
 	case starlark.Float:
 		return c.float
-	case *starlark.List:
-		total = c.list + int64(x.Len())*slotBytes
-		for i := 0; i < x.Len() && kid(x.Index(i)); i++ {
-		}
-	case starlark.Tuple:
-		total = c.list + int64(len(x))*slotBytes
-		for _, e := range x {
-			if !kid(e) {
-				break
-			}
+	case *starlark.List, starlark.Tuple:
+		s := x.(starlark.Indexable)
+		total = c.list + int64(s.Len())*slotBytes
+		for i := 0; i < s.Len() && kid(s.Index(i)); i++ {
 		}
 	case *Map:
 		total = c.object(len(x.keys))

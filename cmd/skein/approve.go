@@ -150,24 +150,38 @@ func (a *approver) Idle(flow []string) {
 	idle := a.others[key] == 0
 	a.mu.Unlock()
 	for _, h := range hs {
-		var c *vm.EffectCompletion
-		ap, err := a.rec.Ask(h.req)
-		switch {
-		case err != nil:
-			c = &vm.EffectCompletion{Stop: &graphir.Error{Code: "store_error", Msg: err.Error()}}
-		case !ap.Decided.IsZero() && (h.req.Timeout <= 0 || ap.Decided.Before(ap.Requested.Add(h.req.Timeout))):
-			c = vm.ApprovalDecision(ap.Approved, ap.By, ap.Reason, ap.Decided)
-		case h.req.Timeout > 0 && !time.Now().Before(ap.Requested.Add(h.req.Timeout)):
-			c = vm.ApprovalTimedOut(h.req.Timeout)
-		case idle:
+		c, _, _ := a.fromStore(h.req)
+		if c == nil {
+			if !idle {
+				continue
+			}
 			c = &vm.EffectCompletion{Park: true}
-		default:
-			continue
 		}
 		if a.release(key, h) {
 			h.done(c)
 		}
 	}
+}
+
+// fromStore reads the approval req from the store: the completion its
+// recorded decision, passed timeout or a store error makes, else nil with
+// the approval and its deadline (zero without a timeout).
+func (a *approver) fromStore(req *vm.EffectRequest) (*vm.EffectCompletion, *store.Approval, time.Time) {
+	ap, err := a.rec.Ask(req)
+	if err != nil {
+		return &vm.EffectCompletion{Stop: &graphir.Error{Code: "store_error", Msg: err.Error()}}, nil, time.Time{}
+	}
+	var deadline time.Time
+	if req.Timeout > 0 {
+		deadline = ap.Requested.Add(req.Timeout)
+	}
+	if !ap.Decided.IsZero() && (deadline.IsZero() || ap.Decided.Before(deadline)) {
+		return vm.ApprovalDecision(ap.Approved, ap.By, ap.Reason, ap.Decided), ap, deadline
+	}
+	if !deadline.IsZero() && !time.Now().Before(deadline) {
+		return vm.ApprovalTimedOut(req.Timeout), ap, deadline
+	}
+	return nil, ap, deadline
 }
 
 // decide answers an approval: from the store, on a terminal, or nil when
@@ -184,19 +198,9 @@ func (a *approver) decide(ctx context.Context, req *vm.EffectRequest) *vm.Effect
 		}
 		return vm.ApprovalDecision(approved, currentUser(), reason, time.Now())
 	}
-	ap, err := a.rec.Ask(req)
-	if err != nil {
-		return &vm.EffectCompletion{Stop: &graphir.Error{Code: "store_error", Msg: err.Error()}}
-	}
-	var deadline time.Time
-	if req.Timeout > 0 {
-		deadline = ap.Requested.Add(req.Timeout)
-	}
-	if !ap.Decided.IsZero() && (deadline.IsZero() || ap.Decided.Before(deadline)) {
-		return vm.ApprovalDecision(ap.Approved, ap.By, ap.Reason, ap.Decided)
-	}
-	if !deadline.IsZero() && !time.Now().Before(deadline) {
-		return vm.ApprovalTimedOut(req.Timeout)
+	c, ap, deadline := a.fromStore(req)
+	if c != nil {
+		return c
 	}
 	approved, reason, ok := a.ask(ctx, req, deadline)
 	if ctx.Err() != nil {

@@ -22,6 +22,20 @@ func runContinued(t *testing.T, in RunInput) (*RunOutput, int) {
 	return runContinuedWith(t, in, &Activities{})
 }
 
+// continued says whether err is the workflow continuing as new and, if
+// so, decodes the input it continues with into in.
+func continued(t *testing.T, err error, in *RunInput) bool {
+	t.Helper()
+	var can *workflow.ContinueAsNewError
+	if !errors.As(err, &can) {
+		return false
+	}
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, in); err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
 // runContinuedWith is runContinued with the worker's activities a.
 func runContinuedWith(t *testing.T, in RunInput, a *Activities) (*RunOutput, int) {
 	t.Helper()
@@ -32,12 +46,8 @@ func runContinuedWith(t *testing.T, in RunInput, a *Activities) (*RunOutput, int
 			t.Fatal("workflow did not complete")
 		}
 		err := env.GetWorkflowError()
-		var can *workflow.ContinueAsNewError
-		if errors.As(err, &can) {
-			var next RunInput
-			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
-				t.Fatal(err)
-			}
+		var next RunInput
+		if continued(t, err, &next) {
 			if next.Executions != n+1 || next.Snapshot == nil {
 				t.Fatalf("execution %d continued as %d with a snapshot of %d bytes", n, next.Executions, len(next.Snapshot))
 			}
@@ -177,11 +187,7 @@ chain(START, first, l, deploy, END)
 		env := newEnv(t)
 		recordThenApprove(t, env, &rec)
 		env.ExecuteWorkflow(WorkflowName, in)
-		var can *workflow.ContinueAsNewError
-		if err := env.GetWorkflowError(); errors.As(err, &can) {
-			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
-				t.Fatal(err)
-			}
+		if continued(t, env.GetWorkflowError(), &in) {
 			continue
 		}
 		res := decode(t, result(t, env))

@@ -3,7 +3,6 @@ package temporal
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 	"github.com/skeinlang/skein/graphir"
@@ -203,15 +201,10 @@ chain(START, deploy, l, END)
 		}
 		final := false
 		env.ExecuteWorkflow(WorkflowName, in)
-		err := env.GetWorkflowError()
-		var can *workflow.ContinueAsNewError
-		if errors.As(err, &can) {
-			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
-				t.Fatal(err)
+		if err := env.GetWorkflowError(); !continued(t, err, &in) {
+			if err != nil {
+				t.Fatalf("workflow: %v", err)
 			}
-		} else if err != nil {
-			t.Fatalf("workflow: %v", err)
-		} else {
 			final = true
 		}
 		v, err := env.QueryWorkflow(EventsQuery, 0)
@@ -360,11 +353,7 @@ chain(START, l, deploy, END)
 		}
 		env.RegisterDelayedCallback(poll, time.Minute)
 		env.ExecuteWorkflow(WorkflowName, in)
-		var can *workflow.ContinueAsNewError
-		if err := env.GetWorkflowError(); errors.As(err, &can) {
-			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
-				t.Fatal(err)
-			}
+		if err := env.GetWorkflowError(); continued(t, err, &in) {
 			continue
 		} else if err != nil {
 			t.Fatalf("workflow: %v", err)

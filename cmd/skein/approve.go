@@ -47,6 +47,12 @@ type approver struct {
 	mu     sync.Mutex
 	others map[string]int             // effects in flight other than approvals, by child-flow chain
 	held   map[string][]*heldApproval // by child-flow chain
+	// idles counts the run's Idle calls, by child-flow chain. An approval
+	// parks at once only if the run went idle since it started: until
+	// then the run may still be handing over effects it started with it
+	// (a batch of start rows is handed over one by one after its commit),
+	// and its next Idle decides.
+	idles map[string]int
 }
 
 // heldApproval is an approval held open until a decision comes or its
@@ -87,10 +93,13 @@ func (a *approver) Start(ctx context.Context, req *vm.EffectRequest, done func(*
 		})
 		return
 	}
+	a.mu.Lock()
+	since := a.idles[strings.Join(req.Flow, "/")]
+	a.mu.Unlock()
 	go func() {
 		c := a.decide(ctx, req)
 		if c == nil {
-			if c = a.hold(ctx, req, done); c == nil {
+			if c = a.hold(ctx, req, since, done); c == nil {
 				return
 			}
 		}
@@ -99,12 +108,13 @@ func (a *approver) Start(ctx context.Context, req *vm.EffectRequest, done func(*
 }
 
 // hold holds the approval req open while other effects of its run are in
-// flight, and returns nil; with none, it returns the park.
-func (a *approver) hold(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) *vm.EffectCompletion {
+// flight, and returns nil; with none, it returns the park. since is the
+// run's count of Idle calls when req started.
+func (a *approver) hold(ctx context.Context, req *vm.EffectRequest, since int, done func(*vm.EffectCompletion)) *vm.EffectCompletion {
 	key := strings.Join(req.Flow, "/")
 	h := &heldApproval{req: req, done: done}
 	a.mu.Lock()
-	if a.others[key] == 0 {
+	if a.others[key] == 0 && a.idles[key] != since {
 		// Nothing else can come: the run would wait for this alone (the
 		// store was read just now).
 		a.mu.Unlock()
@@ -146,6 +156,10 @@ func (a *approver) release(key string, h *heldApproval) bool {
 func (a *approver) Idle(flow []string) {
 	key := strings.Join(flow, "/")
 	a.mu.Lock()
+	if a.idles == nil {
+		a.idles = map[string]int{}
+	}
+	a.idles[key]++
 	hs := slices.Clone(a.held[key])
 	idle := a.others[key] == 0
 	a.mu.Unlock()

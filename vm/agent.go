@@ -586,7 +586,7 @@ func (r *run) recordToolCall(a *agentRun, call model.ToolCall, ok bool, code, re
 		if !ok {
 			st = "failed"
 		}
-		r.emit(Event{Type: ToolCalled, Scope: a.f.scopePath(), Step: a.n.Name, Kind: a.n.Kind.String(), Index: a.turn,
+		r.emit(&Event{Type: ToolCalled, Scope: a.f.scopePath(), Step: a.n.Name, Kind: a.n.Kind.String(), Index: a.turn,
 			Tool: tr.Tool, Args: tr.Args, Result: tr.Result, Status: st, Code: code})
 	}
 }
@@ -631,7 +631,7 @@ func (r *run) requestTool(a *agentRun, call model.ToolCall) (bool, string) {
 	a.rec.Grants = append(a.rec.Grants, gr)
 	r.res.Grants = append(r.res.Grants, gr)
 	if r.events {
-		r.emit(Event{Type: ToolGranted, Scope: a.f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Index: a.turn, Tool: args.Name, Message: args.Reason})
+		r.emit(&Event{Type: ToolGranted, Scope: a.f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Index: a.turn, Tool: args.Name, Message: args.Reason})
 	}
 	return true, fmt.Sprintf("granted: %s is available from your next reply on", args.Name)
 }

@@ -295,7 +295,9 @@ func (r *run) enter(t task) {
 		st.started = now.UnixNano()
 	}
 	if r.events {
-		r.emit(Event{Type: StepStarted, Time: now, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: int(st.visits)})
+		ev := r.driverEvent()
+		*ev = Event{Type: StepStarted, Time: now, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: int(st.visits)}
+		r.emit(ev)
 	}
 	switch n.Kind {
 	case graphir.KindNoop:
@@ -404,7 +406,8 @@ func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
 		rec.Code = o.code
 	}
 	if r.events {
-		ev := Event{Type: StepFinished, Time: now, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: int(st.visits),
+		ev := r.driverEvent()
+		*ev = Event{Type: StepFinished, Time: now, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: int(st.visits),
 			Status: string(rec.Status), Duration: took, Output: o.value, Replayed: o.replayed}
 		if !o.ok {
 			ev.Code, ev.Error, ev.Trace = o.code, o.err, o.trace
@@ -599,7 +602,9 @@ func (r *run) skip(f *frame, n *graphir.Node) {
 		rec.Status = StepSkipped
 	}
 	if r.events {
-		r.emit(Event{Type: StepPruned, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String()})
+		ev := r.driverEvent()
+		*ev = Event{Type: StepPruned, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String()}
+		r.emit(ev)
 	}
 	out := r.p.info[n.ID].out
 	for i := range out {
@@ -891,7 +896,7 @@ func (r *run) untilDecided(lf *frame, out starlark.Value, stop bool, reason star
 		if s, ok := reason.(starlark.String); ok {
 			ev.Message = string(s)
 		}
-		r.emit(ev)
+		r.emit(&ev)
 	}
 	rec := r.recs[n.ID]
 	if stop || exhausted {
@@ -980,7 +985,7 @@ func (r *run) itemDone(itf *frame) {
 		}
 	}
 	if r.events {
-		r.emit(Event{Type: MapItem, Scope: itf.parent.scopePath(), Step: m.n.Name, Kind: "map", Index: itf.index, Output: out})
+		r.emit(&Event{Type: MapItem, Scope: itf.parent.scopePath(), Step: m.n.Name, Kind: "map", Index: itf.index, Output: out})
 	}
 	if m.done == len(m.items) {
 		r.finish(m.f, m.n, &outcome{ok: true, value: frozenList(m.outputs)})

@@ -84,7 +84,7 @@ func (r *run) print(g *evalGen, msg string) {
 		rec.Log = append(rec.Log, msg)
 	}
 	if r.events {
-		r.emit(Event{Type: StepLog, Step: rec.Name, Kind: rec.Kind.String(), Message: msg})
+		r.emit(&Event{Type: StepLog, Step: rec.Name, Kind: rec.Kind.String(), Message: msg})
 	}
 }
 

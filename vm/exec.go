@@ -89,6 +89,9 @@ type run struct {
 	// wait): the next step the driver enters starts at that same instant,
 	// without another clock read. Zero when there is none.
 	handoff time.Time
+	// ev is the event the driver fills and emits, reused (OnEvent keeps
+	// no event past its call): no copy and no allocation per event.
+	ev Event
 
 	// Agent steps: the arguments of the tool call whose templates are
 	// being rendered (args), and the tools granted in this run.
@@ -210,7 +213,7 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 	if opts.Restore != nil {
 		r.restore(opts.Restore)
 	} else if r.events {
-		r.emit(Event{Type: RunStarted, RunID: r.res.RunID, FlowName: g.Name})
+		r.emit(&Event{Type: RunStarted, RunID: r.res.RunID, FlowName: g.Name})
 	}
 
 	r.runDriver(func() {
@@ -251,7 +254,7 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 		if res.Error != nil {
 			ev.Code, ev.Error, ev.Step, ev.Trace = res.Error.Code, res.Error.Msg, res.Error.Step, res.Error.Trace
 		}
-		r.emit(ev)
+		r.emit(&ev)
 	}
 	return res
 }
@@ -301,7 +304,7 @@ func (r *run) exitHandler(n *graphir.Node) {
 		if rec.Status != StepSucceeded {
 			ev.Code, ev.Error = rec.Code, rec.Error
 		}
-		r.emit(ev)
+		r.emit(&ev)
 	}
 }
 
@@ -544,8 +547,10 @@ func (r *run) cancelledStep(c *completion, o *outcome) {
 		}
 	}
 	if r.events {
-		r.emit(Event{Type: StepFinished, Time: now, Scope: c.f.scopePath(), Step: c.n.Name, Kind: c.n.Kind.String(), Visit: int(st.visits),
-			Status: string(StepCancelled), Code: "cancelled", Error: "cancelled", Duration: took, Output: output})
+		ev := r.driverEvent()
+		*ev = Event{Type: StepFinished, Time: now, Scope: c.f.scopePath(), Step: c.n.Name, Kind: c.n.Kind.String(), Visit: int(st.visits),
+			Status: string(StepCancelled), Code: "cancelled", Error: "cancelled", Duration: took, Output: output}
+		r.emit(ev)
 	}
 }
 
@@ -571,7 +576,7 @@ func (r *run) retryWanted(f *frame, n *graphir.Node, o *outcome) (retry, ok bool
 // effect's request (nil for fn steps).
 func (r *run) retryLater(f *frame, n *graphir.Node, req *EffectRequest, attempt int, msg string) {
 	if r.events {
-		r.emit(Event{Type: StepRetrying, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Attempt: attempt + 1, Error: msg})
+		r.emit(&Event{Type: StepRetrying, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Attempt: attempt + 1, Error: msg})
 	}
 	c := &completion{f: f, n: n, req: req, retry: attempt + 1, timer: true}
 	r.running++
@@ -634,13 +639,18 @@ func (r *run) drain() {
 }
 
 // emit reports ev, stamped with the time now unless it has one already.
-func (r *run) emit(ev Event) {
+// The driver's events are r.ev (see driverEvent); others, from other
+// goroutines or rare, are their own.
+func (r *run) emit(ev *Event) {
 	if ev.Time.IsZero() {
 		ev.Time = r.now()
 	}
 	ev.Flow = r.opts.prefix
 	r.opts.OnEvent(ev)
 }
+
+// driverEvent returns r.ev, the event the driver goroutine fills for emit.
+func (r *run) driverEvent() *Event { return &r.ev }
 
 // eval evaluates an expression or function of r for step self in frame f.
 func (r *run) eval(f *frame, self *graphir.Node, x *graphir.Expr) (starlark.Value, error) {

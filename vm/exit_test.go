@@ -154,7 +154,7 @@ chain(START, work, END)
 	ctx, cancel := context.WithCancel(context.Background())
 	exit, stopExit := context.WithCancel(context.Background())
 	var once2 sync.Once
-	res = runCtx(t, ctx, g, vm.Options{KillGrace: 100 * time.Millisecond, ExitGrace: time.Hour, ExitCtx: exit, OnEvent: func(ev vm.Event) {
+	res = runCtx(t, ctx, g, vm.Options{KillGrace: 100 * time.Millisecond, ExitGrace: time.Hour, ExitCtx: exit, OnEvent: func(ev *vm.Event) {
 		switch {
 		case ev.Type == vm.StepStarted && ev.Step == "work":
 			time.AfterFunc(50*time.Millisecond, cancel)

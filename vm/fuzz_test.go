@@ -62,7 +62,7 @@ edge(d, END)
 		var mu sync.Mutex
 		var events [][]byte
 		res, err := vm.Run(context.Background(), g, nil, vm.Options{Parallel: 1, EvalSteps: 10_000, Timeout: 5 * time.Second,
-			OnEvent: func(ev vm.Event) {
+			OnEvent: func(ev *vm.Event) {
 				b, err := ev.MarshalJSON()
 				if err != nil {
 					t.Errorf("event %s: %v", ev.Type, err)

@@ -14,9 +14,9 @@ func startsAfterFinishes(t *testing.T, src string) (same, all int) {
 	t.Helper()
 	var mu sync.Mutex
 	var evs []vm.Event
-	res := run(t, src, nil, vm.Options{Parallel: 1, OnEvent: func(ev vm.Event) {
+	res := run(t, src, nil, vm.Options{Parallel: 1, OnEvent: func(ev *vm.Event) {
 		mu.Lock()
-		evs = append(evs, ev)
+		evs = append(evs, *ev)
 		mu.Unlock()
 	}})
 	check(t, res, want{status: vm.Succeeded})

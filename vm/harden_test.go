@@ -172,7 +172,7 @@ edge(b, END, when = "False")
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var started atomic.Int64
-			res := runStuck(t, ctx, g, vm.Options{OnEvent: func(ev vm.Event) {
+			res := runStuck(t, ctx, g, vm.Options{OnEvent: func(ev *vm.Event) {
 				if ev.Type == vm.StepLog && started.Add(1) == 1000 {
 					cancel()
 					// Give a context.AfterFunc time to reach the thread.
@@ -234,10 +234,11 @@ step("a", run = ["sh", "-c", "echo partial; echo err >&2; : > \"$0\"; sleep 30",
 	}()
 	var mu sync.Mutex
 	var final *vm.Event
-	res := runStuck(t, ctx, g, vm.Options{KillGrace: 100 * time.Millisecond, OnEvent: func(ev vm.Event) {
+	res := runStuck(t, ctx, g, vm.Options{KillGrace: 100 * time.Millisecond, OnEvent: func(ev *vm.Event) {
 		if ev.Type == vm.StepFinished && ev.Step == "a" {
 			mu.Lock()
-			final = &ev
+			c := *ev
+			final = &c
 			mu.Unlock()
 		}
 	}}, map[string]starlark.Value{"marker": starlark.String(marker)})

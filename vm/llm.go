@@ -294,7 +294,7 @@ func (r *run) modelRequest(f *frame, n *graphir.Node, name string) (*EffectReque
 		scope, kind, emit := req.Scope, n.Kind.String(), r.opts.OnEvent
 		prefix := r.opts.prefix
 		req.model.onRetry = func(attempt int, err error) {
-			emit(Event{Type: StepRetrying, Time: time.Now(), Flow: prefix, Scope: scope, Step: n.Name, Kind: kind, Attempt: attempt, Error: err.Error()})
+			emit(&Event{Type: StepRetrying, Time: time.Now(), Flow: prefix, Scope: scope, Step: n.Name, Kind: kind, Attempt: attempt, Error: err.Error()})
 		}
 	}
 	if n.Kind == graphir.KindLoop {
@@ -521,6 +521,6 @@ func (r *run) modelDone(f *frame, n *graphir.Node, req *EffectRequest, c *Effect
 	}
 	r.res.ModelCalls++
 	if r.events {
-		r.emit(Event{Type: ModelCall, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Model: c.Model, Duration: c.Duration, Usage: c.Usage, Code: c.Code, Error: c.Error})
+		r.emit(&Event{Type: ModelCall, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Model: c.Model, Duration: c.Duration, Usage: c.Usage, Code: c.Code, Error: c.Error})
 	}
 }

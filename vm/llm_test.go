@@ -34,9 +34,9 @@ type events struct {
 	list []vm.Event
 }
 
-func (e *events) add(ev vm.Event) {
+func (e *events) add(ev *vm.Event) {
 	e.mu.Lock()
-	e.list = append(e.list, ev)
+	e.list = append(e.list, *ev)
 	e.mu.Unlock()
 }
 

@@ -75,7 +75,7 @@ b = step("b", fn = lambda r: fail("plain"), retries = 2, backoff = "1ms", retry_
 edge(START, s)
 edge(s, b, on = "failure")
 edge(b, END, on = "failure")
-`, nil, vm.Options{EvalSteps: 1 << 62, OnEvent: func(ev vm.Event) {
+`, nil, vm.Options{EvalSteps: 1 << 62, OnEvent: func(ev *vm.Event) {
 		if ev.Type == vm.StepRetrying {
 			mu.Lock()
 			retries = append(retries, ev.Attempt)
@@ -113,10 +113,10 @@ edge(START, wait_healthy)
 edge(wait_healthy, END)
 edge(wait_healthy, page, on = "failure")
 edge(page, END)
-`, nil, vm.Options{OnEvent: func(ev vm.Event) {
+`, nil, vm.Options{OnEvent: func(ev *vm.Event) {
 		if ev.Type == vm.LoopIteration {
 			mu.Lock()
-			evs = append(evs, ev)
+			evs = append(evs, *ev)
 			mu.Unlock()
 		}
 	}})
@@ -163,7 +163,7 @@ a = step("a", fn = lambda r: 5)
 pause = step("pause", wait = "{{ a * 10 }}ms")
 after = step("after", fn = lambda r: r.pause)
 chain(START, a, pause, after, END)
-`, nil, vm.Options{OnEvent: func(ev vm.Event) {
+`, nil, vm.Options{OnEvent: func(ev *vm.Event) {
 		if ev.Type == vm.StepStarted && ev.Step == "pause" {
 			mu.Lock()
 			kinds = append(kinds, ev.Kind)

@@ -100,8 +100,10 @@ type Options struct {
 	// timeout, if any.
 	Timeout time.Duration
 	// OnEvent receives the run's events as they happen. Child flows run on
-	// their own goroutines, so it must be safe for concurrent use.
-	OnEvent func(Event)
+	// their own goroutines, so it must be safe for concurrent use. The
+	// event is the run's for the length of the call (it is reused for the
+	// next one): to keep it, keep a copy (*ev).
+	OnEvent func(ev *Event)
 	// LoadFlow loads and checks a child flow named by a templated flow=
 	// (literal ones were loaded with the parent); root is the parent's flow
 	// root, which the child's own loads may not leave either. Nil refuses

@@ -591,7 +591,7 @@ func runCancelled(t *testing.T, g *graphir.Graph, step string, after time.Durati
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var once sync.Once
-	opts.OnEvent = func(ev vm.Event) {
+	opts.OnEvent = func(ev *vm.Event) {
 		if ev.Type == vm.StepStarted && (step == "" || ev.Step == step) {
 			once.Do(func() { time.AfterFunc(after, cancel) })
 		}
@@ -629,7 +629,7 @@ edge(w, END)
 	defer cancel()
 	var mu sync.Mutex
 	started, finished := map[string]bool{}, map[string]vm.Event{}
-	res, err := vm.Run(ctx, g, nil, vm.Options{OnEvent: func(ev vm.Event) {
+	res, err := vm.Run(ctx, g, nil, vm.Options{OnEvent: func(ev *vm.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch ev.Type {
@@ -639,7 +639,7 @@ edge(w, END)
 				cancel()
 			}
 		case vm.StepFinished:
-			finished[ev.Step] = ev
+			finished[ev.Step] = *ev
 		}
 	}})
 	if err != nil {
@@ -1055,7 +1055,7 @@ def spin(r):
 
 func TestFnRetriesTimeoutAndBudget(t *testing.T) {
 	var retries int
-	res := run(t, `step("a", fn = lambda r: fail("always"), retries = 2, backoff = "1ms")`, nil, vm.Options{OnEvent: func(ev vm.Event) {
+	res := run(t, `step("a", fn = lambda r: fail("always"), retries = 2, backoff = "1ms")`, nil, vm.Options{OnEvent: func(ev *vm.Event) {
 		if ev.Type == vm.StepRetrying {
 			retries++
 		}

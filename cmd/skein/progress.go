@@ -219,7 +219,7 @@ func (p *progress) find(where []byte) int {
 	return -1
 }
 
-func (p *progress) event(ev vm.Event) {
+func (p *progress) event(ev *vm.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	where := ev.AppendWhere(p.wbuf[:0])

@@ -43,26 +43,26 @@ func TestProgressBuffersUntilItMatters(t *testing.T) {
 	out := &recorder{}
 	p := newProgress(out, false) // not started: no tick, only the flushes that must happen
 	at := time.Now()
-	p.event(vm.Event{Type: vm.RunStarted, Time: at, FlowName: "demo"})
-	p.event(vm.Event{Type: vm.StepStarted, Time: at, Step: "a"})
-	p.event(vm.Event{Type: vm.StepFinished, Time: at, Step: "a", Status: "succeeded", Duration: 1500 * time.Microsecond})
+	p.event(&vm.Event{Type: vm.RunStarted, Time: at, FlowName: "demo"})
+	p.event(&vm.Event{Type: vm.StepStarted, Time: at, Step: "a"})
+	p.event(&vm.Event{Type: vm.StepFinished, Time: at, Step: "a", Status: "succeeded", Duration: 1500 * time.Microsecond})
 	if got := out.String(); got != "" {
 		t.Errorf("a run going well was written before any flush:\n%s", got)
 	}
-	p.event(vm.Event{Type: vm.StepStarted, Time: at, Scope: []string{"l#2"}, Step: "b"})
-	p.event(vm.Event{Type: vm.StepFinished, Time: at, Scope: []string{"l#2"}, Step: "b", Status: "failed", Error: "exit status 3", Duration: 2 * time.Second})
+	p.event(&vm.Event{Type: vm.StepStarted, Time: at, Scope: []string{"l#2"}, Step: "b"})
+	p.event(&vm.Event{Type: vm.StepFinished, Time: at, Scope: []string{"l#2"}, Step: "b", Status: "failed", Error: "exit status 3", Duration: 2 * time.Second})
 	want := "run demo\nstart a\nok    a 1ms\nstart l#2 › b\nFAIL  l#2 › b exit status 3 2.0s\n"
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("after a failure (-want +got):\n%s", diff)
 	}
-	p.event(vm.Event{Type: vm.StepLog, Time: at, Step: "c", Message: "hello"})
-	p.event(vm.Event{Type: vm.StepRetrying, Time: at, Step: "c", Error: "timeout", Attempt: 2})
+	p.event(&vm.Event{Type: vm.StepLog, Time: at, Step: "c", Message: "hello"})
+	p.event(&vm.Event{Type: vm.StepRetrying, Time: at, Step: "c", Error: "timeout", Attempt: 2})
 	want += "      c: hello\nretry c: timeout (attempt 2 next)\n"
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("after a retry (-want +got):\n%s", diff)
 	}
-	p.event(vm.Event{Type: vm.LoopIteration, Time: at, Step: "l", Index: 3, Stop: true, Message: "good"})
-	p.event(vm.Event{Type: vm.StepPruned, Time: at, Step: "d"})
+	p.event(&vm.Event{Type: vm.LoopIteration, Time: at, Step: "l", Index: 3, Stop: true, Message: "good"})
+	p.event(&vm.Event{Type: vm.StepPruned, Time: at, Step: "d"})
 	p.stop()
 	want += "loop  l iteration 3 done: good\nskip  d\n"
 	if diff := cmp.Diff(want, out.String()); diff != "" {

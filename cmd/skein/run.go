@@ -640,11 +640,11 @@ func newEventWriter(w io.Writer) *eventWriter {
 	return e
 }
 
-func (e *eventWriter) write(ev vm.Event) {
+func (e *eventWriter) write(ev *vm.Event) {
 	e.mu.Lock()
-	e.buf = append(e.enc.Append(e.buf[:0], &ev), '\n')
+	e.buf = append(e.enc.Append(e.buf[:0], ev), '\n')
 	e.w.Write(e.buf)
-	if mustShow(&ev) {
+	if mustShow(ev) {
 		e.w.Flush()
 	}
 	e.mu.Unlock()

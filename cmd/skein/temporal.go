@@ -315,7 +315,7 @@ func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *
 		case enc != nil:
 			enc.writeRaw(raw, &ev)
 		case prog != nil:
-			prog.event(ev)
+			prog.event(&ev)
 		}
 	}
 	f.OnApproval = func(_ string, a *temporal.Approval) {

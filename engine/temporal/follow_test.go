@@ -63,7 +63,7 @@ out = step("out", fn = lambda r: "/".join(r.inputs.words) + " " + r.t.stdout.str
 	g, sources, given := setup(t, sc)
 	var local []string
 	_, err := vm.Run(context.Background(), g, given, vm.Options{Parallel: 1,
-		OnEvent: func(ev vm.Event) { local = append(local, eventLine(ev)) },
+		OnEvent: func(ev *vm.Event) { local = append(local, eventLine(*ev)) },
 		LoadFlow: func(_ context.Context, path, root string) (*graphir.Graph, error) {
 			return lang.Load(path, lang.Options{Root: root})
 		}})
@@ -186,7 +186,7 @@ chain(START, deploy, l, END)
 `}})
 	var local []string
 	if _, err := vm.Run(context.Background(), g, given, vm.Options{Parallel: 1, Effects: decider{by: "ann"},
-		OnEvent: func(ev vm.Event) { local = append(local, eventLine(ev)) }}); err != nil {
+		OnEvent: func(ev *vm.Event) { local = append(local, eventLine(*ev)) }}); err != nil {
 		t.Fatal(err)
 	}
 	in := RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1, ContinueEvery: 3}

@@ -230,9 +230,10 @@ func (s *state) add(e logEntry) {
 }
 
 // event is the VM's OnEvent: the event goes to the log and into the
-// record so far.
-func (s *state) event(ev vm.Event) {
-	s.add(logEntry{ev: &ev})
+// record so far. The log keeps a copy: the VM reuses ev.
+func (s *state) event(ev *vm.Event) {
+	kept := *ev
+	s.add(logEntry{ev: &kept})
 	switch ev.Type {
 	case vm.StepStarted:
 		st := s.step(ev.Step)
@@ -262,7 +263,7 @@ func (s *state) event(ev vm.Event) {
 // pathName is how the step an event names appears in the run's path, as
 // in its result: after its scope inside loops and maps
 // ("per_file[2].count", "polish#3.draft").
-func pathName(ev vm.Event) string {
+func pathName(ev *vm.Event) string {
 	if len(ev.Scope) == 0 {
 		return ev.Step
 	}

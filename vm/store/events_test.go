@@ -40,7 +40,7 @@ func TestEventsWaitForCommit(t *testing.T) {
 		return out
 	}
 	var told []string
-	emit := rec.Events(func(ev vm.Event) {
+	emit := rec.Events(func(ev *vm.Event) {
 		// When an event is told, the completion it follows is in.
 		if got := recorded(); len(got) == 0 || got[len(got)-1] != ev.Step {
 			t.Errorf("event for %s told with the store holding %q", ev.Step, got)
@@ -62,7 +62,10 @@ func TestEventsWaitForCommit(t *testing.T) {
 		t.Fatalf("a: %+v", c)
 	}
 	// The run acts on a's completion: it emits a's event and asks for b.
-	emit(vm.Event{Type: vm.StepFinished, Step: "a"})
+	// The run reuses its event for the next one: the recorder holds a copy.
+	ev := vm.Event{Type: vm.StepFinished, Step: "a"}
+	emit(&ev)
+	ev.Step = "reused"
 	rec.Start(context.Background(), req("b"), done)
 	if len(told) != 0 || len(started) != 1 || len(recorded()) != 0 {
 		t.Fatalf("before the commit: told %q, started %q, recorded %q; want nothing told, only a started, nothing recorded", told, started, recorded())
@@ -72,7 +75,8 @@ func TestEventsWaitForCommit(t *testing.T) {
 		t.Fatalf("after the commit: told %q, started %q; want a told and b started", told, started)
 	}
 	<-ch
-	emit(vm.Event{Type: vm.StepFinished, Step: "b"})
+	ev = vm.Event{Type: vm.StepFinished, Step: "b"}
+	emit(&ev)
 	if err := rec.Finish(&vm.Result{Status: vm.Succeeded, Started: time.Now()}); err != nil {
 		t.Fatal(err)
 	}

@@ -138,7 +138,7 @@ type write struct {
 // heldEvent is an event emitted once the run had been handed completion
 // number after, waiting for its commit.
 type heldEvent struct {
-	f     func(vm.Event)
+	f     func(*vm.Event)
 	ev    vm.Event
 	after int64
 }
@@ -459,12 +459,12 @@ func (s *Store) commitBatch(batch []write) error {
 // event the run emits after it was handed a completion not yet committed,
 // until that commit: nothing the run does upon a completion shows before
 // the completion is in the record. Events held when a commit fails are
-// never told.
-func (rec *Recorder) Events(f func(vm.Event)) func(vm.Event) {
+// never told. A held event is a copy (the run reuses ev).
+func (rec *Recorder) Events(f func(*vm.Event)) func(*vm.Event) {
 	if f == nil {
 		return nil
 	}
-	return func(ev vm.Event) {
+	return func(ev *vm.Event) {
 		if rec.clear.Load() {
 			// Nothing waits for a commit (a run of fn steps): no lock.
 			// clear turns false, holding mu, before a completion is
@@ -478,7 +478,7 @@ func (rec *Recorder) Events(f func(vm.Event)) func(vm.Event) {
 			f(ev)
 			return
 		}
-		rec.held = append(rec.held, heldEvent{f: f, ev: ev, after: rec.handed})
+		rec.held = append(rec.held, heldEvent{f: f, ev: *ev, after: rec.handed})
 		rec.clear.Store(false)
 		rec.mu.Unlock()
 		rec.tell()
@@ -512,8 +512,8 @@ func (rec *Recorder) tell() {
 		rec.telling = true
 		rec.settle()
 		rec.mu.Unlock()
-		for _, h := range out {
-			h.f(h.ev)
+		for i := range out {
+			out[i].f(&out[i].ev)
 		}
 		rec.mu.Lock()
 		rec.telling = false

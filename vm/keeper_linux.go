@@ -24,7 +24,6 @@ package vm
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,61 +48,171 @@ func init() {
 }
 
 // keeperRequest asks the keeper to start a task; its three descriptors
-// (stdin, stdout, stderr) travel with it. Strings travel as bytes (base64
-// in JSON): an argument need not be UTF-8.
+// (stdin, stdout, stderr) travel with it. Strings travel as bytes: an
+// argument need not be UTF-8.
 type keeperRequest struct {
-	ID   uint64   `json:"id"`
-	Path []byte   `json:"path"`
-	Argv [][]byte `json:"argv"`
-	Env  [][]byte `json:"env"`
-	Dir  []byte   `json:"dir"`
-}
-
-func toBytes(ss []string) [][]byte {
-	out := make([][]byte, len(ss))
-	for i, s := range ss {
-		out[i] = []byte(s)
-	}
-	return out
-}
-
-func fromBytes(bs [][]byte) []string {
-	out := make([]string, len(bs))
-	for i, b := range bs {
-		out[i] = string(b)
-	}
-	return out
+	ID   uint64
+	Path string
+	Argv []string
+	Env  []string
+	Dir  string
 }
 
 // keeperReply is the keeper's answer about task ID: started (Pid), not
 // started (Err), or ended (Exited, with its wait status).
 type keeperReply struct {
-	ID     uint64 `json:"id"`
-	Pid    int    `json:"pid,omitempty"`
-	Err    []byte `json:"err,omitempty"` // bytes: it may quote a path
-	Exited bool   `json:"exited,omitempty"`
-	Status uint32 `json:"status,omitempty"`
+	ID     uint64
+	Pid    int
+	Err    string // it may quote a path
+	Exited bool
+	Status uint32
 }
 
-// --- the framing both sides use: a 4-byte length, then JSON; descriptors
-// ride on the frame's first byte.
+// The two messages are encoded by hand, lengths before bytes, both ends
+// being this program: a request carries the task's whole environment, which
+// JSON (base64 for bytes) made the larger part of a start's cost.
+
+func (r *keeperRequest) append(b []byte) []byte {
+	b = binary.BigEndian.AppendUint64(b, r.ID)
+	b = appendBytes(b, r.Path)
+	b = appendList(b, r.Argv)
+	b = appendList(b, r.Env)
+	return appendBytes(b, r.Dir)
+}
+
+func (r *keeperRequest) decode(b []byte) error {
+	d := decoder{b: b}
+	r.ID = d.uint64()
+	r.Path = d.bytes()
+	r.Argv = d.list()
+	r.Env = d.list()
+	r.Dir = d.bytes()
+	return d.done()
+}
+
+func (r *keeperReply) append(b []byte) []byte {
+	b = binary.BigEndian.AppendUint64(b, r.ID)
+	b = binary.BigEndian.AppendUint32(b, uint32(r.Pid))
+	exited := byte(0)
+	if r.Exited {
+		exited = 1
+	}
+	b = append(b, exited)
+	b = binary.BigEndian.AppendUint32(b, r.Status)
+	return appendBytes(b, r.Err)
+}
+
+func (r *keeperReply) decode(b []byte) error {
+	d := decoder{b: b}
+	r.ID = d.uint64()
+	r.Pid = int(d.uint32())
+	r.Exited = d.byte() == 1
+	r.Status = d.uint32()
+	r.Err = d.bytes()
+	return d.done()
+}
+
+func appendBytes(b []byte, s string) []byte {
+	return append(binary.BigEndian.AppendUint32(b, uint32(len(s))), s...)
+}
+
+func appendList(b []byte, ss []string) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(ss)))
+	for _, s := range ss {
+		b = appendBytes(b, s)
+	}
+	return b
+}
+
+// decoder reads what append wrote; a short or malformed message is an
+// error at done, never a panic.
+type decoder struct {
+	b   []byte
+	bad bool
+}
+
+func (d *decoder) take(n int) []byte {
+	if d.bad || n < 0 || n > len(d.b) {
+		d.bad = true
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uint64() uint64 {
+	if v := d.take(8); v != nil {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
+func (d *decoder) uint32() uint32 {
+	if v := d.take(4); v != nil {
+		return binary.BigEndian.Uint32(v)
+	}
+	return 0
+}
+
+func (d *decoder) byte() byte {
+	if v := d.take(1); v != nil {
+		return v[0]
+	}
+	return 0
+}
+
+func (d *decoder) bytes() string { return string(d.take(int(d.uint32()))) }
+
+func (d *decoder) list() []string {
+	n := int(d.uint32())
+	if n > len(d.b)/4 { // each entry has at least its length
+		d.bad = true
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = d.bytes()
+	}
+	return out
+}
+
+func (d *decoder) done() error {
+	if d.bad || len(d.b) != 0 {
+		return errors.New("keeper: malformed message")
+	}
+	return nil
+}
+
+// --- the framing both sides use: a 4-byte length, then the message;
+// descriptors ride on the frame's first byte.
 
 type frameConn struct {
-	c   *net.UnixConn
-	wmu sync.Mutex
-	buf []byte
-	fds []int // received, not yet taken
+	c    *net.UnixConn
+	wmu  sync.Mutex
+	wbuf []byte // the frame being sent, reused (under wmu)
+	buf  []byte // received; buf[off:] is not yet taken
+	off  int
+	rbuf []byte // what one read fills, reused
+	oob  []byte
+	fds  []int // received, not yet taken
 }
 
-func (f *frameConn) send(v any, fds ...int) error {
-	body, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	frame := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(body)), uint32(len(body)))
-	frame = append(frame, body...)
+// message is a keeperRequest or a keeperReply.
+type message interface {
+	append([]byte) []byte
+	decode([]byte) error
+}
+
+func (f *frameConn) send(m message, fds ...int) error {
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
+	frame := m.append(append(f.wbuf[:0], 0, 0, 0, 0))
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	f.wbuf = frame
+	if cap(f.wbuf) > 1<<20 {
+		f.wbuf = nil // one huge environment need not stay
+	}
 	var oob []byte
 	if len(fds) > 0 {
 		oob = syscall.UnixRights(fds...)
@@ -116,22 +225,27 @@ func (f *frameConn) send(v any, fds ...int) error {
 	return err
 }
 
-// recv reads the next frame into v, and returns the descriptors received
-// up to its end (a request's three).
-func (f *frameConn) recv(v any) error {
+// recv reads the next frame into m, and keeps the descriptors received
+// up to its end (a request's three) in f.fds.
+func (f *frameConn) recv(m message) error {
 	for {
-		if len(f.buf) >= 4 {
-			n := int(binary.BigEndian.Uint32(f.buf))
-			if len(f.buf) >= 4+n {
-				err := json.Unmarshal(f.buf[4:4+n], v)
-				f.buf = f.buf[4+n:]
+		if rest := f.buf[f.off:]; len(rest) >= 4 {
+			n := int(binary.BigEndian.Uint32(rest))
+			if len(rest)-4 >= n {
+				err := m.decode(rest[4 : 4+n])
+				f.off += 4 + n
+				if f.off == len(f.buf) {
+					f.buf, f.off = f.buf[:0], 0
+				}
 				return err
 			}
 		}
-		data, oob := make([]byte, 64<<10), make([]byte, syscall.CmsgSpace(3*4*16))
-		n, oobn, _, _, err := f.c.ReadMsgUnix(data, oob)
+		if f.rbuf == nil {
+			f.rbuf, f.oob = make([]byte, 64<<10), make([]byte, syscall.CmsgSpace(3*4*16))
+		}
+		n, oobn, _, _, err := f.c.ReadMsgUnix(f.rbuf, f.oob)
 		if oobn > 0 {
-			msgs, perr := syscall.ParseSocketControlMessage(oob[:oobn])
+			msgs, perr := syscall.ParseSocketControlMessage(f.oob[:oobn])
 			if perr == nil {
 				for _, m := range msgs {
 					if fds, err := syscall.ParseUnixRights(&m); err == nil {
@@ -147,7 +261,7 @@ func (f *frameConn) recv(v any) error {
 			// n is -1 with some errors (ECONNRESET: skein died with
 			// bytes it never read); slicing by it panicked the keeper,
 			// which then left the tasks' processes running.
-			f.buf = append(f.buf, data[:n]...)
+			f.buf = append(f.buf, f.rbuf[:n]...)
 		}
 		if err != nil {
 			return err
@@ -208,7 +322,7 @@ func runKeeper() int {
 		conn.fds = conn.fds[3:]
 		files := []*os.File{os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "stdout"), os.NewFile(uintptr(fds[2]), "stderr")}
 		mu.Lock()
-		p, err := os.StartProcess(string(req.Path), fromBytes(req.Argv), &os.ProcAttr{Dir: string(req.Dir), Env: fromBytes(req.Env), Files: files,
+		p, err := os.StartProcess(req.Path, req.Argv, &os.ProcAttr{Dir: req.Dir, Env: req.Env, Files: files,
 			Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}})
 		if err == nil {
 			live++
@@ -218,17 +332,17 @@ func runKeeper() int {
 			f.Close()
 		}
 		if err != nil {
-			conn.send(keeperReply{ID: req.ID, Err: []byte(err.Error())})
+			conn.send(&keeperReply{ID: req.ID, Err: err.Error()})
 			continue
 		}
-		conn.send(keeperReply{ID: req.ID, Pid: p.Pid})
+		conn.send(&keeperReply{ID: req.ID, Pid: p.Pid})
 		go func(id uint64, p *os.Process) {
 			st, _ := p.Wait()
 			var status uint32
 			if st != nil {
 				status = uint32(st.Sys().(syscall.WaitStatus))
 			}
-			conn.send(keeperReply{ID: id, Exited: true, Status: status})
+			conn.send(&keeperReply{ID: id, Exited: true, Status: status})
 			mu.Lock()
 			live--
 			if live == 0 {
@@ -397,7 +511,7 @@ func readReplies(conn *frameConn, cmd *exec.Cmd, gone chan struct{}) {
 	}
 	keeper.mu.Lock()
 	for id, ch := range keeper.pending {
-		ch <- keeperReply{ID: id, Err: []byte("the task keeper died"), Exited: true, Status: uint32(syscall.SIGKILL)}
+		ch <- keeperReply{ID: id, Err: "the task keeper died", Exited: true, Status: uint32(syscall.SIGKILL)}
 		delete(keeper.pending, id)
 	}
 	if keeper.conn == conn {
@@ -473,7 +587,7 @@ func startKept(path string, argv, env []string, dir string, stdin *string, stdou
 	id := keeper.nextID
 	keeper.pending[id] = p.replies
 	keeper.mu.Unlock()
-	serr := conn.send(keeperRequest{ID: id, Path: []byte(path), Argv: toBytes(argv), Env: toBytes(env), Dir: []byte(dir)},
+	serr := conn.send(&keeperRequest{ID: id, Path: path, Argv: argv, Env: env, Dir: dir},
 		int(childIn.Fd()), int(outW.Fd()), int(errW.Fd()))
 	childIn.Close()
 	outW.Close()
@@ -490,7 +604,7 @@ func startKept(path string, argv, env []string, dir string, stdin *string, stdou
 	r := <-p.replies
 	if len(r.Err) > 0 || r.Pid == 0 {
 		p.closeAll()
-		return nil, errors.New(string(r.Err)), true
+		return nil, errors.New(r.Err), true
 	}
 	p.pgid = r.Pid
 	for i, w := range []io.Writer{stdout, stderr} {

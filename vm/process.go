@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -191,6 +192,37 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// ReadFrom reads r to its end, keeping the tail as Write does. io.Copy
+// (and exec.Cmd's copying) uses it instead of a buffer of 32 KiB of its
+// own for each stream of each task: most tasks write little or nothing.
+func (b *tailBuffer) ReadFrom(r io.Reader) (int64, error) {
+	var total int64
+	for {
+		if cap(b.buf)-len(b.buf) < minRead {
+			b.buf = slices.Grow(b.buf, min(max(len(b.buf), minRead), 64<<10))
+		}
+		n, err := r.Read(b.buf[len(b.buf):cap(b.buf)])
+		if n > 0 {
+			b.buf = b.buf[:len(b.buf)+n]
+			total += int64(n)
+			if len(b.buf) > 2*b.max {
+				keep := copy(b.buf, b.buf[len(b.buf)-b.max:])
+				b.buf = b.buf[:keep]
+				b.truncated = true
+			}
+		}
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+}
+
+// minRead is the least room ReadFrom reads into.
+const minRead = 512
 
 func (b *tailBuffer) String() string {
 	if len(b.buf) > b.max {

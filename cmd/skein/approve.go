@@ -43,7 +43,9 @@ type approver struct {
 	// other effects of its run are in flight, so that a decision skein
 	// approve records meanwhile is taken by this run: the store is read
 	// again whenever the run is about to wait ([vm.EffectIdler]), and the
-	// approval parks only once nothing else of its run is in flight.
+	// approval parks only once nothing else of its run is in flight. A
+	// held approval with a timeout times out by its own timer, at its
+	// deadline.
 	mu     sync.Mutex
 	others map[string]int             // effects in flight other than approvals, by child-flow chain
 	held   map[string][]*heldApproval // by child-flow chain
@@ -53,13 +55,20 @@ type approver struct {
 	// (a batch of start rows is handed over one by one after its commit),
 	// and its next Idle decides.
 	idles map[string]int
+	// handing counts completions of other effects counted out of others
+	// but not yet handed to the run, by child-flow chain: an Idle that
+	// comes in between is not the run waiting for the held approvals
+	// alone (the completion is on its way, and what the run does next
+	// with it may start more).
+	handing map[string]int
 }
 
-// heldApproval is an approval held open until a decision comes or its
-// run can do nothing else.
+// heldApproval is an approval held open until a decision comes, its
+// deadline passes or its run can do nothing else.
 type heldApproval struct {
-	req  *vm.EffectRequest
-	done func(*vm.EffectCompletion)
+	req   *vm.EffectRequest
+	done  func(*vm.EffectCompletion)
+	timer *time.Timer // at the deadline, if it has one
 }
 
 // prompter asks on a terminal, one question at a time.
@@ -79,17 +88,22 @@ func (a *approver) Start(ctx context.Context, req *vm.EffectRequest, done func(*
 		key := strings.Join(req.Flow, "/")
 		a.mu.Lock()
 		if a.others == nil {
-			a.others = map[string]int{}
+			a.others, a.handing = map[string]int{}, map[string]int{}
 		}
 		a.others[key]++
 		a.mu.Unlock()
 		a.inner.Start(ctx, req, func(c *vm.EffectCompletion) {
 			// Counted out before the run sees the completion, so that
-			// the run's next Idle sees what is still in flight.
+			// the run's next Idle sees what is still in flight, and
+			// counted as being handed over until the run has it.
 			a.mu.Lock()
 			a.others[key]--
+			a.handing[key]++
 			a.mu.Unlock()
 			done(c)
+			a.mu.Lock()
+			a.handing[key]--
+			a.mu.Unlock()
 		})
 		return
 	}
@@ -97,9 +111,9 @@ func (a *approver) Start(ctx context.Context, req *vm.EffectRequest, done func(*
 	since := a.idles[strings.Join(req.Flow, "/")]
 	a.mu.Unlock()
 	go func() {
-		c := a.decide(ctx, req)
+		c, deadline := a.decide(ctx, req)
 		if c == nil {
-			if c = a.hold(ctx, req, since, done); c == nil {
+			if c = a.hold(ctx, req, since, deadline, done); c == nil {
 				return
 			}
 		}
@@ -107,14 +121,21 @@ func (a *approver) Start(ctx context.Context, req *vm.EffectRequest, done func(*
 	}()
 }
 
+// idle reports whether nothing of the run with key but approvals is in
+// flight or being handed over. It is called holding a.mu.
+func (a *approver) idle(key string) bool {
+	return a.others[key] == 0 && a.handing[key] == 0
+}
+
 // hold holds the approval req open while other effects of its run are in
 // flight, and returns nil; with none, it returns the park. since is the
-// run's count of Idle calls when req started.
-func (a *approver) hold(ctx context.Context, req *vm.EffectRequest, since int, done func(*vm.EffectCompletion)) *vm.EffectCompletion {
+// run's count of Idle calls when req started; deadline is when it times
+// out (zero for never).
+func (a *approver) hold(ctx context.Context, req *vm.EffectRequest, since int, deadline time.Time, done func(*vm.EffectCompletion)) *vm.EffectCompletion {
 	key := strings.Join(req.Flow, "/")
 	h := &heldApproval{req: req, done: done}
 	a.mu.Lock()
-	if a.others[key] == 0 && a.idles[key] != since {
+	if a.idle(key) && a.idles[key] != since {
 		// Nothing else can come: the run would wait for this alone (the
 		// store was read just now).
 		a.mu.Unlock()
@@ -124,6 +145,9 @@ func (a *approver) hold(ctx context.Context, req *vm.EffectRequest, since int, d
 		a.held = map[string][]*heldApproval{}
 	}
 	a.held[key] = append(a.held[key], h)
+	if !deadline.IsZero() {
+		h.timer = time.AfterFunc(time.Until(deadline), func() { a.expire(key, h) })
+	}
 	a.mu.Unlock()
 	go func() {
 		<-ctx.Done()
@@ -134,7 +158,28 @@ func (a *approver) hold(ctx context.Context, req *vm.EffectRequest, since int, d
 	return nil
 }
 
-// release takes h out of the held approvals; false if it was already.
+// expire is a held approval's timer: its deadline has come, so it times
+// out, unless a decision was recorded before (the store has the one
+// outcome: see [store.Store.Expire]).
+func (a *approver) expire(key string, h *heldApproval) {
+	c, _, deadline := a.fromStore(h.req)
+	if c == nil {
+		// The wall clock is behind the timer: look again at the
+		// deadline.
+		a.mu.Lock()
+		if h.timer != nil {
+			h.timer.Reset(max(time.Until(deadline), time.Millisecond))
+		}
+		a.mu.Unlock()
+		return
+	}
+	if a.release(key, h) {
+		h.done(c)
+	}
+}
+
+// release takes h out of the held approvals, stopping its timer; false if
+// it was already.
 func (a *approver) release(key string, h *heldApproval) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -142,6 +187,10 @@ func (a *approver) release(key string, h *heldApproval) bool {
 	for i, x := range hs {
 		if x == h {
 			a.held[key] = append(hs[:i:i], hs[i+1:]...)
+			if h.timer != nil {
+				h.timer.Stop()
+				h.timer = nil
+			}
 			return true
 		}
 	}
@@ -161,7 +210,7 @@ func (a *approver) Idle(flow []string) {
 	}
 	a.idles[key]++
 	hs := slices.Clone(a.held[key])
-	idle := a.others[key] == 0
+	idle := a.idle(key)
 	a.mu.Unlock()
 	for _, h := range hs {
 		c, _, _ := a.fromStore(h.req)
@@ -178,8 +227,9 @@ func (a *approver) Idle(flow []string) {
 }
 
 // fromStore reads the approval req from the store: the completion its
-// recorded decision, passed timeout or a store error makes, else nil with
-// the approval and its deadline (zero without a timeout).
+// recorded decision or timeout makes (recording the timeout when its
+// deadline has passed), or a store error makes, else nil with the
+// approval and its deadline (zero without a timeout).
 func (a *approver) fromStore(req *vm.EffectRequest) (*vm.EffectCompletion, *store.Approval, time.Time) {
 	ap, err := a.rec.Ask(req)
 	if err != nil {
@@ -189,56 +239,83 @@ func (a *approver) fromStore(req *vm.EffectRequest) (*vm.EffectCompletion, *stor
 	if req.Timeout > 0 {
 		deadline = ap.Requested.Add(req.Timeout)
 	}
-	if !ap.Decided.IsZero() && (deadline.IsZero() || ap.Decided.Before(deadline)) {
-		return vm.ApprovalDecision(ap.Approved, ap.By, ap.Reason, ap.Decided), ap, deadline
+	if c := outcome(req, ap, deadline); c != nil {
+		return c, ap, deadline
 	}
 	if !deadline.IsZero() && !time.Now().Before(deadline) {
+		if ap, err = a.st.Expire(a.runID, ap, deadline); err != nil {
+			return &vm.EffectCompletion{Stop: &graphir.Error{Code: "store_error", Msg: err.Error()}}, nil, time.Time{}
+		}
+		if c := outcome(req, ap, deadline); c != nil {
+			return c, ap, deadline
+		}
 		return vm.ApprovalTimedOut(req.Timeout), ap, deadline
 	}
 	return nil, ap, deadline
 }
 
+// outcome is the completion approval ap's record makes: its decision, if
+// it came before the deadline; a timeout, if it was recorded as timed out
+// or decided too late (a decision an older skein let through); else nil.
+func outcome(req *vm.EffectRequest, ap *store.Approval, deadline time.Time) *vm.EffectCompletion {
+	switch {
+	case !ap.Decided.IsZero() && (deadline.IsZero() || ap.Decided.Before(deadline)):
+		return vm.ApprovalDecision(ap.Approved, ap.By, ap.Reason, ap.Decided)
+	case !ap.Decided.IsZero() || !ap.Expired.IsZero():
+		return vm.ApprovalTimedOut(req.Timeout)
+	}
+	return nil
+}
+
 // decide answers an approval: from the store, on a terminal, or nil when
-// nobody can decide now (the caller holds it open or parks it).
-func (a *approver) decide(ctx context.Context, req *vm.EffectRequest) *vm.EffectCompletion {
+// nobody can decide now (the caller holds it open or parks it), with the
+// approval's deadline (zero for none).
+func (a *approver) decide(ctx context.Context, req *vm.EffectRequest) (*vm.EffectCompletion, time.Time) {
 	if a.rec == nil {
 		approved, reason, ok := a.ask(ctx, req, time.Time{})
 		if ctx.Err() != nil {
-			return &vm.EffectCompletion{Cancelled: true, Error: "cancelled"}
+			return &vm.EffectCompletion{Cancelled: true, Error: "cancelled"}, time.Time{}
 		}
 		if !ok {
 			return &vm.EffectCompletion{Code: "step_failed",
-				Error: fmt.Sprintf("approval %q needs a decision: run on a terminal, or with the run store (without --no-store) to park the run", req.Step)}
+				Error: fmt.Sprintf("approval %q needs a decision: run on a terminal, or with the run store (without --no-store) to park the run", req.Step)}, time.Time{}
 		}
-		return vm.ApprovalDecision(approved, currentUser(), reason, time.Now())
+		return vm.ApprovalDecision(approved, currentUser(), reason, time.Now()), time.Time{}
 	}
 	c, ap, deadline := a.fromStore(req)
 	if c != nil {
-		return c
+		return c, deadline
 	}
 	approved, reason, ok := a.ask(ctx, req, deadline)
 	if ctx.Err() != nil {
-		return &vm.EffectCompletion{Cancelled: true, Error: "cancelled"}
+		return &vm.EffectCompletion{Cancelled: true, Error: "cancelled"}, deadline
 	}
 	if !ok {
 		// Nobody to ask: held open (nil) until a decision comes or
 		// nothing else can.
-		return nil
+		return nil, deadline
 	}
 	if !deadline.IsZero() && !time.Now().Before(deadline) {
-		return vm.ApprovalTimedOut(req.Timeout)
+		// Timed out at the prompt (or answered too late): recorded as
+		// such, unless skein approve decided before.
+		if c, _, _ := a.fromStore(req); c != nil {
+			return c, deadline
+		}
+		return vm.ApprovalTimedOut(req.Timeout), deadline
 	}
 	by := currentUser()
 	if err := a.st.Decide(a.runID, ap, approved, by, reason); err != nil {
-		if !errors.Is(err, store.ErrDecided) {
-			return &vm.EffectCompletion{Stop: &graphir.Error{Code: "store_error", Msg: err.Error()}}
+		if !errors.Is(err, store.ErrDecided) && !errors.Is(err, store.ErrTimedOut) {
+			return &vm.EffectCompletion{Stop: &graphir.Error{Code: "store_error", Msg: err.Error()}}, deadline
 		}
-		// Decided meanwhile by skein approve: that decision stands.
-		if ap, err = a.rec.Ask(req); err == nil {
-			return vm.ApprovalDecision(ap.Approved, ap.By, ap.Reason, ap.Decided)
+		// Decided meanwhile by skein approve, or the deadline passed
+		// while the answer was recorded: the store's outcome stands.
+		if c, _, _ := a.fromStore(req); c != nil {
+			return c, deadline
 		}
+		return vm.ApprovalTimedOut(req.Timeout), deadline
 	}
-	return vm.ApprovalDecision(approved, by, reason, time.Now())
+	return vm.ApprovalDecision(approved, by, reason, time.Now()), deadline
 }
 
 // ask puts the approval's question on the terminal and reads y or n
@@ -361,7 +438,7 @@ func runApprove(ctx context.Context, io stdio, o any, args []string) int {
 			continue
 		}
 		named = append(named, a)
-		if a.Decided.IsZero() {
+		if a.Pending(time.Now()) {
 			pending = append(pending, a)
 		}
 	}
@@ -377,7 +454,7 @@ func runApprove(ctx context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintf(io.err, "skein approve: run %s waits for %d approvals (%s): name the step\n", r.ID, len(pending), strings.Join(steps, ", "))
 		return exitFail
 	case len(named) > 0:
-		// Only decided ones: let Decide say what was decided.
+		// Only decided or timed out ones: let Decide say which.
 		target = named[len(named)-1]
 	default:
 		var steps []string
@@ -398,14 +475,14 @@ func runApprove(ctx context.Context, io stdio, o any, args []string) int {
 	if by == "" {
 		by = currentUser()
 	}
-	if r.Status == store.Waiting || r.Status == store.Interrupted {
-		if err := checkDeadline(r, target); err != nil {
-			fmt.Fprintf(io.err, "skein approve: %v\n", err)
-			return exitFail
-		}
-	}
 	if err := st.Decide(r.ID, target, !opts.reject, by, opts.reason); err != nil {
-		fmt.Fprintf(io.err, "skein approve: %v\n", err)
+		// A decision after the deadline is refused whatever the run's
+		// state: a run still going times the approval out itself.
+		msg := err.Error()
+		if errors.Is(err, store.ErrTimedOut) && (r.Status == store.Waiting || r.Status == store.Interrupted) {
+			msg += fmt.Sprintf("; skein resume %s routes the timeout", r.ID)
+		}
+		fmt.Fprintf(io.err, "skein approve: %s\n", msg)
 		return exitFail
 	}
 	what := "approved"
@@ -428,19 +505,4 @@ func runApprove(ctx context.Context, io stdio, o any, args []string) int {
 		return exitFail
 	}
 	return resumeRun(ctx, io, st, r, &resumeOptions{noPrompt: opts.noPrompt})
-}
-
-// checkDeadline refuses a decision that comes after the approval's
-// timeout, which counts from when it was first asked. The timeout is the
-// one recorded with the approval (the step's, wherever it is: a child
-// flow, a loop body); an approval recorded by an older skein has none
-// recorded, and a late decision on it is left for the resumed run to time
-// out.
-func checkDeadline(r *store.Run, a *store.Approval) error {
-	deadline := a.Deadline()
-	if deadline.IsZero() || !a.Decided.IsZero() || time.Now().Before(deadline) {
-		return nil
-	}
-	return fmt.Errorf("approval %q of run %s timed out at %s (its timeout of %s counts from when it was asked); skein resume %s routes the timeout",
-		a.Step, r.ID, deadline.Local().Format("2006-01-02 15:04:05"), graphir.FormatDuration(a.Timeout), r.ID)
 }

@@ -86,32 +86,6 @@ chain(START, gate, END)
 	term.expect("[timeout]")
 }
 
-// skein approve checks the approval's own recorded timeout: no flow is
-// loaded for it.
-func TestCheckDeadline(t *testing.T) {
-	r := &store.Run{ID: "r1"}
-	asked := time.Now().Add(-time.Hour)
-	for _, c := range []struct {
-		name    string
-		a       store.Approval
-		refused bool
-	}{
-		{"past its timeout", store.Approval{Step: "gate", Requested: asked, Timeout: time.Minute}, true},
-		{"within its timeout", store.Approval{Step: "gate", Requested: asked, Timeout: 2 * time.Hour}, false},
-		{"no timeout", store.Approval{Step: "gate", Requested: asked}, false},
-		{"timeout not recorded (an older store)", store.Approval{Step: "gate", Requested: asked, Timeout: -1}, false},
-		{"already decided", store.Approval{Step: "gate", Requested: asked, Timeout: time.Minute, Decided: asked.Add(time.Second)}, false},
-	} {
-		err := checkDeadline(r, &c.a)
-		if (err != nil) != c.refused {
-			t.Errorf("%s: err = %v, want refused %v", c.name, err, c.refused)
-		}
-		if err != nil && !strings.Contains(err.Error(), `approval "gate" of run r1 timed out at `) {
-			t.Errorf("%s: err = %v", c.name, err)
-		}
-	}
-}
-
 // An approval recorded before the store kept timeouts (its column NULL,
 // from a store made before that migration) is not refused by skein
 // approve, which cannot know its timeout without loading the flow; the

@@ -457,10 +457,16 @@ func runShow(ctx context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintf(io.err, "skein show: %v\n", err)
 		return exitFail
 	}
+	approvals, err := st.Approvals(r.ID)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein show: %v\n", err)
+		return exitFail
+	}
+	held := heldOpen(r, effects, approvals)
 	if opts.json {
 		b := r.Result
 		if b == nil {
-			b = partialResult(r, effects)
+			b = partialResult(r, effects, held)
 		}
 		var buf strings.Builder
 		if err := jsonIndent(&buf, b, r); err != nil {
@@ -503,7 +509,12 @@ func runShow(ctx context.Context, io stdio, o any, args []string) int {
 				detail = string(e.Output)
 			}
 			status := effectStatus(r, e, effects[i+1:])
+			if isHeld(held, e.Path, e.Step, e.Visit) {
+				status = store.Waiting
+			}
 			switch status {
+			case store.Waiting:
+				detail = "waiting for a decision"
 			case stInterrupted:
 				detail = "running when the run's process died"
 			case stUnrecorded:
@@ -512,11 +523,6 @@ func runShow(ctx context.Context, io stdio, o any, args []string) int {
 			fmt.Fprintf(tw, "  %s\t%s\tvisit %d\tattempt %d\t%s\t%s\t%s\n", where(e), e.Kind, e.Visit, e.Attempt, status, took, oneLine(detail, 60))
 		}
 		tw.Flush()
-	}
-	approvals, err := st.Approvals(r.ID)
-	if err != nil {
-		fmt.Fprintf(io.err, "skein show: %v\n", err)
-		return exitFail
 	}
 	if len(approvals) > 0 {
 		// Who decided what, and what is still to decide: the audit trail
@@ -539,9 +545,11 @@ func runShow(ctx context.Context, io stdio, o any, args []string) int {
 				if a.Reason != "" {
 					decision += ": " + a.Reason
 				}
-			case !a.Deadline().IsZero() && a.Deadline().Before(time.Now()):
+			case !a.Expired.IsZero() && a.Timeout <= 0:
+				decision = "timed out at " + a.Expired.Local().Format("2006-01-02 15:04:05")
+			case !a.Expired.IsZero() || !a.Pending(time.Now()):
 				decision = "no decision within " + graphir.FormatDuration(a.Timeout)
-			case r.Status == store.Waiting || r.Status == store.Interrupted:
+			case r.Status == store.Waiting || r.Status == store.Interrupted || isHeld(held, a.Path, a.Step, a.Visit):
 				decision = "waiting: skein approve " + r.ID + " " + a.Step
 			default:
 				decision = "not decided"
@@ -587,6 +595,36 @@ func effectStatus(r *store.Run, e *store.Effect, later []*store.Effect) string {
 	return store.Running
 }
 
+// heldOpen returns the approvals of run r that wait for a decision while
+// the run goes on (other steps still work), in the order they were asked:
+// the run is running, the approval's effect is still running and it has
+// neither a decision nor a timeout.
+func heldOpen(r *store.Run, effects []*store.Effect, approvals []*store.Approval) []*store.Approval {
+	if r.Status != store.Running {
+		return nil
+	}
+	var out []*store.Approval
+	now := time.Now()
+	for _, a := range approvals {
+		if !a.Pending(now) {
+			continue
+		}
+		for i, e := range effects {
+			if e.Kind == "approval" && e.Path == a.Path && e.Step == a.Step && e.Visit == a.Visit && effectStatus(r, e, effects[i+1:]) == store.Running {
+				out = append(out, a)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// isHeld reports whether the approval at path, step and visit is among
+// held.
+func isHeld(held []*store.Approval, path, step string, visit int) bool {
+	return slices.ContainsFunc(held, func(a *store.Approval) bool { return a.Path == path && a.Step == step && a.Visit == visit })
+}
+
 // where is an effect's step with its scope: "per_file[2] › lint".
 func where(e *store.Effect) string {
 	if e.Path == "" {
@@ -606,7 +644,7 @@ func oneLine(s string, max int) string {
 // partialResult is the result object of a run that has not ended (or whose
 // result was not recorded), from its journal: the run's fields, the path of effects started, and each effect
 // step's latest attempt. fn steps are not recorded and do not appear.
-func partialResult(r *store.Run, effects []*store.Effect) json.RawMessage {
+func partialResult(r *store.Run, effects []*store.Effect, held []*store.Approval) json.RawMessage {
 	type stepObj struct {
 		Status string          `json:"status"`
 		Visits int             `json:"visits"`
@@ -629,6 +667,9 @@ func partialResult(r *store.Run, effects []*store.Effect) json.RawMessage {
 		}
 		s.Visits = max(s.Visits, e.Visit)
 		s.Status, s.Error, s.Code = effectStatus(r, e, effects[i+1:]), nil, ""
+		if isHeld(held, e.Path, e.Step, e.Visit) {
+			s.Status = store.Waiting
+		}
 		switch {
 		case e.Kind == "task" || e.Kind == "shell":
 			// The shape of a task's output in a result: error and code
@@ -658,15 +699,32 @@ func partialResult(r *store.Run, effects []*store.Effect) json.RawMessage {
 		// A run that ended without its result recorded (it did not fit).
 		runErr = map[string]string{"code": r.ErrorCode, "step": r.ErrorStep, "message": r.ErrorMsg}
 	}
+	// The approvals held open, in the shape of a waiting run's, in the
+	// order they were asked.
+	type approvalObj struct {
+		Step    string   `json:"step"`
+		Scope   []string `json:"scope"`
+		Visit   int      `json:"visit"`
+		Message string   `json:"message"`
+	}
+	var waiting []approvalObj
+	for _, a := range held {
+		scope := []string{}
+		if a.Path != "" {
+			scope = strings.Split(a.Path, "/")
+		}
+		waiting = append(waiting, approvalObj{a.Step, scope, a.Visit, a.Message})
+	}
 	head, _ := json.Marshal(struct {
-		RunID  string   `json:"run_id"`
-		Flow   string   `json:"flow"`
-		File   string   `json:"file"`
-		Status string   `json:"status"`
-		Error  any      `json:"error"`
-		Output any      `json:"output"`
-		Path   []string `json:"path"`
-	}{r.ID, r.Flow, r.File, r.Status, runErr, nil, path})
+		RunID     string        `json:"run_id"`
+		Flow      string        `json:"flow"`
+		File      string        `json:"file"`
+		Status    string        `json:"status"`
+		Error     any           `json:"error"`
+		Approvals []approvalObj `json:"approvals,omitempty"`
+		Output    any           `json:"output"`
+		Path      []string      `json:"path"`
+	}{r.ID, r.Flow, r.File, r.Status, runErr, waiting, nil, path})
 	b.Write(head[:len(head)-1])
 	b.WriteString(`,"steps":{`)
 	for i, n := range names {

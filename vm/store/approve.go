@@ -4,11 +4,11 @@ package store
 // runs from then, across parks), and the one decision it gets.
 
 import (
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/vm"
 )
 
@@ -27,6 +27,20 @@ type Approval struct {
 	Approved bool
 	By       string
 	Reason   string
+	// Expired is when the approval timed out (its deadline), once a run
+	// recorded that it saw no decision by then ([Store.Expire]); zero
+	// otherwise. An approval has a decision or expires, never both.
+	Expired time.Time
+}
+
+// Pending reports whether the approval still waits for a decision: none
+// recorded, and not timed out (by the clock or as recorded).
+func (a *Approval) Pending(now time.Time) bool {
+	if !a.Decided.IsZero() || !a.Expired.IsZero() {
+		return false
+	}
+	d := a.Deadline()
+	return d.IsZero() || now.Before(d)
 }
 
 // Ask records that req's approval was asked, unless it was asked before,
@@ -52,7 +66,7 @@ func (s *Store) Approvals(id string) ([]*Approval, error) {
 
 func (s *Store) approvals(where string, args ...any) ([]*Approval, error) {
 	rows, err := s.db.Query(`SELECT a.path, a.step, a.visit, a.message, a.requested, COALESCE(a.timeout, -1), COALESCE(a.decided, 0), COALESCE(a.approved, 0),
-		COALESCE(a.by, ''), COALESCE(a.reason, '') FROM approvals a WHERE `+where+` ORDER BY a.requested`, args...)
+		COALESCE(a.by, ''), COALESCE(a.reason, ''), COALESCE(a.expired, 0) FROM approvals a WHERE `+where+` ORDER BY a.requested`, args...)
 	if err != nil {
 		return nil, s.fail(err)
 	}
@@ -60,14 +74,17 @@ func (s *Store) approvals(where string, args ...any) ([]*Approval, error) {
 	var out []*Approval
 	for rows.Next() {
 		a := &Approval{}
-		var requested, timeout, decided int64
-		if err := rows.Scan(&a.Path, &a.Step, &a.Visit, &a.Message, &requested, &timeout, &decided, &a.Approved, &a.By, &a.Reason); err != nil {
+		var requested, timeout, decided, expired int64
+		if err := rows.Scan(&a.Path, &a.Step, &a.Visit, &a.Message, &requested, &timeout, &decided, &a.Approved, &a.By, &a.Reason, &expired); err != nil {
 			return nil, s.fail(err)
 		}
 		a.Requested = fromNanos(requested)
 		a.Timeout = time.Duration(timeout)
 		if decided != 0 {
 			a.Decided = fromNanos(decided)
+		}
+		if expired != 0 {
+			a.Expired = fromNanos(expired)
 		}
 		out = append(out, a)
 	}
@@ -85,38 +102,75 @@ func (a *Approval) Deadline() time.Time {
 // ErrDecided is returned (wrapped) for a second decision on one approval.
 var ErrDecided = errors.New("already decided")
 
+// ErrTimedOut is returned (wrapped) for a decision that comes after the
+// approval's deadline: "approval "deploy" of run ID timed out at ...".
+var ErrTimedOut = errors.New("timed out")
+
 // Decide records the decision on approval a of the run with id, once: a
 // second decision fails with ErrDecided, saying what was decided, by whom
-// and when.
+// and when, and one after the approval's recorded deadline (or after a
+// run recorded it timed out) fails with ErrTimedOut. The check and the
+// write are one statement, so a decision and the run timing the approval
+// out ([Store.Expire]) cannot both be recorded.
 func (s *Store) Decide(id string, a *Approval, approved bool, by, reason string) error {
-	tx, err := s.db.Begin()
+	now := nanos(time.Now())
+	res, err := s.db.Exec(`UPDATE approvals SET decided = ?, approved = ?, by = ?, reason = ?
+		WHERE run = (SELECT n FROM runs WHERE id = ?) AND path = ? AND step = ? AND visit = ?
+		AND decided IS NULL AND expired IS NULL AND (COALESCE(timeout, 0) = 0 OR requested + timeout > ?)`,
+		now, approved, by, reason, id, a.Path, a.Step, a.Visit, now)
 	if err != nil {
 		return s.fail(err)
 	}
-	defer tx.Rollback()
-	var decided sql.NullInt64
-	var was sql.NullBool
-	var wasBy, wasReason sql.NullString
-	err = tx.QueryRow(`SELECT decided, approved, by, reason FROM approvals WHERE run = (SELECT n FROM runs WHERE id = ?) AND path = ? AND step = ? AND visit = ?`,
-		id, a.Path, a.Step, a.Visit).Scan(&decided, &was, &wasBy, &wasReason)
-	if err != nil {
+	if n, err := res.RowsAffected(); err != nil {
 		return s.fail(err)
+	} else if n == 1 {
+		return nil
 	}
-	if decided.Valid {
+	// Refused: say why.
+	rows, err := s.approvals(`a.run = (SELECT n FROM runs WHERE id = ?) AND a.path = ? AND a.step = ? AND a.visit = ?`, id, a.Path, a.Step, a.Visit)
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return fmt.Errorf("run %s has no approval %q (visit %d) recorded", id, a.Step, a.Visit)
+	}
+	was := rows[0]
+	if !was.Decided.IsZero() {
 		what := "rejected"
-		if was.Bool {
+		if was.Approved {
 			what = "approved"
 		}
 		why := ""
-		if wasReason.String != "" {
-			why = fmt.Sprintf(" (%s)", wasReason.String)
+		if was.Reason != "" {
+			why = fmt.Sprintf(" (%s)", was.Reason)
 		}
-		return fmt.Errorf("%w: %q of run %s was %s by %s at %s%s", ErrDecided, a.Step, id, what, wasBy.String,
-			fromNanos(decided.Int64).Local().Format("2006-01-02 15:04:05"), why)
+		return fmt.Errorf("%w: %q of run %s was %s by %s at %s%s", ErrDecided, a.Step, id, what, was.By,
+			was.Decided.Local().Format("2006-01-02 15:04:05"), why)
 	}
-	if _, err := tx.Exec(`UPDATE approvals SET decided = ?, approved = ?, by = ?, reason = ? WHERE run = (SELECT n FROM runs WHERE id = ?) AND path = ? AND step = ? AND visit = ?`,
-		nanos(time.Now()), approved, by, reason, id, a.Path, a.Step, a.Visit); err != nil {
-		return s.fail(err)
+	at := was.Expired
+	if at.IsZero() {
+		at = was.Deadline()
 	}
-	return s.fail(tx.Commit())
+	return fmt.Errorf("approval %q of run %s %w at %s (its timeout of %s counts from when it was asked)",
+		a.Step, id, ErrTimedOut, at.Local().Format("2006-01-02 15:04:05"), graphir.FormatDuration(was.Timeout))
+}
+
+// Expire records that approval a of the run with id timed out at
+// deadline, unless a decision was recorded first, and returns the
+// approval as recorded: with the decision that came first, or Expired
+// set. Its caller has seen the deadline pass.
+func (s *Store) Expire(id string, a *Approval, deadline time.Time) (*Approval, error) {
+	where := `a.run = (SELECT n FROM runs WHERE id = ?) AND a.path = ? AND a.step = ? AND a.visit = ?`
+	if _, err := s.db.Exec(`UPDATE approvals AS a SET expired = ? WHERE `+where+` AND decided IS NULL AND expired IS NULL`,
+		nanos(deadline), id, a.Path, a.Step, a.Visit); err != nil {
+		return nil, s.fail(err)
+	}
+	rows, err := s.approvals(where, id, a.Path, a.Step, a.Visit)
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("run %s has no approval %q (visit %d) recorded", id, a.Step, a.Visit)
+	}
+	return rows[0], nil
 }

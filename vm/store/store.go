@@ -277,6 +277,10 @@ var migrations = []string{
 	// skein runs --status S lists the newest runs with a status without
 	// reading every run.
 	`CREATE INDEX runs_status ON runs (status, id);`,
+	// When an approval timed out (its deadline, nanoseconds), recorded by
+	// the run that saw it: a decision after that is refused, and one
+	// recorded just before is the one the run takes.
+	`ALTER TABLE approvals ADD COLUMN expired INTEGER;`,
 }
 
 // effectIDs is the range of effect ids of run n: [lo, hi).

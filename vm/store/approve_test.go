@@ -1,0 +1,101 @@
+package store
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/vm"
+)
+
+// A decision is recorded once; one after the approval's recorded
+// deadline, or after a run recorded it timed out, is refused.
+func TestDecideOnceAndNotLate(t *testing.T) {
+	s, rec := beginRun(t)
+	defer s.Close()
+	ask := func(step string, timeout time.Duration) *Approval {
+		t.Helper()
+		a, err := rec.Ask(&vm.EffectRequest{Step: step, Kind: graphir.KindApproval, Visit: 1, Message: "Go?", Timeout: timeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	a := ask("a", time.Hour)
+	if !a.Pending(time.Now()) || a.Pending(a.Requested.Add(time.Hour)) {
+		t.Errorf("pending before/after the deadline: %v, %v", a.Pending(time.Now()), a.Pending(a.Requested.Add(time.Hour)))
+	}
+	if err := s.Decide("r1", a, true, "bob", "ok"); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Decide("r1", a, false, "eve", "")
+	if !errors.Is(err, ErrDecided) || !strings.Contains(err.Error(), `"a" of run r1 was approved by bob at `) {
+		t.Errorf("second decision: %v", err)
+	}
+	// Expiring a decided approval keeps the decision.
+	if got, err := s.Expire("r1", a, time.Now()); err != nil || got.Decided.IsZero() || !got.Expired.IsZero() || got.By != "bob" {
+		t.Errorf("expire after the decision: %+v, %v", got, err)
+	}
+
+	// Past its recorded deadline (no run recorded it yet): refused.
+	b := ask("b", time.Nanosecond)
+	time.Sleep(time.Millisecond)
+	err = s.Decide("r1", b, true, "bob", "")
+	if !errors.Is(err, ErrTimedOut) || !strings.Contains(err.Error(), `approval "b" of run r1 timed out at `) {
+		t.Errorf("late decision: %v", err)
+	}
+	// Recorded as timed out by the run: refused, and it stays so.
+	c := ask("c", time.Hour)
+	got, err := s.Expire("r1", c, c.Requested.Add(time.Hour))
+	if err != nil || got.Expired.IsZero() || !got.Decided.IsZero() || got.Pending(time.Now()) {
+		t.Fatalf("expired: %+v, %v", got, err)
+	}
+	if err := s.Decide("r1", c, true, "bob", ""); !errors.Is(err, ErrTimedOut) {
+		t.Errorf("decision after the run timed it out: %v", err)
+	}
+	if again, err := rec.Ask(&vm.EffectRequest{Step: "c", Kind: graphir.KindApproval, Visit: 1, Timeout: time.Hour}); err != nil || !again.Expired.Equal(got.Expired) {
+		t.Errorf("asked again: %+v, %v", again, err)
+	}
+	// No timeout: any time.
+	if err := s.Decide("r1", ask("d", 0), false, "ops", "no"); err != nil {
+		t.Errorf("no timeout: %v", err)
+	}
+}
+
+// A decision racing the run timing the approval out: exactly one of them
+// is recorded, and both sides read the same outcome.
+func TestDecideRacesExpire(t *testing.T) {
+	s, rec := beginRun(t)
+	defer s.Close()
+	for i := range 20 {
+		req := &vm.EffectRequest{Step: "g", Kind: graphir.KindApproval, Visit: i + 1, Timeout: time.Hour}
+		a, err := rec.Ask(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var derr error
+		var got *Approval
+		wg.Add(2)
+		go func() { defer wg.Done(); derr = s.Decide("r1", a, true, "bob", "") }()
+		go func() { defer wg.Done(); got, err = s.Expire("r1", a, a.Requested.Add(time.Hour)) }()
+		wg.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		final, err := rec.Ask(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decided, expired := !final.Decided.IsZero(), !final.Expired.IsZero()
+		if decided == expired {
+			t.Fatalf("visit %d: decided %v and expired %v", i+1, decided, expired)
+		}
+		if (derr == nil) != decided || (!got.Decided.IsZero()) != decided {
+			t.Fatalf("visit %d: decide said %v, expire saw %+v, the store has %+v", i+1, derr, got, final)
+		}
+	}
+}

@@ -399,10 +399,15 @@ func openApprovals(st *store.Store, res *vm.Result) (open []*vm.Pending, decided
 	for _, p := range res.Pending {
 		path := store.EffectPath(&vm.EffectRequest{Flow: p.Flow, Scope: p.Scope})
 		i := slices.IndexFunc(all, func(a *store.Approval) bool {
-			return a.Path == path && a.Step == p.Step && a.Visit == p.Visit && !a.Decided.IsZero()
+			return a.Path == path && a.Step == p.Step && a.Visit == p.Visit && (!a.Decided.IsZero() || !a.Expired.IsZero())
 		})
 		if i < 0 {
 			open = append(open, p)
+			continue
+		}
+		if !all[i].Expired.IsZero() {
+			// Its timer timed it out just as the run parked.
+			decided = append(decided, fmt.Sprintf("%q timed out", p.Step))
 			continue
 		}
 		what := "rejected"

@@ -56,3 +56,27 @@ func BenchmarkHoverLastLine(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHoverVariable measures a hover over a variable bound to a step
+// near the end of a buffer of 20,000 steps: which variables name steps is
+// read from the syntax tree once per check, not once per request.
+func BenchmarkHoverVariable(b *testing.B) {
+	var src strings.Builder
+	for i := 0; i < 20000; i++ {
+		fmt.Fprintf(&src, "s%d = step(\"s%d\")\n", i, i)
+	}
+	s := &Server{w: &writer{w: io.Discard}, docs: map[string]*document{}, published: map[string]map[string]bool{}}
+	path := filepath.Join(b.TempDir(), "big.star")
+	d := &document{path: path, uri: uriOf(path), text: newText(src.String())}
+	s.docs[path] = d
+	s.mu.Lock()
+	s.checkAll()
+	s.mu.Unlock()
+	params := []byte(fmt.Sprintf(`{"textDocument": {"uri": %q}, "position": {"line": 19000, "character": 2}}`, d.uri))
+	b.ReportAllocs()
+	for b.Loop() {
+		if res, e := s.hover(params); e != nil || res == nil {
+			b.Fatalf("hover: %v %v", res, e)
+		}
+	}
+}

@@ -25,10 +25,13 @@ type cursor struct {
 	d    *document
 	g    *graphir.Graph // the last graph of the buffer, or nil
 	file *syntax.File   // the last syntax tree, or nil
-	pos  position
-	line string   // the cursor's line
-	off  int      // byte offset of the cursor in line
-	lit  *literal // the string literal around pos, once str has looked
+	// fileOf is the analysis file comes from, which keeps what is read
+	// from the tree once per check rather than once per request.
+	fileOf *analysis
+	pos    position
+	line   string   // the cursor's line
+	off    int      // byte offset of the cursor in line
+	lit    *literal // the string literal around pos, once str has looked
 }
 
 // open returns the open buffer of uri; it is called with s.mu held.
@@ -66,9 +69,9 @@ func (s *Server) at(params json.RawMessage) (*cursor, *respError) {
 		c.g = d.good.g
 	}
 	if d.an.file != nil {
-		c.file = d.an.file
+		c.file, c.fileOf = d.an.file, d.an
 	} else if d.good != nil {
-		c.file = d.good.file
+		c.file, c.fileOf = d.good.file, d.good
 	}
 	return c, nil
 }
@@ -80,7 +83,7 @@ func (s *Server) at(params json.RawMessage) (*cursor, *respError) {
 func (c *cursor) str() (contents, before string, ok bool) {
 	if c.lit == nil {
 		c.lit = new(literal)
-		at := lineStart(c.d.text, c.pos.Line) + c.off
+		at := c.d.text.lineStart(c.pos.Line) + c.off
 		src := c.d.text.src
 		if _, start, end, ok := stringAt(src, at); ok {
 			c.lit.contents, c.lit.before, c.lit.in = src[start:end], src[start:at], true
@@ -109,7 +112,7 @@ func (c *cursor) ident() (id *syntax.Ident, call *syntax.CallExpr, keyword bool)
 		return nil, nil, false
 	}
 	line, col := int32(c.pos.Line+1), int32(c.runeCol(ws))
-	syntax.Walk(c.file, func(n syntax.Node) bool {
+	visit := func(n syntax.Node) bool {
 		if id != nil {
 			return false
 		}
@@ -129,7 +132,17 @@ func (c *cursor) ident() (id *syntax.Ident, call *syntax.CallExpr, keyword bool)
 			}
 		}
 		return true
-	})
+	}
+	// Only the top-level statements around the cursor's line can hold it,
+	// and they are in order: the walk is of them, not of the whole file.
+	stmts := c.file.Stmts
+	i := sort.Search(len(stmts), func(i int) bool { _, end := stmts[i].Span(); return end.Line >= line })
+	for ; i < len(stmts) && id == nil; i++ {
+		if start, _ := stmts[i].Span(); start.Line > line {
+			break
+		}
+		syntax.Walk(stmts[i], visit)
+	}
 	return id, call, keyword
 }
 
@@ -139,6 +152,19 @@ func calledName(call *syntax.CallExpr) string {
 		return id.Name
 	}
 	return ""
+}
+
+// stepVars maps the globals bound to a step() (router, loop, map) call
+// with a literal name to that name, in the cursor's syntax tree. The map
+// is made once per check of the buffer: it walks the whole tree.
+func (c *cursor) stepVars() map[string]string {
+	if c.fileOf == nil {
+		return nil
+	}
+	if c.fileOf.vars == nil {
+		c.fileOf.vars = stepVars(c.fileOf.file)
+	}
+	return c.fileOf.vars
 }
 
 // stepVars maps the globals bound to a step() (router, loop, map) call
@@ -192,7 +218,7 @@ func (c *cursor) stepAt() *graphir.Node {
 		return nil
 	}
 	if id, _, kw := c.ident(); id != nil && !kw {
-		if name, ok := stepVars(c.file)[id.Name]; ok {
+		if name, ok := c.stepVars()[id.Name]; ok {
 			return c.g.Node(name)
 		}
 		for _, sentinel := range []graphir.NodeID{graphir.Start, graphir.End, graphir.Abort} {
@@ -601,14 +627,14 @@ func (c *cursor) complete() []completionItem {
 	}
 	// In code: keyword arguments of the builtin being called, the names
 	// bound to steps, and the builtins.
-	if call := enclosingCall(c.d.text.src[:lineStart(c.d.text, c.pos.Line)] + pre); call != "" {
+	if call := enclosingCall(c.d.text.src[:c.d.text.lineStart(c.pos.Line)] + pre); call != "" {
 		if d := builtins.DocOf(call); d != nil {
 			for _, p := range d.Params {
 				items = append(items, completionItem{Label: p.Name, Kind: kindProperty, Detail: p.Doc, InsertText: p.Name + " = "})
 			}
 		}
 	}
-	vars := stepVars(c.file)
+	vars := c.stepVars()
 	names := make([]string, 0, len(vars))
 	for v := range vars {
 		names = append(names, v)

@@ -44,6 +44,38 @@ func TestPositions(t *testing.T) {
 	if r := wordRange(tx, 2, 6); r != (lspRange{position{1, 6}, position{1, 7}}) {
 		t.Errorf("wordRange = %v", r)
 	}
+	// Where each line starts, in bytes: é is two, 𝄞 four; before the
+	// first line and past the last, clamped to the buffer.
+	for line, want := range map[int]int{-1: 0, 0: 0, 1: 6, 2: len(tx.src), 3: len(tx.src), 1 << 30: len(tx.src)} {
+		if got := tx.lineStart(line); got != want {
+			t.Errorf("lineStart(%d) = %d, want %d", line, got, want)
+		}
+	}
+}
+
+// TestPastTheEnd: requests at a position past the end of the buffer
+// answer as at its end, never with an internal error (completion sliced
+// the buffer at the start of a line that does not exist).
+func TestPastTheEnd(t *testing.T) {
+	src := "a = step(\"a\")\n"
+	dir := writeFiles(t, map[string]string{"e.star": src})
+	uri := uriOf(filepath.Join(dir, "e.star"))
+	s := newSession(t)
+	s.open(uri, src)
+	s.published(uri)
+	for _, method := range []string{"textDocument/completion", "textDocument/hover", "textDocument/definition"} {
+		for _, line := range []int{1, 2, 1000000} {
+			s.request(method, map[string]any{"textDocument": map[string]any{"uri": uri}, "position": map[string]any{"line": line, "character": 3}})
+		}
+	}
+	// An incremental change past the end appends, as at the end.
+	s.send(map[string]any{"method": "textDocument/didChange", "params": map[string]any{
+		"textDocument":   map[string]any{"uri": uri, "version": 2},
+		"contentChanges": []any{map[string]any{"range": map[string]any{"start": map[string]any{"line": 5, "character": 0}, "end": map[string]any{"line": 5, "character": 0}}, "text": "b = step(1)\n"}},
+	}})
+	if got := s.published(uri)[uri]; len(got) != 1 || got[0] != "load_error 1:step: name must be a string, got int 1" {
+		t.Errorf("after a change past the end: %v", got)
+	}
 }
 
 func TestStringAndWord(t *testing.T) {

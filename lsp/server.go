@@ -66,6 +66,7 @@ type analysis struct {
 	file  *syntax.File // the buffer's syntax tree, nil if it does not parse
 	g     *graphir.Graph
 	diags []check.Diagnostic
+	vars  map[string]string // stepVars of file, once a request has asked
 }
 
 // Serve reads requests from in and writes replies and notifications to
@@ -293,8 +294,8 @@ func (s *Server) didChange(params json.RawMessage) error {
 		if c.Range != nil {
 			// Incremental changes, though the server asked for whole buffers.
 			t := d.text
-			start := lineStart(t, c.Range.Start.Line) + t.offset(c.Range.Start)
-			end := lineStart(t, c.Range.End.Line) + t.offset(c.Range.End)
+			start := t.lineStart(c.Range.Start.Line) + t.offset(c.Range.Start)
+			end := t.lineStart(c.Range.End.Line) + t.offset(c.Range.End)
 			if start > len(t.src) || end > len(t.src) || start > end {
 				return fmt.Errorf("change range out of the buffer")
 			}
@@ -306,14 +307,6 @@ func (s *Server) didChange(params json.RawMessage) error {
 	d.version = p.TextDocument.Version
 	s.schedule()
 	return nil
-}
-
-func lineStart(t *text, line int) int {
-	n := 0
-	for i := 0; i < line && i < len(t.lines); i++ {
-		n += len(t.lines[i]) + 1
-	}
-	return n
 }
 
 func (s *Server) didSave(params json.RawMessage) error {

@@ -14,11 +14,35 @@ import (
 
 // text is a file's contents split into lines.
 type text struct {
-	src   string
-	lines []string // without their "\n"
+	src    string
+	lines  []string // without their "\n"
+	starts []int    // the byte offset in src where each line starts
 }
 
-func newText(src string) *text { return &text{src: src, lines: strings.Split(src, "\n")} }
+func newText(src string) *text {
+	t := &text{src: src, lines: strings.Split(src, "\n")}
+	t.starts = make([]int, len(t.lines))
+	n := 0
+	for i, l := range t.lines {
+		t.starts[i] = n
+		n += len(l) + 1
+	}
+	return t
+}
+
+// lineStart returns the byte offset in src where 0-based line i starts:
+// 0 before the first line, len(src) past the last, so that a position an
+// editor sends past the end is clamped to it as a column past the end of
+// a line is.
+func (t *text) lineStart(i int) int {
+	switch {
+	case i < 0:
+		return 0
+	case i >= len(t.starts):
+		return len(t.src)
+	}
+	return t.starts[i]
+}
 
 func (t *text) line(i int) string {
 	if i < 0 || i >= len(t.lines) {

@@ -6,14 +6,22 @@ package model
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 )
 
 // cassetteVersion is the format of the file.
 const cassetteVersion = 1
+
+// MaxCassetteSize is the largest cassette file read: a cassette is read
+// whole and decoded in memory, so a bigger one (or a device that never
+// ends) is refused rather than read until memory runs out.
+const MaxCassetteSize = 64 << 20
 
 // Exchange is one recorded request and the provider's response body. The
 // request holds what is matched on (model, messages, schema, parameters);
@@ -49,9 +57,9 @@ type Cassette struct {
 // cassette (unless replayOnly, where it is an error).
 func OpenCassette(path string, replayOnly bool, inner Provider) (*Cassette, error) {
 	c := &Cassette{Path: path, ReplayOnly: replayOnly, Inner: inner, byKey: map[string][]int{}, used: map[string]int{}}
-	data, err := os.ReadFile(path)
+	data, err := readCassette(path)
 	switch {
-	case os.IsNotExist(err) && !replayOnly:
+	case errors.Is(err, os.ErrNotExist) && !replayOnly:
 		return c, nil
 	case err != nil:
 		return nil, fmt.Errorf("cassette: %v", err)
@@ -67,6 +75,56 @@ func OpenCassette(path string, replayOnly bool, inner Provider) (*Cassette, erro
 		c.add(e)
 	}
 	return c, nil
+}
+
+// readCassette reads the cassette file at path if it is a regular file of
+// at most [MaxCassetteSize] bytes. (As flow files are read; vm cannot use
+// the loader's reader.)
+func readCassette(path string) ([]byte, error) {
+	// O_NONBLOCK: opening a named pipe to read would otherwise wait for a
+	// writer, forever; it changes nothing for a regular file.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		what := "a directory"
+		if !fi.IsDir() {
+			what = "a " + fileKind(fi.Mode())
+		}
+		return nil, fmt.Errorf("%s is %s, not a regular file", path, what)
+	}
+	tooBig := fmt.Errorf("%s is larger than the limit of %d MiB", path, MaxCassetteSize>>20)
+	if fi.Size() > MaxCassetteSize {
+		return nil, tooBig
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxCassetteSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxCassetteSize {
+		return nil, tooBig
+	}
+	return b, nil
+}
+
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&os.ModeCharDevice != 0:
+		return "character device"
+	case m&os.ModeDevice != 0:
+		return "device"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	}
+	return "special file"
 }
 
 func (c *Cassette) add(e Exchange) {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -474,5 +475,37 @@ func TestPolicyTimeout(t *testing.T) {
 	_, err = model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s2, "x"), model.Policy{Timeout: timeout})
 	if code(err) != "model_error" || !strings.Contains(err.Error(), "no reply within the step's timeout of 3s") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestCassetteNotRegular: a cassette that is a named pipe, a directory or
+// a file over MaxCassetteSize is an error naming it, never a read that
+// waits for a writer or reads without bound.
+func TestCassetteNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no named pipes here: %v", err)
+	}
+	big := filepath.Join(dir, "big.json")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(model.MaxCassetteSize + 1); err != nil { // sparse: nothing is written
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, tc := range []struct{ path, want string }{
+		{fifo, fifo + " is a named pipe, not a regular file"},
+		{dir, dir + " is a directory, not a regular file"},
+		{big, big + " is larger than the limit of 64 MiB"},
+	} {
+		for _, replayOnly := range []bool{false, true} {
+			_, err := model.OpenCassette(tc.path, replayOnly, nil)
+			if err == nil || err.Error() != "cassette: "+tc.want {
+				t.Errorf("OpenCassette(%s, %v) = %v, want %q", filepath.Base(tc.path), replayOnly, err, tc.want)
+			}
+		}
 	}
 }

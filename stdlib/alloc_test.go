@@ -133,6 +133,22 @@ out = [list("éa".codepoints()), tuple("éa".codepoint_ords()), sorted("ba".code
 	if n := codepoints(starlark.String("é")); n != -1 {
 		t.Errorf("codepoints of a string = %d, want -1", n)
 	}
+	// codepoints reads go.starlark.net's unexported field by reflection:
+	// if an upgrade renames it, this fails here rather than the bound
+	// quietly not applying.
+	for _, method := range []string{"codepoints", "codepoint_ords"} {
+		m, err := starlark.String("é𝄞a").Attr(method)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := starlark.Call(&starlark.Thread{}, m, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := codepoints(v); n != 3 {
+			t.Errorf("codepoints of s.%s() = %d, want 3", method, n)
+		}
+	}
 }
 
 // quotedString is at least what each quoting writes, for strings of every

@@ -3,6 +3,7 @@ package stdlib
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	starjson "go.starlark.net/lib/json"
 	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
 )
 
 var (
@@ -295,4 +297,42 @@ func slicesRepeat(v starlark.Value, n int) []starlark.Value {
 		out[i] = v
 	}
 	return out
+}
+
+// TestDataSizeContainers: every container dataSize walks counts what it
+// shares as often as it is shared and stops once over the budget: a
+// tuple as a list does, a dict, a Map and a struct by their values. Data
+// then refuses each, naming its type, before copying anything.
+func TestDataSizeContainers(t *testing.T) {
+	// 2000 empty dicts shared 4000 times: 8 million dicts to copy.
+	inner := starlark.NewList(slicesRepeat(starlark.NewDict(0), 2000))
+	many := slicesRepeat(inner, 4000)
+	keys := make([]string, len(many))
+	dict := starlark.NewDict(len(many))
+	kw := make(starlark.StringDict, len(many))
+	for i := range many {
+		keys[i] = fmt.Sprintf("k%d", i)
+		dict.SetKey(starlark.String(keys[i]), inner)
+		kw[keys[i]] = inner
+	}
+	for _, v := range []starlark.Value{
+		starlark.NewList(many), starlark.Tuple(many), dict, NewMap(keys, many), starlarkstruct.FromStringDict(starlarkstruct.Default, kw),
+	} {
+		if got := dataSize(v, 0, MaxValueBytes); got <= MaxValueBytes {
+			t.Errorf("dataSize of a %s of 8 million shared dicts = %d, want over %d", v.Type(), got, MaxValueBytes)
+		}
+		want := "copying this " + v.Type() + " as flow data would make more than 64 MiB, the most one value may take"
+		if _, err := Data(v); err == nil || err.Error() != want {
+			t.Errorf("Data of a %s of 8 million shared dicts: %v, want %q", v.Type(), err, want)
+		}
+	}
+	// A tuple takes what the list of the same elements takes.
+	elems := []starlark.Value{starlark.String("ab"), starlark.MakeInt(1 << 40), starlark.Float(0.5), NewMap([]string{"k"}, []starlark.Value{starlark.None})}
+	if l, tu := dataSize(starlark.NewList(elems), 0, 1<<62), dataSize(starlark.Tuple(elems), 0, 1<<62); l != tu {
+		t.Errorf("dataSize of a list = %d, of the tuple of its elements = %d", l, tu)
+	}
+	// What is not flow data inside a tuple is named by Data.
+	if _, err := Data(starlark.Tuple{starlark.MakeInt(1), starlark.Float(math.Inf(1))}); err == nil || err.Error() != "float +inf is not representable in JSON" {
+		t.Errorf("Data of a tuple holding +inf: %v", err)
+	}
 }

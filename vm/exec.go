@@ -6,11 +6,13 @@ package vm
 // on the run's thread, and child flows.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -455,7 +457,7 @@ func (r *run) completed(c *completion) {
 		o = effectOutcome(c.n, c.c)
 	}
 	if r.over || c.f.dead {
-		if rec := r.recs[c.n.ID]; rec.Status == StepRunning {
+		if r.inFlight(c.f, c.n) {
 			r.cancelledStep(c, o)
 		}
 		return
@@ -527,7 +529,10 @@ func (r *run) completed(c *completion) {
 func (r *run) cancelledStep(c *completion, o *outcome) {
 	rec := r.recs[c.n.ID]
 	rec.Status, rec.Error, rec.Code = StepCancelled, "cancelled", "cancelled"
-	st := c.f.state(r, c.n.ID)
+	// The frame holding c.n's state: c.f itself, or for a judge's call
+	// the parent of the loop body frame it was made in.
+	f := c.f.frameFor(c.n)
+	st := f.state(r, c.n.ID)
 	var took time.Duration
 	var now time.Time
 	if st.started != 0 {
@@ -548,7 +553,7 @@ func (r *run) cancelledStep(c *completion, o *outcome) {
 	}
 	if r.events {
 		ev := r.driverEvent()
-		*ev = Event{Type: StepFinished, Time: now, Scope: c.f.scopePath(), Step: c.n.Name, Kind: c.n.Kind.String(), Visit: int(st.visits),
+		*ev = Event{Type: StepFinished, Time: now, Scope: f.scopePath(), Step: c.n.Name, Kind: c.n.Kind.String(), Visit: int(st.visits),
 			Status: string(StepCancelled), Code: "cancelled", Error: "cancelled", Duration: took, Output: output}
 		r.emit(ev)
 	}
@@ -609,13 +614,28 @@ func (r *run) interrupted() {
 }
 
 // drain stops whatever still runs after the run ended and waits for it, so
-// no process or goroutine outlives the run.
+// no process or goroutine outlives the run. Every visit still under way
+// ends cancelled, with its duration and a step_finished event: the
+// effects as they report back, the steps waiting out a retry's backoff,
+// and then the loops and maps whose bodies they ran in, innermost first.
 func (r *run) drain() {
 	r.stopExec()
+	var frames []*frame // where work was under way: their owners may be too
+	var stopped []*completion
 	for c, stop := range r.timers {
 		if stop() {
 			r.running--
 			delete(r.timers, c)
+			stopped = append(stopped, c)
+		}
+	}
+	slices.SortFunc(stopped, func(a, b *completion) int {
+		return cmp.Or(cmp.Compare(a.f.ord, b.f.ord), cmp.Compare(r.p.info[a.n.ID].decl, r.p.info[b.n.ID].decl))
+	})
+	for _, c := range stopped {
+		frames = append(frames, c.f)
+		if r.inFlight(c.f, c.n) {
+			r.cancelledStep(c, nil)
 		}
 	}
 	for r.running > 0 {
@@ -629,13 +649,48 @@ func (r *run) drain() {
 			continue
 		}
 		r.running--
+		frames = append(frames, c.f)
 		r.completed(c)
 	}
+	for _, q := range r.slotq {
+		frames = append(frames, q.f)
+	}
+	r.cancelOwners(frames)
 	for _, rec := range r.recs {
 		if rec != nil && rec.Status == StepRunning {
-			rec.Status = StepCancelled
+			rec.Status, rec.Error, rec.Code = StepCancelled, "cancelled", "cancelled"
 		}
 	}
+}
+
+// cancelOwners ends, as cancelled, the loops and maps still under way
+// that own the body frames in frames or their parents, innermost first.
+func (r *run) cancelOwners(frames []*frame) {
+	seen := map[*frame]bool{}
+	var bodies []*frame
+	for _, f := range frames {
+		for ; f != nil && f.scope != graphir.None && !seen[f]; f = f.parent {
+			seen[f] = true
+			bodies = append(bodies, f)
+		}
+	}
+	// A body made later is inside, or beside, those made before it.
+	slices.SortFunc(bodies, func(a, b *frame) int { return cmp.Compare(b.ord, a.ord) })
+	for _, f := range bodies {
+		if r.inFlight(f.parent, f.node) {
+			r.cancelledStep(&completion{f: f.parent, n: f.node}, nil)
+		}
+	}
+}
+
+// inFlight reports whether the latest visit of step n in frame f (or the
+// parent holding n's state) is under way: started and not yet ended.
+func (r *run) inFlight(f *frame, n *graphir.Node) bool {
+	if !r.timed(n) {
+		// Its start was not timed (a fn step waiting out a retry).
+		return r.recs[n.ID].Status == StepRunning
+	}
+	return f.frameFor(n).state(r, n.ID).started != 0
 }
 
 // emit reports ev, stamped with the time now unless it has one already.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -1113,5 +1114,90 @@ edge(b, END)
 	check(t, res, want{status: vm.Succeeded, path: []string{"a", "b"}})
 	if got := goValue(t, res.Output).(map[string]any)["stdout"]; got != `12|{"n":2}|2` {
 		t.Errorf("stdout = %q", got)
+	}
+}
+
+// Steps cancelled inside loop and map bodies end their visits like
+// top-level ones: each item's task gets its own step_finished (only the
+// first item's did, the record being shared by the items), the loops and
+// maps still under way are cancelled with their durations and events
+// (they had neither), a step waiting out a retry's backoff is cancelled
+// too, and cancelling a judged loop during its judge's call does not
+// panic (the call's frame is the body's, not the loop's).
+func TestCancelledInsideBodies(t *testing.T) {
+	hold := producerFunc(func(ctx context.Context, q *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+		if q.Step == "flaky" {
+			done(&vm.EffectCompletion{Code: "step_failed", Error: "exit status 1", ExitCode: 1})
+			return
+		}
+		go func() {
+			<-ctx.Done()
+			done(&vm.EffectCompletion{Cancelled: true, Error: "cancelled"})
+		}()
+	})
+	g := load(t, map[string]string{"flow.star": `
+a = step("a", fn = lambda r: 1)
+b = step("b", fn = lambda r: r.a + 1)
+draft = step("draft", fn = lambda r: "draft")
+polish = loop("polish", body = [draft], until = judge("the draft is perfect"), max_iterations = 3)
+t = step("t", run = ["/nonexistent/t", "{{ item }}"])
+inner = loop("inner", body = [t], until = lambda it: True, max_iterations = 2)
+m = map("m", over = "[0, 1, 2]", body = [inner], concurrency = 3)
+flaky = step("flaky", run = ["/nonexistent/flaky"], retries = 3, backoff = "1h")
+edge(START, a)
+edge(a, b)
+edge(b, polish)
+edge(polish, END)
+edge(START, m)
+edge(m, END)
+edge(START, flaky)
+edge(flaky, END)
+`})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var finished []string
+	durations := map[string]time.Duration{}
+	waiting := map[string]bool{}
+	res, err := vm.Run(ctx, g, nil, vm.Options{Parallel: 8, Effects: hold, Env: []string{"SKEIN_MODEL=m9"}, OnEvent: func(ev *vm.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev.Type {
+		case vm.StepStarted:
+			if ev.Step == "t" {
+				waiting[strings.Join(ev.Scope, ">")] = true
+			}
+		case vm.StepRetrying:
+			waiting["flaky"] = true
+		case vm.LoopIteration:
+			t.Errorf("loop %q decided an iteration", ev.Step)
+		case vm.StepFinished:
+			if ev.Status == "cancelled" {
+				finished = append(finished, strings.Join(append(ev.Scope, ev.Step), ">"))
+				durations[ev.Step] = ev.Duration
+			}
+			if ev.Step == "draft" {
+				waiting["judge"] = true
+			}
+		}
+		if len(waiting) == 5 {
+			cancel()
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, res, want{status: vm.Cancelled, code: "cancelled"})
+	sort.Strings(finished)
+	wantFinished := []string{"flaky", "m", "m[0]>inner", "m[0]>inner#1>t", "m[1]>inner", "m[1]>inner#1>t", "m[2]>inner", "m[2]>inner#1>t", "polish"}
+	if diff := cmp.Diff(wantFinished, finished); diff != "" {
+		t.Errorf("cancelled steps with a step_finished event (-want +got):\n%s", diff)
+	}
+	for _, name := range []string{"polish", "m", "inner", "t", "flaky"} {
+		rec := res.Step(name)
+		if rec.Status != vm.StepCancelled || rec.Code != "cancelled" || rec.Error != "cancelled" || rec.Duration <= 0 || durations[name] <= 0 {
+			t.Errorf("record of %q: status %s code %q error %q duration %s (event %s); want cancelled, cancelled, cancelled, more than 0",
+				name, rec.Status, rec.Code, rec.Error, rec.Duration, durations[name])
+		}
 	}
 }

@@ -165,7 +165,7 @@ func (r *run) agentDone(c *completion) {
 	a := c.req.agent
 	ec := c.c
 	if ec.Stop != nil {
-		r.stop(ec.Stop)
+		r.failedAt(c.f, c.n, ec.Stop)
 		return
 	}
 	if ec.Cancelled {
@@ -431,7 +431,7 @@ func (r *run) startToolCall(a *agentRun, i int, call model.ToolCall, offered []*
 	req.ToolArgs = canonicalJSON(args)
 	if t.Kind == graphir.KindSubflow {
 		// A child flow per call, the arguments its inputs.
-		if !r.nestable(n, fmt.Sprintf("tool %q of step %q", t.Name, n.Name), t.ChildPath) {
+		if !r.nestable(a.f, n, fmt.Sprintf("tool %q of step %q", t.Name, n.Name), t.ChildPath) {
 			return
 		}
 		req.ChildPath, req.ChildGraph = t.ChildPath, t.Child

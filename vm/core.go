@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.starlark.net/starlark"
@@ -323,7 +324,7 @@ func (r *run) enter(t task) {
 	case graphir.KindTask, graphir.KindShell:
 		req, err := r.taskRequest(f, n)
 		if err != nil {
-			r.evalFailed(n, "", err)
+			r.evalFailed(f, n, "", err)
 			return
 		}
 		r.startEffect(f, n, req)
@@ -334,7 +335,7 @@ func (r *run) enter(t task) {
 	case graphir.KindApproval:
 		msg, err := r.render(f, n, n.Approve)
 		if err != nil {
-			r.evalFailed(n, "approve", err)
+			r.evalFailed(f, n, "approve", err)
 			return
 		}
 		req := r.request(f, n)
@@ -348,7 +349,7 @@ func (r *run) enter(t task) {
 func (r *run) startWait(f *frame, n *graphir.Node) {
 	s, err := r.render(f, n, n.Wait)
 	if err != nil {
-		r.evalFailed(n, "wait", err)
+		r.evalFailed(f, n, "wait", err)
 		return
 	}
 	d, err := graphir.ParseWait(s)
@@ -446,7 +447,7 @@ func (r *run) follow(f *frame, n *graphir.Node, o *outcome) {
 			v, err := r.evalCond(f, n, e.when)
 			if err != nil {
 				r.work = r.work[:0]
-				r.evalFailed(n, "when condition "+quoteExpr(e.when), err)
+				r.evalFailed(f, n, "when condition "+quoteExpr(e.when), err)
 				return
 			}
 			live = v
@@ -711,7 +712,7 @@ func (r *run) complete() {
 	if r.g.Output != nil {
 		v, err := r.eval(r.root, nil, r.g.Output)
 		if err != nil {
-			r.evalFailed(nil, "flow output "+quoteExpr(r.g.Output), err)
+			r.evalFailed(nil, nil, "flow output "+quoteExpr(r.g.Output), err)
 			return
 		}
 		d, err := stdlib.Data(v)
@@ -749,7 +750,7 @@ func (r *run) end(s Status, err *graphir.Error) {
 // flow, when n is nil) failed: dependency_unmet if it read a step that has
 // not completed, else expr_error. A cancelled evaluation is left to the
 // driver, which is already stopping the run.
-func (r *run) evalFailed(n *graphir.Node, what string, err error) {
+func (r *run) evalFailed(f *frame, n *graphir.Node, what string, err error) {
 	if r.ctx.Err() != nil {
 		return
 	}
@@ -764,16 +765,68 @@ func (r *run) evalFailed(n *graphir.Node, what string, err error) {
 	}
 	var unmet *unmetError
 	if errors.As(err, &unmet) {
-		r.stop(&graphir.Error{Code: "dependency_unmet", Step: name,
+		r.failedAt(f, n, &graphir.Error{Code: "dependency_unmet", Step: name,
 			Msg: fmt.Sprintf("%s reads %q, which has not completed on the path taken", subject, unmet.step), Trace: errTrace(err)})
 		return
 	}
 	var ge *graphir.Error
 	if errors.As(err, &ge) && ge.Code != "" {
-		r.stop(ge)
+		r.failedAt(f, n, ge)
 		return
 	}
-	r.stop(&graphir.Error{Code: "expr_error", Step: name, Msg: fmt.Sprintf("%s: %s", subject, located(err)), Trace: errTrace(err)})
+	// The step's record says it without the position, which its trace
+	// has, as a failing fn step's does.
+	r.failedAtMsg(f, n, &graphir.Error{Code: "expr_error", Step: name, Msg: fmt.Sprintf("%s: %s", subject, located(err)), Trace: errTrace(err)},
+		strings.TrimPrefix(what+": "+evalMessage(err), ": "))
+}
+
+// failedAt stops the run with err, a runtime error raised while step n
+// was under way in frame f (rendering its templates, calling its until,
+// evaluating its list, ...): n's visit ends failed with err's code, as if
+// the step had failed itself, instead of being left for the driver to
+// record as cancelled. The loops and maps around it are then cancelled
+// with the rest of the run. With n nil, or n not under way (the error is
+// in a condition of one of its out-edges), it only stops the run.
+func (r *run) failedAt(f *frame, n *graphir.Node, err *graphir.Error) {
+	r.failedAtMsg(f, n, err, stepMessage(n, err.Msg))
+}
+
+// failedAtMsg is failedAt with the message of n's record.
+func (r *run) failedAtMsg(f *frame, n *graphir.Node, err *graphir.Error, msg string) {
+	if r.over || f == nil || n == nil || !n.IsStep() || !r.inFlight(f, n) {
+		r.stop(err)
+		return
+	}
+	hf := f.frameFor(n)
+	st := hf.state(r, n.ID)
+	rec := r.recs[n.ID]
+	rec.Status, rec.Code, rec.Error, rec.Trace = StepFailed, err.Code, msg, err.Trace
+	var took time.Duration
+	var now time.Time
+	if st.started != 0 {
+		now = r.now()
+		took = time.Duration(now.UnixNano() - st.started)
+		rec.Duration += took
+		st.started = 0
+	}
+	if r.events {
+		ev := r.driverEvent()
+		*ev = Event{Type: StepFinished, Time: now, Scope: hf.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: int(st.visits),
+			Status: string(StepFailed), Code: err.Code, Error: rec.Error, Trace: err.Trace, Duration: took}
+		r.emit(ev)
+	}
+	r.stoppedIn = hf
+	r.stop(err)
+}
+
+// stepMessage is a run error's message as the record of step n says it:
+// without the "step "n": " the run's message starts with, since the
+// record is the step's.
+func stepMessage(n *graphir.Node, msg string) string {
+	if kind, rest, ok := strings.Cut(msg, " "+strconv.Quote(n.Name)+": "); ok && !strings.Contains(kind, " ") {
+		return rest
+	}
+	return msg
 }
 
 func quoteExpr(x *graphir.Expr) string {
@@ -807,12 +860,12 @@ func (r *run) route(f *frame, n *graphir.Node) {
 	if n.Router.By != nil {
 		v, err := r.eval(f, n, n.Router.By)
 		if err != nil {
-			r.evalFailed(n, "by "+quoteExpr(n.Router.By), err)
+			r.evalFailed(f, n, "by "+quoteExpr(n.Router.By), err)
 			return
 		}
 		s, ok := v.(starlark.String)
 		if !ok {
-			r.stop(&graphir.Error{Code: "expr_error", Step: n.Name,
+			r.failedAt(f, n, &graphir.Error{Code: "expr_error", Step: n.Name,
 				Msg: fmt.Sprintf("router %q: by %s must give a string label, got %s %s", n.Name, quoteExpr(n.Router.By), v.Type(), shortValue(v))})
 			return
 		}
@@ -827,7 +880,7 @@ func (r *run) route(f *frame, n *graphir.Node) {
 		for i, c := range n.Router.Cases {
 			ok, err := r.evalCond(f, n, c.When)
 			if err != nil {
-				r.evalFailed(n, fmt.Sprintf("case %d %s", i, quoteExpr(c.When)), err)
+				r.evalFailed(f, n, fmt.Sprintf("case %d %s", i, quoteExpr(c.When)), err)
 				return
 			}
 			if ok {
@@ -848,7 +901,7 @@ func (r *run) route(f *frame, n *graphir.Node) {
 		if n.Router.By != nil {
 			msg = fmt.Sprintf("router %q: no route for label %q and there is no default", n.Name, label)
 		}
-		r.stop(&graphir.Error{Code: "no_route", Step: n.Name, Msg: msg})
+		r.failedAt(f, n, &graphir.Error{Code: "no_route", Step: n.Name, Msg: msg})
 		return
 	}
 	r.finish(f, n, &outcome{ok: true, value: starlark.String(label), via: via})
@@ -876,7 +929,8 @@ func (r *run) iterationDone(lf *frame) {
 	stop, reason, err := r.callUntil(lf, out)
 	if err != nil {
 		if r.ctx.Err() == nil {
-			r.stop(&graphir.Error{Code: "until_error", Step: n.Name, Msg: fmt.Sprintf("loop %q: until: %s", n.Name, located(err)), Trace: errTrace(err)})
+			r.failedAtMsg(lf.parent, n, &graphir.Error{Code: "until_error", Step: n.Name, Msg: fmt.Sprintf("loop %q: until: %s", n.Name, located(err)), Trace: errTrace(err)},
+				"until: "+evalMessage(err))
 		}
 		return
 	}
@@ -927,12 +981,12 @@ func (r *run) untilDecided(lf *frame, out starlark.Value, stop bool, reason star
 func (r *run) startMap(f *frame, n *graphir.Node) {
 	v, err := r.eval(f, n, n.Map.Over)
 	if err != nil {
-		r.evalFailed(n, "over "+quoteExpr(n.Map.Over), err)
+		r.evalFailed(f, n, "over "+quoteExpr(n.Map.Over), err)
 		return
 	}
 	seq, ok := v.(starlark.Iterable)
 	if _, isStr := v.(starlark.String); !ok || isStr {
-		r.stop(&graphir.Error{Code: "expr_error", Step: n.Name,
+		r.failedAt(f, n, &graphir.Error{Code: "expr_error", Step: n.Name,
 			Msg: fmt.Sprintf("map %q: over %s must give a list, got %s %s", n.Name, quoteExpr(n.Map.Over), v.Type(), shortValue(v))})
 		return
 	}
@@ -943,7 +997,7 @@ func (r *run) startMap(f *frame, n *graphir.Node) {
 		d, err := stdlib.Data(x)
 		if err != nil {
 			it.Done()
-			r.stop(&graphir.Error{Code: "expr_error", Step: n.Name, Msg: fmt.Sprintf("map %q: item %d: %v", n.Name, len(items), err)})
+			r.failedAt(f, n, &graphir.Error{Code: "expr_error", Step: n.Name, Msg: fmt.Sprintf("map %q: item %d: %v", n.Name, len(items), err)})
 			return
 		}
 		items = append(items, d)

@@ -77,6 +77,9 @@ type run struct {
 	mem      *memWatch // the memory watchdog's view of the run (memory.go)
 
 	cause *graphir.Error // the latest step failure routed on (see follow)
+	// stoppedIn is the frame of the step whose runtime error stopped the
+	// run (see failedAt), so that drain cancels the loops and maps around it.
+	stoppedIn *frame
 
 	// In retry_when, the failed attempt's record, bound to the name of the
 	// step attemptOf.
@@ -488,7 +491,7 @@ func (r *run) completed(c *completion) {
 		}
 	}
 	if o.stop != nil {
-		r.stop(o.stop)
+		r.failedAt(c.f, c.n, o.stop)
 		return
 	}
 	if c.c.Park {
@@ -571,7 +574,7 @@ func (r *run) retryWanted(f *frame, n *graphir.Node, o *outcome) (retry, ok bool
 	retry, err := r.evalCond(f, n, n.RetryWhen)
 	r.attempt, r.attemptOf = nil, nil
 	if err != nil {
-		r.evalFailed(n, "retry_when "+quoteExpr(n.RetryWhen), err)
+		r.evalFailed(f, n, "retry_when "+quoteExpr(n.RetryWhen), err)
 		return false, false
 	}
 	return retry, true
@@ -621,6 +624,10 @@ func (r *run) interrupted() {
 func (r *run) drain() {
 	r.stopExec()
 	var frames []*frame // where work was under way: their owners may be too
+	if r.stoppedIn != nil {
+		frames = append(frames, r.stoppedIn)
+		r.stoppedIn = nil
+	}
 	var stopped []*completion
 	for c, stop := range r.timers {
 		if stop() {
@@ -747,7 +754,7 @@ func (r *run) fnDone(f *frame, n *graphir.Node, attempt int, out starlark.Value,
 	}
 	var unmet *unmetError
 	if errors.As(err, &unmet) {
-		r.evalFailed(n, "", err)
+		r.evalFailed(f, n, "", err)
 		return
 	}
 	msg, code := evalMessage(err), "step_failed"
@@ -926,7 +933,7 @@ func (r *run) startSubflow(f *frame, n *graphir.Node) {
 	if !n.Subflow.Flow.IsLiteral() {
 		rel, err := r.render(f, n, n.Subflow.Flow)
 		if err != nil {
-			r.evalFailed(n, "flow", err)
+			r.evalFailed(f, n, "flow", err)
 			return
 		}
 		path, child = filepath.Join(r.p.dir, rel), nil
@@ -941,7 +948,7 @@ func (r *run) startSubflow(f *frame, n *graphir.Node) {
 			return
 		}
 	}
-	if !r.nestable(n, fmt.Sprintf("step %q", n.Name), path) {
+	if !r.nestable(f, n, fmt.Sprintf("step %q", n.Name), path) {
 		return
 	}
 	inputs := map[string]starlark.Value{}
@@ -953,14 +960,14 @@ func (r *run) startSubflow(f *frame, n *graphir.Node) {
 				val, err = stdlib.Data(val)
 			}
 			if err != nil {
-				r.evalFailed(n, fmt.Sprintf("inputs[%q]", in.Name), err)
+				r.evalFailed(f, n, fmt.Sprintf("inputs[%q]", in.Name), err)
 				return
 			}
 			v = val
 		} else {
 			s, err := r.render(f, n, in.Value)
 			if err != nil {
-				r.evalFailed(n, fmt.Sprintf("inputs[%q]", in.Name), err)
+				r.evalFailed(f, n, fmt.Sprintf("inputs[%q]", in.Name), err)
 				return
 			}
 			v = starlark.String(s)
@@ -982,9 +989,9 @@ func (r *run) startSubflow(f *frame, n *graphir.Node) {
 // nestable reports whether a child flow at path may start under this run
 // (for what: a step, a tool); if not, it has stopped the run with
 // subflow_depth or subflow_cycle.
-func (r *run) nestable(n *graphir.Node, what, path string) bool {
+func (r *run) nestable(f *frame, n *graphir.Node, what, path string) bool {
 	if r.opts.depth+1 > MaxDepth {
-		r.stop(&graphir.Error{Code: "subflow_depth", Step: n.Name,
+		r.failedAt(f, n, &graphir.Error{Code: "subflow_depth", Step: n.Name,
 			Msg: fmt.Sprintf("%s: child flows nest deeper than %d: %s", what, MaxDepth, strings.Join(append(r.flowChain(), path), " -> "))})
 		return false
 	}
@@ -992,7 +999,7 @@ func (r *run) nestable(n *graphir.Node, what, path string) bool {
 	abs, _ := filepath.Abs(path)
 	for _, p := range chain {
 		if pa, _ := filepath.Abs(p); pa == abs {
-			r.stop(&graphir.Error{Code: "subflow_cycle", Step: n.Name,
+			r.failedAt(f, n, &graphir.Error{Code: "subflow_cycle", Step: n.Name,
 				Msg: fmt.Sprintf("%s: flow %s is already running in this chain: %s", what, path, strings.Join(append(chain, path), " -> "))})
 			return false
 		}

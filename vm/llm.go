@@ -310,7 +310,7 @@ const judgeRetries = 2
 func (r *run) modelFailed(f *frame, n *graphir.Node, err error) {
 	var te *templateError
 	if errors.As(err, &te) {
-		r.evalFailed(n, "", err)
+		r.evalFailed(f, n, "", err)
 		return
 	}
 	r.finish(f, n, failure(model.CodeModel, err.Error()))
@@ -338,13 +338,13 @@ func (r *run) startLLM(f *frame, n *graphir.Node) {
 func (r *run) renderChat(f *frame, n *graphir.Node, chat *model.Request, what string) (string, bool) {
 	prompt, err := r.render(f, n, n.Call.Prompt)
 	if err != nil {
-		r.evalFailed(n, what, err)
+		r.evalFailed(f, n, what, err)
 		return "", false
 	}
 	if n.Call.System != nil {
 		sys, err := r.render(f, n, n.Call.System)
 		if err != nil {
-			r.evalFailed(n, "system", err)
+			r.evalFailed(f, n, "system", err)
 			return "", false
 		}
 		chat.Messages = append(chat.Messages, model.Message{Role: "system", Content: sys})
@@ -361,12 +361,12 @@ func (r *run) renderChat(f *frame, n *graphir.Node, chat *model.Request, what st
 func (r *run) startLLMRoute(f *frame, n *graphir.Node) {
 	req, err := r.modelRequest(f, n, n.Call.Model)
 	if err != nil {
-		r.stop(&graphir.Error{Code: model.CodeModel, Step: n.Name, Msg: fmt.Sprintf("router %q: %v", n.Name, err)})
+		r.failedAt(f, n, &graphir.Error{Code: model.CodeModel, Step: n.Name, Msg: fmt.Sprintf("router %q: %v", n.Name, err)})
 		return
 	}
 	prompt, err := r.render(f, n, n.Call.Prompt)
 	if err != nil {
-		r.evalFailed(n, "llm", err)
+		r.evalFailed(f, n, "llm", err)
 		return
 	}
 	*req.Chat = model.RouteRequest(*req.Chat, "", prompt, routeLabels(n))
@@ -394,7 +394,7 @@ func (r *run) routed(f *frame, n *graphir.Node, c *EffectCompletion) {
 	rec.Answer = answer
 	if !c.OK {
 		if c.Stop != nil {
-			r.stop(c.Stop)
+			r.failedAt(f, n, c.Stop)
 			return
 		}
 		r.finish(f, n, failure(failCodeOr(c.Code, model.CodeModel), c.Error))
@@ -413,7 +413,7 @@ func (r *run) routed(f *frame, n *graphir.Node, c *EffectCompletion) {
 		label = r.g.Nodes[n.Router.Default.ID].Name
 	}
 	if via < 0 {
-		r.stop(&graphir.Error{Code: "no_route", Step: n.Name,
+		r.failedAt(f, n, &graphir.Error{Code: "no_route", Step: n.Name,
 			Msg: fmt.Sprintf("router %q: the model answered %q, which is none of %s, and there is no default", n.Name, clipText(answer, 80), quoteList(routeLabels(n)))})
 		return
 	}
@@ -441,7 +441,7 @@ func (r *run) startJudge(lf *frame, out starlark.Value) {
 	n := lf.node
 	req, err := r.modelRequest(lf.parent, n, n.Loop.Judge.Model)
 	if err != nil {
-		r.stop(&graphir.Error{Code: model.CodeModel, Step: n.Name, Msg: fmt.Sprintf("loop %q: judge: %v", n.Name, err)})
+		r.failedAt(lf.parent, n, &graphir.Error{Code: model.CodeModel, Step: n.Name, Msg: fmt.Sprintf("loop %q: judge: %v", n.Name, err)})
 		return
 	}
 	g, err := stdlib.ToGo(out)
@@ -468,7 +468,7 @@ func (r *run) judged(lf *frame, c *EffectCompletion) {
 	lf.judging = nil
 	if !c.OK {
 		if c.Stop != nil {
-			r.stop(c.Stop)
+			r.failedAt(lf.parent, n, c.Stop)
 			return
 		}
 		r.recs[n.ID].Iterations = lf.iteration

@@ -1201,3 +1201,75 @@ edge(flaky, END)
 		}
 	}
 }
+
+// A runtime error raised while a step is under way (its template, its
+// until, its list, its retry_when) fails that step: its record and its
+// step_finished event say failed with the error's code, and the loops and
+// maps around it end cancelled. The step used to be left "cancelled" with
+// no error, and to get no step_finished event.
+func TestRuntimeErrorFailsItsStep(t *testing.T) {
+	for _, tc := range []struct {
+		name, src  string
+		step, code string
+		error      string // the step record's error
+		cancelled  []string
+	}{
+		{"template", `
+a = step("a", fn = lambda r: {"x": 1})
+b = step("b", run = ["/nonexistent/echo", "{{ a.y }}"])
+chain(START, a, b, END)
+`, "b", "expr_error", "template {{ a.y }}: dict has no .y field or method", nil},
+		{"until", `
+t = step("t", fn = lambda r: {"a": 1})
+l = loop("l", body = [t], until = lambda it: it.output["missing"], max_iterations = 3)
+chain(START, l, END)
+`, "l", "until_error", `until: key "missing" not in dict`, nil},
+		{"over", `
+m = map("m", over = "'abc'", body = [step("t")])
+chain(START, m, END)
+`, "m", "expr_error", `over "'abc'" must give a list, got string "abc"`, nil},
+		{"body", `
+t = step("t", fn = lambda r: r.item + 1)
+u = step("u", fn = lambda r: fail("no") if r.t else 0, retries = 1, backoff = "1h", retry_when = "u.nope")
+l = loop("l", body = [u], until = lambda it: True, max_iterations = 2)
+m = map("m", over = "[1]", body = [t, l])
+chain(START, m, END)
+`, "u", "expr_error", `retry_when "u.nope": dict has no .nope field or method`, []string{"l", "m"}},
+		{"unmet", `
+a = step("a", fn = lambda r: 1)
+b = step("b", fn = lambda r: r.a)
+c = step("c", fn = lambda r: r.b)
+edge(START, a)
+edge(a, b, when = "False")
+edge(a, c)
+edge(b, END)
+edge(c, END)
+`, "c", "dependency_unmet", `step "c" reads "b", which has not completed on the path taken`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			finished := map[string]vm.Event{}
+			res := run(t, tc.src, nil, vm.Options{OnEvent: func(ev *vm.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				if ev.Type == vm.StepFinished {
+					finished[ev.Step] = *ev
+				}
+			}})
+			check(t, res, want{status: vm.Failed, code: tc.code, step: tc.step})
+			rec := res.Step(tc.step)
+			if rec.Status != vm.StepFailed || rec.Code != tc.code || rec.Error != tc.error {
+				t.Errorf("record of %q: status %s code %q error %q; want failed, %q, %q", tc.step, rec.Status, rec.Code, rec.Error, tc.code, tc.error)
+			}
+			if ev := finished[tc.step]; ev.Status != "failed" || ev.Code != tc.code || ev.Error != tc.error {
+				t.Errorf("step_finished of %q: status %q code %q error %q", tc.step, ev.Status, ev.Code, ev.Error)
+			}
+			for _, name := range tc.cancelled {
+				rec := res.Step(name)
+				if ev := finished[name]; rec.Status != vm.StepCancelled || rec.Code != "cancelled" || ev.Status != "cancelled" || rec.Duration <= 0 {
+					t.Errorf("%q: record %s %q duration %s, event %q; want cancelled", name, rec.Status, rec.Code, rec.Duration, ev.Status)
+				}
+			}
+		})
+	}
+}

@@ -161,13 +161,13 @@ func TestDocsJSONFields(t *testing.T) {
 		t.Fatalf("main.star did not succeed: %v", got)
 	}
 	// A resumed ended run names the run it resumed; its replayed steps say
-	// so.
+	// so. (A succeeded run resumes only --from a step.)
 	var resumed map[string]any
-	if err := json.Unmarshal([]byte(skein("resume", "--json", runIDs[0])), &resumed); err != nil {
+	if err := json.Unmarshal([]byte(skein("resume", "--json", "--from", "cool", runIDs[0])), &resumed); err != nil {
 		t.Fatal(err)
 	}
 	seen.result(resumed)
-	seen.events(t, skein("resume", "--events", runIDs[0]))
+	seen.events(t, skein("resume", "--events", "--from", "cool", runIDs[0]))
 
 	var runs []map[string]any
 	if err := json.Unmarshal([]byte(skein("runs", "--json", "--limit", "0")), &runs); err != nil {

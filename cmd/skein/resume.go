@@ -53,7 +53,8 @@ process died sees 2.
 
 An interrupted run (its process died) or a waiting one continues under its
 own id; a failed, cancelled or succeeded run is never changed: resuming it
-starts a new run that names it in resumed_from.
+starts a new run that names it in resumed_from. A succeeded run has nothing
+left to run: resuming it is refused unless --from (or --reload) is given.
 
 The run uses the sources recorded with it, not the files on disk; --reload
 takes the files on disk instead, and the run fails with resume_diverged when
@@ -66,7 +67,8 @@ each of these flags, given, replaces the recorded value for the resumed run
 (and is recorded with it). Model calls the record answers are not made
 again; the others go to the cassette, when there is one, else to the model.
 
-Exit status: as skein run; 1 also when the run is not found or still running.`,
+Exit status: as skein run; 1 also when the run is not found, still running,
+or succeeded (without --from or --reload).`,
 		flags: func(fs *pflag.FlagSet) any {
 			o := &resumeOptions{fs: fs}
 			fs.IntVarP(&o.parallel, "parallel", "p", 0, "task, shell and model-call steps run at once (default: as recorded)")
@@ -156,6 +158,13 @@ func (o *resumeOptions) runOptions(rec store.RunOptions) (store.RunOptions, erro
 func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opts *resumeOptions) int {
 	if r.Status == store.Running {
 		fmt.Fprintf(io.err, "skein resume: run %s is still running\n", r.ID)
+		return exitFail
+	}
+	if r.Status == string(vm.Succeeded) && opts.from == "" && !opts.reload {
+		// Resuming it would replay every step and end as it did: a new
+		// run identical to the old one, done silently. (--reload may
+		// run steps the flow gained since.)
+		fmt.Fprintf(io.err, "skein resume: run %s succeeded: there is nothing left to run; to run a step again, and everything that completed after it, give --from STEP (skein resume %s --from STEP)\n", r.ID, r.ID)
 		return exitFail
 	}
 	ropts, err := opts.runOptions(r.Options)

@@ -304,7 +304,7 @@ func (sr *sessionRun) report(res *vm.Result) {
 // run of g from file (recorded as the run's file) and sources. The caller
 // closes rec.Store() once the run is finished.
 func beginRecord(storeFlag string, g *graphir.Graph, file string, sources []store.Source, inputs *stdlib.Map) (*store.Recorder, error) {
-	st, err := store.Open(storePathFor(storeFlag, g.Root))
+	st, err := openStore(storeFlag, storePathFor(storeFlag, g.Root))
 	if err != nil {
 		return nil, err
 	}

@@ -291,7 +291,7 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 	}
 	var rec *store.Recorder
 	if !opts.noStore && dry == nil {
-		st, err := store.Open(storePathFor(opts.store, g.Root))
+		st, err := openStore(opts.store, storePathFor(opts.store, g.Root))
 		if err == nil {
 			defer st.Close()
 			started := time.Now()

@@ -84,7 +84,26 @@ func openExistingStore(flag string) (*store.Store, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("no run store at %s", path)
 	}
-	return store.Open(path)
+	return openStore(flag, path)
+}
+
+// openStore opens the store at path, which flag (--store), else
+// $SKEIN_STORE, else the search for .skein named; a path that is not a
+// run store gets an error that says what to do about whichever named it.
+func openStore(flag, path string) (*store.Store, error) {
+	st, err := store.Open(path)
+	var ns *store.NotStoreError
+	if err != nil && errors.As(err, &ns) {
+		switch {
+		case flag != "":
+			err = fmt.Errorf("%w; --store names the store: give it a run store's file, such as .skein/runs.db, or leave it out", err)
+		case os.Getenv("SKEIN_STORE") != "":
+			err = fmt.Errorf("%w; $SKEIN_STORE names the store: set it to a run store's file, such as .skein/runs.db, or unset it", err)
+		default:
+			err = fmt.Errorf("%w; move it away (the next skein run makes a new store there), or name another store with --store PATH", err)
+		}
+	}
+	return st, err
 }
 
 // sourceRecorder is a lang ReadFile that keeps what it read, so a run

@@ -62,6 +62,9 @@ func Open(path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("run store %s: %v", path, unwrapPath(err))
 	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("run store %s: %w", path, &NotStoreError{Dir: path})
+	}
 	dsn := "file:" + path + "?_txlock=immediate" +
 		"&_pragma=busy_timeout(10000)" +
 		"&_pragma=synchronous(NORMAL)" +
@@ -89,11 +92,11 @@ func Open(path string) (*Store, error) {
 	}
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("run store %s: %v", path, storeErr(err))
+		return nil, fmt.Errorf("run store %s: %w", path, storeErr(err))
 	}
 	if err := s.prepareJournal(); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("run store %s: %v", path, storeErr(err))
+		return nil, fmt.Errorf("run store %s: %w", path, storeErr(err))
 	}
 	return s, nil
 }
@@ -353,10 +356,26 @@ func isBusy(err error) bool {
 	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
 }
 
+// NotStoreError is the error of [Open] for a path that holds something
+// other than a run store: a directory, or a file that is not a SQLite
+// database.
+type NotStoreError struct {
+	Dir string // the path, when it is a directory
+}
+
+func (e *NotStoreError) Error() string {
+	if e.Dir != "" {
+		return fmt.Sprintf("not a run store (it is a directory; a store is a file, such as %s)", filepath.Join(e.Dir, ".skein", FileName))
+	}
+	return "not a run store (the file is not a SQLite database)"
+}
+
 // storeErr makes SQLite's messages about files readable.
 func storeErr(err error) error {
 	msg := err.Error()
 	switch {
+	case strings.Contains(msg, "SQLITE_NOTADB") || strings.Contains(msg, "file is not a database"):
+		return &NotStoreError{}
 	case strings.Contains(msg, "SQLITE_CANTOPEN") || strings.Contains(msg, "unable to open database file"):
 		return errors.New("cannot open or create the database file (is its directory writable?)")
 	case strings.Contains(msg, "SQLITE_READONLY") || strings.Contains(msg, "readonly database"):

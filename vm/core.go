@@ -382,7 +382,11 @@ func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
 		st.last = lastFailed
 	}
 	rec := r.recs[n.ID]
-	rec.Output, rec.Error, rec.Code, rec.Truncated, rec.Trace = o.value, o.err, "", o.trunc, o.trace
+	out := o.value
+	if o.task && !o.ok {
+		out = st.value // with its error and code, as expressions see it
+	}
+	rec.Output, rec.Error, rec.Code, rec.Truncated, rec.Trace = out, o.err, "", o.trunc, o.trace
 	var took time.Duration
 	var now time.Time // one clock read per transition, for the record and the event
 	if st.started != 0 {
@@ -409,7 +413,7 @@ func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
 	if r.events {
 		ev := r.driverEvent()
 		*ev = Event{Type: StepFinished, Time: now, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: int(st.visits),
-			Status: string(rec.Status), Duration: took, Output: o.value, Replayed: o.replayed}
+			Status: string(rec.Status), Duration: took, Output: out, Replayed: o.replayed}
 		if !o.ok {
 			ev.Code, ev.Error, ev.Trace = o.code, o.err, o.trace
 		}

@@ -550,8 +550,10 @@ func (r *run) cancelledStep(c *completion, o *outcome) {
 			rec.Child = o.child
 		}
 		if o.task {
-			rec.Output, rec.Truncated = o.value, o.trunc
-			output = o.value
+			if output = failedTask(o.value, "cancelled", "cancelled"); output == nil {
+				output = o.value
+			}
+			rec.Output, rec.Truncated = output, o.trunc
 		}
 	}
 	if r.events {

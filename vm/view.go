@@ -205,21 +205,34 @@ func outcomeValue(o *outcome) starlark.Value {
 	if o.ok {
 		return o.value
 	}
-	if m, isMap := o.value.(*stdlib.Map); isMap && o.task {
-		keys := m.Keys()
-		vals := make([]starlark.Value, len(keys))
-		for i, k := range keys {
-			vals[i], _ = m.Lookup(k)
-			switch k {
-			case "error":
-				vals[i] = starlark.String(o.err)
-			case "code":
-				vals[i] = starlark.String(o.failCode())
-			}
+	if o.task {
+		if v := failedTask(o.value, o.err, o.failCode()); v != nil {
+			return v
 		}
-		return stdlib.NewMap(keys, vals)
 	}
 	return stdlib.NewMap([]string{"error", "code"}, []starlark.Value{starlark.String(o.err), starlark.String(o.failCode())})
+}
+
+// failedTask is task output v with its error and code set, or nil if v is
+// not a task's output map. A task that did not succeed carries why in its
+// output, for expressions and in the result alike.
+func failedTask(v starlark.Value, err, code string) starlark.Value {
+	m, isMap := v.(*stdlib.Map)
+	if !isMap {
+		return nil
+	}
+	keys := m.Keys()
+	vals := make([]starlark.Value, len(keys))
+	for i, k := range keys {
+		vals[i], _ = m.Lookup(k)
+		switch k {
+		case "error":
+			vals[i] = starlark.String(err)
+		case "code":
+			vals[i] = starlark.String(code)
+		}
+	}
+	return stdlib.NewMap(keys, vals)
 }
 
 // taskOutput is the output of a task or shell step.

@@ -692,15 +692,22 @@ func partialResult(r *store.Run, effects []*store.Effect, held []*store.Approval
 		switch {
 		case e.Kind == "task" || e.Kind == "shell":
 			// The shape of a task's output in a result: error and code
-			// are null there (the step's own error and code say why it
-			// failed).
+			// say why it failed, as in the step's own, and are null
+			// while it has not.
+			var errMsg, code any
+			switch e.Status {
+			case "failed":
+				errMsg, code = e.Error, e.Code
+			case "cancelled":
+				errMsg, code = "cancelled", "cancelled"
+			}
 			b, _ := json.Marshal(struct {
 				Stdout   string `json:"stdout"`
 				Stderr   string `json:"stderr"`
 				ExitCode int    `json:"exit_code"`
 				Error    any    `json:"error"`
 				Code     any    `json:"code"`
-			}{e.Stdout, e.Stderr, e.ExitCode, nil, nil})
+			}{e.Stdout, e.Stderr, e.ExitCode, errMsg, code})
 			s.Output = b
 		case e.Output != nil:
 			s.Output = e.Output

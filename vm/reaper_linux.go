@@ -88,25 +88,10 @@ func killOrphans() {
 // children lists the children of this process: from each of its threads'
 // /proc children file (cheap), else by reading every process's parent.
 func children() []int {
-	var out []int
-	tasks, err := os.ReadDir("/proc/self/task")
-	found := err == nil
-	for _, t := range tasks {
-		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
-		if err != nil {
-			found = false
-			break
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				out = append(out, pid)
-			}
-		}
-	}
-	if found {
+	if out, ok := directChildren(); ok {
 		return out
 	}
-	out = out[:0]
+	var out []int
 	self := os.Getpid()
 	for pid, ppid := range procParents() {
 		if ppid == self {
@@ -114,4 +99,26 @@ func children() []int {
 		}
 	}
 	return out
+}
+
+// directChildren lists the children of this process from each of its
+// threads' /proc children file; false if the kernel has none.
+func directChildren() ([]int, bool) {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil, false
+	}
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		if err != nil {
+			return nil, false
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out, true
 }

@@ -98,6 +98,7 @@ func main() {
 	logf("building skein")
 	build := exec.Command(*goCmd, "build", "-o", exe, "./cmd/skein")
 	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build and make install do
 	if err := build.Run(); err != nil {
 		fatal(fmt.Errorf("go build: %v", err))
 	}

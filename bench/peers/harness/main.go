@@ -288,6 +288,7 @@ func runSkeinCLI(root, goCmd string, runs int, selected []workload) map[string]r
 	logf("go build ./cmd/skein (for the CLI column)")
 	build := exec.Command(goCmd, "build", "-o", exe, "./cmd/skein")
 	build.Dir, build.Stderr = root, os.Stderr
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build and make install do
 	if err := build.Run(); err != nil {
 		fatal(fmt.Errorf("go build ./cmd/skein: %v", err))
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -363,5 +364,85 @@ for i in range(64):
 		for i := 0; i < b.N; i++ {
 			benchRun(b, s, p, nil, vm.Options{Parallel: 64})
 		}
+	})
+}
+
+// BenchmarkTaskStepGap measures the store's share of a task step's
+// critical path directly, in the same runs of abTasks /bin/true tasks as
+// BenchmarkTaskStepAB: the time from one task's exit (its process reaped)
+// to the start of the next one's process, bare and recorded (median and
+// 10th percentile over every gap), and the time of the recorded run's
+// Finish (its last SQLite commit), which a run pays once. Less disturbed by
+// other work on the machine than the run's whole time.
+func BenchmarkTaskStepGap(b *testing.B) {
+	s, err := store.Open(filepath.Join(b.TempDir(), store.FileName))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	p := vm.Prepare(benchFlow(b, taskLoopSrc))
+	in, err := vm.BindInputs(p.Graph(), map[string]starlark.Value{"n": starlark.MakeInt(abTasks)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var gaps [2][]time.Duration
+	var fins []time.Duration
+	for i := 0; i < b.N; i++ {
+		for k := range 2 {
+			g := &gapTimer{}
+			o := vm.Options{Parallel: 1, MaxPath: 100, Effects: g}
+			var rec *store.Recorder
+			if k == 1 {
+				id := vm.NewRunID(time.Now())
+				if rec, err = s.Begin(&store.NewRun{ID: id, Flow: p.Graph().Name, File: p.Graph().File, Inputs: in, Started: time.Now()}); err != nil {
+					b.Fatal(err)
+				}
+				rec.Inner = g
+				o.RunID, o.Effects = id, rec
+			}
+			res := p.Run(context.Background(), in, o)
+			if res.Status != vm.Succeeded {
+				b.Fatalf("run %s: %+v", res.Status, res.Error)
+			}
+			if rec != nil {
+				t0 := time.Now()
+				if err := rec.Finish(res); err != nil {
+					b.Fatal(err)
+				}
+				fins = append(fins, time.Since(t0))
+			}
+			gaps[k] = append(gaps[k], g.gaps...)
+		}
+	}
+	b.StopTimer()
+	for k, side := range []string{"bare", "recorded"} {
+		slices.Sort(gaps[k])
+		n := len(gaps[k])
+		b.ReportMetric(float64(gaps[k][n/2].Nanoseconds()), side+"-gap-ns")
+		b.ReportMetric(float64(gaps[k][n/10].Nanoseconds()), side+"-gap-p10-ns")
+	}
+	slices.Sort(fins)
+	b.ReportMetric(float64(fins[len(fins)/2].Nanoseconds()), "finish-ns")
+}
+
+// gapTimer runs tasks as vm.Local does, timing each gap between a task's
+// exit and the next task's start.
+type gapTimer struct {
+	mu   sync.Mutex
+	exit time.Time
+	gaps []time.Duration
+}
+
+func (g *gapTimer) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	g.mu.Lock()
+	if !g.exit.IsZero() {
+		g.gaps = append(g.gaps, time.Since(g.exit))
+	}
+	g.mu.Unlock()
+	vm.Local{}.Start(ctx, req, func(c *vm.EffectCompletion) {
+		g.mu.Lock()
+		g.exit = time.Now()
+		g.mu.Unlock()
+		done(c)
 	})
 }

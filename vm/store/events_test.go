@@ -1,8 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,7 +16,8 @@ import (
 // A run is handed a completion before it is committed, so that it can work
 // out what comes next meanwhile; the events it emits after that wait for the
 // commit, and the effects it asks for start only once their start rows,
-// committed with the completion, are in.
+// committed with the completion, are in. (Committed: in the side journal;
+// SQLite has them later.)
 func TestEventsWaitForCommit(t *testing.T) {
 	// Only Idle commits here, however slowly the test runs.
 	defer func(d time.Duration) { flushDelay = d }(flushDelay)
@@ -25,19 +29,11 @@ func TestEventsWaitForCommit(t *testing.T) {
 		started = append(started, req.Step)
 		return &vm.EffectCompletion{OK: true, Stdout: req.Step}
 	})
-	// recorded returns the steps whose completions the store has.
+	// recorded returns the steps whose completions are durable: in
+	// SQLite or in the run's side journal (where a fold takes them from
+	// after a crash).
 	recorded := func() []string {
-		effects, err := s.Effects("r1", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, e := range effects {
-			if e.Status == "succeeded" {
-				out = append(out, e.Step)
-			}
-		}
-		return out
+		return durableSteps(t, s, rec)
 	}
 	var told []string
 	emit := rec.Events(func(ev *vm.Event) {
@@ -164,4 +160,46 @@ func beginRun(t *testing.T) (*Store, *Recorder) {
 		t.Fatal(err)
 	}
 	return s, rec
+}
+
+// durableSteps returns the steps of rec's run whose completions succeeded
+// and are durable (in SQLite or in the run's side journal), in the order
+// they completed.
+func durableSteps(t *testing.T, s *Store, rec *Recorder) []string {
+	t.Helper()
+	effects, err := s.Effects(rec.ID(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := map[int64]string{}
+	done := map[int64]int64{}
+	for _, e := range effects {
+		steps[e.ID] = e.Step
+		if e.Status == "succeeded" {
+			done[e.ID] = e.Done
+		}
+	}
+	b, err := os.ReadFile(rec.side.path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if _, writes, ok := decodeSide(b); ok {
+		for _, w := range writes {
+			if w.ins {
+				steps[w.args[0].(int64)] = w.args[3].(string)
+			} else if w.args[0] == "succeeded" {
+				done[w.args[endArgs-1].(int64)] = w.args[1].(int64)
+			}
+		}
+	}
+	var ids []int64
+	for id := range done {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b int64) int { return cmp.Compare(done[a], done[b]) })
+	var out []string
+	for _, id := range ids {
+		out = append(out, steps[id])
+	}
+	return out
 }

@@ -11,14 +11,15 @@ import (
 	"github.com/skeinlang/skein/vm"
 )
 
-// A store that fills up (SQLITE_FULL, from a page limit) refuses the
-// batch holding the completion that does not fit: the effect the run asks
-// for next is never started but stops the run with store_error, Finish
-// makes a result that says otherwise a store_error too, and the database
-// passes SQLite's integrity check, with every earlier completion readable.
+// A store that fills up (ENOSPC on the side journal, from a size limit)
+// refuses the batch holding the completion that does not fit: the effect
+// the run asks for next is never started but stops the run with
+// store_error, Finish makes a result that says otherwise a store_error
+// too, and the database passes SQLite's integrity check, with every
+// earlier completion readable.
 func TestStoreFull(t *testing.T) {
-	testMaxPages = "40"
-	defer func() { testMaxPages = "" }()
+	sideMaxBytes = "100000"
+	defer func() { sideMaxBytes = "" }()
 	s, rec := beginRun(t)
 	defer s.Close()
 	out := "small"

@@ -70,6 +70,9 @@ func TestMigrateFromVersion1(t *testing.T) {
 	if err := rec.record(&vm.EffectRequest{Step: "z", Kind: graphir.KindTask, Visit: 1, Attempt: 1}, 1, &vm.EffectCompletion{OK: true}); err != nil {
 		t.Fatal(err)
 	}
+	if err := rec.Sync(); err != nil {
+		t.Fatal(err)
+	}
 	if effects, err := s.Effects("r2", 0); err != nil || len(effects) != 3 || effects[2].Step != "z" || effects[2].Done != 3 {
 		t.Fatalf("effects of r2 after Continue: %+v, %v", effects, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -85,17 +86,25 @@ type NewRun struct {
 // Inner, which does the work), route the run's events through
 // [Recorder.Events], and call Finish when the run ends.
 //
-// Journal writes go out in batches, one transaction each. A completion is
-// handed to the run as soon as it is queued, so that the run can work out
-// what comes next while it commits, but nothing the run does can be seen
-// before the completion is committed: the effects it starts are started
-// (their processes executed, their prompts shown) only once their start
-// rows, queued after the completion, are committed in the same
-// transaction or a later one; the events it emits wait in Events; Finish
-// commits what is queued before the run's end. A batch commits when the
-// run can do nothing more until a completion arrives ([vm.EffectIdler]),
-// or at the latest flushDelay (10 ms) after its first write. A crash before the
-// commit loses the batch as a whole, and nothing of it was acted on.
+// Journal writes go out in batches. A batch is committed (made durable
+// against a crash of the process) by one write(2) of a record to the run's
+// side journal (side.go), and reaches SQLite later, with the batches
+// committed meanwhile, in one transaction sqlDelay (10 ms) after the first
+// of them, off the run's critical path; Finish and Park write what is left
+// to SQLite and delete the side journal; a run whose process died has its
+// side journal folded in by the next process that opens the store.
+//
+// A completion is handed to the run as soon as it is queued, so that the
+// run can work out what comes next while it commits, but nothing the run
+// does can be seen before the completion is committed: the effects it
+// starts are started (their processes executed, their prompts shown) only
+// once their start rows, queued after the completion, are committed in
+// the same batch or a later one; the events it emits wait in Events;
+// Finish commits what is queued with the run's end. A batch commits when
+// the run can do nothing more until a completion arrives
+// ([vm.EffectIdler]), or at the latest flushDelay (10 ms) after its first
+// write. A crash before the commit loses the batch as a whole, and
+// nothing of it was acted on.
 type Recorder struct {
 	Inner vm.EffectProducer
 
@@ -125,6 +134,12 @@ type Recorder struct {
 	clear atomic.Bool
 
 	commitMu sync.Mutex // one batch at a time, in order
+
+	side     *sideFile   // written holding commitMu
+	sqlq     []write     // in the side journal, not yet in SQLite (mu)
+	sqlArmed bool        // sqlTimer will write sqlq to SQLite (mu)
+	sqlTimer *time.Timer // ... sqlDelay after the first batch of it
+	sqlMu    sync.Mutex  // one SQLite transaction at a time, in order
 }
 
 // write is one queued write: an effect's start row (ins), its end, or the
@@ -168,11 +183,22 @@ func (s *Store) Begin(nr *NewRun) (*Recorder, error) {
 	}
 	opts, _ := json.Marshal(nr.Options)
 	pid, start, host := owner()
-	tx, err := s.db.Begin()
+	side, err := s.openSide(nr.ID)
 	if err != nil {
 		return nil, s.fail(err)
 	}
+	tx, err := s.db.Begin()
+	if err != nil {
+		side.remove()
+		return nil, s.fail(err)
+	}
 	defer tx.Rollback()
+	committed := false
+	defer func() {
+		if !committed {
+			side.remove()
+		}
+	}()
 	var resumed any
 	if nr.ResumedFrom != "" {
 		resumed = nr.ResumedFrom
@@ -192,8 +218,9 @@ func (s *Store) Begin(nr *NewRun) (*Recorder, error) {
 	if err := tx.Commit(); err != nil {
 		return nil, s.fail(err)
 	}
+	committed = true
 	lo, _ := effectIDs(n)
-	rec := &Recorder{s: s, n: n, id: nr.ID, last: lo, Inner: vm.Local{}}
+	rec := &Recorder{s: s, n: n, id: nr.ID, last: lo, Inner: vm.Local{}, side: side}
 	rec.clear.Store(true)
 	return rec, nil
 }
@@ -236,6 +263,21 @@ func (rec *Recorder) AddSource(src Source) error {
 func (s *Store) Continue(id string, opts RunOptions) (*Recorder, error) {
 	optsJSON, _ := json.Marshal(opts)
 	pid, start, host := owner()
+	// What the run's dead process left in its side journal goes in
+	// first: the run continues from there.
+	if err := s.foldDead(id); err != nil {
+		return nil, s.fail(err)
+	}
+	side, err := s.openSide(id)
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			side.remove()
+		}
+	}()
 	tx, err := s.db.Begin()
 	if err != nil {
 		return nil, s.fail(err)
@@ -258,7 +300,8 @@ func (s *Store) Continue(id string, opts RunOptions) (*Recorder, error) {
 	if err := tx.Commit(); err != nil {
 		return nil, s.fail(err)
 	}
-	rec := &Recorder{s: s, n: n, id: id, done: done.Int64, done0: done.Int64, last: last, Inner: vm.Local{}}
+	committed = true
+	rec := &Recorder{s: s, n: n, id: id, done: done.Int64, done0: done.Int64, last: last, Inner: vm.Local{}, side: side}
 	rec.clear.Store(true)
 	return rec, nil
 }
@@ -360,14 +403,14 @@ func (rec *Recorder) fire() {
 	rec.mu.Lock()
 	rec.armed = false
 	rec.mu.Unlock()
-	rec.flush(nil)
+	rec.flush()
 }
 
 // Idle implements [vm.EffectIdler]: the run waits for a completion, so
 // what it queued commits now, and Inner is told, if it holds work back
 // too (an approval held open until a decision comes).
 func (rec *Recorder) Idle(flow []string) {
-	rec.flush(nil)
+	rec.flush()
 	if in, ok := rec.Inner.(vm.EffectIdler); ok {
 		in.Idle(flow)
 	}
@@ -379,30 +422,58 @@ func (rec *Recorder) Idle(flow []string) {
 // such a crash leaves nothing acted on.
 var faultBatch = os.Getenv("SKEIN_TEST_CRASH_BEFORE_BATCH")
 
-// flush commits the queued writes, and final after them in the same
-// transaction when it is not empty; then it tells what waited for them.
-// It returns the error of the commit (or of the one that failed before).
-func (rec *Recorder) flush(final *write) error {
+// faultSide names a step whose completion reaches the side journal but
+// never SQLite: the process commits nothing to SQLite and kills itself
+// once the batch holding that completion is in the side journal. Tests
+// set it to prove that such a crash loses nothing: the completion is
+// folded in.
+var faultSide = os.Getenv("SKEIN_TEST_CRASH_AFTER_JOURNAL")
+
+// flush makes the queued writes durable (the side journal), then tells
+// what waited for them. It returns the error it told them (that of the
+// write, or of the one that failed before).
+func (rec *Recorder) flush() error {
+	return rec.flushTo(false, nil)
+}
+
+// flushTo is flush; with toSQL it writes everything to SQLite instead,
+// in one transaction with final if that is not nil (the run's end row),
+// and deletes the side journal: what Finish and Park do. With toSQL, it
+// returns the error of the transaction.
+func (rec *Recorder) flushTo(toSQL bool, final *write) error {
 	rec.commitMu.Lock()
 	defer rec.commitMu.Unlock()
 	rec.mu.Lock()
 	batch, then, upto, failed := rec.batch, rec.then, rec.handed, rec.failed
 	rec.batch, rec.then = nil, nil
 	rec.mu.Unlock()
-	if final != nil {
-		batch = append(batch, *final)
-	}
 	err := failed
-	if err == nil && len(batch) > 0 {
-		if faultBatch != "" {
-			for _, w := range batch {
-				if w.ins && w.step == faultBatch {
-					syscall.Kill(os.Getpid(), syscall.SIGKILL)
-					select {}
-				}
+	if err == nil && len(batch) > 0 && faultBatch != "" {
+		for _, w := range batch {
+			if w.ins && w.step == faultBatch {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
 			}
 		}
-		err = rec.s.commitBatch(batch)
+	}
+	var sqlErr error
+	switch {
+	case toSQL:
+		// A batch queued after a failure never reached the side
+		// journal, and what waits for it is told the failure; what
+		// did reach it goes in now, the whole of it or nothing.
+		if err != nil {
+			batch = nil
+		}
+		sqlErr = rec.commitSQL(batch, final)
+		if sqlErr == nil {
+			rec.side.remove()
+		}
+		if err == nil {
+			err = sqlErr
+		}
+	case len(batch) > 0 && err == nil:
+		err = rec.sideWrite(batch)
 	}
 	rec.mu.Lock()
 	if err != nil {
@@ -418,16 +489,130 @@ func (rec *Recorder) flush(final *write) error {
 		f(err)
 	}
 	rec.tell()
+	if toSQL {
+		return sqlErr
+	}
+	return err
+}
+
+// sideWrite writes batch to the side journal, where it is durable, and
+// queues it for SQLite. It is called holding rec.commitMu.
+func (rec *Recorder) sideWrite(batch []write) error {
+	sf := rec.side
+	b, err := appendBatch(sf.buf[:0], batch)
+	sf.buf = b[:0]
+	if err != nil {
+		return err
+	}
+	if sf.f == nil {
+		return errors.New("the run's record is closed")
+	}
+	err = sf.write(b)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if err != nil {
+		// A write cut short is a torn record, which ends the file for
+		// a fold; nothing may follow it.
+		return err
+	}
+	if faultSide != "" {
+		for _, w := range batch {
+			if !w.ins && w.step == faultSide {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+		}
+	}
+	rec.sqlq = append(rec.sqlq, batch...)
+	if !rec.sqlArmed && faultSide == "" {
+		rec.sqlArmed = true
+		if rec.sqlTimer == nil {
+			rec.sqlTimer = time.AfterFunc(sqlDelay, rec.sqlFire)
+		} else {
+			rec.sqlTimer.Reset(sqlDelay)
+		}
+	}
+	return nil
+}
+
+// sqlDelay is how long what reached the side journal waits to be written
+// to SQLite, where other processes read it (skein show, logs --follow):
+// writing several batches in one transaction costs less, and none of it
+// is on the run's way. (A variable for tests.)
+var sqlDelay = 10 * time.Millisecond
+
+// sideTruncateAt is how large a side journal grows before it is emptied
+// (back to its header) once SQLite holds all of it.
+const sideTruncateAt = 64 << 10
+
+// sqlFire is the SQLite timer's: it writes to SQLite what the side journal
+// holds and SQLite does not, and empties the side journal when it is
+// large and all in. A failure stops the run at its next completion (what
+// it acted on is in the side journal, which a fold takes in later).
+func (rec *Recorder) sqlFire() {
+	rec.mu.Lock()
+	rec.sqlArmed = false
+	rec.mu.Unlock()
+	if err := rec.commitSQL(nil, nil); err != nil {
+		return
+	}
+	rec.commitMu.Lock()
+	defer rec.commitMu.Unlock()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if sf := rec.side; sf.f != nil && len(rec.sqlq) == 0 && sf.off >= sideTruncateAt {
+		// (Holding commitMu: no write goes to the file meanwhile.)
+		if err := sf.f.Truncate(sf.header); err == nil {
+			sf.off = sf.header
+		}
+	}
+}
+
+// Sync writes to SQLite at once what the run's side journal holds and
+// SQLite does not yet, so that readers of the store see all of it.
+func (rec *Recorder) Sync() error {
+	return rec.s.fail(rec.commitSQL(nil, nil))
+}
+
+// commitSQL writes to SQLite, in one transaction, what the side journal
+// holds and SQLite does not, then extra and final.
+func (rec *Recorder) commitSQL(extra []write, final *write) error {
+	rec.sqlMu.Lock()
+	defer rec.sqlMu.Unlock()
+	rec.mu.Lock()
+	all := rec.sqlq
+	rec.sqlq = nil
+	rec.mu.Unlock()
+	n := len(all)
+	all = append(all, extra...)
+	if final != nil {
+		all = append(all, *final)
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	err := rec.s.commitBatch(all)
+	if err != nil {
+		rec.mu.Lock()
+		rec.sqlq = append(all[:n:n], rec.sqlq...) // still only in the side journal
+		if rec.failed == nil {
+			rec.failed = err
+		}
+		rec.mu.Unlock()
+	}
 	return err
 }
 
 // commitBatch writes batch in one transaction, on the journal's
 // connection.
 func (s *Store) commitBatch(batch []write) error {
+	batch = merge(batch)
 	s.journal.Lock()
 	defer s.journal.Unlock()
 	stmt := func(w write) *sql.Stmt {
 		switch {
+		case w.ins && w.fin:
+			return s.insWhole
 		case w.ins:
 			return s.insEffect
 		case w.fin:
@@ -453,6 +638,39 @@ func (s *Store) commitBatch(batch []write) error {
 		return err
 	}
 	return nil
+}
+
+// merge returns batch with each start row whose end follows it in the
+// batch replaced by one write of the whole row (ins and fin both set),
+// and that end dropped: one insertion instead of an insertion and an
+// update.
+func merge(batch []write) []write {
+	var at map[int64]int // start rows by effect id: their index in out
+	out := batch[:0:0]
+	for _, w := range batch {
+		switch {
+		case w.ins:
+			if at == nil {
+				at = map[int64]int{}
+			}
+			at[w.args[0].(int64)] = len(out)
+		case !w.fin:
+			id := w.args[len(w.args)-1].(int64)
+			if i, ok := at[id]; ok {
+				st := out[i].args
+				// id, run, path, step, kind, visit, attempt, on_exit,
+				// started, then the end's columns but its id.
+				whole := make([]any, 0, 23)
+				whole = append(whole, st...)
+				whole = append(whole, w.args[:len(w.args)-1]...)
+				out[i] = write{ins: true, fin: true, step: w.step, args: whole}
+				delete(at, id)
+				continue
+			}
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // Events returns f, the run's [vm.Options.OnEvent], holding back each
@@ -576,11 +794,20 @@ func tail(s string) string {
 // store. If those writes cannot be committed, the run did not end as res
 // says: res becomes a run stopped by store_error.
 func (rec *Recorder) Finish(res *vm.Result) error {
+	rec.mu.Lock()
+	failed := rec.failed
+	rec.mu.Unlock()
+	if failed != nil {
+		rec.storeFailed(res, failed)
+	}
 	fin, err := rec.endRow(res)
 	if err != nil {
 		return err
 	}
-	if err := rec.flush(fin); err != nil {
+	if rec.sqlTimer != nil {
+		rec.sqlTimer.Stop()
+	}
+	if err := rec.flushTo(true, fin); err != nil {
 		// Nothing of the transaction is in: record the run as stopped
 		// (if the store takes even that).
 		rec.storeFailed(res, err)
@@ -595,6 +822,9 @@ func (rec *Recorder) Finish(res *vm.Result) error {
 				return rec.s.fail(err)
 			}
 		}
+		// What the side journal holds beyond SQLite stays in it, for a
+		// fold once this process is gone.
+		rec.side.close()
 	}
 	if rec.done-rec.done0 >= checkpointAfter {
 		rec.s.Checkpoint()
@@ -638,7 +868,7 @@ const checkpointAfter = 64
 
 // Park records the run as waiting for a decision: no process owns it.
 func (rec *Recorder) Park() error {
-	if err := rec.flush(nil); err != nil {
+	if err := rec.flushTo(true, nil); err != nil {
 		return rec.s.fail(err)
 	}
 	_, err := rec.s.db.Exec(`UPDATE runs SET status = 'waiting', owner_pid = NULL WHERE n = ?`, rec.n)
@@ -786,5 +1016,5 @@ func (rec *Recorder) record(req *vm.EffectRequest, attempt int, c *vm.EffectComp
 	if err != nil {
 		return err
 	}
-	return rec.flush(nil)
+	return rec.flush()
 }

@@ -50,6 +50,11 @@ type Replay struct {
 // completion are dropped, so they run again. Set Inner (and CopyTo) before
 // the run starts.
 func (s *Store) Replay(id, fromStep string) (*Replay, error) {
+	// What the run's dead process left in its side journal is part of
+	// the record to replay (Open folds it too, unless it could not).
+	if err := s.foldDead(id); err != nil {
+		return nil, s.fail(err)
+	}
 	effects, err := s.Effects(id, 0)
 	if err != nil {
 		return nil, err

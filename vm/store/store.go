@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
@@ -46,6 +47,7 @@ type Store struct {
 	jconn                        *sql.Conn
 	begin, commit, rollback      *sql.Stmt
 	insEffect, endEffect, endRun *sql.Stmt
+	insWhole                     *sql.Stmt
 
 	// journal serializes this process's journal writes. Without it, tasks
 	// finishing together commit on as many connections, and all but one
@@ -98,6 +100,10 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("run store %s: %w", path, storeErr(err))
 	}
+	// Runs whose processes died may have left completions in their side
+	// journals: fold them in before anything reads the store. One that
+	// cannot be folded now (a full disk) stays for a later try.
+	s.foldDead("")
 	return s, nil
 }
 
@@ -128,6 +134,7 @@ func (s *Store) prepareJournal() error {
 		{&s.rollback, `ROLLBACK`},
 		{&s.insEffect, `INSERT INTO effects (id, run, path, step, kind, visit, attempt, on_exit, status, started) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)`},
 		{&s.endEffect, `UPDATE effects SET status = ?, done = ?, code = ?, error = ?, output = ?, exit_code = ?, stdout = ?, stderr = ?, truncated = ?, ended = ?, model = ?, answer = ?, prompt_tokens = ?, completion_tokens = ? WHERE id = ?`},
+		{&s.insWhole, insWholeSQL},
 		{&s.endRun, `UPDATE runs SET status = ?, error_code = ?, error_step = ?, error_msg = ?, ended = ?, result = ?, owner_pid = NULL WHERE n = ?`},
 	} {
 		if *p.st, err = conn.PrepareContext(ctx, p.q); err != nil {
@@ -137,9 +144,15 @@ func (s *Store) prepareJournal() error {
 	return nil
 }
 
+// insWholeSQL writes an effect's whole row at once: its start row's
+// columns, then its end's (see merge).
+const insWholeSQL = `INSERT OR REPLACE INTO effects (id, run, path, step, kind, visit, attempt, on_exit, started,
+	status, done, code, error, output, exit_code, stdout, stderr, truncated, ended, model, answer, prompt_tokens, completion_tokens)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
 // Close closes the store.
 func (s *Store) Close() error {
-	for _, st := range []*sql.Stmt{s.begin, s.commit, s.rollback, s.insEffect, s.endEffect, s.endRun} {
+	for _, st := range []*sql.Stmt{s.begin, s.commit, s.rollback, s.insEffect, s.endEffect, s.endRun, s.insWhole} {
 		st.Close()
 	}
 	s.jconn.Close()
@@ -378,9 +391,9 @@ func storeErr(err error) error {
 		return &NotStoreError{}
 	case strings.Contains(msg, "SQLITE_CANTOPEN") || strings.Contains(msg, "unable to open database file"):
 		return errors.New("cannot open or create the database file (is its directory writable?)")
-	case strings.Contains(msg, "SQLITE_READONLY") || strings.Contains(msg, "readonly database"):
+	case strings.Contains(msg, "SQLITE_READONLY") || strings.Contains(msg, "readonly database") || errors.Is(err, syscall.EROFS):
 		return errors.New("the database is read-only")
-	case strings.Contains(msg, "SQLITE_FULL") || strings.Contains(msg, "database or disk is full"):
+	case strings.Contains(msg, "SQLITE_FULL") || strings.Contains(msg, "database or disk is full") || errors.Is(err, syscall.ENOSPC):
 		return errors.New("the disk is full")
 	}
 	return err

@@ -338,6 +338,10 @@ func TestReplayModelCall(t *testing.T) {
 		rec.Start(context.Background(), q, func(c *vm.EffectCompletion) { ch <- c })
 		<-ch
 	}
+	// (The run goes on; its record reaches SQLite within 10 ms.)
+	if err := rec.Sync(); err != nil {
+		t.Fatal(err)
+	}
 	p, err := s.Replay(id, "")
 	if err != nil {
 		t.Fatal(err)

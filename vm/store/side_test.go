@@ -1,0 +1,312 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/vm"
+)
+
+// sideBatches are two batches as the Recorder writes them: a start row,
+// then its end with the next start row.
+var sideBatches = [][]write{
+	{{ins: true, args: []any{int64(1<<32 + 1), int64(1), "", "a", "task", 1, 1, false, int64(1700000000000000000)}}},
+	{
+		{args: []any{"succeeded", int64(1), "", "", nil, 0, "out\x00\xff", "", false, int64(1700000000000000001), nil, nil, nil, nil, int64(1<<32 + 1)}},
+		{ins: true, args: []any{int64(1<<32 + 2), int64(1), "per[2]/x", "b", "llm", 3, 2, true, int64(-5)}},
+	},
+}
+
+func sideBytes(t testing.TB) []byte {
+	b := appendHeader(nil, sideHeader{run: "r1", host: "h", pid: 42, start: "123"})
+	for _, batch := range sideBatches {
+		var err error
+		if b, err = appendBatch(b, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
+}
+
+// decoded is what decodeSide gives back for the first n batches: the same
+// writes, ints as int64.
+func decoded(n int) []write {
+	var out []write
+	for _, batch := range sideBatches[:n] {
+		for _, w := range batch {
+			args := make([]any, len(w.args))
+			for i, a := range w.args {
+				if v, ok := a.(int); ok {
+					a = int64(v)
+				}
+				args[i] = a
+			}
+			out = append(out, write{ins: w.ins, args: args})
+		}
+	}
+	return out
+}
+
+var writeCmp = cmp.AllowUnexported(write{}, sideHeader{})
+
+func TestSideRoundTrip(t *testing.T) {
+	h, writes, ok := decodeSide(sideBytes(t))
+	if !ok {
+		t.Fatal("no header")
+	}
+	if diff := cmp.Diff(sideHeader{run: "r1", host: "h", pid: 42, start: "123"}, h, writeCmp); diff != "" {
+		t.Errorf("header (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(decoded(2), writes, writeCmp); diff != "" {
+		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+}
+
+// A file cut anywhere (a write that never returned) gives back the whole
+// records before the cut and nothing of the torn one; a record whose bytes
+// changed ends the file there.
+func TestSideTorn(t *testing.T) {
+	b := sideBytes(t)
+	header := len(appendHeader(nil, sideHeader{run: "r1", host: "h", pid: 42, start: "123"}))
+	first, _ := appendBatch(nil, sideBatches[0])
+	for cut := 0; cut < len(b); cut++ {
+		_, writes, ok := decodeSide(b[:cut])
+		want := 0
+		switch {
+		case cut < header:
+			if ok {
+				t.Errorf("cut at %d: a torn header read as whole", cut)
+			}
+			continue
+		case cut >= header+len(first):
+			want = 1
+		}
+		if diff := cmp.Diff(decoded(want), writes, writeCmp); diff != "" {
+			t.Errorf("cut at %d (-want +got):\n%s", cut, diff)
+		}
+	}
+	for i := header + len(first); i < len(b); i++ {
+		c := bytes.Clone(b)
+		c[i] ^= 0x40
+		_, writes, _ := decodeSide(c)
+		if diff := cmp.Diff(decoded(1), writes, writeCmp); diff != "" {
+			t.Errorf("byte %d changed (-want +got):\n%s", i, diff)
+		}
+	}
+}
+
+// FuzzSideJournal: decoding any bytes never panics, gives back only
+// well-formed writes, and those encode and decode to themselves.
+func FuzzSideJournal(f *testing.F) {
+	f.Add(sideBytes(f))
+	f.Add(appendHeader(nil, sideHeader{run: "r", pid: 1}))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, writes, ok := decodeSide(b)
+		if !ok {
+			if len(writes) != 0 {
+				t.Fatalf("writes without a header: %d", len(writes))
+			}
+			return
+		}
+		for _, w := range writes {
+			if n := len(w.args); (w.ins && n != insArgs) || (!w.ins && n != endArgs) || w.fin || !wellTyped(w) {
+				t.Fatalf("malformed write %+v", w)
+			}
+		}
+		again := appendHeader(nil, h)
+		if len(writes) > 0 {
+			var err error
+			if again, err = appendBatch(again, writes); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h2, writes2, ok := decodeSide(again)
+		if !ok || !cmp.Equal(h, h2, writeCmp) || !cmp.Equal(writes, writes2, writeCmp, cmp.Comparer(func(a, b []any) bool {
+			return cmp.Equal(a, b)
+		})) {
+			t.Fatalf("round trip: %+v %+v -> %+v %+v", h, writes, h2, writes2)
+		}
+	})
+}
+
+// deadRun records effects a and b of run r1 into its side journal only
+// (SQLite's batch never comes), and returns the store, the side journal's
+// bytes and how the effects read once folded. Its process counts as dead
+// for the fold.
+func deadRun(t *testing.T) (*Store, string, []byte) {
+	t.Helper()
+	defer func(d time.Duration) { sqlDelay = d }(sqlDelay)
+	sqlDelay = time.Hour
+	isAlive = func(int, string, string) bool { return false }
+	t.Cleanup(func() { isAlive = alive })
+	s, rec := beginRun(t)
+	t.Cleanup(func() { s.Close() })
+	rec.Inner = producer(func(req *vm.EffectRequest) *vm.EffectCompletion {
+		return &vm.EffectCompletion{OK: true, Stdout: "out of " + req.Step, ExitCode: 0}
+	})
+	for _, step := range []string{"a", "b"} {
+		ch := make(chan *vm.EffectCompletion, 1)
+		rec.Start(context.Background(), &vm.EffectRequest{Kind: graphir.KindTask, Step: step, Visit: 1, Attempt: 1},
+			func(c *vm.EffectCompletion) { ch <- c })
+		rec.Idle(nil)
+		<-ch
+	}
+	rec.Idle(nil) // b's completion reaches the side journal
+	if effects, _ := s.Effects("r1", 0); len(effects) != 0 {
+		t.Fatalf("SQLite has %d effects before the fold, want none", len(effects))
+	}
+	b, err := os.ReadFile(rec.side.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, rec.side.path, b
+}
+
+func effectsOf(t *testing.T, s *Store, id string) []*Effect {
+	t.Helper()
+	effects, err := s.Effects(id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return effects
+}
+
+// A dead run's side journal folds into SQLite, whole; folding it again
+// (a fold that crashed before deleting the file) gives the same rows.
+func TestFoldTwice(t *testing.T) {
+	s, path, b := deadRun(t)
+	if err := s.foldDead(""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("side journal left after the fold: %v", err)
+	}
+	once := effectsOf(t, s, "r1")
+	if len(once) != 2 || once[0].Status != "succeeded" || once[1].Status != "succeeded" || once[1].Stdout != "out of b" || once[1].Done != 2 {
+		t.Fatalf("folded effects: %+v %+v", once[0], once[len(once)-1])
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.foldDead("r1"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(once, effectsOf(t, s, "r1")); diff != "" {
+		t.Errorf("folded twice (-once +twice):\n%s", diff)
+	}
+}
+
+// Two stores (connections) folding the same side journal at once: both
+// succeed, and the rows are those of one fold.
+func TestFoldTwoAtOnce(t *testing.T) {
+	s, path, b := deadRun(t)
+	other, err := Open(s.path) // (its own fold at open may win the race)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	want := effectsOf(t, other, "r1")
+	for round := 0; round < 5; round++ {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, st := range []*Store{s, other} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = st.foldDead("")
+			}()
+		}
+		wg.Wait()
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatalf("round %d: %v, %v", round, errs[0], errs[1])
+		}
+		if diff := cmp.Diff(want, effectsOf(t, s, "r1")); diff != "" {
+			t.Fatalf("round %d (-want +got):\n%s", round, diff)
+		}
+	}
+	if len(want) != 2 {
+		t.Errorf("effects: %d, want 2", len(want))
+	}
+}
+
+// A side journal whose run is gone (deleted) or whose owner still runs is
+// left alone by the rows; the first is deleted, the second kept.
+func TestFoldDeletedAndLive(t *testing.T) {
+	s, path, b := deadRun(t)
+	gone := filepath.Join(s.sideDir(), "r9.1.1")
+	h, writes, _ := decodeSide(b)
+	h.run = "r9"
+	nb := appendHeader(nil, h)
+	nb, _ = appendBatch(nb, writes)
+	if err := os.WriteFile(gone, nb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	isAlive = func(pid int, _, _ string) bool { return true }
+	if err := s.foldDead(""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("a live run's side journal: %v, want it kept", err)
+	}
+	isAlive = func(int, string, string) bool { return false }
+	if err := s.foldDead(""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(gone); !os.IsNotExist(err) {
+		t.Errorf("side journal of a deleted run: %v, want it deleted", err)
+	}
+	if n := len(effectsOf(t, s, "r1")); n != 2 {
+		t.Errorf("r1 has %d effects, want 2", n)
+	}
+}
+
+// Once SQLite holds everything in a large side journal, the journal is
+// emptied back to its header.
+func TestSideTruncated(t *testing.T) {
+	s, rec := beginRun(t)
+	defer s.Close()
+	big := strings.Repeat("x", sideTruncateAt)
+	rec.Inner = producer(func(req *vm.EffectRequest) *vm.EffectCompletion {
+		return &vm.EffectCompletion{OK: true, Stdout: big}
+	})
+	ch := make(chan *vm.EffectCompletion, 1)
+	rec.Start(context.Background(), &vm.EffectRequest{Kind: graphir.KindTask, Step: "a", Visit: 1, Attempt: 1},
+		func(c *vm.EffectCompletion) { ch <- c })
+	rec.Idle(nil)
+	<-ch
+	rec.Idle(nil)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		fi, err := os.Stat(rec.side.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() == rec.side.header {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("side journal still %d bytes, want %d", fi.Size(), rec.side.header)
+		}
+	}
+	if e := effectsOf(t, s, "r1"); len(e) != 1 || e[0].Stdout != big {
+		t.Fatalf("effects: %d", len(e))
+	}
+	if err := rec.Finish(&vm.Result{Status: vm.Succeeded, Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(rec.side.path); !os.IsNotExist(err) {
+		t.Errorf("side journal after Finish: %v, want it deleted", err)
+	}
+}

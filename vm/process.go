@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,10 +34,7 @@ func runProcess(ctx context.Context, spec *EffectRequest) *EffectCompletion {
 	stdout, stderr := &tailBuffer{max: spec.MaxOutput}, &tailBuffer{max: spec.MaxOutput}
 	p, err := startProcess(spec, stdout, stderr)
 	if err != nil {
-		msg := fmt.Sprintf("cannot start %q: %v", spec.Argv[0], unwrapExec(err))
-		if _, serr := os.Stat(spec.Dir); serr != nil {
-			msg = fmt.Sprintf("cannot start %q: directory %s: %v", spec.Argv[0], spec.Dir, unwrapExec(serr))
-		}
+		msg := startFailure(spec, err)
 		return &EffectCompletion{Code: "step_failed", Error: msg, Stderr: msg, ExitCode: 127}
 	}
 	pgid := p.pid()
@@ -160,6 +159,59 @@ func taskEnv(spec *EffectRequest) []string {
 	return append(env[:len(env):len(env)],
 		"SKEIN_RUN_ID="+spec.RunID, "SKEIN_STEP="+spec.Step,
 		"SKEIN_VISIT="+strconv.Itoa(spec.Visit), "SKEIN_ATTEMPT="+strconv.Itoa(spec.Attempt))
+}
+
+// startFailure says why a task's process could not start, in the user's
+// terms: which directory or file is missing, rather than Go's "fork/exec
+// PATH: ..." or "chdir ...".
+func startFailure(spec *EffectRequest, err error) string {
+	name := spec.Argv[0]
+	if spec.Dir != "" {
+		fi, serr := os.Stat(spec.Dir)
+		switch {
+		case errors.Is(serr, fs.ErrNotExist):
+			return fmt.Sprintf("cannot start %q: directory %s does not exist", name, spec.Dir)
+		case serr != nil:
+			return fmt.Sprintf("cannot start %q: directory %s: %v", name, spec.Dir, unwrapPath(serr))
+		case !fi.IsDir():
+			return fmt.Sprintf("cannot start %q: dir %s is a file, not a directory", name, spec.Dir)
+		}
+	}
+	if strings.Contains(name, "/") {
+		// A path: the kernel resolves a relative one in the task's
+		// directory, which is where the user must look.
+		path := name
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(spec.Dir, path)
+		}
+		if _, serr := os.Stat(path); errors.Is(serr, fs.ErrNotExist) {
+			return fmt.Sprintf("cannot start %q: %s does not exist", name, path)
+		}
+	}
+	msg := unwrapPath(unwrapExec(err)).Error()
+	// Through the keeper the error is text: drop Go's "fork/exec PATH: ".
+	if rest, ok := strings.CutPrefix(msg, "fork/exec "); ok {
+		if i := strings.LastIndex(rest, ": "); i >= 0 {
+			msg = rest[i+2:]
+		}
+	}
+	switch msg {
+	case "permission denied":
+		msg += " (it must be an executable file: chmod +x it, or run it with its interpreter)"
+	case "exec format error":
+		msg += " (not a program this machine runs: a script run directly needs a #! line)"
+	}
+	return fmt.Sprintf("cannot start %q: %s", name, msg)
+}
+
+// unwrapPath is the errno of a path error ("no such file or directory"),
+// without the operation and path Go puts before it.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func unwrapExec(err error) error {

@@ -1273,3 +1273,35 @@ edge(c, END)
 		})
 	}
 }
+
+// A task that cannot start says why in the user's terms: which directory
+// or file is missing (relative to the task's directory, where the kernel
+// looks), or what is wrong with the file, never Go's "fork/exec PATH:" or
+// "stat DIR:" (a missing dir= said "directory d: stat d: no such file or
+// directory", a dir= naming a file "fork/exec /usr/bin/pwd: not a
+// directory").
+func TestTaskStartFailures(t *testing.T) {
+	for _, tc := range []struct{ name, step, want string }{
+		{"missing dir", `step("a", run = ["pwd"], dir = "nope")`, `cannot start "pwd": directory DIR/nope does not exist`},
+		{"dir is a file", `step("a", run = ["pwd"], dir = "flow.star")`, `cannot start "pwd": dir DIR/flow.star is a file, not a directory`},
+		{"missing file", `step("a", run = ["./nope.sh"])`, `cannot start "./nope.sh": DIR/nope.sh does not exist`},
+		{"not found", `step("a", run = ["skein-no-such-command"])`, `cannot start "skein-no-such-command": executable file not found in $PATH`},
+		{"not executable", `step("a", run = ["./script.sh"])`, `cannot start "./script.sh": permission denied (it must be an executable file: chmod +x it, or run it with its interpreter)`},
+		{"no #! line", `
+setup = step("setup", shell = "cp script.sh bare.sh; chmod +x bare.sh")
+a = step("a", run = ["./bare.sh"])
+chain(START, setup, a, END)`, `cannot start "./bare.sh": exec format error (not a program this machine runs: a script run directly needs a #! line)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := load(t, map[string]string{"flow.star": tc.step, "script.sh": "echo hi\n"})
+			res, err := vm.Run(context.Background(), g, nil, vm.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := strings.ReplaceAll(tc.want, "DIR", filepath.Dir(g.File))
+			if rec := res.Step("a"); rec.Status != vm.StepFailed || rec.Error != want {
+				t.Errorf("a: %s %q\nwant failed %q", rec.Status, rec.Error, want)
+			}
+		})
+	}
+}

@@ -166,6 +166,23 @@ func taskEnv(spec *EffectRequest) []string {
 // PATH: ..." or "chdir ...".
 func startFailure(spec *EffectRequest, err error) string {
 	name := spec.Argv[0]
+	// A NUL byte (from a template's value) cannot be passed to a process:
+	// the system call fails with a bare "invalid argument".
+	const nul = "contains a NUL byte, which no process argument, environment variable or path can hold"
+	for i, a := range spec.Argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Sprintf("cannot start %q: argument %d %s", name, i, nul)
+		}
+	}
+	for _, kv := range taskEnv(spec) {
+		if strings.IndexByte(kv, 0) >= 0 {
+			k, _, _ := strings.Cut(kv, "=")
+			return fmt.Sprintf("cannot start %q: environment variable %s %s", name, k, nul)
+		}
+	}
+	if strings.IndexByte(spec.Dir, 0) >= 0 {
+		return fmt.Sprintf("cannot start %q: dir %s", name, nul)
+	}
 	if spec.Dir != "" {
 		fi, serr := os.Stat(spec.Dir)
 		switch {

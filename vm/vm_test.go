@@ -1291,6 +1291,10 @@ func TestTaskStartFailures(t *testing.T) {
 setup = step("setup", shell = "cp script.sh bare.sh; chmod +x bare.sh")
 a = step("a", run = ["./bare.sh"])
 chain(START, setup, a, END)`, `cannot start "./bare.sh": exec format error (not a program this machine runs: a script run directly needs a #! line)`},
+		{"NUL in argv", `step("a", run = ["printf", "%s", "{{ 'a' + json.decode('\"\\u0000\"') }}"])`,
+			`cannot start "printf": argument 2 contains a NUL byte, which no process argument, environment variable or path can hold`},
+		{"NUL in env", `step("a", run = ["true"], env = {"V": "{{ json.decode('\"\\u0000\"') }}"})`,
+			`cannot start "true": environment variable V contains a NUL byte, which no process argument, environment variable or path can hold`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := load(t, map[string]string{"flow.star": tc.step, "script.sh": "echo hi\n"})

@@ -509,3 +509,20 @@ func TestCassetteNotRegular(t *testing.T) {
 		}
 	}
 }
+
+// A reply that cannot be read says what the server sent, not the JSON
+// decoder's error ("invalid character 'o' in literal null").
+func TestParseResponseErrors(t *testing.T) {
+	for _, tc := range []struct{ raw, want string }{
+		{"not json at all", `model "m": the reply is not JSON: not json at all`},
+		{"", `model "m": the reply is not JSON`},
+		{`{"choices": "many"}`, `model "m": the reply is not a chat completion: {"choices": "many"}`},
+		{`{"choices": []}`, `model "m": the reply has no choices: {"choices": []}`},
+		{`{"error": {"message": "quota"}, "choices": 3}`, `model "m": the reply is not a chat completion: quota`},
+	} {
+		_, err := model.ParseResponse("m", []byte(tc.raw))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("ParseResponse(%q): %v\nwant %s", tc.raw, err, tc.want)
+		}
+	}
+}

@@ -170,7 +170,13 @@ func (c *Client) Complete(ctx context.Context, req Request) (*Reply, error) {
 func ParseResponse(model string, raw []byte) (*Reply, error) {
 	var w wireResponse
 	if err := json.Unmarshal(raw, &w); err != nil {
-		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: the reply is not a chat completion: %v", model, err), Retryable: true}
+		// What the server sent says more than the decoder's error
+		// ("invalid character 'o' in literal null").
+		what := "is not JSON"
+		if json.Valid(raw) {
+			what = "is not a chat completion"
+		}
+		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: the reply %s%s", model, what, errorDetail(raw)), Retryable: true}
 	}
 	if len(w.Choices) == 0 {
 		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: the reply has no choices%s", model, errorDetail(raw)), Retryable: true}

@@ -19,7 +19,7 @@ import (
 var interpreters = func() map[string]interpreter {
 	m := map[string]interpreter{}
 	shell := interpreter{flags: []string{"-c"}, shellFlags: true, read: `"$%s"`}
-	for _, sh := range []string{"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox", "fish", "csh", "tcsh"} {
+	for _, sh := range []string{"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh"} {
 		m[sh] = shell
 	}
 	py := interpreter{flags: []string{"-c"}, read: `os.environ["%s"]`}
@@ -55,24 +55,116 @@ func (in interpreter) codeFlag(arg string) bool {
 	return in.shellFlags && len(arg) > 1 && arg[0] == '-' && arg[1] != '-' && strings.HasSuffix(arg, "c")
 }
 
-// checkInterpreters warns of each template inside the code argument of an
-// interpreter run by run=.
-func checkInterpreters(p *pass) {
-	for _, n := range p.g.Steps() {
-		if n.Kind != graphir.KindTask || len(n.Argv) == 0 {
-			continue
+// wrapper is a program that runs the rest of its argv as a command
+// (sudo, timeout, nice, xargs, docker exec...): the options that take a
+// value as the next argument, how many arguments come before the command,
+// and for docker-like programs the subcommands that run one.
+type wrapper struct {
+	values     []string
+	positional int
+	sub        []string // docker exec|run: the wrapper is "docker exec"
+	dashC      bool     // flock FILE -c CMD: -c after the positionals is shell code
+}
+
+var dockerValues = []string{"-e", "--env", "-u", "--user", "-w", "--workdir", "--name", "-v", "--volume", "-p", "--publish",
+	"--network", "--entrypoint", "--platform", "-l", "--label", "--mount", "--env-file", "-h", "--hostname", "--detach-keys", "-m", "--memory", "--cpus"}
+
+var wrappers = map[string]wrapper{
+	"sudo":     {values: []string{"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-R", "-T", "--user", "--group", "--chdir", "--prompt", "--role", "--type", "--other-user", "--host", "--close-from"}},
+	"doas":     {values: []string{"-u", "-C"}},
+	"timeout":  {values: []string{"-s", "-k", "--signal", "--kill-after"}, positional: 1},
+	"nice":     {values: []string{"-n", "--adjustment"}},
+	"nohup":    {},
+	"busybox":  {},
+	"setsid":   {},
+	"time":     {values: []string{"-f", "--format", "-o", "--output"}},
+	"unbuffer": {},
+	"exec":     {},
+	"command":  {},
+	"stdbuf":   {values: []string{"-i", "-o", "-e", "--input", "--output", "--error"}},
+	"ionice":   {values: []string{"-c", "-n", "--class", "--classdata"}},
+	"taskset":  {positional: 1},
+	"chroot":   {positional: 1},
+	"xargs":    {values: []string{"-I", "-n", "-P", "-L", "-s", "-d", "-E", "-a", "--max-args", "--max-procs", "--max-lines", "--max-chars", "--delimiter", "--eof", "--arg-file", "--replace"}},
+	"strace":   {values: []string{"-o", "-e", "-p", "-s", "-u", "-a", "-b", "-E", "-I", "-O", "-P", "-S", "-X"}},
+	"flock":    {values: []string{"-w", "-E", "--timeout", "--wait", "--conflict-exit-code"}, positional: 1, dashC: true},
+	"docker":   {sub: []string{"exec", "run"}, values: dockerValues, positional: 1},
+	"podman":   {sub: []string{"exec", "run"}, values: dockerValues, positional: 1},
+	"nerdctl":  {sub: []string{"exec", "run"}, values: dockerValues, positional: 1},
+}
+
+// remote are the programs whose command arguments, all of them, are
+// joined into one line for a shell to parse: ssh's remote shell, watch's
+// sh -c. The options that take a value, and how many arguments (the
+// host) come before the command.
+var remote = map[string]wrapper{
+	"ssh":   {values: []string{"-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o", "-p", "-Q", "-R", "-S", "-W", "-w", "-B"}, positional: 1},
+	"watch": {values: []string{"-n", "--interval", "-q", "--equexit"}},
+}
+
+// shellCommand are the programs whose -c (or --command) argument is a
+// command line that a shell parses: su -c, script -c.
+var shellCommand = map[string]bool{"su": true, "script": true, "runuser": true}
+
+// codeArg is one argument of a run= argv that a program runs as code.
+type codeArg struct {
+	at   int    // its index in argv
+	what string // "sh -c", "the remote shell of ssh"
+	read string // how the code reads variable %s, or "" where env= cannot reach it
+}
+
+// codeArgs finds the arguments of argv that a program runs as code,
+// following the wrappers in front of it (env, sudo, timeout, docker exec,
+// a "--" before the command...). It follows literal arguments only: a
+// template where a program or option is expected stops it.
+func codeArgs(argv []*graphir.Template) []codeArg {
+	lit := func(i int) (string, bool) {
+		if i < len(argv) && argv[i].IsLiteral() {
+			return argv[i].Src, true
 		}
-		argv := n.Argv
-		lit := func(i int) (string, bool) {
-			if i < len(argv) && argv[i].IsLiteral() {
-				return argv[i].Src, true
+		return "", false
+	}
+	has := func(list []string, s string) bool {
+		for _, x := range list {
+			if x == s {
+				return true
 			}
-			return "", false
 		}
-		i := 0
-		// env [-i] [-u NAME] [NAME=VALUE]... PROGRAM ...
-		if s, ok := lit(0); ok && filepath.Base(s) == "env" {
-			for i = 1; i < len(argv); i++ {
+		return false
+	}
+	// skip passes the options of a program starting at i+1 (those in
+	// values take the next argument) and then n positionals: the index
+	// of what follows.
+	skip := func(i int, values []string, n int) int {
+		for i++; i < len(argv); i++ {
+			s, ok := lit(i)
+			if !ok {
+				break // a template: a positional or the command
+			}
+			if s == "--" {
+				i++
+				break
+			}
+			if !strings.HasPrefix(s, "-") || s == "-" {
+				break
+			}
+			if has(values, s) {
+				i++
+			}
+		}
+		return i + n
+	}
+	var found []codeArg
+	i := 0
+	for depth := 0; depth < 16 && i >= 0 && i < len(argv); depth++ {
+		prog, ok := lit(i)
+		if !ok {
+			return found
+		}
+		name := filepath.Base(prog)
+		if name == "env" {
+			// env [-i] [-u NAME] [NAME=VALUE]... PROGRAM ...
+			for i++; i < len(argv); i++ {
 				s, ok := lit(i)
 				if !ok || !(strings.HasPrefix(s, "-") || strings.Contains(s, "=")) {
 					break
@@ -81,38 +173,116 @@ func checkInterpreters(p *pass) {
 					i++
 				}
 			}
-		}
-		prog, ok := lit(i)
-		if !ok {
 			continue
 		}
-		name := filepath.Base(prog)
-		in, known := interpreters[name]
-		if !known && strings.HasPrefix(name, "python") {
-			in, known = interpreters["python"], true // python3.12
-		}
-		if !known {
+		if w, ok := wrappers[name]; ok {
+			if len(w.sub) > 0 {
+				sub, ok := lit(i + 1)
+				if !ok || !has(w.sub, sub) {
+					return found
+				}
+				i++
+			}
+			i = skip(i, w.values, w.positional)
+			if s, ok := lit(i); ok && w.dashC && (s == "-c" || s == "--command") && i+1 < len(argv) {
+				return append(found, codeArg{at: i + 1, what: name + " " + s, read: `"$%s"`})
+			}
 			continue
 		}
-		for j := i + 1; j < len(argv); j++ {
-			s, ok := lit(j)
-			if !ok || !strings.HasPrefix(s, "-") && !in.codeFlag(s) {
-				break // a script file: what follows are its arguments
+		if w, ok := remote[name]; ok {
+			j := skip(i, w.values, w.positional)
+			what := "ssh (the remote shell runs its command line)"
+			read := ""
+			if name == "watch" {
+				what, read = "watch (sh -c runs its command line)", `"$%s"`
+				for k := i + 1; k < j; k++ {
+					if s, _ := lit(k); s == "-x" || s == "--exec" {
+						i = j // watch -x runs its argv directly
+						goto next
+					}
+				}
 			}
-			if !in.codeFlag(s) || j+1 >= len(argv) {
-				continue
+			for ; j < len(argv); j++ {
+				found = append(found, codeArg{at: j, what: what, read: read})
 			}
-			code := argv[j+1]
-			for _, part := range code.Parts {
+			return found
+		}
+		if shellCommand[name] {
+			for j := i + 1; j+1 < len(argv); j++ {
+				if s, ok := lit(j); ok && (s == "-c" || s == "--command") {
+					found = append(found, codeArg{at: j + 1, what: name + " " + s, read: `"$%s"`})
+				}
+			}
+			return found
+		}
+		if in, known := interpreterOf(name); known {
+			for j := i + 1; j < len(argv); j++ {
+				s, ok := lit(j)
+				if !ok || !in.option(s) && !in.codeFlag(s) {
+					break // a script file: what follows are its arguments
+				}
+				if in.shellFlags && (s == "-o" || s == "+o" || s == "-O" || s == "+O") {
+					j++ // -o pipefail
+					continue
+				}
+				if !in.codeFlag(s) || j+1 >= len(argv) {
+					continue
+				}
+				return append(found, codeArg{at: j + 1, what: name + " " + s, read: in.read})
+			}
+			return found
+		}
+		// Some other program: what follows a "--" may be a command it
+		// runs (kubectl exec POD -- sh -c ...).
+		i = -1
+		for k := i + 1; k < len(argv); k++ {
+			if s, ok := lit(k); ok && s == "--" && k+1 < len(argv) {
+				i = k + 1
+				break
+			}
+			if !argv[k].IsLiteral() {
+				break
+			}
+		}
+	next:
+	}
+	return found
+}
+
+func interpreterOf(name string) (interpreter, bool) {
+	in, known := interpreters[name]
+	if !known && strings.HasPrefix(name, "python") {
+		in, known = interpreters["python"], true // python3.12
+	}
+	return in, known
+}
+
+// option reports whether arg is an option of the interpreter (as opposed
+// to a script file).
+func (in interpreter) option(arg string) bool {
+	return strings.HasPrefix(arg, "-") || in.shellFlags && strings.HasPrefix(arg, "+")
+}
+
+// checkInterpreters warns of each template inside an argument of run=
+// that a program runs as code.
+func checkInterpreters(p *pass) {
+	for _, n := range p.g.Steps() {
+		if n.Kind != graphir.KindTask || len(n.Argv) == 0 {
+			continue
+		}
+		for _, c := range codeArgs(n.Argv) {
+			for _, part := range n.Argv[c.at].Parts {
 				if part.X == nil {
 					continue
 				}
 				v := envName(part.X)
+				hint := fmt.Sprintf(`pass the value through env (env = {"%s": "{{ %s }}"}) and read it in the script as %s`, v, part.X.Src, fmt.Sprintf(c.read, v))
+				if c.read == "" {
+					hint = fmt.Sprintf(`send it as data instead: stdin = "{{ %s }}", read on the other side (read -r %s)`, part.X.Src, v)
+				}
 				p.report("interpreter_interpolation", n, part.X.Pos,
-					fmt.Sprintf("run= of step %q passes the template {{ %s }} inside the code given to %s %s: its value would run as code", n.Name, part.X.Src, name, s),
-					fmt.Sprintf(`pass the value through env (env = {"%s": "{{ %s }}"}) and read it in the script as %s`, v, part.X.Src, fmt.Sprintf(in.read, v)))
+					fmt.Sprintf("run= of step %q passes the template {{ %s }} inside the code given to %s: its value would run as code", n.Name, part.X.Src, c.what), hint)
 			}
-			break
 		}
 	}
 }

@@ -10,3 +10,12 @@ func SetReaper(enabled, keeper bool) (restore func()) {
 	reaper.enabled, reaper.noKeeper = enabled, !keeper
 	return func() { reaper.enabled, reaper.noKeeper = old, oldNo }
 }
+
+// KeeperRunning reports whether a keeper runs, once any WarmKeeper start
+// under way has ended.
+func KeeperRunning() bool {
+	keeper.warming.Wait()
+	keeper.mu.Lock()
+	defer keeper.mu.Unlock()
+	return keeper.conn != nil
+}

@@ -454,6 +454,7 @@ var keeper struct {
 	gone    chan struct{} // closed once the keeper has exited and been reaped
 	nextID  uint64
 	pending map[uint64]chan keeperReply
+	warming sync.WaitGroup // WarmKeeper's starts under way
 }
 
 // keeperConn returns the connection to the keeper, starting it if need
@@ -656,11 +657,28 @@ func (p *keptProcess) wait() (syscall.WaitStatus, error) {
 	return syscall.WaitStatus(r.Status), err
 }
 
+// WarmKeeper starts the keeper in the background, if skein is a
+// subreaper and none runs yet, so that it is ready by the first task: a
+// start of the keeper (one more start of the skein binary) then overlaps
+// what skein does before it, such as opening the run store. The first
+// task waits for the start if it is still under way.
+func WarmKeeper() {
+	if !reaper.enabled || reaper.noKeeper {
+		return
+	}
+	keeper.warming.Add(1)
+	go func() {
+		defer keeper.warming.Done()
+		keeperConn()
+	}()
+}
+
 // StopKeeper ends the keeper, if one runs, and waits (a few seconds at
 // most) until it has killed what tasks left behind and exited; it reports
 // whether one ran. skein calls it before it exits, so that what its tasks
 // left is gone by then.
 func StopKeeper() bool {
+	keeper.warming.Wait() // a keeper being started is stopped too
 	keeper.mu.Lock()
 	conn, gone := keeper.conn, keeper.gone
 	keeper.mu.Unlock()

@@ -106,3 +106,32 @@ func TestKeeperCancelled(t *testing.T) {
 		t.Errorf("a: %s, output %v", s.Status, s.Output)
 	}
 }
+
+// WarmKeeper starts the keeper before any task asks for it, and the task
+// then runs through that keeper; StopKeeper ends it. Without a subreaper
+// (a library, a test), WarmKeeper starts nothing.
+func TestWarmKeeper(t *testing.T) {
+	vm.StopKeeper()
+	restore := vm.SetReaper(false, true)
+	vm.WarmKeeper()
+	if vm.KeeperRunning() {
+		t.Fatal("WarmKeeper started a keeper without a subreaper")
+	}
+	restore()
+	defer vm.SetReaper(true, true)()
+	vm.WarmKeeper()
+	if !vm.KeeperRunning() {
+		t.Fatal("WarmKeeper started no keeper")
+	}
+	g := load(t, map[string]string{"flow.star": `step("a", run = ["sh", "-c", "echo $PPID"])`})
+	res, err := vm.Run(t.Context(), g, nil, vm.Options{Parallel: 1})
+	if err != nil || res.Status != vm.Succeeded {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	if !vm.StopKeeper() {
+		t.Fatal("StopKeeper found no keeper after the task")
+	}
+	if vm.KeeperRunning() {
+		t.Fatal("a keeper runs after StopKeeper")
+	}
+}

@@ -20,5 +20,8 @@ func startKeptTask(string, []string, []string, string, *string, io.Writer, io.Wr
 	return nil, nil, false
 }
 
+// WarmKeeper: there is no keeper outside Linux.
+func WarmKeeper() {}
+
 // StopKeeper: there is no keeper outside Linux.
 func StopKeeper() bool { return false }

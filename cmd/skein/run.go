@@ -264,6 +264,9 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		return runOnTemporal(ctx, exitCtx, io, opts, g, src, inputs)
 	}
 
+	if !opts.dryRun && mayRunProcesses(g) {
+		vm.WarmKeeper() // while the store opens and the run is recorded
+	}
 	models, err := opts.models(g)
 	if err != nil {
 		if opts.json {
@@ -791,4 +794,15 @@ func openCassette(path string, replayOnly bool) (model.Provider, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// mayRunProcesses reports whether a run of g may start a process: it has
+// a task or shell step, or a child flow or an agent, which may.
+func mayRunProcesses(g *graphir.Graph) bool {
+	for _, n := range g.Nodes {
+		if n.Kind.IsProcess() || n.Kind == graphir.KindSubflow || n.Kind == graphir.KindAgent {
+			return true
+		}
+	}
+	return false
 }

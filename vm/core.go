@@ -296,9 +296,7 @@ func (r *run) enter(t task) {
 		st.started = now.UnixNano()
 	}
 	if r.events {
-		ev := r.driverEvent()
-		*ev = Event{Type: StepStarted, Time: now, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: int(st.visits)}
-		r.emit(ev)
+		r.emit(r.stepEvent(StepStarted, now, f, n, st.visits))
 	}
 	switch n.Kind {
 	case graphir.KindNoop:
@@ -411,9 +409,8 @@ func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
 		rec.Code = o.code
 	}
 	if r.events {
-		ev := r.driverEvent()
-		*ev = Event{Type: StepFinished, Time: now, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: int(st.visits),
-			Status: string(rec.Status), Duration: took, Output: out, Replayed: o.replayed}
+		ev := r.stepEvent(StepFinished, now, f, n, st.visits)
+		ev.Status, ev.Duration, ev.Output, ev.Replayed = string(rec.Status), took, out, o.replayed
 		if !o.ok {
 			ev.Code, ev.Error, ev.Trace = o.code, o.err, o.trace
 		}
@@ -607,9 +604,7 @@ func (r *run) skip(f *frame, n *graphir.Node) {
 		rec.Status = StepSkipped
 	}
 	if r.events {
-		ev := r.driverEvent()
-		*ev = Event{Type: StepPruned, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String()}
-		r.emit(ev)
+		r.emit(r.stepEvent(StepPruned, time.Time{}, f, n, 0))
 	}
 	out := r.p.info[n.ID].out
 	for i := range out {
@@ -814,9 +809,8 @@ func (r *run) failedAtMsg(f *frame, n *graphir.Node, err *graphir.Error, msg str
 		st.started = 0
 	}
 	if r.events {
-		ev := r.driverEvent()
-		*ev = Event{Type: StepFinished, Time: now, Scope: hf.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: int(st.visits),
-			Status: string(StepFailed), Code: err.Code, Error: rec.Error, Trace: err.Trace, Duration: took}
+		ev := r.stepEvent(StepFinished, now, hf, n, st.visits)
+		ev.Status, ev.Code, ev.Error, ev.Trace, ev.Duration = string(StepFailed), err.Code, rec.Error, err.Trace, took
 		r.emit(ev)
 	}
 	r.stoppedIn = hf

@@ -557,9 +557,8 @@ func (r *run) cancelledStep(c *completion, o *outcome) {
 		}
 	}
 	if r.events {
-		ev := r.driverEvent()
-		*ev = Event{Type: StepFinished, Time: now, Scope: f.scopePath(), Step: c.n.Name, Kind: c.n.Kind.String(), Visit: int(st.visits),
-			Status: string(StepCancelled), Code: "cancelled", Error: "cancelled", Duration: took, Output: output}
+		ev := r.stepEvent(StepFinished, now, f, c.n, st.visits)
+		ev.Status, ev.Code, ev.Error, ev.Duration, ev.Output = string(StepCancelled), "cancelled", "cancelled", took, output
 		r.emit(ev)
 	}
 }
@@ -703,7 +702,7 @@ func (r *run) inFlight(f *frame, n *graphir.Node) bool {
 }
 
 // emit reports ev, stamped with the time now unless it has one already.
-// The driver's events are r.ev (see driverEvent); others, from other
+// The driver's events are r.ev (see stepEvent); others, from other
 // goroutines or rare, are their own.
 func (r *run) emit(ev *Event) {
 	if ev.Time.IsZero() {
@@ -713,8 +712,18 @@ func (r *run) emit(ev *Event) {
 	r.opts.OnEvent(ev)
 }
 
-// driverEvent returns r.ev, the event the driver goroutine fills for emit.
-func (r *run) driverEvent() *Event { return &r.ev }
+// stepEvent returns r.ev, the event the driver goroutine fills for emit,
+// set for step n of frame f at visit: of type t at now, the rest of what
+// a step's event says (status, duration, output, error) cleared. It sets
+// the fields one by one: the driver's events set only these (and emit
+// the flow), and a consumer only reads the event, so the others stay
+// zero; a whole Event assigned costs a copy of some 400 bytes.
+func (r *run) stepEvent(t EventType, now time.Time, f *frame, n *graphir.Node, visit int32) *Event {
+	ev := &r.ev
+	ev.Type, ev.Time, ev.Scope, ev.Step, ev.Kind, ev.Visit = t, now, f.scopePath(), n.Name, n.Kind.String(), int(visit)
+	ev.Status, ev.Code, ev.Error, ev.Trace, ev.Duration, ev.Output, ev.Replayed = "", "", "", nil, 0, nil, false
+	return ev
+}
 
 // eval evaluates an expression or function of r for step self in frame f.
 func (r *run) eval(f *frame, self *graphir.Node, x *graphir.Expr) (starlark.Value, error) {

@@ -102,7 +102,8 @@ type Options struct {
 	// OnEvent receives the run's events as they happen. Child flows run on
 	// their own goroutines, so it must be safe for concurrent use. The
 	// event is the run's for the length of the call (it is reused for the
-	// next one): to keep it, keep a copy (*ev).
+	// next one): read it, do not change it, and to keep it keep a copy
+	// (*ev).
 	OnEvent func(ev *Event)
 	// LoadFlow loads and checks a child flow named by a templated flow=
 	// (literal ones were loaded with the parent); root is the parent's flow

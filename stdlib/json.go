@@ -173,6 +173,16 @@ func AppendJSONFloat(b []byte, f float64) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// jsonSafe[c] reports whether the ASCII byte c stands for itself in a
+// JSON string as encoding/json writes it: not a control character, a
+// quote, a backslash or one of <, > and &.
+var jsonSafe = func() (safe [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		safe[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return safe
+}()
+
 // AppendJSONString appends s as a JSON string, escaped as encoding/json
 // escapes it: quotes, backslashes and control characters, the HTML
 // characters <, > and &, U+2028 and U+2029; invalid UTF-8 becomes U+FFFD.
@@ -181,7 +191,7 @@ func AppendJSONString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if jsonSafe[c] {
 				i++
 				continue
 			}

@@ -144,6 +144,11 @@ func TestEventEncoderTimes(t *testing.T) {
 		2 * time.Second, 2*time.Second + 1, 3 * time.Hour, -time.Second} {
 		times = append(times, base.Add(d))
 	}
+	// Fractions of every length, from many digits to one.
+	for i, ns := 0, 987654321; i < 200; i++ {
+		ns = (ns*7919 + 104729) % 1e9
+		times = append(times, base.Add(time.Duration(ns-ns%[]int{1, 10, 100, 1000, 1e5, 1e8}[i%6])))
+	}
 	times = append(times, time.Time{}, time.Date(10000, 1, 1, 0, 0, 0, 5, time.UTC), time.Unix(-1, 5))
 	var enc vm.EventEncoder
 	var b []byte
@@ -153,6 +158,27 @@ func TestEventEncoderTimes(t *testing.T) {
 		want := `{"event":"step_started","time":"` + at.UTC().Format(time.RFC3339Nano) + `"}`
 		if string(b) != want {
 			t.Errorf("time %v: got %s, want %s", at, b, want)
+		}
+	}
+}
+
+// TestEventEncoderStream checks one encoder over a stream of events (it
+// keeps the escaped step and kind of the latest steps) against AppendJSON
+// of each event alone: steps and kinds repeated, alternated, more of them
+// than it keeps, hostile, empty, of every type.
+func TestEventEncoderStream(t *testing.T) {
+	at := time.Date(2026, 12, 1, 11, 0, 0, 5, time.UTC)
+	steps := append([]string{"draft", "critique", "draft", "a", "b", "c", "d", "e", "draft", "a"}, hostile...)
+	kinds := []string{"fn", "fn", "task", "", "fn", "shell"}
+	types := []vm.EventType{vm.StepStarted, vm.StepFinished, vm.StepPruned, vm.StepLog, vm.RunStarted, vm.StepRetrying, "custom"}
+	var enc vm.EventEncoder
+	var b []byte
+	for i := range 3 * len(steps) {
+		ev := vm.Event{Type: types[i%len(types)], Time: at.Add(time.Duration(i) * 300 * time.Millisecond),
+			Step: steps[i%len(steps)], Kind: kinds[i%len(kinds)], Visit: i, Status: []string{"succeeded", "failed", ""}[i%3]}
+		b = enc.Append(b[:0], &ev)
+		if want := ev.AppendJSON(nil); string(b) != string(want) {
+			t.Errorf("event %d: got %s, want %s", i, b, want)
 		}
 	}
 }

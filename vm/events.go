@@ -74,6 +74,9 @@ func (e *Event) Where() string { return string(e.AppendWhere(nil)) }
 
 // AppendWhere appends the step's location, as Where returns it, to b.
 func (e *Event) AppendWhere(b []byte) []byte {
+	if len(e.Flow) == 0 && len(e.Scope) == 0 {
+		return append(b, e.Step...) // a step of the top-level run
+	}
 	n := 0
 	add := func(s string) {
 		if n > 0 {
@@ -106,18 +109,52 @@ func (e *Event) AppendJSON(b []byte) []byte {
 }
 
 // EventEncoder writes events as Event.AppendJSON does, faster for a stream
-// of them: it keeps the formatted date and time of the current second. It
-// is not safe for concurrent use.
+// of them: it keeps the formatted date and time of the current second and
+// the escaped step and kind members of the latest steps. It is not safe
+// for concurrent use.
 type EventEncoder struct {
-	sec    int64  // the Unix second prefix holds, when prefix is set
+	sec    int64  // the Unix second prefix holds, when dated
 	prefix []byte // "2006-01-02T15:04:05" of sec, in UTC
+	dated  bool
+	steps  [4]stepMembers
+	next   int // the entry of steps to replace next
+}
+
+// stepMembers is `,"step":...,"kind":...` of one step and kind.
+type stepMembers struct {
+	step, kind string
+	json       []byte // nil when the entry is empty
+}
+
+// eventHead is the start of an event of type t up to its time's first
+// digit: `{"event":"step_started","time":"`; "" for a type not listed.
+func eventHead(t EventType) string {
+	switch t {
+	case StepStarted:
+		return `{"event":"step_started","time":"`
+	case StepFinished:
+		return `{"event":"step_finished","time":"`
+	case StepPruned:
+		return `{"event":"step_skipped","time":"`
+	case StepLog:
+		return `{"event":"step_log","time":"`
+	case LoopIteration:
+		return `{"event":"loop_iteration","time":"`
+	case MapItem:
+		return `{"event":"map_item","time":"`
+	}
+	return ""
 }
 
 // Append appends ev to b as one JSON object, without the newline.
 func (enc *EventEncoder) Append(b []byte, e *Event) []byte {
-	b = append(b, `{"event":`...)
-	b = stdlib.AppendJSONString(b, string(e.Type))
-	b = append(b, `,"time":"`...)
+	if head := eventHead(e.Type); head != "" {
+		b = append(b, head...)
+	} else {
+		b = append(b, `{"event":`...)
+		b = stdlib.AppendJSONString(b, string(e.Type))
+		b = append(b, `,"time":"`...)
+	}
 	b = enc.appendTime(b, e.Time)
 	b = append(b, '"')
 	if e.RunID != "" {
@@ -132,11 +169,8 @@ func (enc *EventEncoder) Append(b []byte, e *Event) []byte {
 	if len(e.Scope) > 0 {
 		b = appendStrings(append(b, `,"scope":`...), e.Scope)
 	}
-	if e.Step != "" {
-		b = appendMember(b, "step", e.Step)
-	}
-	if e.Kind != "" {
-		b = appendMember(b, "kind", e.Kind)
+	if e.Step != "" || e.Kind != "" {
+		b = enc.appendStep(b, e.Step, e.Kind)
 	}
 	if e.Visit > 0 {
 		b = strconv.AppendInt(append(b, `,"visit":`...), int64(e.Visit), 10)
@@ -157,7 +191,9 @@ func (enc *EventEncoder) Append(b []byte, e *Event) []byte {
 			b = append(b, `,"exhausted":true`...)
 		}
 	}
-	if e.Status != "" {
+	if e.Status == string(StepSucceeded) {
+		b = append(b, `,"status":"succeeded"`...)
+	} else if e.Status != "" {
 		b = appendMember(b, "status", e.Status)
 	}
 	if e.Code != "" {
@@ -188,6 +224,14 @@ func (enc *EventEncoder) Append(b []byte, e *Event) []byte {
 	if e.Message != "" {
 		b = appendMember(b, "message", e.Message)
 	}
+	if i, ok := e.Output.(starlark.Int); ok {
+		// The common output, as stdlib.AppendJSON writes it, without its
+		// walk.
+		if v, ok := i.Int64(); ok {
+			b = strconv.AppendInt(append(b, `,"output":`...), v, 10)
+			return append(b, '}')
+		}
+	}
 	if e.Output != nil {
 		mark := len(b)
 		var err error
@@ -198,32 +242,67 @@ func (enc *EventEncoder) Append(b []byte, e *Event) []byte {
 	return append(b, '}')
 }
 
+// appendStep appends the step and kind members (each when not empty),
+// escaped once for the latest steps.
+func (enc *EventEncoder) appendStep(b []byte, step, kind string) []byte {
+	for i := range enc.steps {
+		if c := &enc.steps[i]; c.json != nil && c.step == step && c.kind == kind {
+			return append(b, c.json...)
+		}
+	}
+	c := &enc.steps[enc.next]
+	enc.next = (enc.next + 1) % len(enc.steps)
+	c.step, c.kind, c.json = step, kind, c.json[:0]
+	if step != "" {
+		c.json = appendMember(c.json, "step", step)
+	}
+	if kind != "" {
+		c.json = appendMember(c.json, "kind", kind)
+	}
+	return append(b, c.json...)
+}
+
 // appendTime appends t in UTC as time.RFC3339Nano formats it.
 func (enc *EventEncoder) appendTime(b []byte, t time.Time) []byte {
-	t = t.UTC()
-	if y := t.Year(); y < 0 || y > 9999 {
-		return t.AppendFormat(b, time.RFC3339Nano)
-	}
-	if sec := t.Unix(); enc.prefix == nil || sec != enc.sec {
-		enc.sec = sec
+	if sec := t.Unix(); !enc.dated || sec != enc.sec {
+		// A new second (the same second is the same year, within range).
+		t = t.UTC()
+		if y := t.Year(); y < 0 || y > 9999 {
+			enc.dated = false
+			return t.AppendFormat(b, time.RFC3339Nano)
+		}
+		enc.sec, enc.dated = sec, true
 		enc.prefix = t.Truncate(time.Second).AppendFormat(enc.prefix[:0], "2006-01-02T15:04:05")
 	}
 	b = append(b, enc.prefix...)
 	if ns := t.Nanosecond(); ns != 0 {
-		var frac [10]byte
-		frac[0] = '.'
-		for i := 9; i >= 1; i-- {
-			frac[i] = byte('0' + ns%10)
+		// The nine digits of the fraction without its trailing zeros,
+		// written two at a time from the last.
+		n := 9
+		for ns%10 == 0 {
 			ns /= 10
-		}
-		n := 10
-		for frac[n-1] == '0' {
 			n--
 		}
-		b = append(b, frac[:n]...)
+		var frac [10]byte
+		frac[0] = '.'
+		i := n
+		for ; i >= 2; i -= 2 {
+			d := ns % 100 * 2
+			frac[i-1], frac[i] = digitPairs[d], digitPairs[d+1]
+			ns /= 100
+		}
+		if i == 1 {
+			frac[1] = byte('0' + ns)
+		}
+		b = append(b, frac[:n+1]...)
 	}
 	return append(b, 'Z')
 }
+
+// digitPairs holds "00" to "99": the two digits of n at 2n.
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
 
 // appendMember appends ,"name":"value" with value escaped.
 func appendMember(b []byte, name, value string) []byte {

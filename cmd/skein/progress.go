@@ -235,7 +235,11 @@ func (p *progress) event(ev *vm.Event) {
 		b = append(append(b, ' '), ev.FlowName...)
 	case vm.StepStarted:
 		if p.tty {
-			p.running = append(p.running, activeStep{where: string(where), kind: ev.Kind, started: ev.Time, attempt: 1})
+			w := ev.Step // where, without a copy, for a step of the top-level run
+			if len(ev.Flow) != 0 || len(ev.Scope) != 0 {
+				w = string(where)
+			}
+			p.running = append(p.running, activeStep{where: w, kind: ev.Kind, started: ev.Time, attempt: 1})
 			return
 		}
 		b = append(append(b, "start "...), where...)

@@ -46,8 +46,12 @@ type approver struct {
 	// approval parks only once nothing else of its run is in flight. A
 	// held approval with a timeout times out by its own timer, at its
 	// deadline.
-	mu     sync.Mutex
-	others map[string]int             // effects in flight other than approvals, by child-flow chain
+	mu sync.Mutex
+	// others counts what of the run may still lead to more work, by
+	// child-flow chain: effects in flight other than approvals, and
+	// approvals being answered (read from the store, asked on a
+	// terminal) that are not held yet. A held approval is not counted.
+	others map[string]int
 	held   map[string][]*heldApproval // by child-flow chain
 	// idles counts the run's Idle calls, by child-flow chain. An approval
 	// parks at once only if the run went idle since it started: until
@@ -55,12 +59,16 @@ type approver struct {
 	// (a batch of start rows is handed over one by one after its commit),
 	// and its next Idle decides.
 	idles map[string]int
-	// handing counts completions of other effects counted out of others
-	// but not yet handed to the run, by child-flow chain: an Idle that
-	// comes in between is not the run waiting for the held approvals
-	// alone (the completion is on its way, and what the run does next
-	// with it may start more).
+	// handing counts completions counted out of others (or taken from
+	// the held approvals) but not yet handed to the run, by child-flow
+	// chain: an Idle that comes in between is not the run waiting for
+	// the held approvals alone (the completion is on its way, and what
+	// the run does next with it may start more).
 	handing map[string]int
+	// fed tells, by child-flow chain, that a completion was handed to the
+	// run since its latest Idle: the run is working on it, and what it
+	// starts next has not reached here yet.
+	fed map[string]bool
 }
 
 // heldApproval is an approval held open until a decision comes, its
@@ -80,36 +88,29 @@ type prompter struct {
 }
 
 func (a *approver) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
-	if req.Kind != graphir.KindApproval {
-		if a.rec == nil {
+	if a.rec == nil {
+		if req.Kind != graphir.KindApproval {
 			a.inner.Start(ctx, req, done)
 			return
 		}
-		key := strings.Join(req.Flow, "/")
-		a.mu.Lock()
-		if a.others == nil {
-			a.others, a.handing = map[string]int{}, map[string]int{}
-		}
-		a.others[key]++
-		a.mu.Unlock()
-		a.inner.Start(ctx, req, func(c *vm.EffectCompletion) {
-			// Counted out before the run sees the completion, so that
-			// the run's next Idle sees what is still in flight, and
-			// counted as being handed over until the run has it.
-			a.mu.Lock()
-			a.others[key]--
-			a.handing[key]++
-			a.mu.Unlock()
+		go func() {
+			c, _ := a.decide(ctx, req)
 			done(c)
-			a.mu.Lock()
-			a.handing[key]--
-			a.mu.Unlock()
-		})
+		}()
 		return
 	}
+	key := strings.Join(req.Flow, "/")
 	a.mu.Lock()
-	since := a.idles[strings.Join(req.Flow, "/")]
+	if a.others == nil {
+		a.others, a.handing, a.idles, a.fed = map[string]int{}, map[string]int{}, map[string]int{}, map[string]bool{}
+	}
+	a.others[key]++
+	since := a.idles[key]
 	a.mu.Unlock()
+	if req.Kind != graphir.KindApproval {
+		a.inner.Start(ctx, req, func(c *vm.EffectCompletion) { a.hand(key, true, done, c) })
+		return
+	}
 	go func() {
 		c, deadline := a.decide(ctx, req)
 		if c == nil {
@@ -117,8 +118,28 @@ func (a *approver) Start(ctx context.Context, req *vm.EffectRequest, done func(*
 				return
 			}
 		}
-		done(c)
+		a.hand(key, true, done, c)
 	}()
+}
+
+// hand passes completion c to the run through done, counting it out of
+// others first (counted tells whether it is in others) and as being
+// handed over until the run has it, so that the run's next Idle sees
+// what is still in flight and an Idle in between does not park.
+func (a *approver) hand(key string, counted bool, done func(*vm.EffectCompletion), c *vm.EffectCompletion) {
+	a.mu.Lock()
+	if counted {
+		a.others[key]--
+	}
+	a.handing[key]++
+	a.fed[key] = true
+	a.mu.Unlock()
+	done(c)
+	a.mu.Lock()
+	a.handing[key]--
+	// (Again: an Idle while c was on its way did not see it.)
+	a.fed[key] = true
+	a.mu.Unlock()
 }
 
 // idle reports whether nothing of the run with key but approvals is in
@@ -135,12 +156,14 @@ func (a *approver) hold(ctx context.Context, req *vm.EffectRequest, since int, d
 	key := strings.Join(req.Flow, "/")
 	h := &heldApproval{req: req, done: done}
 	a.mu.Lock()
-	if a.idle(key) && a.idles[key] != since {
-		// Nothing else can come: the run would wait for this alone (the
-		// store was read just now).
+	if a.others[key] == 1 && a.handing[key] == 0 && !a.fed[key] && a.idles[key] != since {
+		// Nothing else can come (others counts only this approval, and
+		// the run has had nothing since it went idle): the run would
+		// wait for this alone (the store was read just now).
 		a.mu.Unlock()
 		return &vm.EffectCompletion{Park: true}
 	}
+	a.others[key]--
 	if a.held == nil {
 		a.held = map[string][]*heldApproval{}
 	}
@@ -152,7 +175,7 @@ func (a *approver) hold(ctx context.Context, req *vm.EffectRequest, since int, d
 	go func() {
 		<-ctx.Done()
 		if a.release(key, h) {
-			done(&vm.EffectCompletion{Cancelled: true, Error: "cancelled"})
+			a.hand(key, false, done, &vm.EffectCompletion{Cancelled: true, Error: "cancelled"})
 		}
 	}()
 	return nil
@@ -174,7 +197,7 @@ func (a *approver) expire(key string, h *heldApproval) {
 		return
 	}
 	if a.release(key, h) {
-		h.done(c)
+		a.hand(key, false, h.done, c)
 	}
 }
 
@@ -206,22 +229,33 @@ func (a *approver) Idle(flow []string) {
 	key := strings.Join(flow, "/")
 	a.mu.Lock()
 	if a.idles == nil {
-		a.idles = map[string]int{}
+		a.others, a.handing, a.idles, a.fed = map[string]int{}, map[string]int{}, map[string]int{}, map[string]bool{}
 	}
 	a.idles[key]++
+	a.fed[key] = false
 	hs := slices.Clone(a.held[key])
 	idle := a.idle(key)
 	a.mu.Unlock()
+	var open []*heldApproval
 	for _, h := range hs {
 		c, _, _ := a.fromStore(h.req)
 		if c == nil {
-			if !idle {
-				continue
-			}
-			c = &vm.EffectCompletion{Park: true}
+			open = append(open, h)
+			continue
 		}
 		if a.release(key, h) {
-			h.done(c)
+			// Decided (or timed out): the run goes on with it, and may
+			// start more, so none parks now; its next Idle decides.
+			idle = false
+			a.hand(key, false, h.done, c)
+		}
+	}
+	if !idle {
+		return
+	}
+	for _, h := range open {
+		if a.release(key, h) {
+			a.hand(key, false, h.done, &vm.EffectCompletion{Park: true})
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
@@ -97,5 +98,55 @@ func TestDecideRacesExpire(t *testing.T) {
 		if (derr == nil) != decided || (!got.Decided.IsZero()) != decided {
 			t.Fatalf("visit %d: decide said %v, expire saw %+v, the store has %+v", i+1, derr, got, final)
 		}
+	}
+}
+
+// idleCounter is a producer that counts the Idle calls passed on to it.
+type idleCounter struct {
+	vm.EffectProducer
+	idles int
+}
+
+func (c *idleCounter) Idle([]string) { c.idles++ }
+
+// A resumed run going idle while the replay still holds a completion (one
+// recorded after a completion the run has not asked for yet) is not idle:
+// the replay hands the held one over and does not pass the Idle on, so
+// that an approval held open below it does not park while the replay is
+// still handing over what the run goes on with.
+func TestReplayIdleNotPassedWhileHanding(t *testing.T) {
+	s, rec := beginRun(t)
+	defer s.Close()
+	for _, step := range []string{"x", "y"} {
+		if err := rec.record(&vm.EffectRequest{Step: step, Kind: graphir.KindTask, Visit: 1, Attempt: 1}, 1, &vm.EffectCompletion{OK: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := s.Replay("r1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := &idleCounter{}
+	p.Inner = inner
+	got := make(chan string, 2)
+	start := func(step string) {
+		p.Start(context.Background(), &vm.EffectRequest{Step: step, Kind: graphir.KindTask, Visit: 1, Attempt: 1},
+			func(*vm.EffectCompletion) { got <- step })
+	}
+	start("y") // held: x was recorded first
+	if len(got) != 0 {
+		t.Fatal("y handed over before x")
+	}
+	p.Idle(nil)
+	if len(got) != 1 || <-got != "y" {
+		t.Fatal("the run's Idle did not hand y over")
+	}
+	if inner.idles != 0 {
+		t.Errorf("Idle passed on while the replay handed y over")
+	}
+	start("x")
+	p.Idle(nil)
+	if len(got) != 1 || inner.idles != 1 {
+		t.Errorf("x handed over: %d; Idle passed on %d times once nothing was held, want 1", len(got), inner.idles)
 	}
 }

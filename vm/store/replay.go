@@ -217,12 +217,11 @@ func (d *driverState) flush(out []*held) []*held {
 // Idle implements [vm.EffectIdler]: the run with the child-flow chain flow
 // can do nothing until a completion arrives, so the record's order cannot
 // be kept (an effect recorded earlier is not asked for: it now waits on an
-// effect running for real). The earliest held completion goes out, and
-// Inner is told, if it holds work back too (a [Recorder] commits).
+// effect running for real). The earliest held completion goes out. With
+// none held, Inner is told, if it holds work back too (a [Recorder]
+// commits; an approval held open may park): when one went out the run is
+// not idle, and Inner hears of it at the run's next Idle.
 func (p *Replay) Idle(flow []string) {
-	if in, ok := p.Inner.(vm.EffectIdler); ok {
-		defer in.Idle(flow)
-	}
 	p.mu.Lock()
 	d := p.drivers[strings.Join(flow, "/")]
 	var out []*held
@@ -239,6 +238,12 @@ func (p *Replay) Idle(flow []string) {
 		out = d.flush(out)
 	}
 	p.mu.Unlock()
+	if len(out) == 0 {
+		if in, ok := p.Inner.(vm.EffectIdler); ok {
+			in.Idle(flow)
+		}
+		return
+	}
 	p.deliver(out)
 }
 

@@ -116,6 +116,36 @@ type EffectRequest struct {
 	child *childRun
 	agent *agentRun
 	model *modelRun
+	from  *run // the run that asks
+}
+
+// Outstanding is how much of the run that asked for req is still to come:
+// its effects in flight (req included, and any its producer holds back),
+// its retries waiting out their backoff and its effects waiting for a
+// parallel slot. It may be called only from the producer's Idle for that
+// run (on the run's driver). A producer that holds effects back until
+// nothing else of their run can progress (approvals held open) lets them
+// go once Outstanding is the number it holds. -1 for a request no run
+// made.
+func (req *EffectRequest) Outstanding() int {
+	if req.from == nil {
+		return -1
+	}
+	return req.from.running + len(req.from.slotq)
+}
+
+// Nudge makes the run that asked for req go round its driver loop again,
+// so that, if it waits, it calls its producer's Idle once more: a producer
+// that starts holding req back after the run went idle calls it, so that
+// the run's next Idle sees it held. It never blocks.
+func (req *EffectRequest) Nudge() {
+	if req.from == nil {
+		return
+	}
+	select {
+	case req.from.inbox.wake <- struct{}{}:
+	default:
+	}
 }
 
 // EffectCompletion is how one attempt of an effect ended.
@@ -260,7 +290,7 @@ func stopsParent(code string) bool {
 // frame f.
 func (r *run) request(f *frame, n *graphir.Node) *EffectRequest {
 	return &EffectRequest{RunID: r.opts.top, Flow: r.opts.prefix, Scope: f.scopePath(), Step: n.Name, Node: n, Kind: n.Kind,
-		Visit: int(f.state(r, n.ID).visits), Attempt: 1, OnExit: r.exiting || r.opts.onExit}
+		Visit: int(f.state(r, n.ID).visits), Attempt: 1, OnExit: r.exiting || r.opts.onExit, from: r}
 }
 
 // startEffect asks the producer for an attempt of effect step n in frame

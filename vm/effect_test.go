@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -63,7 +64,7 @@ chain(START, hello, count, sh, shout, END)
 		"//hello#1.2": {OK: true, Stdout: "hello world"},
 		"//sh#1.1":    {OK: true, Stdout: "!"},
 	}}
-	res := run(t, src, nil, vm.Options{Effects: p})
+	res := run(t, src, nil, vm.Options{Effects: p, Parallel: 2})
 	if res.Status != vm.Succeeded {
 		t.Fatalf("status %s: %+v", res.Status, res.Error)
 	}
@@ -252,5 +253,74 @@ edge(other, END)
 	res = run(t, src, nil, vm.Options{Effects: approve})
 	if res.Status != vm.Succeeded || goValue(t, res.Output) != true {
 		t.Errorf("approved: %s %v %+v", res.Status, res.Output, res.Error)
+	}
+}
+
+// holdingProducer holds approvals back until, at an Idle, Outstanding
+// says nothing but them is left in their run; tasks run as scripted.
+type holdingProducer struct {
+	mu    sync.Mutex
+	held  []func()
+	reqs  []*vm.EffectRequest
+	seen  []int // Outstanding at each Idle with something held
+	tasks producerFunc
+}
+
+func (p *holdingProducer) Start(ctx context.Context, q *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	if q.Kind != graphir.KindApproval {
+		p.tasks(ctx, q, done)
+		return
+	}
+	go func() {
+		p.mu.Lock()
+		p.held = append(p.held, func() { done(&vm.EffectCompletion{Park: true}) })
+		p.reqs = append(p.reqs, q)
+		p.mu.Unlock()
+		q.Nudge()
+	}()
+}
+
+func (p *holdingProducer) Idle([]string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.reqs) == 0 {
+		return
+	}
+	n := p.reqs[0].Outstanding()
+	p.seen = append(p.seen, n)
+	if n == len(p.held) {
+		for _, park := range p.held {
+			park()
+		}
+		p.held, p.reqs = nil, nil
+	}
+}
+
+// Outstanding counts a retry waiting out its backoff with the effects in
+// flight, so a producer holding an approval does not take the run as idle
+// then; Nudge has a run that already waits look at a newly held approval.
+func TestOutstandingCountsRetries(t *testing.T) {
+	src := `
+g = step("g", approve = "Go?")
+flaky = step("flaky", shell = "x", retries = 1, backoff = "50ms")
+edge(START, g)
+edge(START, flaky)
+edge(g, END)
+edge(flaky, END)
+`
+	p := &holdingProducer{tasks: func(ctx context.Context, q *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+		go done(&vm.EffectCompletion{OK: q.Attempt == 2, ExitCode: 2 - q.Attempt})
+	}}
+	res := run(t, src, nil, vm.Options{Effects: p, Parallel: 2})
+	if got := stepStatus(res); res.Status != vm.Waiting || got["g"] != vm.StepWaiting || got["flaky"] != vm.StepSucceeded {
+		t.Fatalf("status %s, steps %v", res.Status, got)
+	}
+	// The approval parked only once flaky's retry had run: every Idle
+	// before saw more outstanding than the approval.
+	if len(p.seen) == 0 || p.seen[len(p.seen)-1] != 1 || slices.Contains(p.seen[:len(p.seen)-1], 1) {
+		t.Errorf("Outstanding at each Idle: %v", p.seen)
+	}
+	if !slices.Contains(p.seen, 2) {
+		t.Errorf("Outstanding never counted the retry beside the approval: %v", p.seen)
 	}
 }

@@ -40,35 +40,15 @@ type approver struct {
 	inline *inlineAsker
 
 	// With a store and nobody to ask, an approval is held open while
-	// other effects of its run are in flight, so that a decision skein
+	// other work of its run is outstanding, so that a decision skein
 	// approve records meanwhile is taken by this run: the store is read
 	// again whenever the run is about to wait ([vm.EffectIdler]), and the
-	// approval parks only once nothing else of its run is in flight. A
-	// held approval with a timeout times out by its own timer, at its
-	// deadline.
-	mu sync.Mutex
-	// others counts what of the run may still lead to more work, by
-	// child-flow chain: effects in flight other than approvals, and
-	// approvals being answered (read from the store, asked on a
-	// terminal) that are not held yet. A held approval is not counted.
-	others map[string]int
-	held   map[string][]*heldApproval // by child-flow chain
-	// idles counts the run's Idle calls, by child-flow chain. An approval
-	// parks at once only if the run went idle since it started: until
-	// then the run may still be handing over effects it started with it
-	// (a batch of start rows is handed over one by one after its commit),
-	// and its next Idle decides.
-	idles map[string]int
-	// handing counts completions counted out of others (or taken from
-	// the held approvals) but not yet handed to the run, by child-flow
-	// chain: an Idle that comes in between is not the run waiting for
-	// the held approvals alone (the completion is on its way, and what
-	// the run does next with it may start more).
-	handing map[string]int
-	// fed tells, by child-flow chain, that a completion was handed to the
-	// run since its latest Idle: the run is working on it, and what it
-	// starts next has not reached here yet.
-	fed map[string]bool
+	// approvals held park once nothing else of their run is outstanding
+	// ([vm.EffectRequest.Outstanding]: effects in flight, retries waiting
+	// out their backoff). A held approval with a timeout times out by its
+	// own timer, at its deadline.
+	mu   sync.Mutex
+	held map[string][]*heldApproval // by child-flow chain
 }
 
 // heldApproval is an approval held open until a decision comes, its
@@ -88,82 +68,27 @@ type prompter struct {
 }
 
 func (a *approver) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
-	if a.rec == nil {
-		if req.Kind != graphir.KindApproval {
-			a.inner.Start(ctx, req, done)
-			return
-		}
-		go func() {
-			c, _ := a.decide(ctx, req)
-			done(c)
-		}()
-		return
-	}
-	key := strings.Join(req.Flow, "/")
-	a.mu.Lock()
-	if a.others == nil {
-		a.others, a.handing, a.idles, a.fed = map[string]int{}, map[string]int{}, map[string]int{}, map[string]bool{}
-	}
-	a.others[key]++
-	since := a.idles[key]
-	a.mu.Unlock()
 	if req.Kind != graphir.KindApproval {
-		a.inner.Start(ctx, req, func(c *vm.EffectCompletion) { a.hand(key, true, done, c) })
+		a.inner.Start(ctx, req, done)
 		return
 	}
 	go func() {
 		c, deadline := a.decide(ctx, req)
 		if c == nil {
-			if c = a.hold(ctx, req, since, deadline, done); c == nil {
-				return
-			}
+			a.hold(ctx, req, deadline, done)
+			return
 		}
-		a.hand(key, true, done, c)
+		done(c)
 	}()
 }
 
-// hand passes completion c to the run through done, counting it out of
-// others first (counted tells whether it is in others) and as being
-// handed over until the run has it, so that the run's next Idle sees
-// what is still in flight and an Idle in between does not park.
-func (a *approver) hand(key string, counted bool, done func(*vm.EffectCompletion), c *vm.EffectCompletion) {
-	a.mu.Lock()
-	if counted {
-		a.others[key]--
-	}
-	a.handing[key]++
-	a.fed[key] = true
-	a.mu.Unlock()
-	done(c)
-	a.mu.Lock()
-	a.handing[key]--
-	// (Again: an Idle while c was on its way did not see it.)
-	a.fed[key] = true
-	a.mu.Unlock()
-}
-
-// idle reports whether nothing of the run with key but approvals is in
-// flight or being handed over. It is called holding a.mu.
-func (a *approver) idle(key string) bool {
-	return a.others[key] == 0 && a.handing[key] == 0
-}
-
-// hold holds the approval req open while other effects of its run are in
-// flight, and returns nil; with none, it returns the park. since is the
-// run's count of Idle calls when req started; deadline is when it times
-// out (zero for never).
-func (a *approver) hold(ctx context.Context, req *vm.EffectRequest, since int, deadline time.Time, done func(*vm.EffectCompletion)) *vm.EffectCompletion {
+// hold holds the approval req open until a decision comes, its deadline
+// (zero for never) passes or nothing else of its run is outstanding, and
+// has the run look at it again (it may be waiting for it alone now).
+func (a *approver) hold(ctx context.Context, req *vm.EffectRequest, deadline time.Time, done func(*vm.EffectCompletion)) {
 	key := strings.Join(req.Flow, "/")
 	h := &heldApproval{req: req, done: done}
 	a.mu.Lock()
-	if a.others[key] == 1 && a.handing[key] == 0 && !a.fed[key] && a.idles[key] != since {
-		// Nothing else can come (others counts only this approval, and
-		// the run has had nothing since it went idle): the run would
-		// wait for this alone (the store was read just now).
-		a.mu.Unlock()
-		return &vm.EffectCompletion{Park: true}
-	}
-	a.others[key]--
 	if a.held == nil {
 		a.held = map[string][]*heldApproval{}
 	}
@@ -175,10 +100,10 @@ func (a *approver) hold(ctx context.Context, req *vm.EffectRequest, since int, d
 	go func() {
 		<-ctx.Done()
 		if a.release(key, h) {
-			a.hand(key, false, done, &vm.EffectCompletion{Cancelled: true, Error: "cancelled"})
+			done(&vm.EffectCompletion{Cancelled: true, Error: "cancelled"})
 		}
 	}()
-	return nil
+	req.Nudge()
 }
 
 // expire is a held approval's timer: its deadline has come, so it times
@@ -197,7 +122,7 @@ func (a *approver) expire(key string, h *heldApproval) {
 		return
 	}
 	if a.release(key, h) {
-		a.hand(key, false, h.done, c)
+		h.done(c)
 	}
 }
 
@@ -223,20 +148,15 @@ func (a *approver) release(key string, h *heldApproval) bool {
 // Idle implements [vm.EffectIdler]: the run with the child-flow chain flow
 // is about to wait, so its held approvals read the store again. A decision
 // recorded meanwhile (by skein approve) is taken, as if answered here; a
-// timeout passed times the approval out; and with nothing else of the run
-// in flight, the approval parks.
+// timeout passed times the approval out; and once nothing else of the run
+// is outstanding, the approvals park.
 func (a *approver) Idle(flow []string) {
 	key := strings.Join(flow, "/")
 	a.mu.Lock()
-	if a.idles == nil {
-		a.others, a.handing, a.idles, a.fed = map[string]int{}, map[string]int{}, map[string]int{}, map[string]bool{}
-	}
-	a.idles[key]++
-	a.fed[key] = false
 	hs := slices.Clone(a.held[key])
-	idle := a.idle(key)
 	a.mu.Unlock()
 	var open []*heldApproval
+	taken := false
 	for _, h := range hs {
 		c, _, _ := a.fromStore(h.req)
 		if c == nil {
@@ -246,16 +166,25 @@ func (a *approver) Idle(flow []string) {
 		if a.release(key, h) {
 			// Decided (or timed out): the run goes on with it, and may
 			// start more, so none parks now; its next Idle decides.
-			idle = false
-			a.hand(key, false, h.done, c)
+			taken = true
+			h.done(c)
 		}
 	}
+	if taken || len(open) == 0 {
+		return
+	}
+	a.mu.Lock()
+	// Everything outstanding in the run is held here (an approval still
+	// being answered is not held yet: it holds, or completes, and the run
+	// looks again).
+	idle := open[0].req.Outstanding() == len(a.held[key])
+	a.mu.Unlock()
 	if !idle {
 		return
 	}
 	for _, h := range open {
 		if a.release(key, h) {
-			a.hand(key, false, h.done, &vm.EffectCompletion{Park: true})
+			h.done(&vm.EffectCompletion{Park: true})
 		}
 	}
 }

@@ -122,6 +122,9 @@ func TestReplayIdleNotPassedWhileHanding(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := rec.Sync(); err != nil { // (the record reaches SQLite)
+		t.Fatal(err)
+	}
 	p, err := s.Replay("r1", "")
 	if err != nil {
 		t.Fatal(err)

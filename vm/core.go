@@ -843,7 +843,9 @@ func (r *run) evalCond(f *frame, self *graphir.Node, x *graphir.Expr) (bool, err
 	b, ok := v.(starlark.Bool)
 	if !ok {
 		err := fmt.Errorf("a condition must be True or False, got %s %s", v.Type(), shortValue(v))
-		if !x.User && x.Pos.IsValid() {
+		if fn, ok := x.Func.(*starlark.Function); ok && x.User {
+			err = fmt.Errorf("%s: %v", fn.Position(), err) // the function that returned it
+		} else if !x.User && x.Pos.IsValid() {
 			err = fmt.Errorf("%s: %v", x.Pos, err)
 		}
 		return false, err

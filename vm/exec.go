@@ -835,7 +835,11 @@ func (r *run) callUntil(lf *frame, out starlark.Value) (stop bool, reason starla
 			return bool(b), reason, nil
 		}
 	}
-	return false, nil, fmt.Errorf("must return True, False or (stop, reason), got %s %s", v.Type(), shortValue(v))
+	err = fmt.Errorf("must return True, False or (stop, reason), got %s %s", v.Type(), shortValue(v))
+	if fn, ok := n.Loop.Until.(*starlark.Function); ok {
+		err = fmt.Errorf("%s: %v", fn.Position(), err) // the function that returned it
+	}
+	return false, nil, err
 }
 
 // render evaluates a template for step n in frame f. Strings are inserted

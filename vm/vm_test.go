@@ -557,7 +557,11 @@ edge(b, END)`, want{status: vm.Failed, code: "dependency_unmet", step: "c", msg:
 b = step("b")`, want{status: vm.Failed, code: "dependency_unmet", step: "a", msg: `reads "b"`}},
 		{"until_error", `b = step("b")
 l = loop("l", body = [b], until = lambda it: "yes", max_iterations = 3)`,
-			want{status: vm.Failed, code: "until_error", step: "l", msg: "must return True, False or (stop, reason)"}},
+			// The position is the function's, which returned it.
+			want{status: vm.Failed, code: "until_error", step: "l", msg: `/flow.star:2:35: must return True, False or (stop, reason), got string "yes"`}},
+		{"condition_function_not_bool", `a = step("a", fn = lambda r: 1)
+edge(START, a)
+edge(a, END, when = lambda r: r.a)`, want{status: vm.Failed, code: "expr_error", step: "a", msg: "/flow.star:3:21: a condition must be True or False, got int 1"}},
 		{"until_raises", `b = step("b")
 l = loop("l", body = [b], until = lambda it: it.nope, max_iterations = 3)`,
 			want{status: vm.Failed, code: "until_error", step: "l", msg: "nope"}},

@@ -390,7 +390,7 @@ func (p *progress) summary(res *vm.Result) {
 		fmt.Fprintf(p.w, "  tokens: %d (%d prompt, %d completion) in %s\n", res.Usage.Total(), res.Usage.PromptTokens, res.Usage.CompletionTokens, plural(res.ModelCalls, "model call"))
 	}
 	if h := res.OnExit; h != nil && h.Status != vm.StepSucceeded {
-		fmt.Fprintf(p.w, "  on_exit: %s %s: %s [%s]\n", h.Name, h.Status, visible(h.Error, false), h.Code)
+		fmt.Fprintf(p.w, "  on_exit: %s %s: %s [%s]\n", h.Name, h.Status, visible(traceAt(h.Trace)+h.Error, false), h.Code)
 	}
 	if res.Status == vm.Succeeded {
 		fmt.Fprintf(p.w, "  output: %s\n", visible(valueText(res.Output, 300), false))

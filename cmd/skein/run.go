@@ -452,13 +452,38 @@ func loadChild(ctx context.Context, path, root string) (*graphir.Graph, error) {
 func childLoader(maxSteps uint64) func(context.Context, string, string) (*graphir.Graph, error) {
 	return func(_ context.Context, path, root string) (*graphir.Graph, error) {
 		g, ds := loadAndCheck(path, lang.Options{Root: root, MaxSteps: maxSteps})
-		for _, d := range ds {
-			if d.Severity == check.Error {
-				return nil, fmt.Errorf("%s", d.String())
-			}
+		if err := childLoadError(ds); err != nil {
+			return nil, err
 		}
 		return g, nil
 	}
+}
+
+// childLoadError is the error of a templated child flow that does not
+// load or check, to go inside the step's error: its first error on one
+// line (where, what, the code) and how many more there are, or nil.
+func childLoadError(ds []check.Diagnostic) error {
+	var first *check.Diagnostic
+	n := 0
+	for i := range ds {
+		if ds[i].Severity == check.Error {
+			if first == nil {
+				first = &ds[i]
+			}
+			n++
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	msg := first.Message + " [" + first.Code + "]"
+	if first.Pos.Line > 0 {
+		msg = first.Pos.String() + ": " + msg
+	}
+	if n > 1 {
+		msg += fmt.Sprintf(" (and %s)", plural(n-1, "more error"))
+	}
+	return errors.New(msg)
 }
 
 // defineMaxLoadSteps adds --max-load-steps, the load-time step budget.
@@ -490,10 +515,8 @@ func budgetedRecordingLoader(rec *store.Recorder, maxSteps uint64) func(context.
 				return nil, err
 			}
 		}
-		for _, d := range ds {
-			if d.Severity == check.Error {
-				return nil, fmt.Errorf("%s", d.String())
-			}
+		if err := childLoadError(ds); err != nil {
+			return nil, err
 		}
 		return g, nil
 	}

@@ -74,6 +74,19 @@ func (f *frame) state(r *run, id graphir.NodeID) *nodeState {
 	return &f.states[r.p.info[id].local]
 }
 
+// abandoned reports whether f or a frame around it has ended (a loop that
+// stopped, a map item that finished or was cancelled when another failed):
+// nothing in f may start or carry on then, not even in a body nested in
+// the one that ended.
+func (f *frame) abandoned() bool {
+	for ; f != nil; f = f.parent {
+		if f.dead {
+			return true
+		}
+	}
+	return false
+}
+
 // frameFor returns the frame, among f and its parents, holding the state of
 // step n, or nil when n's scope is not on the way up (a body step read from
 // outside its body).
@@ -617,7 +630,7 @@ func (r *run) skip(f *frame, n *graphir.Node) {
 // settle ends the frames that have nothing left to do: an iteration of a
 // loop body, or an item of a map.
 func (r *run) settle(f *frame) {
-	if r.over || f.live > 0 || f.dead || f.scope == graphir.None {
+	if r.over || f.live > 0 || f.scope == graphir.None || f.abandoned() {
 		return
 	}
 	switch f.kind {

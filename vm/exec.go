@@ -419,7 +419,7 @@ func (r *run) dispatch() {
 			return
 		}
 		t := r.queue[0]
-		if t.f.dead {
+		if t.f.abandoned() {
 			r.queue.pop()
 			continue
 		}
@@ -459,7 +459,7 @@ func (r *run) completed(c *completion) {
 	if c.c != nil {
 		o = effectOutcome(c.n, c.c)
 	}
-	if r.over || c.f.dead {
+	if r.over || c.f.abandoned() {
 		if r.inFlight(c.f, c.n) {
 			r.cancelledStep(c, o)
 		}

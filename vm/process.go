@@ -31,6 +31,10 @@ func runProcess(ctx context.Context, spec *EffectRequest) *EffectCompletion {
 		actx, cancel = context.WithTimeout(ctx, spec.Timeout)
 		defer cancel()
 	}
+	if ctx.Err() != nil {
+		// No longer wanted before it started: start nothing.
+		return &EffectCompletion{Cancelled: true, Error: "cancelled", ExitCode: -1}
+	}
 	stdout, stderr := &tailBuffer{max: spec.MaxOutput}, &tailBuffer{max: spec.MaxOutput}
 	p, err := startProcess(spec, stdout, stderr)
 	if err != nil {

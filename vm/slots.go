@@ -127,7 +127,7 @@ func (r *run) startGated(f *frame, n *graphir.Node, req *EffectRequest) {
 func (r *run) startQueued() {
 	for len(r.slotq) > 0 && !r.over {
 		q := r.slotq[0]
-		if q.f.dead {
+		if q.f.abandoned() {
 			r.slotq = r.slotq[1:]
 			if rec := r.recs[q.n.ID]; rec.Status == StepRunning {
 				rec.Status = StepCancelled

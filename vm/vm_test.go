@@ -1313,3 +1313,53 @@ chain(START, setup, a, END)`, `cannot start "./bare.sh": exec format error (not 
 		})
 	}
 }
+
+// When a map item ends (another item failed), nothing inside it starts
+// again, not even in a loop nested in it: an attempt that failed just as
+// its item was cancelled is not retried. (Only the item's own frame was
+// marked ended, so the loop body inside it went on retrying.)
+func TestNothingStartsInAnEndedItem(t *testing.T) {
+	var mu sync.Mutex
+	var starts []string
+	p := producerFunc(func(ctx context.Context, q *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+		mu.Lock()
+		starts = append(starts, effectKey(q))
+		mu.Unlock()
+		switch {
+		case q.Step == "after":
+			// Keep the run going long enough for a retry to start.
+			go func() {
+				select {
+				case <-time.After(200 * time.Millisecond):
+				case <-ctx.Done():
+				}
+				done(&vm.EffectCompletion{OK: true})
+			}()
+		case q.Scope[0] == "m[0]":
+			done(&vm.EffectCompletion{Code: "step_failed", Error: "exit status 1", ExitCode: 1})
+		default:
+			// Item 1's task exits 1 at the moment its item is cancelled.
+			go func() {
+				<-ctx.Done()
+				done(&vm.EffectCompletion{Code: "step_failed", Error: "exit status 1", ExitCode: 1})
+			}()
+		}
+	})
+	res := run(t, `
+t = step("t", run = ["/nonexistent/t", "{{ item }}"], retries = 1, backoff = "1ms")
+inner = loop("inner", body = [t], until = lambda it: True, max_iterations = 2)
+m = map("m", over = "[0, 1]", body = [inner], concurrency = 2)
+after = step("after", run = ["/nonexistent/after"])
+edge(START, m)
+edge(m, END)
+edge(m, after, on = "failure")
+edge(after, END)
+`, nil, vm.Options{Effects: p, Parallel: 4})
+	check(t, res, want{status: vm.Succeeded})
+	want := []string{"/m[0]>inner#1/t#1.1", "/m[0]>inner#1/t#1.2", "/m[1]>inner#1/t#1.1", "//after#1.1"}
+	sort.Strings(starts)
+	sort.Strings(want)
+	if diff := cmp.Diff(want, starts); diff != "" {
+		t.Errorf("effects started (-want +got):\n%s", diff)
+	}
+}

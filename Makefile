@@ -46,7 +46,7 @@ FUZZ_TARGETS = lang:FuzzLoad:15000 check:FuzzCheck:8000 \
 	vm:FuzzEval:1000 vm:FuzzResultJSON:2000 stdlib:FuzzJSONModule:15000 \
 	stdlib:FuzzJSONDecodeDifferential:5000 stdlib:FuzzQuotedString:20000 \
 	stdlib:FuzzInputsFile:20000 stdlib:FuzzRe:5000 \
-	graphir:FuzzInputValue:15000 vm:FuzzKeeperMessage:10000 \
+	graphir:FuzzInputValue:15000 vm/keeper:FuzzKeeperMessage:10000 \
 	vm/store:FuzzSideJournal:5000
 
 define newline

@@ -14,8 +14,8 @@ func SetReaper(enabled, keeper bool) (restore func()) {
 // KeeperRunning reports whether a keeper runs, once any WarmKeeper start
 // under way has ended.
 func KeeperRunning() bool {
-	keeper.warming.Wait()
-	keeper.mu.Lock()
-	defer keeper.mu.Unlock()
-	return keeper.conn != nil
+	keeperProc.warming.Wait()
+	keeperProc.mu.Lock()
+	defer keeperProc.mu.Unlock()
+	return keeperProc.conn != nil
 }

@@ -2,468 +2,71 @@
 
 package vm
 
-// This file is the keeper: on Linux, skein starts its tasks through one
-// helper process, itself re-executed in a hidden mode, so that a skein
-// killed by SIGKILL still leaves nothing behind. The keeper is a child
-// subreaper: each task is its child, and whatever a task starts, even in a
-// session of its own (setsid, a daemon), stays among its descendants. It
-// holds one end of a socket whose other end only skein has; when skein
-// dies, however it dies, the kernel closes that end, and the keeper kills
-// every descendant it has, reaps them and exits. While skein lives, the
-// keeper does what skein did as a subreaper: once no task runs, it kills
-// and reaps the orphans that reparented to it.
-//
-// skein asks for a task with a request frame carrying the task's stdin,
-// stdout and stderr as passed descriptors; the keeper starts it in a
-// process group of its own (with a parent-death signal, should the keeper
-// itself die) and answers with its pid, then with its wait status. skein
-// signals the task's group directly, as it does without a keeper.
-//
-// The keeper is one process per skein, started with the first task: a
-// re-executed skein costs some milliseconds, once, not per task.
+// This file is skein's side of the task keeper (package vm/keeper says
+// what the keeper is): starting it, asking it for tasks and their ends,
+// and stopping it.
 
 import (
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/skeinlang/skein/vm/keeper"
 )
 
-// keeperEnv, set in its environment, makes a process the keeper.
-const keeperEnv = "SKEIN_INTERNAL_KEEPER"
-
-func init() {
-	if os.Getenv(keeperEnv) == "1" {
-		os.Exit(runKeeper())
-	}
-}
-
-// keeperRequest asks the keeper to start a task; its three descriptors
-// (stdin, stdout, stderr) travel with it. Strings travel as bytes: an
-// argument need not be UTF-8.
-type keeperRequest struct {
-	ID   uint64
-	Path string
-	Argv []string
-	Env  []string
-	Dir  string
-}
-
-// keeperReply is the keeper's answer about task ID: started (Pid), not
-// started (Err), or ended (Exited, with its wait status).
-type keeperReply struct {
-	ID     uint64
-	Pid    int
-	Err    string // it may quote a path
-	Exited bool
-	Status uint32
-}
-
-// The two messages are encoded by hand, lengths before bytes, both ends
-// being this program: a request carries the task's whole environment, which
-// JSON (base64 for bytes) made the larger part of a start's cost.
-
-func (r *keeperRequest) append(b []byte) []byte {
-	b = binary.BigEndian.AppendUint64(b, r.ID)
-	b = appendBytes(b, r.Path)
-	b = appendList(b, r.Argv)
-	b = appendList(b, r.Env)
-	return appendBytes(b, r.Dir)
-}
-
-func (r *keeperRequest) decode(b []byte) error {
-	d := decoder{b: b}
-	r.ID = d.uint64()
-	r.Path = d.bytes()
-	r.Argv = d.list()
-	r.Env = d.list()
-	r.Dir = d.bytes()
-	return d.done()
-}
-
-func (r *keeperReply) append(b []byte) []byte {
-	b = binary.BigEndian.AppendUint64(b, r.ID)
-	b = binary.BigEndian.AppendUint32(b, uint32(r.Pid))
-	exited := byte(0)
-	if r.Exited {
-		exited = 1
-	}
-	b = append(b, exited)
-	b = binary.BigEndian.AppendUint32(b, r.Status)
-	return appendBytes(b, r.Err)
-}
-
-func (r *keeperReply) decode(b []byte) error {
-	d := decoder{b: b}
-	r.ID = d.uint64()
-	r.Pid = int(d.uint32())
-	r.Exited = d.byte() == 1
-	r.Status = d.uint32()
-	r.Err = d.bytes()
-	return d.done()
-}
-
-func appendBytes(b []byte, s string) []byte {
-	return append(binary.BigEndian.AppendUint32(b, uint32(len(s))), s...)
-}
-
-func appendList(b []byte, ss []string) []byte {
-	b = binary.BigEndian.AppendUint32(b, uint32(len(ss)))
-	for _, s := range ss {
-		b = appendBytes(b, s)
-	}
-	return b
-}
-
-// decoder reads what append wrote; a short or malformed message is an
-// error at done, never a panic.
-type decoder struct {
-	b   []byte
-	bad bool
-}
-
-func (d *decoder) take(n int) []byte {
-	if d.bad || n < 0 || n > len(d.b) {
-		d.bad = true
-		return nil
-	}
-	v := d.b[:n]
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) uint64() uint64 {
-	if v := d.take(8); v != nil {
-		return binary.BigEndian.Uint64(v)
-	}
-	return 0
-}
-
-func (d *decoder) uint32() uint32 {
-	if v := d.take(4); v != nil {
-		return binary.BigEndian.Uint32(v)
-	}
-	return 0
-}
-
-func (d *decoder) byte() byte {
-	if v := d.take(1); v != nil {
-		return v[0]
-	}
-	return 0
-}
-
-func (d *decoder) bytes() string { return string(d.take(int(d.uint32()))) }
-
-func (d *decoder) list() []string {
-	n := int(d.uint32())
-	if n > len(d.b)/4 { // each entry has at least its length
-		d.bad = true
-		return nil
-	}
-	out := make([]string, n)
-	for i := range out {
-		out[i] = d.bytes()
-	}
-	return out
-}
-
-func (d *decoder) done() error {
-	if d.bad || len(d.b) != 0 {
-		return errors.New("keeper: malformed message")
-	}
-	return nil
-}
-
-// --- the framing both sides use: a 4-byte length, then the message;
-// descriptors ride on the frame's first byte.
-
-type frameConn struct {
-	c    *net.UnixConn
-	wmu  sync.Mutex
-	wbuf []byte // the frame being sent, reused (under wmu)
-	buf  []byte // received; buf[off:] is not yet taken
-	off  int
-	rbuf []byte // what one read fills, reused
-	oob  []byte
-	fds  []int // received, not yet taken
-}
-
-// message is a keeperRequest or a keeperReply.
-type message interface {
-	append([]byte) []byte
-	decode([]byte) error
-}
-
-func (f *frameConn) send(m message, fds ...int) error {
-	f.wmu.Lock()
-	defer f.wmu.Unlock()
-	frame := m.append(append(f.wbuf[:0], 0, 0, 0, 0))
-	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
-	f.wbuf = frame
-	if cap(f.wbuf) > 1<<20 {
-		f.wbuf = nil // one huge environment need not stay
-	}
-	var oob []byte
-	if len(fds) > 0 {
-		oob = syscall.UnixRights(fds...)
-	}
-	n, _, err := f.c.WriteMsgUnix(frame, oob, nil)
-	if err != nil {
-		return err
-	}
-	_, err = f.c.Write(frame[n:])
-	return err
-}
-
-// recv reads the next frame into m, and keeps the descriptors received
-// up to its end (a request's three) in f.fds.
-func (f *frameConn) recv(m message) error {
-	for {
-		if rest := f.buf[f.off:]; len(rest) >= 4 {
-			n := int(binary.BigEndian.Uint32(rest))
-			if len(rest)-4 >= n {
-				err := m.decode(rest[4 : 4+n])
-				f.off += 4 + n
-				if f.off == len(f.buf) {
-					f.buf, f.off = f.buf[:0], 0
-				}
-				return err
-			}
-		}
-		if f.rbuf == nil {
-			f.rbuf, f.oob = make([]byte, 64<<10), make([]byte, syscall.CmsgSpace(3*4*16))
-		}
-		n, oobn, _, _, err := f.c.ReadMsgUnix(f.rbuf, f.oob)
-		if oobn > 0 {
-			msgs, perr := syscall.ParseSocketControlMessage(f.oob[:oobn])
-			if perr == nil {
-				for _, m := range msgs {
-					if fds, err := syscall.ParseUnixRights(&m); err == nil {
-						for _, fd := range fds {
-							syscall.CloseOnExec(fd) // never into another task
-						}
-						f.fds = append(f.fds, fds...)
-					}
-				}
-			}
-		}
-		if n > 0 {
-			// n is -1 with some errors (ECONNRESET: skein died with
-			// bytes it never read); slicing by it panicked the keeper,
-			// which then left the tasks' processes running.
-			f.buf = append(f.buf, f.rbuf[:n]...)
-		}
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return io.EOF
-		}
-	}
-}
-
-func fileConn(fd int) (*frameConn, error) {
+func fileConn(fd int) (*keeper.Conn, *net.UnixConn, error) {
 	f := os.NewFile(uintptr(fd), "keeper")
 	c, err := net.FileConn(f)
 	f.Close()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		c.Close()
-		return nil, errors.New("keeper: not a unix socket")
+		return nil, nil, errors.New("keeper: not a unix socket")
 	}
-	return &frameConn{c: uc}, nil
+	return keeper.NewConn(unixSocket{uc}), uc, nil
 }
 
-// --- the keeper's side.
+// unixSocket is skein's end of the keeper's socket.
+type unixSocket struct{ c *net.UnixConn }
 
-func runKeeper() int {
-	// Ctrl-C and kill reach skein, which decides; the keeper only ends
-	// when skein is gone. Caught, not ignored, so tasks get the default.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	go func() {
-		for range sigs {
-		}
-	}()
-	if _, _, errno := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0, 0, 0, 0); errno != 0 {
-		fmt.Fprintf(os.Stderr, "skein keeper: %v\n", errno)
-		return 1
-	}
-	fd, _ := strconv.Atoi(os.Getenv(keeperEnv + "_FD"))
-	conn, err := fileConn(fd)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "skein keeper: %v\n", err)
-		return 1
-	}
-	var mu sync.Mutex // held while a task starts, and while orphans are killed
-	live := 0
-	for {
-		var req keeperRequest
-		if err := conn.recv(&req); err != nil {
-			break // skein is gone
-		}
-		if len(conn.fds) < 3 {
-			break // a request without its descriptors: not skein
-		}
-		fds := conn.fds[:3]
-		conn.fds = conn.fds[3:]
-		files := []*os.File{os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "stdout"), os.NewFile(uintptr(fds[2]), "stderr")}
-		mu.Lock()
-		p, err := os.StartProcess(req.Path, req.Argv, &os.ProcAttr{Dir: req.Dir, Env: req.Env, Files: files,
-			Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}})
-		if err == nil {
-			live++
-		}
-		mu.Unlock()
-		for _, f := range files {
-			f.Close()
-		}
-		if err != nil {
-			conn.send(&keeperReply{ID: req.ID, Err: err.Error()})
-			continue
-		}
-		conn.send(&keeperReply{ID: req.ID, Pid: p.Pid})
-		go func(id uint64, p *os.Process) {
-			st, _ := p.Wait()
-			var status uint32
-			if st != nil {
-				status = uint32(st.Sys().(syscall.WaitStatus))
-			}
-			conn.send(&keeperReply{ID: id, Exited: true, Status: status})
-			mu.Lock()
-			live--
-			if live == 0 {
-				killOrphans()
-			}
-			mu.Unlock()
-		}(req.ID, p)
-	}
-	mu.Lock() // no task starts any more
-	killDescendants()
-	return 0
+func (s unixSocket) ReadMsg(p, oob []byte) (int, int, error) {
+	n, oobn, _, _, err := s.c.ReadMsgUnix(p, oob)
+	return n, oobn, err
 }
 
-// killDescendants kills every descendant of this process and reaps its
-// children until none is left. A killed process's children reparent here
-// (a subreaper), so each round finds what the last one orphaned.
-func killDescendants() {
-	// The usual end: every task was waited for and nothing was left
-	// behind, which the keeper's own children files say without reading
-	// every process's entry in /proc.
-	if kids, ok := directChildren(); ok && len(kids) == 0 {
-		return
-	}
-	self := os.Getpid()
-	for round := 0; round < 200; round++ {
-		parent := procParents()
-		var kill []int
-		var mine func(pid int) bool
-		memo := map[int]bool{}
-		mine = func(pid int) bool {
-			if v, ok := memo[pid]; ok {
-				return v
-			}
-			memo[pid] = false // a cycle (pid reuse mid-read) is not ours
-			pp, ok := parent[pid]
-			v := ok && (pp == self || pp > 1 && mine(pp))
-			memo[pid] = v
-			return v
-		}
-		for pid := range parent {
-			if pid != self && mine(pid) {
-				kill = append(kill, pid)
-			}
-		}
-		if len(kill) == 0 {
-			return
-		}
-		for _, pid := range kill {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-		for {
-			var ws syscall.WaitStatus
-			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-			if pid <= 0 || err != nil {
-				break
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+func (s unixSocket) WriteMsg(p, oob []byte) (int, error) {
+	n, _, err := s.c.WriteMsgUnix(p, oob, nil)
+	return n, err
 }
 
-// procParents maps each process's pid to its parent's, from /proc.
-func procParents() map[int]int {
-	out := map[int]int{}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return out
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid, ok := parentOf(pid); ok {
-			out[pid] = ppid
-		}
-	}
-	return out
-}
-
-// parentOf reads a process's parent from /proc/PID/stat: "pid (comm) state
-// ppid ...", where comm may hold spaces and parentheses.
-func parentOf(pid int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0, false
-	}
-	ppid, err := strconv.Atoi(f[1])
-	return ppid, err == nil
-}
-
-// --- skein's side.
-
-// keeper is skein's connection to its keeper; nil until the first task,
+// keeperProc is skein's connection to its keeper; nil until the first task,
 // and again after a keeper that died (the next task starts a new one).
-var keeper struct {
+var keeperProc struct {
 	mu      sync.Mutex
-	conn    *frameConn
+	conn    *keeper.Conn
+	sock    *net.UnixConn // conn's socket
 	proc    *os.Process
 	gone    chan struct{} // closed once the keeper has exited and been reaped
 	nextID  uint64
-	pending map[uint64]chan keeperReply
+	pending map[uint64]chan keeper.Reply
 	warming sync.WaitGroup // WarmKeeper's starts under way
 }
 
 // keeperConn returns the connection to the keeper, starting it if need
 // be, or nil if it cannot be started (tasks then start directly).
-func keeperConn() *frameConn {
-	keeper.mu.Lock()
-	defer keeper.mu.Unlock()
-	if keeper.conn != nil {
-		return keeper.conn
+func keeperConn() *keeper.Conn {
+	keeperProc.mu.Lock()
+	defer keeperProc.mu.Unlock()
+	if keeperProc.conn != nil {
+		return keeperProc.conn
 	}
 	// /proc/self/exe is this program even if its file was replaced.
 	const self = "/proc/self/exe"
@@ -474,7 +77,7 @@ func keeperConn() *frameConn {
 	theirs := os.NewFile(uintptr(fds[1]), "keeper")
 	cmd := exec.Command(self)
 	cmd.Args = []string{"skein-keeper"} // what ps shows
-	cmd.Env = append(os.Environ(), keeperEnv+"=1", keeperEnv+"_FD=3")
+	cmd.Env = append(os.Environ(), keeper.Env+"=1", keeper.Env+"_FD=3")
 	cmd.ExtraFiles = []*os.File{theirs}
 	cmd.Stderr = os.Stderr
 	// Its own group: Ctrl-C at the terminal is skein's to handle.
@@ -485,47 +88,47 @@ func keeperConn() *frameConn {
 		syscall.Close(fds[0])
 		return nil
 	}
-	conn, err := fileConn(fds[0])
+	conn, sock, err := fileConn(fds[0])
 	if err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		return nil
 	}
-	keeper.conn, keeper.proc, keeper.gone = conn, cmd.Process, make(chan struct{})
-	keeper.pending = map[uint64]chan keeperReply{}
-	go readReplies(conn, cmd, keeper.gone)
+	keeperProc.conn, keeperProc.sock, keeperProc.proc, keeperProc.gone = conn, sock, cmd.Process, make(chan struct{})
+	keeperProc.pending = map[uint64]chan keeper.Reply{}
+	go readReplies(conn, sock, cmd, keeperProc.gone)
 	return conn
 }
 
 // readReplies routes the keeper's replies to the tasks waiting for them.
 // If the keeper dies, its tasks died with it (their parent-death signal):
 // each is reported killed.
-func readReplies(conn *frameConn, cmd *exec.Cmd, gone chan struct{}) {
+func readReplies(conn *keeper.Conn, sock *net.UnixConn, cmd *exec.Cmd, gone chan struct{}) {
 	for {
-		var r keeperReply
-		if err := conn.recv(&r); err != nil {
+		var r keeper.Reply
+		if err := conn.Recv(&r); err != nil {
 			break
 		}
-		keeper.mu.Lock()
-		ch := keeper.pending[r.ID]
+		keeperProc.mu.Lock()
+		ch := keeperProc.pending[r.ID]
 		if r.Exited || len(r.Err) > 0 {
-			delete(keeper.pending, r.ID)
+			delete(keeperProc.pending, r.ID)
 		}
-		keeper.mu.Unlock()
+		keeperProc.mu.Unlock()
 		if ch != nil {
 			ch <- r
 		}
 	}
-	keeper.mu.Lock()
-	for id, ch := range keeper.pending {
-		ch <- keeperReply{ID: id, Err: "the task keeper died", Exited: true, Status: uint32(syscall.SIGKILL)}
-		delete(keeper.pending, id)
+	keeperProc.mu.Lock()
+	for id, ch := range keeperProc.pending {
+		ch <- keeper.Reply{ID: id, Err: "the task keeper died", Exited: true, Status: uint32(syscall.SIGKILL)}
+		delete(keeperProc.pending, id)
 	}
-	if keeper.conn == conn {
-		keeper.conn = nil
+	if keeperProc.conn == conn {
+		keeperProc.conn = nil
 	}
-	keeper.mu.Unlock()
-	conn.c.Close()
+	keeperProc.mu.Unlock()
+	sock.Close()
 	cmd.Wait()
 	close(gone)
 }
@@ -533,7 +136,7 @@ func readReplies(conn *frameConn, cmd *exec.Cmd, gone chan struct{}) {
 // keptProcess is a task the keeper started.
 type keptProcess struct {
 	pgid    int
-	replies chan keeperReply
+	replies chan keeper.Reply
 	copies  sync.WaitGroup
 	outR    []*os.File // skein's ends of stdout and stderr
 	stdinW  *os.File
@@ -564,7 +167,7 @@ func startKept(path string, argv, env []string, dir string, stdin *string, stdou
 		return nil, nil, false
 	}
 	var childIn *os.File
-	p = &keptProcess{replies: make(chan keeperReply, 2)}
+	p = &keptProcess{replies: make(chan keeper.Reply, 2)}
 	if stdin != nil {
 		r, w, err := os.Pipe()
 		if err != nil {
@@ -589,12 +192,12 @@ func startKept(path string, argv, env []string, dir string, stdin *string, stdou
 		outW.Close()
 		return nil, err, true
 	}
-	keeper.mu.Lock()
-	keeper.nextID++
-	id := keeper.nextID
-	keeper.pending[id] = p.replies
-	keeper.mu.Unlock()
-	serr := conn.send(&keeperRequest{ID: id, Path: path, Argv: argv, Env: env, Dir: dir},
+	keeperProc.mu.Lock()
+	keeperProc.nextID++
+	id := keeperProc.nextID
+	keeperProc.pending[id] = p.replies
+	keeperProc.mu.Unlock()
+	serr := conn.Send(&keeper.Request{ID: id, Path: path, Argv: argv, Env: env, Dir: dir},
 		int(childIn.Fd()), int(outW.Fd()), int(errW.Fd()))
 	childIn.Close()
 	outW.Close()
@@ -602,9 +205,9 @@ func startKept(path string, argv, env []string, dir string, stdin *string, stdou
 	p.outR = []*os.File{outR, errR}
 	if serr != nil {
 		// The keeper is gone: start the task directly.
-		keeper.mu.Lock()
-		delete(keeper.pending, id)
-		keeper.mu.Unlock()
+		keeperProc.mu.Lock()
+		delete(keeperProc.pending, id)
+		keeperProc.mu.Unlock()
 		p.closeAll()
 		return nil, nil, false
 	}
@@ -666,9 +269,9 @@ func WarmKeeper() {
 	if !reaper.enabled || reaper.noKeeper {
 		return
 	}
-	keeper.warming.Add(1)
+	keeperProc.warming.Add(1)
 	go func() {
-		defer keeper.warming.Done()
+		defer keeperProc.warming.Done()
 		keeperConn()
 	}()
 }
@@ -678,14 +281,14 @@ func WarmKeeper() {
 // whether one ran. skein calls it before it exits, so that what its tasks
 // left is gone by then.
 func StopKeeper() bool {
-	keeper.warming.Wait() // a keeper being started is stopped too
-	keeper.mu.Lock()
-	conn, gone := keeper.conn, keeper.gone
-	keeper.mu.Unlock()
+	keeperProc.warming.Wait() // a keeper being started is stopped too
+	keeperProc.mu.Lock()
+	conn, sock, gone := keeperProc.conn, keeperProc.sock, keeperProc.gone
+	keeperProc.mu.Unlock()
 	if conn == nil {
 		return false
 	}
-	conn.c.CloseWrite()
+	sock.CloseWrite()
 	select {
 	case <-gone:
 	case <-time.After(5 * time.Second):

@@ -4,7 +4,7 @@ package vm
 
 // This file is the Linux half of process-tree cleanup beyond the process
 // group (process.go). When skein is a child subreaper ([EnableSubreaper]),
-// its tasks start through the keeper (keeper_linux.go), which does the
+// its tasks start through the keeper (package vm/keeper), which does the
 // cleanup and outlives a killed skein long enough to finish it. Without a
 // keeper (it could not start), tasks start directly: a task dies with a
 // killed skein (its parent-death signal), and the descendants that left
@@ -12,14 +12,11 @@ package vm
 // are killed and reaped once no task is running.
 
 import (
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
-)
 
-const prSetChildSubreaper = 36 // PR_SET_CHILD_SUBREAPER, <linux/prctl.h>
+	"github.com/skeinlang/skein/vm/keeper"
+)
 
 var reaper struct {
 	enabled  bool
@@ -33,8 +30,8 @@ var reaper struct {
 // ended when no task runs any more. Only a program that owns its process
 // (skein) should call it, before it runs anything.
 func EnableSubreaper() error {
-	if _, _, errno := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0, 0, 0, 0); errno != 0 {
-		return errno
+	if err := keeper.SetSubreaper(); err != nil {
+		return err
 	}
 	reaper.enabled = true
 	return nil
@@ -77,48 +74,4 @@ func taskEnded() {
 
 // killOrphans kills and reaps the children of this process. With no task
 // live, every child is an orphan a task left behind.
-func killOrphans() {
-	for _, pid := range children() {
-		syscall.Kill(pid, syscall.SIGKILL)
-		var ws syscall.WaitStatus
-		syscall.Wait4(pid, &ws, 0, nil)
-	}
-}
-
-// children lists the children of this process: from each of its threads'
-// /proc children file (cheap), else by reading every process's parent.
-func children() []int {
-	if out, ok := directChildren(); ok {
-		return out
-	}
-	var out []int
-	self := os.Getpid()
-	for pid, ppid := range procParents() {
-		if ppid == self {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// directChildren lists the children of this process from each of its
-// threads' /proc children file; false if the kernel has none.
-func directChildren() ([]int, bool) {
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return nil, false
-	}
-	var out []int
-	for _, t := range tasks {
-		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
-		if err != nil {
-			return nil, false
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				out = append(out, pid)
-			}
-		}
-	}
-	return out, true
-}
+func killOrphans() { keeper.KillOrphans() }

@@ -24,7 +24,7 @@ import (
 func main() { os.Exit(process()) }
 
 // process runs skein as a process of its own: a child subreaper (Linux),
-// so that tasks start through the keeper (vm/keeper_linux.go) and what a
+// so that tasks start through the keeper (package vm/keeper) and what a
 // task leaves running outside its process group is still ended, then the
 // command line; the keeper is stopped before skein exits.
 func process() int {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package vm
+package keeper
 
 import (
 	"os"

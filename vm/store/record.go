@@ -467,7 +467,11 @@ func (rec *Recorder) flushTo(toSQL bool, final *write) error {
 		}
 		sqlErr = rec.commitSQL(batch, final)
 		if sqlErr == nil {
-			rec.side.remove()
+			// SQLite has it all: the side journal goes, off the
+			// run's way (deleting a file costs as much as the
+			// commit of a few tasks); a crash first leaves it for a
+			// fold that changes nothing.
+			rec.side.removeLater(rec.s)
 		}
 		if err == nil {
 			err = sqlErr

@@ -338,6 +338,7 @@ var sideMaxBytes = os.Getenv("SKEIN_TEST_SIDE_MAX_BYTES")
 func (s *Store) openSide(id string) (*sideFile, error) {
 	pid, start, host := owner()
 	path := s.sidePath(id, pid, start)
+	s.removing.Wait() // (a run's own, when it is continued at once)
 	if err := os.MkdirAll(s.sideDir(), 0o755); err != nil {
 		return nil, unwrapPath(err)
 	}
@@ -377,6 +378,22 @@ func (sf *sideFile) close() {
 		rec.Close()
 		sf.f = nil
 	}
+}
+
+// removeLater closes the side journal and deletes it on a goroutine of
+// its own, which openSide and Close wait for.
+func (sf *sideFile) removeLater(s *Store) {
+	f, path := sf.f, sf.path
+	if f == nil {
+		return
+	}
+	sf.f = nil
+	s.removing.Add(1)
+	go func() {
+		defer s.removing.Done()
+		f.Close()
+		os.Remove(path)
+	}()
 }
 
 // remove closes the side journal and deletes it.

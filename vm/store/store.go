@@ -48,6 +48,8 @@ type Store struct {
 	begin, commit, rollback      *sql.Stmt
 	insEffect, endEffect, endRun *sql.Stmt
 	insWhole                     *sql.Stmt
+	// removing counts the side journals being deleted (removeLater).
+	removing sync.WaitGroup
 
 	// journal serializes this process's journal writes. Without it, tasks
 	// finishing together commit on as many connections, and all but one
@@ -152,6 +154,7 @@ const insWholeSQL = `INSERT OR REPLACE INTO effects (id, run, path, step, kind, 
 
 // Close closes the store.
 func (s *Store) Close() error {
+	s.removing.Wait()
 	for _, st := range []*sql.Stmt{s.begin, s.commit, s.rollback, s.insEffect, s.endEffect, s.endRun, s.insWhole} {
 		st.Close()
 	}

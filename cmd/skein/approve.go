@@ -346,7 +346,8 @@ can route). STEP may be left out when the run waits for one approval only. A
 decision is recorded once: a second one is refused, saying what was decided,
 by whom and when. --by defaults to $SKEIN_USER, else $USER, else $LOGNAME.
 --resume then continues the run in the foreground, as skein resume does. A
-run still going (another branch still runs) takes the decision itself.
+run still going (another branch still runs) takes the decision itself
+(with --resume too: there is nothing to resume).
 
 With --engine temporal, RUN is the id of a run on Temporal (the workflow id
 skein run --engine temporal --detach prints) and the decision goes to it as
@@ -453,19 +454,20 @@ func runApprove(ctx context.Context, io stdio, o any, args []string) int {
 		what = "rejected"
 	}
 	fmt.Fprintf(io.err, "%s %q of run %s\n", what, target.Step, r.ID)
-	if !opts.resume {
-		switch r.Status {
-		case store.Waiting:
-			fmt.Fprintf(io.err, "continue it with: skein resume %s\n", r.ID)
-		case store.Running:
-			fmt.Fprintf(io.err, "run %s is still going: it takes the decision\n", r.ID)
-		}
-		return exitOK
-	}
-	r, err = st.Get(r.ID)
-	if err != nil {
+	if r, err = st.Get(r.ID); err != nil {
 		fmt.Fprintf(io.err, "skein approve: %v\n", err)
 		return exitFail
+	}
+	if r.Status == store.Running {
+		// Nothing to resume, --resume or not: the run goes on by itself.
+		fmt.Fprintf(io.err, "run %s is still going: it takes the decision\n", r.ID)
+		return exitOK
+	}
+	if !opts.resume {
+		if r.Status == store.Waiting || r.Status == store.Interrupted {
+			fmt.Fprintf(io.err, "continue it with: skein resume %s\n", r.ID)
+		}
+		return exitOK
 	}
 	return resumeRun(ctx, io, st, r, &resumeOptions{noPrompt: opts.noPrompt})
 }

@@ -342,9 +342,11 @@ func init() {
 		summary: "decide an approval a run waits for",
 		long: `Records the decision for an approval step of a waiting run: approved, or with
 --reject rejected (the step fails with code rejected, which on = "failure"
-can route). STEP may be left out when the run waits for one approval only. A
-decision is recorded once: a second one is refused, saying what was decided,
-by whom and when. --by defaults to $SKEIN_USER, else $USER, else $LOGNAME.
+can route). STEP may be left out when the run waits for one approval
+only; it may also be the approval's place as skein show prints it
+('per_env[1] › deploy'), which tells apart the approvals of one step in a
+map's items. A decision is recorded once: a second one is refused, saying
+what was decided, by whom and when. --by defaults to $SKEIN_USER, else $USER, else $LOGNAME.
 --resume then continues the run in the foreground, as skein resume does. A
 run still going (another branch still runs) takes the decision itself
 (with --resume too: there is nothing to resume).
@@ -398,7 +400,7 @@ func runApprove(ctx context.Context, io stdio, o any, args []string) int {
 	}
 	var pending, named []*store.Approval
 	for _, a := range all {
-		if len(args) == 2 && a.Step != args[1] {
+		if len(args) == 2 && !namesApproval(args[1], a) {
 			continue
 		}
 		named = append(named, a)
@@ -413,9 +415,9 @@ func runApprove(ctx context.Context, io stdio, o any, args []string) int {
 	case len(pending) > 1:
 		var steps []string
 		for _, a := range pending {
-			steps = append(steps, a.Step)
+			steps = append(steps, approveArg(a.Path, a.Step))
 		}
-		fmt.Fprintf(io.err, "skein approve: run %s waits for %d approvals (%s): name the step\n", r.ID, len(pending), strings.Join(steps, ", "))
+		fmt.Fprintf(io.err, "skein approve: run %s waits for %d approvals (%s): name the step, or its place as skein show prints it\n", r.ID, len(pending), strings.Join(steps, ", "))
 		return exitFail
 	case len(named) > 0:
 		// Only decided or timed out ones: let Decide say which.
@@ -423,7 +425,7 @@ func runApprove(ctx context.Context, io stdio, o any, args []string) int {
 	default:
 		var steps []string
 		for _, a := range all {
-			steps = append(steps, a.Step)
+			steps = append(steps, a.Step, approvalPlace(a.Path, a.Step))
 		}
 		msg := fmt.Sprintf("skein approve: run %s waits for no approval", r.ID)
 		if len(args) == 2 {
@@ -453,7 +455,7 @@ func runApprove(ctx context.Context, io stdio, o any, args []string) int {
 	if opts.reject {
 		what = "rejected"
 	}
-	fmt.Fprintf(io.err, "%s %q of run %s\n", what, target.Step, r.ID)
+	fmt.Fprintf(io.err, "%s %q of run %s\n", what, approvalPlace(target.Path, target.Step), r.ID)
 	if r, err = st.Get(r.ID); err != nil {
 		fmt.Fprintf(io.err, "skein approve: %v\n", err)
 		return exitFail
@@ -470,4 +472,31 @@ func runApprove(ctx context.Context, io stdio, o any, args []string) int {
 		return exitOK
 	}
 	return resumeRun(ctx, io, st, r, &resumeOptions{noPrompt: opts.noPrompt})
+}
+
+// approvalPlace names an approval as skein show prints it: its step, or
+// with the child-flow chain and scope leading to it, "per_env[1] › deploy".
+func approvalPlace(path, step string) string {
+	if path == "" {
+		return step
+	}
+	return strings.ReplaceAll(path, "/", " › ") + " › " + step
+}
+
+// approveArg is the STEP of the skein approve command that decides an
+// approval: its step, or its place quoted for the shell (a step of a map's
+// items, a loop's body or a child flow, which the step alone may not tell
+// apart).
+func approveArg(path, step string) string {
+	if path == "" {
+		return step
+	}
+	return "'" + approvalPlace(path, step) + "'"
+}
+
+// namesApproval reports whether skein approve's STEP arg names approval a:
+// its step, or its place (as skein show prints it, or with "/" between the
+// parts).
+func namesApproval(arg string, a *store.Approval) bool {
+	return arg == a.Step || arg == approvalPlace(a.Path, a.Step) || (a.Path != "" && arg == a.Path+"/"+a.Step)
 }

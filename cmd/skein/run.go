@@ -374,7 +374,7 @@ func execute(ctx context.Context, io stdio, g *graphir.Graph, inputs *stdlib.Map
 		if len(open) > 0 {
 			fmt.Fprintf(io.err, "run %s is waiting for a decision; decide with:\n", res.RunID)
 			for _, p := range open {
-				fmt.Fprintf(io.err, "  skein approve %s %s\n", res.RunID, p.Step)
+				fmt.Fprintf(io.err, "  skein approve %s %s\n", res.RunID, approveArg(store.EffectPath(&vm.EffectRequest{Flow: p.Flow, Scope: p.Scope}), p.Step))
 			}
 		}
 		if len(decided) > 0 {

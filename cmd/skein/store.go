@@ -549,10 +549,7 @@ func runShow(ctx context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintln(io.out, "approvals:")
 		tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
 		for _, a := range approvals {
-			step := a.Step
-			if a.Path != "" {
-				step = strings.ReplaceAll(a.Path, "/", " › ") + " › " + a.Step
-			}
+			step := approvalPlace(a.Path, a.Step)
 			var decision string
 			switch {
 			case !a.Decided.IsZero():
@@ -569,7 +566,7 @@ func runShow(ctx context.Context, io stdio, o any, args []string) int {
 			case !a.Expired.IsZero() || !a.Pending(time.Now()):
 				decision = "no decision within " + graphir.FormatDuration(a.Timeout)
 			case r.Status == store.Waiting || r.Status == store.Interrupted || isHeld(held, a.Path, a.Step, a.Visit):
-				decision = "waiting: skein approve " + r.ID + " " + a.Step
+				decision = "waiting: skein approve " + r.ID + " " + approveArg(a.Path, a.Step)
 			default:
 				decision = "not decided"
 			}

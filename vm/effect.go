@@ -8,6 +8,7 @@ package vm
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -81,6 +82,12 @@ type EffectRequest struct {
 	Timeout   time.Duration // per attempt; 0 for none
 	KillGrace time.Duration // between SIGTERM and SIGKILL
 	MaxOutput int           // bytes of the tail of stdout and of stderr kept
+	// Tee, when set, is also given what the attempt writes to its stdout
+	// and stderr, as it writes it (a producer that lets a run's tasks be
+	// followed live sets it). Each stream is written from one goroutine
+	// of its own, so Stdout and Stderr must not share state unguarded;
+	// their errors are ignored. Nil costs nothing.
+	Tee *Tee
 
 	// Waits: how long, from when the step started.
 	Wait time.Duration
@@ -146,6 +153,14 @@ func (req *EffectRequest) Nudge() {
 	case req.from.inbox.wake <- struct{}{}:
 	default:
 	}
+}
+
+// Tee receives a task attempt's output as it is produced: see
+// [EffectRequest.Tee]. Every byte a writer is given was written by the
+// attempt before runProcess returns, so before its completion is passed
+// on.
+type Tee struct {
+	Stdout, Stderr io.Writer
 }
 
 // EffectCompletion is how one attempt of an effect ended.

@@ -3,7 +3,9 @@ package vm_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -322,5 +324,44 @@ edge(flaky, END)
 	}
 	if !slices.Contains(p.seen, 2) {
 		t.Errorf("Outstanding never counted the retry beside the approval: %v", p.seen)
+	}
+}
+
+// teeing wraps Local, teeing every task's output into out and errw.
+type teeing struct{ out, errw io.Writer }
+
+func (p teeing) Start(ctx context.Context, q *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	c := *q
+	c.Tee = &vm.Tee{Stdout: p.out, Stderr: p.errw}
+	vm.Local{}.Start(ctx, &c, done)
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// A request's Tee is given what a task prints, as it prints it, and a
+// writer that fails does not stop the task's output being read: the
+// step's output has all of it.
+func TestTaskTee(t *testing.T) {
+	src := `
+t = step("t", shell = "echo one; echo two >&2; echo three")
+chain(START, t, END)
+`
+	var out strings.Builder
+	res := run(t, src, nil, vm.Options{Effects: teeing{&out, failingWriter{}}})
+	if res.Status != vm.Succeeded {
+		t.Fatalf("status %s: %+v", res.Status, res.Error)
+	}
+	if out.String() != "one\nthree\n" {
+		t.Errorf("the tee got %q on stdout", out.String())
+	}
+	o := res.Step("t").Output.(interface {
+		Attr(string) (starlark.Value, error)
+	})
+	stdout, _ := o.Attr("stdout")
+	stderr, _ := o.Attr("stderr")
+	if stdout != starlark.String("one\nthree\n") || stderr != starlark.String("two\n") {
+		t.Errorf("output stdout %v, stderr %v", stdout, stderr)
 	}
 }

@@ -36,7 +36,11 @@ func runProcess(ctx context.Context, spec *EffectRequest) *EffectCompletion {
 		return &EffectCompletion{Cancelled: true, Error: "cancelled", ExitCode: -1}
 	}
 	stdout, stderr := &tailBuffer{max: spec.MaxOutput}, &tailBuffer{max: spec.MaxOutput}
-	p, err := startProcess(spec, stdout, stderr)
+	var outW, errW io.Writer = stdout, stderr
+	if t := spec.Tee; t != nil {
+		outW, errW = teeWriter{stdout, t.Stdout}, teeWriter{stderr, t.Stderr}
+	}
+	p, err := startProcess(spec, outW, errW)
 	if err != nil {
 		msg := startFailure(spec, err)
 		return &EffectCompletion{Code: "step_failed", Error: msg, Stderr: msg, ExitCode: 127}
@@ -241,6 +245,21 @@ func unwrapExec(err error) error {
 		return ee.Err
 	}
 	return err
+}
+
+// teeWriter writes to the attempt's buffer and to a [Tee]'s writer, whose
+// errors never stop the task's output being read.
+type teeWriter struct {
+	buf *tailBuffer
+	w   io.Writer
+}
+
+func (t teeWriter) Write(p []byte) (int, error) {
+	t.buf.Write(p)
+	if t.w != nil {
+		t.w.Write(p)
+	}
+	return len(p), nil
 }
 
 // tailBuffer keeps the last max bytes written to it.

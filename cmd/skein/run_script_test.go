@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,6 +43,25 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	ts.Fatalf("%s did not appear", args[0])
+}
+
+// waitgrep FILE REGEXP: wait (up to hangGuard) until FILE holds a match
+// of REGEXP (multi-line: ^ and $ match at lines).
+func cmdWaitGrep(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitgrep FILE REGEXP")
+	}
+	re, err := regexp.Compile("(?m)" + args[1])
+	ts.Check(err)
+	deadline := time.Now().Add(hangGuard)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(ts.MkAbs(args[0])); err == nil && re.Match(b) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b, _ := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Fatalf("%s never matched %q; it holds:\n%s", args[0], args[1], b)
 }
 
 // pidgone FILE: the process whose id FILE holds has ended (and been reaped).

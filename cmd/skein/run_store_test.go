@@ -20,6 +20,7 @@ func TestStoreScripts(t *testing.T) {
 	p := scriptParams("testdata/store")
 	p.Cmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 		"waitfile": cmdWaitFile,
+		"waitgrep": cmdWaitGrep,
 		"killpg":   cmdKillGroup,
 		"pgone":    cmdProcessGroupGone,
 	}

@@ -271,10 +271,11 @@ Exit status: 0, 1 when the run is not found, 2 on bad usage.`,
 		summary: "print the captured output of a run's tasks",
 		long: `Prints the stdout and stderr captured from a run's task and shell steps in the
 order they ran, each under a header naming the step, its scope, visit and
-attempt. With STEP, only that step's. A task's output is recorded when the
-task ends: --follow prints each task's once it has ended, as the run goes,
-until the run is no longer running. With --engine temporal, reads a run on
-Temporal from its event log.
+attempt. With STEP, only that step's. --follow prints a running task's
+output as the task prints it (from files the skein running the flow writes
+beside the store, on the same machine), then the rest when it ends, and the
+next task's, until the run is no longer running. With --engine temporal,
+reads a run on Temporal from its event log.
 
 Exit status: 0, 1 when the run or step is not found, 2 on bad usage.`,
 		flags: func(fs *pflag.FlagSet) any {
@@ -815,6 +816,12 @@ func runLogs(ctx context.Context, io stdio, o any, args []string) int {
 	var last int64
 	printed := 0
 	var steps []string
+	var lf *liveFollow // the attempt printed as it goes
+	defer func() {
+		if lf != nil {
+			lf.close()
+		}
+	}()
 	for {
 		// The run's status is read before its effects, so that once it is
 		// seen not running, the effects read after it are all there are.
@@ -830,18 +837,29 @@ func runLogs(ctx context.Context, io stdio, o any, args []string) int {
 			return exitFail
 		}
 		for i, e := range effects {
-			status := effectStatus(cur, e, effects[i+1:])
-			if status == store.Running && live {
-				break // print in order: wait for it
-			}
-			last = e.ID
-			if e.Kind != "task" && e.Kind != "shell" {
-				continue
-			}
-			if !slices.Contains(steps, e.Step) {
+			task := e.Kind == "task" || e.Kind == "shell"
+			if task && !slices.Contains(steps, e.Step) {
 				steps = append(steps, e.Step)
 			}
-			if step != "" && e.Step != step {
+			if !task || (step != "" && e.Step != step) {
+				last = e.ID // nothing of it is printed
+				continue
+			}
+			status := effectStatus(cur, e, effects[i+1:])
+			if status == store.Running && live {
+				// Printed as it goes; what comes after it waits, to
+				// print in order.
+				if lf == nil || lf.id != e.ID {
+					printed++
+					lf = followLive(io.out, st, r.ID, e, logShow(tty))
+				}
+				lf.next(io.out)
+				break
+			}
+			last = e.ID
+			if lf != nil && lf.id == e.ID {
+				lf.finish(io.out, e, status)
+				lf = nil
 				continue
 			}
 			printed++
@@ -869,6 +887,15 @@ func runLogs(ctx context.Context, io stdio, o any, args []string) int {
 	return exitOK
 }
 
+// logShow is how logs shows what a task printed: on a terminal shown,
+// never interpreted; piped, passed on as it was.
+func logShow(tty bool) func(string) string {
+	if tty {
+		return func(s string) string { return visible(s, true) }
+	}
+	return func(s string) string { return s }
+}
+
 // writeLog writes what one attempt of a task printed, under a header
 // naming it and how it ended.
 func writeLog(w io.Writer, tty bool, where string, visit, attempt int, status, errMsg, stdout, stderr string) {
@@ -876,12 +903,7 @@ func writeLog(w io.Writer, tty bool, where string, visit, attempt int, status, e
 		status += ": " + errMsg
 	}
 	fmt.Fprintf(w, "==> %s (visit %d, attempt %d) %s <==\n", where, visit, attempt, visible(status, false))
-	show := func(s string) string { return s }
-	if tty {
-		// On a terminal what a task printed is shown, never
-		// interpreted; piped, it is passed on as it was.
-		show = func(s string) string { return visible(s, true) }
-	}
+	show := logShow(tty)
 	io.WriteString(w, show(stdout))
 	if stdout != "" && !strings.HasSuffix(stdout, "\n") {
 		fmt.Fprintln(w)

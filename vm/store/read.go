@@ -277,8 +277,10 @@ func (s *Store) Effects(id string, afterID int64) ([]*Effect, error) {
 // GC deletes the ended runs that are both beyond the newest keep (keep < 0:
 // no such limit) and ended longer than olderThan ago (0: no such limit),
 // then compacts the file. Runs that have not ended are never deleted. It
-// returns how many runs it deleted.
+// returns how many runs it deleted. It removes the live output that runs
+// no longer running left beside the store.
 func (s *Store) GC(keep int, olderThan time.Duration) (int, error) {
+	s.sweepLive()
 	var conds []string
 	var args []any
 	ended := `status NOT IN ('running', 'waiting')`

@@ -301,6 +301,7 @@ func (s *Store) Continue(id string, opts RunOptions) (*Recorder, error) {
 		return nil, s.fail(err)
 	}
 	committed = true
+	s.RemoveLive(id) // what the process that died left
 	rec := &Recorder{s: s, n: n, id: id, done: done.Int64, done0: done.Int64, last: last, Inner: vm.Local{}, side: side}
 	rec.clear.Store(true)
 	return rec, nil
@@ -339,7 +340,8 @@ func (rec *Recorder) Start(ctx context.Context, req *vm.EffectRequest, done func
 			}()
 			return
 		}
-		rec.Inner.Start(ctx, req, rec.ended(id, req, done))
+		q, ended := rec.live(id, req, rec.ended(id, req, done))
+		rec.Inner.Start(ctx, q, ended)
 	})
 }
 
@@ -798,6 +800,7 @@ func tail(s string) string {
 // store. If those writes cannot be committed, the run did not end as res
 // says: res becomes a run stopped by store_error.
 func (rec *Recorder) Finish(res *vm.Result) error {
+	defer rec.s.RemoveLive(rec.id)
 	rec.mu.Lock()
 	failed := rec.failed
 	rec.mu.Unlock()
@@ -872,6 +875,7 @@ const checkpointAfter = 64
 
 // Park records the run as waiting for a decision: no process owns it.
 func (rec *Recorder) Park() error {
+	defer rec.s.RemoveLive(rec.id)
 	if err := rec.flushTo(true, nil); err != nil {
 		return rec.s.fail(err)
 	}

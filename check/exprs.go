@@ -239,7 +239,7 @@ func (p *pass) resolveRef(ix *exprIndex, si int32, r graphir.Ref) {
 	}
 	ix.readStep[n.ID] = true
 	ix.reads = append(ix.reads, read{site: si, step: n.ID, pos: r.Pos})
-	if field := r.Attr + r.Key; n.Kind.IsProcess() && field != "" && !contains(taskFields, field) {
+	if field := r.Attr + r.Key; n.Kind.IsProcess() && field != "" && !contains(taskFields, field) && !mapMethod(r) {
 		hint := "task outputs have stdout, stderr, exit_code, error and code"
 		if near := graphir.Nearest(field, taskFields); near != "" {
 			hint = fmt.Sprintf("did you mean %q?", near)
@@ -247,6 +247,16 @@ func (p *pass) resolveRef(ix *exprIndex, si int32, r graphir.Ref) {
 		ix.problems = append(ix.problems, p.siteDiag(s, "unknown_output", r.Pos,
 			fmt.Sprintf("step %q is a %s: its output has no field %q (in %s)", n.Name, n.Kind, field, p.describe(s)), hint))
 	}
+}
+
+// mapMethods are the methods of the dict-like values the run gives
+// (task outputs, it.result): build.get("stdout"), it.result.keys().
+var mapMethods = []string{"get", "keys", "values", "items"}
+
+// mapMethod reports whether r calls a method of a dict-like value rather
+// than reading a field.
+func mapMethod(r graphir.Ref) bool {
+	return r.Key == "" && contains(mapMethods, r.Attr)
 }
 
 // untilFields are the fields of the argument of a loop's until (SPEC §2).
@@ -271,6 +281,13 @@ func (p *pass) resolveUntilRef(ix *exprIndex, s *site, r graphir.Ref) {
 		return
 	case "result":
 		if field == "" {
+			return
+		}
+		if !contains(body, field) && mapMethod(r) {
+			// it.result.get("probe"): any body step may be read.
+			for _, id := range g.Scope(loop.ID) {
+				ix.readStep[id] = true
+			}
 			return
 		}
 		if !contains(body, field) {

@@ -70,6 +70,9 @@ func oldEventJSON(e vm.Event) ([]byte, error) {
 	if e.Type == vm.StepFinished || e.Type == vm.RunFinished {
 		add("duration_ms", json.Number(strconv.FormatFloat(float64(e.Duration)/float64(time.Millisecond), 'f', 3, 64)))
 	}
+	if e.Type == vm.StepRetrying {
+		add("backoff_ms", json.Number(strconv.FormatFloat(float64(e.Duration)/float64(time.Millisecond), 'f', 3, 64)))
+	}
 	if e.Message != "" {
 		add("message", e.Message)
 	}

@@ -49,7 +49,7 @@ type Event struct {
 	Code     string        // the error code, when failed
 	Error    string        // the error message, when failed
 	Trace    []string      // step_finished: the backtrace of a runtime error in Starlark
-	Duration time.Duration // step_finished, run_finished
+	Duration time.Duration // step_finished, run_finished; step_retrying: the backoff before the attempt
 	Message  string        // step_log: the printed line; loop_iteration: until's feedback
 	Output   starlark.Value
 	RunID    string
@@ -220,6 +220,9 @@ func (enc *EventEncoder) Append(b []byte, e *Event) []byte {
 	}
 	if e.Type == StepFinished || e.Type == RunFinished || e.Type == ModelCall {
 		b = appendMillis(append(b, `,"duration_ms":`...), e.Duration)
+	}
+	if e.Type == StepRetrying {
+		b = appendMillis(append(b, `,"backoff_ms":`...), e.Duration)
 	}
 	if e.Message != "" {
 		b = appendMember(b, "message", e.Message)

@@ -584,12 +584,13 @@ func (r *run) retryWanted(f *frame, n *graphir.Node, o *outcome) (retry, ok bool
 // retryLater schedules attempt+1 of step n after its backoff; req is the
 // effect's request (nil for fn steps).
 func (r *run) retryLater(f *frame, n *graphir.Node, req *EffectRequest, attempt int, msg string) {
+	wait := backoff(n.Backoff, attempt)
 	if r.events {
-		r.emit(&Event{Type: StepRetrying, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Attempt: attempt + 1, Error: msg})
+		r.emit(&Event{Type: StepRetrying, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Attempt: attempt + 1, Error: msg, Duration: wait})
 	}
 	c := &completion{f: f, n: n, req: req, retry: attempt + 1, timer: true}
 	r.running++
-	r.timers[c] = r.rt.AfterFunc(backoff(n.Backoff, attempt), func() { r.post(c) })
+	r.timers[c] = r.rt.AfterFunc(wait, func() { r.post(c) })
 }
 
 // interrupted ends the run because its context is done: the flow timeout,

@@ -31,7 +31,7 @@ type modelRun struct {
 	backoff  time.Duration
 	// onRetry reports a retried attempt (a step_retrying event); it may
 	// be called from any goroutine.
-	onRetry func(attempt int, err error)
+	onRetry func(attempt int, err error, wait time.Duration)
 }
 
 // CallModel makes the model call of a model request on this machine:
@@ -108,13 +108,13 @@ func (mc *ModelJob) Call(ctx context.Context, p model.Provider) *ModelOutcome {
 	return mc.call(ctx, p, b, nil)
 }
 
-func (mc *ModelJob) call(ctx context.Context, p model.Provider, budget *model.Budget, onRetry func(int, error)) *ModelOutcome {
+func (mc *ModelJob) call(ctx context.Context, p model.Provider, budget *model.Budget, onRetry func(int, error, time.Duration)) *ModelOutcome {
 	start := time.Now()
 	chat := mc.Chat
 	chat.Endpoint = mc.Endpoint
 	pol := model.Policy{Retries: mc.Retries, Backoff: mc.Backoff, Budget: budget, Timeout: mc.Timeout}
 	if onRetry != nil {
-		pol.OnRetry = func(attempt int, err error, _ time.Duration) { onRetry(attempt+1, err) }
+		pol.OnRetry = func(attempt int, err error, wait time.Duration) { onRetry(attempt+1, err, wait) }
 	}
 	var rep *model.Reply
 	var err error
@@ -293,8 +293,8 @@ func (r *run) modelRequest(f *frame, n *graphir.Node, name string) (*EffectReque
 		// theirs); the event carries only what the request already says.
 		scope, kind, emit := req.Scope, n.Kind.String(), r.opts.OnEvent
 		prefix := r.opts.prefix
-		req.model.onRetry = func(attempt int, err error) {
-			emit(&Event{Type: StepRetrying, Time: time.Now(), Flow: prefix, Scope: scope, Step: n.Name, Kind: kind, Attempt: attempt, Error: err.Error()})
+		req.model.onRetry = func(attempt int, err error, wait time.Duration) {
+			emit(&Event{Type: StepRetrying, Time: time.Now(), Flow: prefix, Scope: scope, Step: n.Name, Kind: kind, Attempt: attempt, Error: err.Error(), Duration: wait})
 		}
 	}
 	if n.Kind == graphir.KindLoop {

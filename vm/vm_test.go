@@ -1363,3 +1363,17 @@ edge(after, END)
 		t.Errorf("effects started (-want +got):\n%s", diff)
 	}
 }
+
+// step_retrying says how long the run waits before the attempt: the
+// backoff, doubled after each failure.
+func TestRetryEventBackoff(t *testing.T) {
+	var waits []time.Duration
+	run(t, `step("a", run = ["false"], retries = 2, backoff = "1ms")`, nil, vm.Options{OnEvent: func(ev *vm.Event) {
+		if ev.Type == vm.StepRetrying {
+			waits = append(waits, ev.Duration)
+		}
+	}})
+	if diff := cmp.Diff([]time.Duration{time.Millisecond, 2 * time.Millisecond}, waits); diff != "" {
+		t.Errorf("step_retrying backoffs (-want +got):\n%s", diff)
+	}
+}

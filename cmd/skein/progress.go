@@ -255,7 +255,8 @@ func (p *progress) event(ev *vm.Event) {
 		b = append(append(b, ' '), where...)
 		b = append(append(b, ": "...), visible(ev.Error, false)...)
 		b = append(b, " (attempt "...)
-		b = append(strconv.AppendInt(b, int64(ev.Attempt), 10), " next)"...)
+		b = strconv.AppendInt(b, int64(ev.Attempt), 10)
+		b = append(appendDuration(append(b, " in "...), ev.Duration), ')')
 		p.line(b)
 		p.show()
 		return

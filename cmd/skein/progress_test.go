@@ -56,8 +56,8 @@ func TestProgressBuffersUntilItMatters(t *testing.T) {
 		t.Errorf("after a failure (-want +got):\n%s", diff)
 	}
 	p.event(&vm.Event{Type: vm.StepLog, Time: at, Step: "c", Message: "hello"})
-	p.event(&vm.Event{Type: vm.StepRetrying, Time: at, Step: "c", Error: "timeout", Attempt: 2})
-	want += "      c: hello\nretry c: timeout (attempt 2 next)\n"
+	p.event(&vm.Event{Type: vm.StepRetrying, Time: at, Step: "c", Error: "timeout", Attempt: 2, Duration: 2 * time.Second})
+	want += "      c: hello\nretry c: timeout (attempt 2 in 2.0s)\n"
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("after a retry (-want +got):\n%s", diff)
 	}

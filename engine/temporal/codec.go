@@ -209,6 +209,7 @@ type jsonEvent struct {
 	Arguments  string          `json:"arguments"`
 	Result     string          `json:"result"`
 	DurationMS float64         `json:"duration_ms"`
+	BackoffMS  float64         `json:"backoff_ms"`
 	Message    string          `json:"message"`
 	Output     json.RawMessage `json:"output"`
 }
@@ -224,6 +225,9 @@ func DecodeEvent(b []byte) (vm.Event, error) {
 		Stop: j.Stop, Exhausted: j.Exhausted, Status: j.Status, Code: j.Code, Error: j.Error, Trace: j.Trace,
 		Model: j.Model, Usage: j.Usage, Tool: j.Tool, Args: j.Arguments, Result: j.Result,
 		Duration: millis(j.DurationMS), Message: j.Message}
+	if ev.Type == vm.StepRetrying {
+		ev.Duration = millis(j.BackoffMS)
+	}
 	if len(j.Output) > 0 {
 		v, err := stdlib.FromStoredJSON(j.Output)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -426,5 +427,22 @@ flaky = step("flaky", run = ["sh", "-c", 'echo "try $SKEIN_ATTEMPT"; echo oops >
 	want := []string{"run_started", "step_started", `failed flaky visit 1 attempt 1: "try 1\n" "oops\n"`, "step_retrying", "step_finished", "run_finished"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the event log (-want +got):\n%s", diff)
+	}
+}
+
+// A step_retrying event keeps its backoff through the --events format.
+func TestRetryEventBackoff(t *testing.T) {
+	ev := vm.Event{Type: vm.StepRetrying, Time: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Step: "fetch", Kind: "task", Attempt: 2,
+		Error: "exit status 1", Duration: 1500 * time.Millisecond}
+	b := ev.AppendJSON(nil)
+	if !strings.Contains(string(b), `"backoff_ms":1500.000`) {
+		t.Errorf("encoded without its backoff: %s", b)
+	}
+	got, err := DecodeEvent(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Duration != ev.Duration {
+		t.Errorf("decoded backoff %s, want %s", got.Duration, ev.Duration)
 	}
 }

@@ -5,13 +5,12 @@ package main
 // elsewhere plain lines, one per event. Both end with a summary of the path
 // and the result.
 //
-// Output goes through one buffer, flushed on a short tick, at once when a
-// step fails or is retried, and at the end, so a fast run costs one write
-// per tick rather than one per line. On a terminal the live block is
+// Output goes through one buffer (see runOutput), flushed on a short tick,
+// at once when a step fails or is retried, and at the end, so a fast run
+// costs one write per tick rather than one per line. On a terminal the live block is
 // redrawn on the tick (20 times a second), not per event.
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -33,7 +32,7 @@ func isTerminal(w io.Writer) bool {
 
 type progress struct {
 	mu      sync.Mutex
-	w       *bufio.Writer
+	w       *runOutput
 	tty     bool
 	color   bool
 	running []activeStep // terminal only
@@ -61,7 +60,7 @@ type activeStep struct {
 }
 
 func newProgress(w io.Writer, tty bool) *progress {
-	return &progress{w: bufio.NewWriterSize(w, 64<<10), tty: tty, color: useColor(tty)}
+	return &progress{w: newRunOutput(w), tty: tty, color: useColor(tty)}
 }
 
 // start begins flushing the output on a tick, and on a terminal redrawing
@@ -87,7 +86,7 @@ func (p *progress) hold(on bool) {
 	defer p.mu.Unlock()
 	if on {
 		p.clear()
-		p.w.Flush()
+		p.w.sync()
 	}
 	p.held = on
 }
@@ -106,7 +105,7 @@ func (p *progress) stop() {
 		fmt.Fprint(p.w, "\r\x1b[K")
 	}
 	p.running = nil
-	p.w.Flush()
+	p.w.sync()
 	p.mu.Unlock()
 }
 
@@ -206,7 +205,7 @@ func (p *progress) show() {
 	if p.tty {
 		p.redraw()
 	}
-	p.w.Flush()
+	p.w.sync()
 }
 
 // find returns the index of the running step at where, or -1.
@@ -396,7 +395,7 @@ func (p *progress) summary(res *vm.Result) {
 	if res.Status == vm.Succeeded {
 		fmt.Fprintf(p.w, "  output: %s\n", visible(valueText(res.Output, 300), false))
 	}
-	p.w.Flush()
+	p.w.sync()
 }
 
 // pathText shows the path, the last max entries of it when it is long.

@@ -655,14 +655,14 @@ func printInputError(w io.Writer, err error) {
 // Child flows report from their own goroutines, so writes are serialized.
 type eventWriter struct {
 	mu    sync.Mutex
-	w     *bufio.Writer
+	w     *runOutput
 	buf   []byte // reused for each event
 	enc   vm.EventEncoder
 	flush *flusher
 }
 
 func newEventWriter(w io.Writer) *eventWriter {
-	e := &eventWriter{w: bufio.NewWriterSize(w, 64<<10)}
+	e := &eventWriter{w: newRunOutput(w)}
 	e.flush = startFlusher(flushEvery, func() {
 		e.mu.Lock()
 		e.w.Flush()
@@ -676,7 +676,7 @@ func (e *eventWriter) write(ev *vm.Event) {
 	e.buf = append(e.enc.Append(e.buf[:0], ev), '\n')
 	e.w.Write(e.buf)
 	if mustShow(ev) {
-		e.w.Flush()
+		e.w.sync()
 	}
 	e.mu.Unlock()
 }
@@ -685,7 +685,7 @@ func (e *eventWriter) write(ev *vm.Event) {
 func (e *eventWriter) close() {
 	e.flush.stop()
 	e.mu.Lock()
-	e.w.Flush()
+	e.w.sync()
 	e.mu.Unlock()
 }
 

@@ -406,7 +406,7 @@ func (e *eventWriter) writeRaw(raw json.RawMessage, ev *vm.Event) {
 	e.w.Write(raw)
 	e.w.WriteByte('\n')
 	if mustShow(ev) {
-		e.w.Flush()
+		e.w.sync()
 	}
 	e.mu.Unlock()
 }

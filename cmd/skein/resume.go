@@ -22,6 +22,7 @@ import (
 )
 
 type resumeOptions struct {
+	engineFlags
 	store    string
 	from     string
 	reload   bool
@@ -42,7 +43,7 @@ type resumeOptions struct {
 func init() {
 	register(&command{
 		name:    "resume",
-		args:    "RUN [--from STEP] [--reload] [--json | --events] [--no-prompt] [--parallel N] [--timeout D] [--max-load-steps N] [--cassette F [--replay-only]] [--max-tokens N]",
+		args:    "RUN [--from STEP] [--reload] [--json | --events] [--no-prompt] [--parallel N] [--timeout D] [--max-load-steps N] [--cassette F [--replay-only]] [--max-tokens N] [--engine local]",
 		summary: "continue a recorded run after a failure, a crash or an approval",
 		long: `Continues a run from its record. Every task, shell or other effect whose
 successful completion was recorded is not run again: its recorded outcome is
@@ -67,8 +68,11 @@ each of these flags, given, replaces the recorded value for the resumed run
 (and is recorded with it). Model calls the record answers are not made
 again; the others go to the cassette, when there is one, else to the model.
 
+A run on Temporal is not resumed (--engine temporal says how to run it
+again there).
+
 Exit status: as skein run; 1 also when the run is not found, still running,
-or succeeded (without --from or --reload).`,
+or succeeded (without --from or --reload); 2 for --engine temporal.`,
 		flags: func(fs *pflag.FlagSet) any {
 			o := &resumeOptions{fs: fs}
 			fs.IntVarP(&o.parallel, "parallel", "p", 0, "task, shell and model-call steps run at once (default: as recorded)")
@@ -83,6 +87,7 @@ or succeeded (without --from or --reload).`,
 			fs.BoolVar(&o.events, "events", false, "print one JSON object per event per line as the run goes")
 			fs.BoolVar(&o.noPrompt, "no-prompt", false, "never ask for approvals on the terminal: park the run instead")
 			storeFlag(fs, &o.store)
+			o.defineConn(fs, "local (the run store); temporal is refused, saying how to run again on Temporal")
 			return o
 		},
 		run: runResume,
@@ -97,6 +102,18 @@ func runResume(ctx context.Context, io stdio, o any, args []string) int {
 	}
 	if err := opts.check(); err != nil {
 		fmt.Fprintf(io.err, "skein resume: %v\n", err)
+		return exitUsage
+	}
+	if err := opts.engineFlags.check("resume"); err != nil {
+		fmt.Fprintln(io.err, err)
+		return exitUsage
+	}
+	if opts.engine == "temporal" {
+		// Temporal keeps a run going itself; what is left to ask for is
+		// a new run, or Temporal's own reset of the workflow.
+		fmt.Fprintf(io.err, "skein resume: --engine temporal: a run on Temporal is not resumed by skein: it goes on by itself when a worker dies, and once it has ended it stays ended\n"+
+			"to run its flow again, start a new run (skein run FILE --engine temporal); to run it again from a point in its history, reset its workflow with Temporal's CLI (temporal workflow reset --workflow-id %s --type FirstWorkflowTask --reason REASON, or --event-id N for a later point; skein show %s%s shows the run)\n",
+			args[0], args[0], opts.connArgs())
 		return exitUsage
 	}
 	st, r, ok := getRun(io, "resume", opts.store, args[0])

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
@@ -327,15 +328,19 @@ func runRuns(ctx context.Context, io stdio, o any, args []string) int {
 	var runs []*store.Run
 	var st *store.Store // the local engine's
 	if opts.engine == "temporal" {
-		c, err := opts.dial(ctx)
+		c, err := dialRuns(ctx, &opts.engineFlags)
 		if err != nil {
 			fmt.Fprintf(io.err, "skein runs: %v\n", err)
 			return exitFail
 		}
 		defer c.Close()
-		if runs, err = opts.listRuns(ctx, c, store.Filter{Flow: opts.flow, Status: opts.status, Limit: opts.limit}); err != nil {
+		var cut bool
+		if runs, cut, err = opts.listRuns(ctx, c, store.Filter{Flow: opts.flow, Status: opts.status, Limit: opts.limit}); err != nil {
 			fmt.Fprintf(io.err, "skein runs: %v\n", err)
 			return exitFail
+		}
+		if cut {
+			defer fmt.Fprintf(io.err, "skein runs: listed from the latest %s on Temporal; older runs are not shown\n", plural(listCap, "workflow execution"))
 		}
 	} else {
 		var err error
@@ -390,6 +395,9 @@ func runRuns(ctx context.Context, io stdio, o any, args []string) int {
 	tw.Flush()
 	return exitOK
 }
+
+// dialRuns is how skein runs reaches Temporal (a variable for tests).
+var dialRuns = func(ctx context.Context, e *engineFlags) (client.Client, error) { return e.dial(ctx) }
 
 // quotedIf is prefix and v quoted, or "" for no v.
 func quotedIf(prefix, v string) string {

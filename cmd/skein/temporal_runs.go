@@ -362,22 +362,33 @@ func valueJSON(v starlark.Value) string {
 	return string(b)
 }
 
+// listCap bounds the workflow executions listRuns reads: skein runs then
+// says that older runs are not shown. (A variable for tests.)
+var listCap = 100_000
+
 // listRuns lists the runs on the namespace, newest first, as the run
 // store's records: the flow and its file from the workflow's memo, the
-// status and error of an ended run from its result. Of the latest
-// maxListed workflow executions, those of child flows and those that
-// continued as new (the run goes on in the next) are left out.
-func (e *engineFlags) listRuns(ctx context.Context, c client.Client, f store.Filter) ([]*store.Run, error) {
+// status and error of an ended run from its result. Workflow executions
+// of child flows and those that continued as new (the run goes on in the
+// next) are left out. It pages through the executions, newest first, until
+// there are none left, or, unless f filters by flow or status (known only
+// from each run's record), until it has f.Limit runs; cut says it stopped
+// at listCap executions with more left.
+func (e *engineFlags) listRuns(ctx context.Context, c client.Client, f store.Filter) (runs []*store.Run, cut bool, err error) {
 	q := fmt.Sprintf("WorkflowType = '%s'", temporal.WorkflowName)
 	latest := map[string]*workflowpb.WorkflowExecutionInfo{}
 	started := map[string]time.Time{}
 	var token []byte
-	for n := 0; n < maxListed; {
+	for n := 0; ; {
+		if n >= listCap {
+			cut = true
+			break
+		}
 		lctx, cancel := context.WithTimeout(ctx, askTimeout)
 		resp, err := c.ListWorkflow(lctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: e.namespace, Query: q, NextPageToken: token})
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("cannot list the runs on Temporal at %s (namespace %s): %v", e.address, e.namespace, err)
+			return nil, false, fmt.Errorf("cannot list the runs on Temporal at %s (namespace %s): %v", e.address, e.namespace, err)
 		}
 		for _, ex := range resp.GetExecutions() {
 			n++
@@ -391,8 +402,10 @@ func (e *engineFlags) listRuns(ctx context.Context, c client.Client, f store.Fil
 		if token = resp.GetNextPageToken(); len(token) == 0 {
 			break
 		}
+		if f.Limit > 0 && f.Flow == "" && f.Status == "" && len(latest) >= f.Limit {
+			break // enough runs
+		}
 	}
-	var runs []*store.Run
 	for _, id := range newestFirst(started) {
 		if f.Limit > 0 && len(runs) == f.Limit {
 			break
@@ -406,7 +419,7 @@ func (e *engineFlags) listRuns(ctx context.Context, c client.Client, f store.Fil
 			runs = append(runs, r)
 		}
 	}
-	return runs, nil
+	return runs, cut, nil
 }
 
 // runRecord is what the run store would record of the run whose latest

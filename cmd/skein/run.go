@@ -757,11 +757,18 @@ func valueText(v starlark.Value, max int) string {
 
 // interrupts returns a context that the first SIGINT or SIGTERM cancels
 // (the run stops; its exit handler gets its grace period) and one that the
-// second cancels (the exit handler stops at once).
+// second cancels (the exit handler stops at once). A SIGHUP (the terminal
+// was closed) counts as one too, so that the run ends cancelled and its
+// exit handler runs instead of skein dying on the spot, unless SIGHUP is
+// ignored (nohup), which it leaves so.
 func interrupts(parent context.Context) (run, exit context.Context, stop func()) {
 	run, exit, next, stopCtx := twoStage(parent)
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	stopping := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		stopping = append(stopping, syscall.SIGHUP)
+	}
+	signal.Notify(sigs, stopping...)
 	done := make(chan struct{})
 	go func() {
 		for {

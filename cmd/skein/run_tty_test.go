@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,5 +107,27 @@ func TestLogsTerminalEscapes(t *testing.T) {
 	}
 	if !strings.Contains(out, `one\x1b[2J\x1b]0;pwned\x07two`) {
 		t.Errorf("logs does not show the output:\n%q", out)
+	}
+}
+
+// Closing the terminal (SIGHUP) stops a run the way Ctrl-C does: the run
+// ends cancelled and its exit handler runs. skein used to die on the
+// spot, leaving the run "interrupted" and its exit handler not run.
+func TestRunTerminalHangup(t *testing.T) {
+	dir, state := t.TempDir(), t.TempDir()
+	saveInPlace(t, filepath.Join(dir, "hup.star"), `
+flow(on_exit = "bye")
+s = step("s", run = ["sleep", "60"])
+bye = step("bye", shell = 'echo "$STATUS" > bye.txt', env = {"STATUS": "{{ run.status }}"})
+`)
+	term := startTerminal(t, dir, state, "run", "--store", filepath.Join(dir, "runs.db"), "hup.star")
+	term.expect(" s ") // the spinner of the running task
+	term.pty.Close()
+	if code := term.wait(); code != 1 {
+		t.Errorf("exit status %d, want 1 (cancelled)", code)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "bye.txt"))
+	if err != nil || string(b) != "cancelled\n" {
+		t.Errorf("the exit handler did not run after the hangup: %q %v", b, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -28,9 +29,10 @@ func init() {
 		summary: "format flow files the way buildifier formats Starlark",
 		long: `Formats .star files the way buildifier formats Starlark, keeping comments,
 and never changing what a flow means. A directory stands for the .star files
-under it (hidden directories are skipped), and - for standard input (for
-editors' format commands). Without a flag the formatted text is printed; -w
-rewrites the files that change; --check lists them instead.
+under it (hidden directories and symbolic links are skipped), and - for
+standard input (for editors' format commands). Without a flag the formatted
+text is printed; -w rewrites the files that change (through a link, the file
+it points to; a read-only file is refused); --check lists them instead.
 
 A file that does not parse is reported as file:line:col and left untouched.
 
@@ -111,8 +113,8 @@ func runFmt(_ context.Context, io stdio, o any, args []string) int {
 }
 
 // starFiles expands the paths given: a file (or - for standard input)
-// stands for itself, a directory for the .star files under it, outside
-// hidden directories, sorted.
+// stands for itself, a directory for the regular .star files under it,
+// outside hidden directories, sorted.
 func starFiles(paths []string) ([]string, error) {
 	var files []string
 	for _, p := range paths {
@@ -136,7 +138,10 @@ func starFiles(paths []string) ([]string, error) {
 			if d.IsDir() && path != p && strings.HasPrefix(d.Name(), ".") {
 				return filepath.SkipDir
 			}
-			if !d.IsDir() && strings.HasSuffix(path, ".star") {
+			// A symbolic link found in a directory is left alone: it may
+			// point out of the directory named, or at a file the walk
+			// reaches anyway. Named on the command line, it is followed.
+			if d.Type().IsRegular() && strings.HasSuffix(path, ".star") {
 				found = append(found, path)
 			}
 			return nil
@@ -169,13 +174,23 @@ func unwrapPath(err error) error {
 
 // replaceFile writes data to file through a temporary file in the same
 // directory, so that a failure part way leaves the old contents whole. The
-// file keeps its permissions.
+// file keeps its permissions. Through a symbolic link, the file it points
+// to is rewritten and the link stays a link. A file that may not be
+// written (no write permission, as a direct write would find) is refused:
+// renaming over it would only need the directory to be writable.
 func replaceFile(file string, data []byte) error {
-	info, err := os.Stat(file)
+	target, err := filepath.EvalSymlinks(file)
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(file, data, info.Mode().Perm())
+	info, err := os.Stat(target)
+	if err != nil {
+		return err
+	}
+	if info.Mode().Perm()&0o222 == 0 || syscall.Access(target, 2 /* W_OK */) != nil {
+		return fmt.Errorf("cannot rewrite %s: it is read-only", file)
+	}
+	return writeFileAtomic(target, data, info.Mode().Perm())
 }
 
 // writeFileAtomic writes data to file with mode perm through a temporary

@@ -7,6 +7,8 @@ package flowtest
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -220,6 +222,15 @@ func (m *Mocks) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.
 	if spec.fn != nil {
 		var err error
 		o, err = m.call(spec.fn, req)
+		if err == nil {
+			n := req.Node
+			if req.Tool != "" {
+				n = nil
+			}
+			if why := misfit(o, n); why != "" {
+				err = fmt.Errorf("the function returned %s, but %s", o, why)
+			}
+		}
 		if err != nil {
 			what := "step"
 			if req.Tool != "" {
@@ -260,7 +271,15 @@ func (m *Mocks) call(fn starlark.Callable, req *vm.EffectRequest) (*Outcome, err
 	v, err := starlark.Call(m.thread, fn, starlark.Tuple{RequestValue(req)}, nil)
 	if err != nil {
 		if ee, ok := err.(*starlark.EvalError); ok {
-			return nil, fmt.Errorf("%s", ee.Backtrace())
+			// Where in the test file, as a test's own errors say it, not
+			// go.starlark.net's traceback with absolute paths.
+			stack := ee.CallStack
+			for i := len(stack) - 1; i >= 0; i-- {
+				if p := stack[i].Pos; p.IsValid() && p.Line > 0 {
+					return nil, fmt.Errorf("%s:%d:%d: %s", shownPath(p.Filename()), p.Line, p.Col, ee.Msg)
+				}
+			}
+			return nil, fmt.Errorf("%s", ee.Msg)
 		}
 		return nil, err
 	}
@@ -269,6 +288,20 @@ func (m *Mocks) call(fn starlark.Callable, req *vm.EffectRequest) (*Outcome, err
 		return nil, fmt.Errorf("the function returned %s, want an outcome (t.ok(), t.fail(), ...)", v.Type())
 	}
 	return o, nil
+}
+
+// shownPath is file as diagnostics name it: relative to the working
+// directory when it is under it.
+func shownPath(file string) string {
+	if rel, err := filepath.Rel(".", file); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, file); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+	}
+	return file
 }
 
 // RequestValue is what a mock function receives: the rendered request, as

@@ -125,7 +125,7 @@ func (t *tester) run(th *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", b.Name(), err)
 	}
-	if err := mockNames(g, m.Names()); err != nil {
+	if err := checkMocks(g, m); err != nil {
 		return nil, fmt.Errorf("%s: %v", b.Name(), err)
 	}
 	m.Strict = t.strict
@@ -175,14 +175,17 @@ func (t *tester) loadChild(_ context.Context, path, root string) (*graphir.Graph
 	return g, nil
 }
 
-// mockNames refuses a mock for a step that neither the flow nor its
-// literal child flows have, with a did-you-mean.
-func mockNames(g *graphir.Graph, names []string) error {
-	have := map[string]bool{}
+// checkMocks refuses a mock for a step that neither the flow nor its
+// literal child flows have (with a did-you-mean), for a step that has no
+// effect to mock (a fn step, a noop, a router by expression: they always
+// run, so the mock would be ignored), and an outcome that cannot answer the
+// step it names (t.answer() for a task, a bare t.ok() for an approval).
+func checkMocks(g *graphir.Graph, m *Mocks) error {
+	steps := map[string][]*graphir.Node{}
+	tools := map[string]bool{}
 	var all []string
 	add := func(name string) {
-		if !have[name] {
-			have[name] = true
+		if _, ok := steps[name]; !ok && !tools[name] {
 			all = append(all, name)
 		}
 	}
@@ -190,23 +193,112 @@ func mockNames(g *graphir.Graph, names []string) error {
 	g.EachGraph(func(c *graphir.Graph) {
 		for _, t := range c.Tools {
 			add(t.Name)
+			tools[t.Name] = true
 		}
 		for _, n := range c.Steps() {
 			add(n.Name)
+			steps[n.Name] = append(steps[n.Name], n)
 		}
 	})
 	sort.Strings(all)
-	for _, name := range names {
-		if have[name] {
-			continue
+	for _, name := range m.Names() {
+		nodes := steps[name]
+		if len(nodes) == 0 && !tools[name] {
+			msg := fmt.Sprintf("mocks: flow %s has no step %q", g.Name, name)
+			if best := graphir.Nearest(name, all); best != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", best)
+			}
+			return fmt.Errorf("%s", msg)
 		}
-		msg := fmt.Sprintf("mocks: flow %s has no step %q", g.Name, name)
-		if best := graphir.Nearest(name, all); best != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", best)
+		var effects []*graphir.Node
+		for _, n := range nodes {
+			if hasEffect(n) {
+				effects = append(effects, n)
+			}
 		}
-		return fmt.Errorf("%s", msg)
+		if len(effects) == 0 && !tools[name] {
+			return fmt.Errorf("mocks[%q]: step %q is %s, which always runs in a test: it has no effect to mock (tasks, shells, child flows, model calls, approvals and waits do)", name, name, kindPhrase(nodes[0]))
+		}
+		for _, o := range m.steps[name].list {
+			if tools[name] && misfit(o, nil) == "" {
+				continue
+			}
+			var why string
+			for _, n := range effects {
+				if why = misfit(o, n); why == "" {
+					break
+				}
+			}
+			if why != "" {
+				return fmt.Errorf("mocks[%q]: %s", name, why)
+			}
+		}
 	}
 	return nil
+}
+
+// hasEffect reports whether a step's work is an effect, which a mock
+// answers: everything but fn steps, noops, routers by expression, loops
+// without a judge and maps, which run in the VM itself.
+func hasEffect(n *graphir.Node) bool {
+	switch n.Kind {
+	case graphir.KindTask, graphir.KindShell, graphir.KindSubflow, graphir.KindApproval, graphir.KindWait:
+		return true
+	}
+	return n.IsModelCall()
+}
+
+// kindPhrase names what kind of step n is, with its article.
+func kindPhrase(n *graphir.Node) string {
+	switch {
+	case n.Kind == graphir.KindRouter && n.IsModelCall():
+		return "an LLM router"
+	case n.Kind == graphir.KindRouter:
+		return "a router by expression"
+	case n.Kind == graphir.KindLoop && n.IsModelCall():
+		return "a judged loop"
+	case n.Kind == graphir.KindApproval:
+		return "an approval"
+	case n.Kind == graphir.KindAgent:
+		return "an agent step"
+	case n.Kind == graphir.KindLLM:
+		return "an llm step"
+	}
+	return "a " + n.Kind.String() + " step"
+}
+
+// misfit says why outcome o cannot answer an effect of step n (nil: an
+// agent's tool call), or "" when it can.
+func misfit(o *Outcome, n *graphir.Node) string {
+	what, give := "tool calls", "t.ok(output = ...) or t.fail()"
+	if n != nil {
+		what = fmt.Sprintf("step %q is %s", n.Name, kindPhrase(n))
+		switch {
+		case n.Kind == graphir.KindApproval:
+			give = "t.approve() or t.reject()"
+		case n.IsModelCall():
+			give = "t.answer(...) or t.fail()"
+		case n.Kind.IsProcess():
+			give = "t.ok(stdout = ...) or t.fail()"
+		}
+	}
+	switch o.Kind {
+	case "answer":
+		if n != nil && n.IsModelCall() {
+			return ""
+		}
+		return fmt.Sprintf("t.answer() is a model's reply, and %s: give %s", what, give)
+	case "approve", "reject":
+		if n != nil && n.Kind == graphir.KindApproval {
+			return ""
+		}
+		return fmt.Sprintf("t.%s() decides an approval, and %s: give %s", o.Kind, what, give)
+	case "ok":
+		if n != nil && n.Kind == graphir.KindApproval && (o.Output == nil || o.Output == starlark.None) {
+			return fmt.Sprintf("%s, which t.ok() would leave without its {approved, by, reason, at} output: give %s", what, give)
+		}
+	}
+	return ""
 }
 
 func (t *tester) ok(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

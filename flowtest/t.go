@@ -212,12 +212,12 @@ func checkMocks(g *graphir.Graph, m *Mocks) error {
 		}
 		var effects []*graphir.Node
 		for _, n := range nodes {
-			if hasEffect(n) {
+			if NoEffect(n) == "" {
 				effects = append(effects, n)
 			}
 		}
 		if len(effects) == 0 && !tools[name] {
-			return fmt.Errorf("mocks[%q]: step %q is %s, which always runs in a test: it has no effect to mock (tasks, shells, child flows, model calls, approvals and waits do)", name, name, kindPhrase(nodes[0]))
+			return fmt.Errorf("mocks[%q]: step %q is %s, which always runs in a test: it has no effect to mock (%s)", name, name, NoEffect(nodes[0]), effectKinds)
 		}
 		for _, o := range m.steps[name].list {
 			if tools[name] && misfit(o, nil) == "" {
@@ -237,16 +237,23 @@ func checkMocks(g *graphir.Graph, m *Mocks) error {
 	return nil
 }
 
-// hasEffect reports whether a step's work is an effect, which a mock
-// answers: everything but fn steps, noops, routers by expression, loops
-// without a judge and maps, which run in the VM itself.
-func hasEffect(n *graphir.Node) bool {
+// NoEffect says what kind of step n is ("a fn step") when its work is no
+// effect, which a mock or --mock would answer, and "" when it is: fn
+// steps, noops, routers by expression, loops without a judge and maps run
+// in the VM itself, in tests and dry runs too.
+func NoEffect(n *graphir.Node) string {
 	switch n.Kind {
 	case graphir.KindTask, graphir.KindShell, graphir.KindSubflow, graphir.KindApproval, graphir.KindWait:
-		return true
+		return ""
 	}
-	return n.IsModelCall()
+	if n.IsModelCall() {
+		return ""
+	}
+	return kindPhrase(n)
 }
+
+// effectKinds says which steps have effects, for messages.
+const effectKinds = "tasks, shells, child flows, model calls, approvals and waits do"
 
 // kindPhrase names what kind of step n is, with its article.
 func kindPhrase(n *graphir.Node) string {

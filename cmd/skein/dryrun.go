@@ -41,6 +41,9 @@ func newDryRun(g *graphir.Graph, mocks []string) (*dryRun, error) {
 			}
 			return nil, fmt.Errorf("%s", msg)
 		}
+		if kind := flowtest.NoEffect(g.Node(step)); kind != "" {
+			return nil, fmt.Errorf("--mock %q: step %q is %s, which always runs in a dry run: it has no effect to mock", m, step, kind)
+		}
 		o := flowtest.OK
 		if what == "fail" {
 			o = flowtest.Fail

@@ -91,6 +91,7 @@ func init() {
 		checkDataflow,     // dataflow.go
 		checkExitHandler,  // exit.go
 		checkInputs,       // inputs.go
+		checkOver,         // over.go
 	}
 }
 

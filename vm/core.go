@@ -840,6 +840,16 @@ func stepMessage(n *graphir.Node, msg string) string {
 	return msg
 }
 
+// exprAt is "FILE:LINE:COL: " for a string expression whose position is
+// known, for a message about its value to say where it is written; "" for
+// a function, whose value has no one place.
+func exprAt(x *graphir.Expr) string {
+	if x.User || !x.Pos.IsValid() {
+		return ""
+	}
+	return x.Pos.String() + ": "
+}
+
 func quoteExpr(x *graphir.Expr) string {
 	if x.User {
 		return x.String()
@@ -879,7 +889,7 @@ func (r *run) route(f *frame, n *graphir.Node) {
 		s, ok := v.(starlark.String)
 		if !ok {
 			r.failedAt(f, n, &graphir.Error{Code: "expr_error", Step: n.Name,
-				Msg: fmt.Sprintf("router %q: by %s must give a string label, got %s %s", n.Name, quoteExpr(n.Router.By), v.Type(), shortValue(v))})
+				Msg: fmt.Sprintf("router %q: %sby %s must give a string label, got %s %s", n.Name, exprAt(n.Router.By), quoteExpr(n.Router.By), v.Type(), shortValue(v))})
 			return
 		}
 		label = string(s)
@@ -1000,7 +1010,7 @@ func (r *run) startMap(f *frame, n *graphir.Node) {
 	seq, ok := v.(starlark.Iterable)
 	if _, isStr := v.(starlark.String); !ok || isStr {
 		r.failedAt(f, n, &graphir.Error{Code: "expr_error", Step: n.Name,
-			Msg: fmt.Sprintf("map %q: over %s must give a list, got %s %s", n.Name, quoteExpr(n.Map.Over), v.Type(), shortValue(v))})
+			Msg: fmt.Sprintf("map %q: %sover %s must give a list, got %s %s", n.Name, exprAt(n.Map.Over), quoteExpr(n.Map.Over), v.Type(), shortValue(v))})
 		return
 	}
 	var items []starlark.Value

@@ -172,3 +172,32 @@ chain(START, per_file, polish, END)
 		t.Errorf("path (-want +got):\n%s", diff)
 	}
 }
+
+// TestValueTypeErrorsSayWhere: a map whose over= gives no list and a
+// router whose by= gives no string label fail naming where the expression
+// is written, as a condition that gives no bool does.
+func TestValueTypeErrorsSayWhere(t *testing.T) {
+	res := run(t, `a = step("a", fn = lambda r: 3)
+s = step("s")
+m = map("m", over = "a", body = [s])
+edge(START, a)
+edge(a, m)
+edge(m, END)
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Failed, code: "expr_error", step: "m", msg: `/flow.star:3:22: over "a" must give a list, got int 3`})
+	res = run(t, `a = step("a", fn = lambda r: 3)
+pick = router("pick", by = "a", routes = {"x": END}, default = END)
+edge(START, a)
+edge(a, pick)
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Failed, code: "expr_error", step: "pick", msg: `/flow.star:2:29: by "a" must give a string label, got int 3`})
+	// A function has no one place to name.
+	res = run(t, `a = step("a", fn = lambda r: 3)
+s = step("s")
+m = map("m", over = lambda r: r.a, body = [s])
+edge(START, a)
+edge(a, m)
+edge(m, END)
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Failed, code: "expr_error", step: "m", msg: `map "m": over <function lambda> must give a list, got int 3`})
+}

@@ -888,8 +888,11 @@ func (r *run) route(f *frame, n *graphir.Node) {
 		}
 		s, ok := v.(starlark.String)
 		if !ok {
-			r.failedAt(f, n, &graphir.Error{Code: "expr_error", Step: n.Name,
-				Msg: fmt.Sprintf("router %q: %sby %s must give a string label, got %s %s", n.Name, exprAt(n.Router.By), quoteExpr(n.Router.By), v.Type(), shortValue(v))})
+			// The run's error says where by= is written; the step's
+			// record says it without the position, as for other errors.
+			msg := fmt.Sprintf("by %s must give a string label, got %s %s", quoteExpr(n.Router.By), v.Type(), shortValue(v))
+			r.failedAtMsg(f, n, &graphir.Error{Code: "expr_error", Step: n.Name,
+				Msg: fmt.Sprintf("router %q: %s%s", n.Name, exprAt(n.Router.By), msg)}, msg)
 			return
 		}
 		label = string(s)
@@ -1009,8 +1012,9 @@ func (r *run) startMap(f *frame, n *graphir.Node) {
 	}
 	seq, ok := v.(starlark.Iterable)
 	if _, isStr := v.(starlark.String); !ok || isStr {
-		r.failedAt(f, n, &graphir.Error{Code: "expr_error", Step: n.Name,
-			Msg: fmt.Sprintf("map %q: %sover %s must give a list, got %s %s", n.Name, exprAt(n.Map.Over), quoteExpr(n.Map.Over), v.Type(), shortValue(v))})
+		msg := fmt.Sprintf("over %s must give a list, got %s %s", quoteExpr(n.Map.Over), v.Type(), shortValue(v))
+		r.failedAtMsg(f, n, &graphir.Error{Code: "expr_error", Step: n.Name,
+			Msg: fmt.Sprintf("map %q: %s%s", n.Name, exprAt(n.Map.Over), msg)}, msg)
 		return
 	}
 	var items []starlark.Value

@@ -63,9 +63,40 @@ them; a flow that does not load exits 2.`,
 					fmt.Fprintf(io.err, "skein graph: %v\n", err)
 					return exitUsage
 				}
-				fmt.Fprintf(io.out, "%s\n", b)
+				fmt.Fprintf(io.out, "%s\n", unescapeHTML(b))
 			}
 			return exitOK
 		},
 	})
+}
+
+// unescapeHTML undoes encoding/json's escaping of <, > and & in the JSON
+// text b (\u003c, \u003e, \u0026), which a graph's conditions are full of
+// (a.exit_code > 0): as check --json does, they are written as they are.
+// Only a backslash that starts an escape counts, so a string that holds
+// the text \u003c (written \\u003c) is left alone.
+func unescapeHTML(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if i+5 < len(b) && b[i+1] == 'u' {
+			switch string(b[i+2 : i+6]) {
+			case "003c":
+				out, i = append(out, '<'), i+5
+				continue
+			case "003e":
+				out, i = append(out, '>'), i+5
+				continue
+			case "0026":
+				out, i = append(out, '&'), i+5
+				continue
+			}
+		}
+		out = append(out, b[i], b[i+1]) // an escape: its two bytes as they are
+		i++
+	}
+	return out
 }

@@ -293,10 +293,7 @@ func (l *loader) show(file string) string {
 	if d, ok := l.display[file]; ok {
 		return d
 	}
-	if rel, err := filepath.Rel(".", file); err == nil && !strings.HasPrefix(rel, "..") {
-		return rel
-	}
-	return file
+	return shownPath(file)
 }
 
 func (l *loader) load(from *starlark.Thread, file string) (starlark.StringDict, *graphir.Error) {

@@ -1,6 +1,7 @@
 package check
 
-// This file checks step names: duplicate_step, invalid_name, reserved_name.
+// This file checks step names (duplicate_step, invalid_name,
+// reserved_name) and the names maps give their elements (reserved_name).
 
 import (
 	"fmt"
@@ -36,6 +37,21 @@ func checkNames(p *pass) {
 			p.report("reserved_name", n, n.Pos,
 				fmt.Sprintf("step name %q is reserved: %s", n.Name, reservedWhy(n.Name)),
 				fmt.Sprintf("rename it, e.g. %q", n.Name+"_step"))
+		}
+		// A map's item_var is a name its body's expressions read: one
+		// that is reserved, or a step's, would hide what it names there.
+		if n.Kind != graphir.KindMap || n.Map.ItemVar == "item" {
+			continue
+		}
+		iv := n.Map.ItemVar
+		hint := fmt.Sprintf("name the element otherwise, e.g. item_var = %q", iv+"_item")
+		switch {
+		case graphir.Reserved(iv):
+			p.report("reserved_name", n, n.Pos,
+				fmt.Sprintf("item_var %q of map %q is reserved: %s", iv, n.Name, reservedWhy(iv)), hint)
+		case first(iv) != nil:
+			p.report("reserved_name", n, n.Pos,
+				fmt.Sprintf("item_var %q of map %q is also a step's name: in the body, %s would be the element, not step %q", iv, n.Name, iv, iv), hint)
 		}
 	}
 }

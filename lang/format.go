@@ -26,8 +26,12 @@ var formatRewrites = []string{"loadsort", "formatdocstrings", "reorderarguments"
 // dialect is a *graphir.Error with code parse_error at the first error.
 // Format never changes what a file means: it compares the syntax trees of
 // src and of the result (positions, comments and parentheses aside) and
-// returns an error rather than a result that differs.
+// returns an error rather than a result that differs. Source over
+// [MaxFileSize] is the load_error that reading such a file would be.
 func Format(file string, src []byte) ([]byte, error) {
+	if len(src) > MaxFileSize {
+		return nil, FileError(file, tooBig(file))
+	}
 	before, err := meaning(file, src)
 	if err != nil {
 		return nil, err

@@ -106,4 +106,19 @@ func TestLoadBoundedFiles(t *testing.T) {
 			t.Errorf("%s: got %v, want a load_error saying %q", tc.file, err, tc.frag)
 		}
 	}
+	// Source given as it is (an editor's buffer, a drafted flow) is
+	// bounded the same: loading or formatting it says what reading a
+	// file that size would.
+	for name, run := range map[string]func() error{
+		"LoadSource": func() error { _, err := LoadSource("buf.star", big, Options{}); return err },
+		"Format":     func() error { _, err := Format("buf.star", big); return err },
+	} {
+		var ge *graphir.Error
+		if err := run(); !errors.As(err, &ge) || ge.Code != "load_error" || ge.Msg != "cannot read buf.star: larger than the limit of 8 MiB" {
+			t.Errorf("%s of %d bytes: got %v", name, len(big), err)
+		}
+	}
+	if _, err := LoadSource("buf.star", big[:MaxFileSize], Options{}); err != nil {
+		t.Errorf("LoadSource of exactly MaxFileSize bytes: %v", err)
+	}
 }

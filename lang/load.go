@@ -65,8 +65,13 @@ func Load(file string, opts Options) (*graphir.Graph, error) {
 	return LoadSource(file, src, opts)
 }
 
-// LoadSource is like [Load] with the flow's source given.
+// LoadSource is like [Load] with the flow's source given (an editor's
+// buffer, a drafted flow). The source is bounded as a file is: over
+// [MaxFileSize] it is the load_error a file that size would be.
 func LoadSource(file string, src []byte, opts Options) (*graphir.Graph, error) {
+	if len(src) > MaxFileSize {
+		return nil, FileError(file, tooBig(file))
+	}
 	root := opts.Root
 	if root == "" {
 		root = filepath.Dir(file)

@@ -39,7 +39,7 @@ func ReadFile(name string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, &os.PathError{Op: "read", Path: name, Err: fmt.Errorf("not a regular file (%s)", fileKind(fi.Mode()))}
 	}
-	tooBig := &os.PathError{Op: "read", Path: name, Err: fmt.Errorf("larger than the limit of %d MiB", MaxFileSize>>20)}
+	tooBig := tooBig(name)
 	if fi.Size() > MaxFileSize {
 		return nil, tooBig
 	}
@@ -51,6 +51,12 @@ func ReadFile(name string) ([]byte, error) {
 		return nil, tooBig
 	}
 	return b, nil
+}
+
+// tooBig is the error of a file over [MaxFileSize], read from disk or
+// given as an editor's buffer.
+func tooBig(name string) error {
+	return &os.PathError{Op: "read", Path: name, Err: fmt.Errorf("larger than the limit of %d MiB", MaxFileSize>>20)}
 }
 
 // FileError is the load_error at file for err, an error from [ReadFile]:

@@ -559,3 +559,19 @@ func TestModuleTooBig(t *testing.T) {
 		t.Fatalf("diagnostics: %v", got)
 	}
 }
+
+// A buffer over the size limit is the load error skein check gives the
+// file (it was checked as if no limit applied), and is not formatted.
+func TestBufferTooBig(t *testing.T) {
+	big := "a = step(\"a\")\n#" + strings.Repeat(" ", lang.MaxFileSize)
+	dir := writeFiles(t, map[string]string{"big.star": big})
+	uri := uriOf(filepath.Join(dir, "big.star"))
+	s := newSession(t)
+	s.open(uri, big)
+	if got := s.published(uri)[uri]; len(got) != 1 || got[0] != "load_error 0:cannot read "+filepath.Join(dir, "big.star")+": larger than the limit of 8 MiB" {
+		t.Errorf("diagnostics: %v", got)
+	}
+	if edits := s.request("textDocument/formatting", map[string]any{"textDocument": map[string]any{"uri": uri}, "options": map[string]any{"tabSize": 4, "insertSpaces": true}}); edits != nil {
+		t.Errorf("formatting a buffer over the limit: %v", edits)
+	}
+}

@@ -264,7 +264,13 @@ func runTest(ctx context.Context, file, absFile, root, name string, fn *starlark
 	_, err := starlark.Call(th, fn, starlark.Tuple{t}, nil)
 	stop()
 	if err != nil {
-		res.Failures = append(res.Failures, l.failure(err, res.Pos))
+		f := l.failure(err, res.Pos)
+		if ctx.Err() != nil {
+			// Cancelled (Ctrl-C): say so, not go.starlark.net's
+			// "Starlark computation cancelled", at where the test was.
+			f.Msg, f.Trace = "interrupted: the test did not finish", nil
+		}
+		res.Failures = append(res.Failures, f)
 	}
 	for i := range res.Failures {
 		res.Failures[i].Pos.File = l.show(res.Failures[i].Pos.File)

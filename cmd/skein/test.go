@@ -115,8 +115,11 @@ func runTest(ctx context.Context, io stdio, o any, args []string) int {
 	if !opts.json {
 		fmt.Fprintf(io.out, "%d passed, %d failed\n", passed, failed)
 	}
-	if ctx.Err() != nil && status == exitOK {
-		status = exitFail
+	if ctx.Err() != nil {
+		fmt.Fprintln(io.err, "skein test: interrupted: the tests after the one running were not run")
+		if status == exitOK {
+			status = exitFail
+		}
 	}
 	return status
 }

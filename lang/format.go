@@ -32,6 +32,7 @@ func Format(file string, src []byte) ([]byte, error) {
 	if len(src) > MaxFileSize {
 		return nil, FileError(file, tooBig(file))
 	}
+	src = dropBOM(src)
 	before, err := meaning(file, src)
 	if err != nil {
 		return nil, err

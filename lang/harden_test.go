@@ -122,3 +122,27 @@ func TestLoadBoundedFiles(t *testing.T) {
 		t.Errorf("LoadSource of exactly MaxFileSize bytes: %v", err)
 	}
 }
+
+// A UTF-8 byte-order mark before the first line (Notepad writes one) is
+// not part of the flow: it loads, formats and checks as without it, and
+// positions on its first line count as editors count them.
+func TestByteOrderMark(t *testing.T) {
+	dir := t.TempDir()
+	src := "\xef\xbb\xbfa = step(\"a\", run = 3)\n"
+	file := filepath.Join(dir, "bom.star")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(file, Options{})
+	var ge *graphir.Error
+	if !errors.As(err, &ge) || ge.Pos.Line != 1 || ge.Pos.Col != 5 || !strings.Contains(ge.Msg, "run must be a list of strings") {
+		t.Errorf("Load: %v at %v, want the run= error at 1:5", err, ge)
+	}
+	if _, err := LoadSource(file, []byte("\xef\xbb\xbfa = step(\"a\")\n"), Options{}); err != nil {
+		t.Errorf("LoadSource: %v", err)
+	}
+	out, err := Format(file, []byte("\xef\xbb\xbfa=step('a')\n"))
+	if err != nil || string(out) != "a = step(\"a\")\n" {
+		t.Errorf("Format: %q, %v", out, err)
+	}
+}

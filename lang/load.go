@@ -72,6 +72,7 @@ func LoadSource(file string, src []byte, opts Options) (*graphir.Graph, error) {
 	if len(src) > MaxFileSize {
 		return nil, FileError(file, tooBig(file))
 	}
+	src = dropBOM(src)
 	root := opts.Root
 	if root == "" {
 		root = filepath.Dir(file)

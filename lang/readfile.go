@@ -6,6 +6,7 @@ package lang
 // out.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +21,8 @@ import (
 const MaxFileSize = 8 << 20
 
 // ReadFile reads the file name if it is a regular file of at most
-// MaxFileSize bytes. Errors are *fs.PathError, as os.ReadFile's are.
+// MaxFileSize bytes, without a leading UTF-8 byte-order mark. Errors are
+// *fs.PathError, as os.ReadFile's are.
 func ReadFile(name string) ([]byte, error) {
 	// O_NONBLOCK: opening a named pipe to read would otherwise wait for a
 	// writer, forever; it changes nothing for a regular file.
@@ -50,7 +52,14 @@ func ReadFile(name string) ([]byte, error) {
 	if len(b) > MaxFileSize {
 		return nil, tooBig
 	}
-	return b, nil
+	return dropBOM(b), nil
+}
+
+// dropBOM returns src without the UTF-8 byte-order mark some editors
+// write first (Notepad, Visual Studio): Starlark would take it for a
+// character of the first line and refuse it; editors do not count it.
+func dropBOM(src []byte) []byte {
+	return bytes.TrimPrefix(src, []byte("\xef\xbb\xbf"))
 }
 
 // tooBig is the error of a file over [MaxFileSize], read from disk or

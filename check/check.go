@@ -91,7 +91,8 @@ func init() {
 		checkDataflow,     // dataflow.go
 		checkExitHandler,  // exit.go
 		checkInputs,       // inputs.go
-		checkOver,         // over.go
+		checkOver,         // values.go
+		checkConditions,   // values.go
 	}
 }
 

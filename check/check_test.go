@@ -47,7 +47,7 @@ var codes = []string{
 	"maybe_unmet", "unused_result", "router_no_default", "join_single",
 	"input_missing", "input_type", "body_read", "exit_handler_edge",
 	"model_unknown", "routes_missing", "schema_invalid",
-	"unknown_param", "unknown_tool", "over_type",
+	"unknown_param", "unknown_tool", "over_type", "condition_type",
 }
 
 func isCode(s string) bool {

@@ -274,6 +274,12 @@ func (l *loader) load(thread *starlark.Thread, name string) (starlark.StringDict
 			hint := ""
 			if n := graphir.Nearest(strings.TrimPrefix(name, graphir.StdPrefix), stdlib.StdNames()); n != "" {
 				hint = fmt.Sprintf(" (did you mean %q?)", graphir.StdPrefix+n)
+			} else {
+				var all []string
+				for _, n := range stdlib.StdNames() {
+					all = append(all, graphir.StdPrefix+n)
+				}
+				hint = " (the standard modules are " + strings.Join(all, ", ") + ")"
 			}
 			delete(l.modules, path)
 			return nil, fmt.Errorf("no standard module %s%s", name, hint)

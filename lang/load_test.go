@@ -170,6 +170,9 @@ review_loop(draft, review, approved = "review.ok", then = END)
 	if err != nil && err.Hint != `did you mean "@std/patterns.star"?` {
 		t.Errorf("hint %q", err.Hint)
 	}
+	// A name near none of them lists them.
+	_, err = memFS{"flow.star": `load("@std/retries.star", "retry")`}.load(t, "flow.star")
+	wantError(t, err, "load_error", "flow.star:1:1", "no standard module @std/retries.star (the standard modules are @std/patterns.star)")
 	_, err = memFS{"flow.star": `load("@std/patterns.star", "nope")`}.load(t, "flow.star")
 	wantError(t, err, "load_error", "flow.star:1:1", "name nope not found in module @std/patterns.star")
 }

@@ -104,6 +104,9 @@ type Reply struct {
 	Object    any             // the decoded, validated object when the request had a schema ([Generate] only)
 	Usage     Usage           // tokens of this reply (summed over repair attempts by [Generate])
 	Raw       json.RawMessage // the provider's response body
+	// Cut says the reply stopped at the token limit (finish_reason
+	// "length"): its text is not all the model meant to write.
+	Cut bool
 }
 
 // Provider answers chat completion requests, one attempt per call.
@@ -239,7 +242,11 @@ func Generate(ctx context.Context, p Provider, req Request, pol Policy) (*Reply,
 	rep2.Usage = used.Add(rep2.Usage)
 	obj, verr2 := decodeValid(req.Schema, rep2.Text)
 	if verr2 != nil {
-		return rep2, &Error{Code: CodeModel, Msg: "the reply does not match the schema, also after one repair: " + verr2.Error()}
+		msg := "the reply does not match the schema, also after one repair: " + verr2.Error()
+		if rep2.Cut {
+			msg += " (the reply was cut off at the token limit: raise max_tokens)"
+		}
+		return rep2, &Error{Code: CodeModel, Msg: msg}
 	}
 	rep2.Object = obj
 	return rep2, nil

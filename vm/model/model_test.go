@@ -526,3 +526,17 @@ func TestParseResponseErrors(t *testing.T) {
 		}
 	}
 }
+
+// A schema reply cut off at the token limit says so: its broken JSON is
+// not the model's fault to repair.
+func TestRepairFailsCutOff(t *testing.T) {
+	cut := `{"id": "x", "choices": [{"index": 0, "message": {"role": "assistant", "content": "{\"file\": \"a."}, "finish_reason": "length"}]}`
+	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Raw: cut}, {Raw: cut}}})
+	defer s.Close()
+	req := request(s, "fix")
+	req.Schema = schemaFile()
+	_, err := model.Generate(context.Background(), &model.Client{Getenv: env(nil)}, req, model.Policy{})
+	if code(err) != "model_error" || !strings.HasSuffix(err.Error(), "(the reply was cut off at the token limit: raise max_tokens)") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -192,7 +192,7 @@ func ParseResponse(model string, raw []byte) (*Reply, error) {
 		}
 		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: the reply has no content", model), Retryable: true}
 	}
-	rep := &Reply{Text: *m.Content, ToolCalls: m.ToolCalls, Raw: json.RawMessage(raw)}
+	rep := &Reply{Text: *m.Content, ToolCalls: m.ToolCalls, Raw: json.RawMessage(raw), Cut: w.Choices[0].FinishReason == "length"}
 	for i := range rep.ToolCalls {
 		if rep.ToolCalls[i].Type == "" {
 			rep.ToolCalls[i].Type = "function"

@@ -871,7 +871,15 @@ func runLogs(ctx context.Context, io stdio, o any, args []string) int {
 				continue
 			}
 			printed++
-			writeLog(io.out, tty, where(e), e.Visit, e.Attempt, status, e.Error, e.Stdout, e.Stderr)
+			stdout, stderr := e.Stdout, e.Stderr
+			if status == store.Running {
+				// Not followed: what it has printed so far.
+				t := st.TailLive(r.ID, e.ID)
+				out, errOut := t.Next()
+				t.Close()
+				stdout, stderr = string(out), string(errOut)
+			}
+			writeLog(io.out, tty, where(e), e.Visit, e.Attempt, status, e.Error, stdout, stderr)
 		}
 		if !live {
 			// Not following, or the run is no longer running: what was

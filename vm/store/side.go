@@ -26,9 +26,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -333,8 +335,17 @@ type sideFile struct {
 // that a side journal filling up stops the run cleanly.
 var sideMaxBytes = os.Getenv("SKEIN_TEST_SIDE_MAX_BYTES")
 
+// sideOpening, when set, is called by openSide once the side journal's
+// file is made and before its header is written (tests fold then).
+var sideOpening func()
+
 // openSide creates the side journal of run id for this process and
-// writes its header.
+// writes its header. The header is written under a name no fold reads
+// (sideTemp), and the file then takes its own name: a fold never finds a
+// live run's side journal without its owner in it (and would take an
+// empty one for a dead run's that held nothing, and delete it, while the
+// run goes on writing into the deleted file). The file is made anew,
+// never opened through a link someone left in its place.
 func (s *Store) openSide(id string) (*sideFile, error) {
 	pid, start, host := owner()
 	path := s.sidePath(id, pid, start)
@@ -342,19 +353,59 @@ func (s *Store) openSide(id string) (*sideFile, error) {
 	if err := os.MkdirAll(s.sideDir(), 0o755); err != nil {
 		return nil, unwrapPath(err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_TRUNC, 0o644)
+	tmp := sideTemp(path, host)
+	os.Remove(tmp) // (what a failed openSide of this process left)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, unwrapPath(err)
 	}
-	sf := &sideFile{f: f, path: path}
+	if sideOpening != nil {
+		sideOpening()
+	}
+	sf := &sideFile{f: f, path: tmp}
 	b := appendHeader(nil, sideHeader{run: id, host: host, pid: pid, start: start})
-	if err := sf.write(b); err != nil {
+	err = sf.write(b)
+	if err == nil {
+		err = unwrapPath(os.Rename(tmp, path))
+	}
+	if err != nil {
 		f.Close()
-		os.Remove(path)
+		os.Remove(tmp)
 		return nil, err
 	}
+	sf.path = path
 	sf.header = sf.off
 	return sf, nil
+}
+
+// sideTemp is where openSide writes the header of the side journal at
+// path, owned by this process on host: "." and the journal's name, "@"
+// and the host.
+func sideTemp(path, host string) string {
+	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+"@"+host)
+}
+
+// sweepTemp deletes the side journal being made whose name is name (see
+// sideTemp) if its process is gone: it crashed between making the file
+// and naming it, and nothing was ever acted on.
+func (s *Store) sweepTemp(name string) {
+	rest, ok := strings.CutPrefix(name, ".")
+	at := strings.LastIndexByte(rest, '@')
+	if !ok || at < 0 {
+		return
+	}
+	base, host := rest[:at], rest[at+1:]
+	dot := strings.LastIndexByte(base, '.')
+	if dot < 0 {
+		return
+	}
+	start := base[dot+1:]
+	base = base[:dot]
+	pid, err := strconv.Atoi(base[strings.LastIndexByte(base, '.')+1:])
+	if err != nil || isAlive(pid, start, host) {
+		return
+	}
+	os.Remove(filepath.Join(s.sideDir(), name))
 }
 
 // write writes b with one write(2).
@@ -411,11 +462,19 @@ func (sf *sideFile) remove() {
 // those of run id if id is not "".
 func (s *Store) foldDead(id string) error {
 	ents, err := os.ReadDir(s.sideDir())
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil // no side journal was ever written here
+	} else if err != nil {
+		return unwrapPath(err)
 	}
 	var first error
 	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			if id == "" {
+				s.sweepTemp(e.Name())
+			}
+			continue
+		}
 		if id != "" && !strings.HasPrefix(e.Name(), id+".") {
 			continue
 		}
@@ -434,10 +493,19 @@ func (s *Store) foldDead(id string) error {
 // the file, leave the same rows.
 func (s *Store) foldFile(path string) error {
 	b, err := os.ReadFile(path)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil // folded and deleted meanwhile
+	} else if err != nil {
+		// Not taken for folded: continuing its run would run again
+		// what it holds.
+		return fmt.Errorf("cannot read the side journal %v", unwrapPath(err))
 	}
 	h, writes, ok := decodeSide(b)
+	if !ok && otherVersion(b) {
+		// A newer skein's: what it holds is its run's, and only that
+		// skein can fold it.
+		return fmt.Errorf("the side journal %s was written by another version of skein: open the store with that version to fold it in", path)
+	}
 	if ok && isAlive(h.pid, h.start, h.host) {
 		return nil // its run goes on
 	}
@@ -448,6 +516,13 @@ func (s *Store) foldFile(path string) error {
 	}
 	os.Remove(path)
 	return nil
+}
+
+// otherVersion reports whether b starts with a whole header record of a
+// side journal in another format than this skein's.
+func otherVersion(b []byte) bool {
+	payload, _, ok := nextRecord(b)
+	return ok && bytes.HasPrefix(payload, []byte("skein-side-journal ")) && !bytes.HasPrefix(payload, []byte(sideMagic))
 }
 
 // fold writes a dead run's side journal writes into the database.

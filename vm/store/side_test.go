@@ -311,3 +311,157 @@ func TestSideTruncated(t *testing.T) {
 		t.Errorf("side journal after Finish: %v, want it deleted", err)
 	}
 }
+
+// A process that folds side journals while a run's side journal is being
+// made (the file there, its header not yet written) leaves it alone: it
+// must not take the empty file for a dead run's and delete it, or the
+// run's completions would go on into a deleted file and be lost with the
+// run's process.
+func TestFoldWhileSideOpens(t *testing.T) {
+	defer func(d time.Duration) { sqlDelay = d }(sqlDelay)
+	sqlDelay = time.Hour
+	s, err := Open(filepath.Join(t.TempDir(), FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	other, err := Open(s.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	var foldErr error
+	sideOpening = func() { foldErr = other.foldDead("") }
+	rec, err := s.Begin(&NewRun{ID: "r1", Flow: "f", File: "f.star", Started: time.Now()})
+	sideOpening = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if foldErr != nil {
+		t.Fatal(foldErr)
+	}
+	rec.Inner = producer(func(req *vm.EffectRequest) *vm.EffectCompletion {
+		return &vm.EffectCompletion{OK: true, Stdout: "out of " + req.Step}
+	})
+	ch := make(chan *vm.EffectCompletion, 1)
+	rec.Start(context.Background(), &vm.EffectRequest{Kind: graphir.KindTask, Step: "a", Visit: 1, Attempt: 1},
+		func(c *vm.EffectCompletion) { ch <- c })
+	rec.Idle(nil)
+	<-ch
+	rec.Idle(nil) // a's completion reaches the side journal
+	isAlive = func(int, string, string) bool { return false }
+	defer func() { isAlive = alive }()
+	if err := other.foldDead(""); err != nil {
+		t.Fatal(err)
+	}
+	if e := effectsOf(t, other, "r1"); len(e) != 1 || e[0].Status != "succeeded" || e[0].Stdout != "out of a" {
+		t.Fatalf("folded effects: %d, want a succeeded", len(e))
+	}
+}
+
+// A side journal in a format this skein does not know (a newer skein's)
+// is neither folded nor deleted: its run's completions are in it. Opening
+// the store goes on; continuing or replaying its run is refused.
+func TestFoldOtherVersion(t *testing.T) {
+	s, rec := beginRun(t)
+	defer s.Close()
+	path := filepath.Join(s.sideDir(), "r1.1.1")
+	b, _ := frame(nil, func(b []byte) ([]byte, error) { return append(b, "skein-side-journal 2\nwhatever"...), nil })
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	isAlive = func(pid int, _, _ string) bool { return pid != 1 }
+	defer func() { isAlive = alive }()
+	err := s.foldDead("r1")
+	if err == nil || !strings.Contains(err.Error(), "another version of skein") {
+		t.Errorf("fold: %v, want an error naming another version of skein", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("side journal of another version: %v, want it kept", err)
+	}
+	if _, err := s.Replay("r1", ""); err == nil {
+		t.Error("Replay: no error, want the fold's")
+	}
+	rec.Finish(&vm.Result{Status: vm.Failed, Started: time.Now()})
+	if _, err := s.Continue("r1", RunOptions{}); err == nil {
+		t.Error("Continue: no error, want the fold's")
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("side journal of another version: %v, want it kept", err)
+	}
+}
+
+// A side journal that cannot be read is not taken for one folded meanwhile:
+// continuing its run is refused (it would run again what it holds).
+func TestFoldUnreadable(t *testing.T) {
+	s, _ := beginRun(t)
+	defer s.Close()
+	if err := os.Mkdir(filepath.Join(s.sideDir(), "r1.1.1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	isAlive = func(pid int, _, _ string) bool { return pid != 1 }
+	defer func() { isAlive = alive }()
+	if err := s.foldDead("r1"); err == nil || !strings.Contains(err.Error(), "r1.1.1") {
+		t.Errorf("fold: %v, want an error naming the side journal", err)
+	}
+}
+
+// A link left where a run's side journal goes does not make the run write
+// through it: the file it points to stays as it was, and the side
+// journal is a file of its own in the store's side directory.
+func TestSideNotThroughLink(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(filepath.Join(dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	target := filepath.Join(dir, "elsewhere")
+	if err := os.WriteFile(target, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pid, start, _ := owner()
+	if err := os.MkdirAll(s.sideDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, s.sidePath("r1", pid, start)); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.Begin(&NewRun{ID: "r1", Flow: "f", File: "f.star", Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Finish(&vm.Result{Status: vm.Succeeded, Started: time.Now()})
+	if b, _ := os.ReadFile(target); string(b) != "keep me" {
+		t.Errorf("the link's target holds %q, want it untouched", b)
+	}
+	if fi, err := os.Lstat(rec.side.path); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("side journal: %v, %v, want a regular file", fi, err)
+	}
+}
+
+// A side journal being made (see sideTemp) is deleted once its process is
+// gone, and kept while it runs.
+func TestSideTempSwept(t *testing.T) {
+	s, _ := beginRun(t)
+	defer s.Close()
+	pid, start, host := owner()
+	live := sideTemp(s.sidePath("r2", pid, start), host)
+	dead := sideTemp(s.sidePath("r3.x", 7, "99"), host)
+	for _, p := range []string{live, dead} {
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	isAlive = func(p int, _, _ string) bool { return p == pid }
+	defer func() { isAlive = alive }()
+	if err := s.foldDead(""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a live process's side journal being made: %v, want it kept", err)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("a dead process's side journal being made: %v, want it deleted", err)
+	}
+}

@@ -562,17 +562,35 @@ func (rec *Recorder) sqlFire() {
 	if err := rec.commitSQL(nil, nil); err != nil {
 		return
 	}
+	if sqlCommitted != nil {
+		sqlCommitted()
+	}
 	rec.commitMu.Lock()
 	defer rec.commitMu.Unlock()
+	if !rec.sqlMu.TryLock() {
+		// Another transaction (the next timer's) is writing batches
+		// that have left sqlq but are not committed yet: SQLite does
+		// not hold them, the side journal must keep them. That
+		// transaction's timer empties it.
+		return
+	}
+	defer rec.sqlMu.Unlock()
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	if sf := rec.side; sf.f != nil && len(rec.sqlq) == 0 && sf.off >= sideTruncateAt {
-		// (Holding commitMu: no write goes to the file meanwhile.)
+		// (Holding commitMu: no write goes to the file meanwhile;
+		// holding sqlMu, no transaction is under way: an empty sqlq
+		// means SQLite holds it all.)
 		if err := sf.f.Truncate(sf.header); err == nil {
 			sf.off = sf.header
 		}
 	}
 }
+
+// sqlCommitted and sqlTaken, when set, are called by sqlFire once its
+// transaction is committed, and by commitSQL once it has taken the writes
+// it commits (tests make two commits overlap with them).
+var sqlCommitted, sqlTaken func()
 
 // Sync writes to SQLite at once what the run's side journal holds and
 // SQLite does not yet, so that readers of the store see all of it.
@@ -589,6 +607,9 @@ func (rec *Recorder) commitSQL(extra []write, final *write) error {
 	all := rec.sqlq
 	rec.sqlq = nil
 	rec.mu.Unlock()
+	if sqlTaken != nil {
+		sqlTaken()
+	}
 	n := len(all)
 	all = append(all, extra...)
 	if final != nil {

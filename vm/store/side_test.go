@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -463,5 +464,69 @@ func TestSideTempSwept(t *testing.T) {
 	}
 	if _, err := os.Stat(dead); !os.IsNotExist(err) {
 		t.Errorf("a dead process's side journal being made: %v, want it deleted", err)
+	}
+}
+
+// The side journal is emptied only when SQLite holds all of it: not while
+// another SQLite transaction (the next timer's) is writing batches that
+// have left the queue but are not committed yet. Here the first timer's
+// transaction commits a's large completion while b is recorded, and the
+// second timer's takes b and is held before its commit: a kill -9 then
+// must still find b in the side journal.
+func TestSideNotTruncatedUnderCommit(t *testing.T) {
+	defer func(d time.Duration) { sqlDelay = d }(sqlDelay)
+	sqlDelay = time.Hour // (the test fires the timers)
+	s, rec := beginRun(t)
+	defer s.Close()
+	big := strings.Repeat("x", sideTruncateAt)
+	rec.Inner = producer(func(req *vm.EffectRequest) *vm.EffectCompletion {
+		return &vm.EffectCompletion{OK: true, Stdout: big}
+	})
+	ch := make(chan *vm.EffectCompletion, 1)
+	rec.Start(context.Background(), &vm.EffectRequest{Kind: graphir.KindTask, Step: "a", Visit: 1, Attempt: 1},
+		func(c *vm.EffectCompletion) { ch <- c })
+	rec.Idle(nil)
+	<-ch
+	rec.Idle(nil) // a's completion is in the side journal, not in SQLite
+
+	taken, release, second := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	sqlCommitted = func() {
+		sqlCommitted = nil
+		// b is recorded, and the next timer's transaction takes it.
+		if err := rec.record(&vm.EffectRequest{Kind: graphir.KindTask, Step: "b", Visit: 1}, 1, &vm.EffectCompletion{OK: true}); err != nil {
+			t.Error(err)
+		}
+		sqlTaken = func() {
+			sqlTaken = nil
+			close(taken)
+			<-release
+		}
+		go func() {
+			defer close(second)
+			rec.sqlFire()
+		}()
+		<-taken
+	}
+	defer func() { sqlCommitted, sqlTaken = nil, nil }()
+	rec.sqlFire()
+	// What a kill -9 now leaves: the side journal, and SQLite.
+	b, err := os.ReadFile(rec.side.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	<-second
+	_, writes, _ := decodeSide(b)
+	var steps []string
+	for _, w := range writes {
+		if w.ins {
+			steps = append(steps, w.args[3].(string))
+		}
+	}
+	if !slices.Contains(steps, "b") {
+		t.Errorf("side journal holds the start rows of %v while b's commit to SQLite is still going, want b's among them", steps)
+	}
+	if err := rec.Finish(&vm.Result{Status: vm.Succeeded, Started: time.Now()}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -72,8 +72,12 @@ type sideHeader struct {
 	start     string
 }
 
-// sideDir is the directory of the store's side journals.
-func (s *Store) sideDir() string { return s.path + "-side" }
+// sideDir is the directory of the store's side journals: beside the
+// database's real file, as SQLite keeps its write-ahead log, so that
+// every process finds the same one whatever link it opened the store by
+// (one that opened it through a link would leave its side journal where
+// the others never look).
+func (s *Store) sideDir() string { return s.real + "-side" }
 
 // sidePath is the side journal of run id owned by this process (pid and
 // start time: unique among the processes that ever ran on the host).

@@ -530,3 +530,45 @@ func TestSideNotTruncatedUnderCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A store opened through a link and through its real path has one side
+// directory, beside the real file (where SQLite keeps its write-ahead log
+// too): what a run opened through the link left in its side journal is
+// folded by a process that opens the store by its real path.
+func TestSideThroughStoreLink(t *testing.T) {
+	defer func(d time.Duration) { sqlDelay = d }(sqlDelay)
+	sqlDelay = time.Hour
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real", FileName)
+	first, err := Open(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	link := filepath.Join(dir, "link.db")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rec, err := s.Begin(&NewRun{ID: "r1", Flow: "f", File: "f.star", Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.record(&vm.EffectRequest{Kind: graphir.KindTask, Step: "a", Visit: 1}, 1, &vm.EffectCompletion{OK: true}); err != nil {
+		t.Fatal(err)
+	}
+	isAlive = func(int, string, string) bool { return false }
+	defer func() { isAlive = alive }()
+	other, err := Open(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if e := effectsOf(t, other, "r1"); len(e) != 1 || e[0].Status != "succeeded" {
+		t.Fatalf("effects through the real path: %d, want a succeeded (folded)", len(e))
+	}
+}

@@ -38,6 +38,7 @@ const FileName = "runs.db"
 type Store struct {
 	db   *sql.DB
 	path string
+	real string // path, its links resolved (see sideDir)
 
 	// The journal's writes go through one connection of their own, with
 	// every statement prepared on it once, BEGIN IMMEDIATE and COMMIT
@@ -101,6 +102,10 @@ func Open(path string) (*Store, error) {
 	if err := s.prepareJournal(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("run store %s: %w", path, storeErr(err))
+	}
+	s.real = path
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		s.real = real
 	}
 	// Runs whose processes died may have left completions in their side
 	// journals: fold them in before anything reads the store. One that

@@ -826,7 +826,7 @@ func (r *run) failedAtMsg(f *frame, n *graphir.Node, err *graphir.Error, msg str
 		ev.Status, ev.Code, ev.Error, ev.Trace, ev.Duration = string(StepFailed), err.Code, rec.Error, err.Trace, took
 		r.emit(ev)
 	}
-	r.stoppedIn = hf
+	r.stoppedIn = append(r.stoppedIn, hf)
 	r.stop(err)
 }
 

@@ -77,9 +77,11 @@ type run struct {
 	mem      *memWatch // the memory watchdog's view of the run (memory.go)
 
 	cause *graphir.Error // the latest step failure routed on (see follow)
-	// stoppedIn is the frame of the step whose runtime error stopped the
-	// run (see failedAt), so that drain cancels the loops and maps around it.
-	stoppedIn *frame
+	// stoppedIn holds the frames where a step ended before drain with
+	// the run stopping: a runtime error's (see failedAt), a cancellation's
+	// that arrived before the driver saw the run's context done (see
+	// completed), so that drain cancels the loops and maps around them.
+	stoppedIn []*frame
 
 	// In retry_when, the failed attempt's record, bound to the name of the
 	// step attemptOf.
@@ -509,6 +511,7 @@ func (r *run) completed(c *completion) {
 		// Cancelled without the run or frame ending: only the caller's
 		// context does that, and the driver sees it next.
 		r.cancelledStep(c, o)
+		r.stoppedIn = append(r.stoppedIn, c.f)
 		r.interrupted()
 		return
 	}
@@ -625,11 +628,9 @@ func (r *run) interrupted() {
 // and then the loops and maps whose bodies they ran in, innermost first.
 func (r *run) drain() {
 	r.stopExec()
-	var frames []*frame // where work was under way: their owners may be too
-	if r.stoppedIn != nil {
-		frames = append(frames, r.stoppedIn)
-		r.stoppedIn = nil
-	}
+	// Where work was under way: their owners may be too.
+	frames := r.stoppedIn
+	r.stoppedIn = nil
 	var stopped []*completion
 	for c, stop := range r.timers {
 		if stop() {

@@ -47,8 +47,15 @@ type approver struct {
 	// ([vm.EffectRequest.Outstanding]: effects in flight, retries waiting
 	// out their backoff). A held approval with a timeout times out by its
 	// own timer, at its deadline.
-	mu   sync.Mutex
-	held map[string][]*heldApproval // by child-flow chain
+	//
+	// A run's approvals park only once the whole run tree has nothing
+	// else: a child flow whose run waits for held approvals alone is
+	// quiet, and tells its parent (which counts it as held); the run at
+	// the top of the tree parks what is held in it.
+	mu    sync.Mutex
+	held  map[string][]*heldApproval   // by child-flow chain
+	subs  map[string]*vm.EffectRequest // child flows in flight, by the child's chain: the parent's request
+	quiet map[string]bool              // child runs that, at their latest Idle, waited for held approvals alone
 }
 
 // heldApproval is an approval held open until a decision comes, its
@@ -68,6 +75,25 @@ type prompter struct {
 }
 
 func (a *approver) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	if req.Kind == graphir.KindSubflow && a.rec != nil {
+		child := strings.Join(append(append(slices.Clone(req.Flow), req.Scope...), req.Step), "/")
+		a.mu.Lock()
+		if a.subs == nil {
+			a.subs, a.quiet = map[string]*vm.EffectRequest{}, map[string]bool{}
+		}
+		a.subs[child] = req
+		a.mu.Unlock()
+		a.inner.Start(ctx, req, func(c *vm.EffectCompletion) {
+			a.mu.Lock()
+			if a.subs[child] == req {
+				delete(a.subs, child)
+				delete(a.quiet, child)
+			}
+			a.mu.Unlock()
+			done(c)
+		})
+		return
+	}
 	if req.Kind != graphir.KindApproval {
 		a.inner.Start(ctx, req, done)
 		return
@@ -134,6 +160,7 @@ func (a *approver) release(key string, h *heldApproval) bool {
 	hs := a.held[key]
 	for i, x := range hs {
 		if x == h {
+			a.unquiet(key)
 			a.held[key] = append(hs[:i:i], hs[i+1:]...)
 			if h.timer != nil {
 				h.timer.Stop()
@@ -145,45 +172,97 @@ func (a *approver) release(key string, h *heldApproval) bool {
 	return false
 }
 
+// unquiet marks the run with key, and the runs above it, as not quiet: it
+// goes on. It is called holding a.mu.
+func (a *approver) unquiet(key string) {
+	for {
+		delete(a.quiet, key)
+		sr, ok := a.subs[key]
+		if !ok {
+			return
+		}
+		key = strings.Join(sr.Flow, "/")
+	}
+}
+
 // Idle implements [vm.EffectIdler]: the run with the child-flow chain flow
 // is about to wait, so its held approvals read the store again. A decision
 // recorded meanwhile (by skein approve) is taken, as if answered here; a
 // timeout passed times the approval out; and once nothing else of the run
-// is outstanding, the approvals park.
+// tree is outstanding, the approvals park.
 func (a *approver) Idle(flow []string) {
 	key := strings.Join(flow, "/")
 	a.mu.Lock()
 	hs := slices.Clone(a.held[key])
 	a.mu.Unlock()
-	var open []*heldApproval
-	taken := false
 	for _, h := range hs {
 		c, _, _ := a.fromStore(h.req)
 		if c == nil {
-			open = append(open, h)
 			continue
 		}
 		if a.release(key, h) {
 			// Decided (or timed out): the run goes on with it, and may
 			// start more, so none parks now; its next Idle decides.
-			taken = true
 			h.done(c)
+			return
 		}
 	}
-	if taken || len(open) == 0 {
-		return
-	}
 	a.mu.Lock()
-	// Everything outstanding in the run is held here (an approval still
-	// being answered is not held yet: it holds, or completes, and the run
-	// looks again).
-	idle := open[0].req.Outstanding() == len(a.held[key])
-	a.mu.Unlock()
-	if !idle {
+	// What is outstanding in the run is held here, or a quiet child
+	// flow (an approval still being answered is not held yet: it
+	// holds, or completes, and the run looks again).
+	var probe *vm.EffectRequest
+	if hs := a.held[key]; len(hs) > 0 {
+		probe = hs[0].req
+	}
+	n := len(a.held[key])
+	for child, sr := range a.subs {
+		if strings.Join(sr.Flow, "/") == key {
+			probe = sr
+			if a.quiet[child] {
+				n++
+			}
+		}
+	}
+	if probe == nil || probe.Outstanding() != n || n == 0 {
+		a.unquiet(key)
+		a.mu.Unlock()
 		return
 	}
-	for _, h := range open {
-		if a.release(key, h) {
+	if sr, ok := a.subs[key]; ok {
+		// A child flow: its parent decides, counting it as held.
+		a.quiet[key] = true
+		a.mu.Unlock()
+		sr.Nudge()
+		return
+	}
+	// The top of the run tree: everything held in it parks.
+	var park []*heldApproval
+	var keys []string
+	for k, hs := range a.held {
+		if k == key || key == "" || strings.HasPrefix(k, key+"/") {
+			for _, h := range hs {
+				park = append(park, h)
+				keys = append(keys, k)
+			}
+		}
+	}
+	a.mu.Unlock()
+	// The child flows' approvals read the store again first (their runs
+	// wait, and do not): a decision taken there goes on instead.
+	for i, h := range park {
+		if keys[i] == key {
+			continue // read above
+		}
+		if c, _, _ := a.fromStore(h.req); c != nil {
+			if a.release(keys[i], h) {
+				h.done(c)
+				return
+			}
+		}
+	}
+	for i, h := range park {
+		if a.release(keys[i], h) {
 			h.done(&vm.EffectCompletion{Park: true})
 		}
 	}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -120,6 +122,13 @@ flow(on_exit = "bye")
 s = step("s", run = ["sleep", "60"])
 bye = step("bye", shell = 'echo "$STATUS" > bye.txt', env = {"STATUS": "{{ run.status }}"})
 `)
+	// skein leaves SIGHUP alone when it starts with it ignored (nohup),
+	// and so would the skein started here if this test's process ignored
+	// it (nohup go test, some CI runners): a signal handler installed here
+	// makes it start with the default disposition instead.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	term := startTerminal(t, dir, state, "run", "--store", filepath.Join(dir, "runs.db"), "hup.star")
 	term.expect(" s ") // the spinner of the running task
 	term.pty.Close()

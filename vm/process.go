@@ -254,6 +254,10 @@ type teeWriter struct {
 	w   io.Writer
 }
 
+// ReadFrom is the tail buffer's, without a copy buffer per stream (see
+// tailBuffer.ReadFrom), passing each piece on to the tee's writer too.
+func (t teeWriter) ReadFrom(r io.Reader) (int64, error) { return t.buf.readFrom(r, t.w) }
+
 func (t teeWriter) Write(p []byte) (int, error) {
 	t.buf.Write(p)
 	if t.w != nil {
@@ -288,7 +292,11 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 // ReadFrom reads r to its end, keeping the tail as Write does. io.Copy
 // (and exec.Cmd's copying) uses it instead of a buffer of 32 KiB of its
 // own for each stream of each task: most tasks write little or nothing.
-func (b *tailBuffer) ReadFrom(r io.Reader) (int64, error) {
+func (b *tailBuffer) ReadFrom(r io.Reader) (int64, error) { return b.readFrom(r, nil) }
+
+// readFrom is ReadFrom, also writing each piece read to tee (if not nil)
+// before the tail is trimmed; tee's errors are ignored.
+func (b *tailBuffer) readFrom(r io.Reader, tee io.Writer) (int64, error) {
 	var total int64
 	for {
 		if cap(b.buf)-len(b.buf) < minRead {
@@ -296,6 +304,9 @@ func (b *tailBuffer) ReadFrom(r io.Reader) (int64, error) {
 		}
 		n, err := r.Read(b.buf[len(b.buf):cap(b.buf)])
 		if n > 0 {
+			if tee != nil {
+				tee.Write(b.buf[len(b.buf) : len(b.buf)+n])
+			}
 			b.buf = b.buf[:len(b.buf)+n]
 			total += int64(n)
 			if len(b.buf) > 2*b.max {

@@ -64,6 +64,19 @@ func TestTailBufferKeepsTail(t *testing.T) {
 				t.Fatalf("io.Copy: %d, %v", n, err)
 			}
 			check("ReadFrom", r)
+			// A tee (the live output of a recorded run) sees every byte,
+			// the buffer the tail, and io.Copy goes through ReadFrom.
+			teed, all := &tailBuffer{max: max}, &bytes.Buffer{}
+			if _, ok := io.Writer(teeWriter{teed, all}).(io.ReaderFrom); !ok {
+				t.Fatal("teeWriter is not an io.ReaderFrom: io.Copy gives each stream a 32 KiB buffer")
+			}
+			if _, err := io.Copy(teeWriter{teed, all}, &chunkReader{data: data, rnd: rnd}); err != nil {
+				t.Fatal(err)
+			}
+			check("ReadFrom with a tee", teed)
+			if !bytes.Equal(all.Bytes(), data) {
+				t.Errorf("max %d, %d bytes: the tee got %d bytes, want all", max, total, all.Len())
+			}
 			one := &tailBuffer{max: max}
 			one.ReadFrom(iotest.OneByteReader(bytes.NewReader(data)))
 			check("ReadFrom one byte at a time", one)

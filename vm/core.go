@@ -398,13 +398,9 @@ func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
 		out = st.value // with its error and code, as expressions see it
 	}
 	rec.Output, rec.Error, rec.Code, rec.Truncated, rec.Trace = out, o.err, "", o.trunc, o.trace
-	var took time.Duration
-	var now time.Time // one clock read per transition, for the record and the event
-	if st.started != 0 {
-		now = r.now()
-		took = time.Duration(now.UnixNano() - st.started)
-		rec.Duration += took
-		st.started = 0
+	// One clock read per transition, for the record and the event.
+	now, took := r.endVisit(st, rec)
+	if !now.IsZero() {
 		r.handoff = now
 	}
 	if o.child != nil {
@@ -813,14 +809,7 @@ func (r *run) failedAtMsg(f *frame, n *graphir.Node, err *graphir.Error, msg str
 	st := hf.state(r, n.ID)
 	rec := r.recs[n.ID]
 	rec.Status, rec.Code, rec.Error, rec.Trace = StepFailed, err.Code, msg, err.Trace
-	var took time.Duration
-	var now time.Time
-	if st.started != 0 {
-		now = r.now()
-		took = time.Duration(now.UnixNano() - st.started)
-		rec.Duration += took
-		st.started = 0
-	}
+	now, took := r.endVisit(st, rec)
 	if r.events {
 		ev := r.stepEvent(StepFinished, now, hf, n, st.visits)
 		ev.Status, ev.Code, ev.Error, ev.Trace, ev.Duration = string(StepFailed), err.Code, rec.Error, err.Trace, took
@@ -828,6 +817,20 @@ func (r *run) failedAtMsg(f *frame, n *graphir.Node, err *graphir.Error, msg str
 	}
 	r.stoppedIn = append(r.stoppedIn, hf)
 	r.stop(err)
+}
+
+// endVisit ends the timing of a visit that was timed (st.started set):
+// the time it ran counts in rec's duration. It returns the clock's reading
+// and that time, zero for a visit that was not timed.
+func (r *run) endVisit(st *nodeState, rec *StepRecord) (now time.Time, took time.Duration) {
+	if st.started == 0 {
+		return time.Time{}, 0
+	}
+	now = r.now()
+	took = time.Duration(now.UnixNano() - st.started)
+	rec.Duration += took
+	st.started = 0
+	return now, took
 }
 
 // stepMessage is a run error's message as the record of step n says it:

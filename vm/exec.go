@@ -539,14 +539,7 @@ func (r *run) cancelledStep(c *completion, o *outcome) {
 	// the parent of the loop body frame it was made in.
 	f := c.f.frameFor(c.n)
 	st := f.state(r, c.n.ID)
-	var took time.Duration
-	var now time.Time
-	if st.started != 0 {
-		now = r.now()
-		took = time.Duration(now.UnixNano() - st.started)
-		rec.Duration += took
-		st.started = 0
-	}
+	now, took := r.endVisit(st, rec)
 	var output starlark.Value
 	if o != nil {
 		if o.child != nil {

@@ -8,11 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
+
+	"github.com/skeinlang/skein/stdlib"
 )
 
 // cassetteVersion is the format of the file.
@@ -78,53 +79,20 @@ func OpenCassette(path string, replayOnly bool, inner Provider) (*Cassette, erro
 }
 
 // readCassette reads the cassette file at path if it is a regular file of
-// at most [MaxCassetteSize] bytes. (As flow files are read; vm cannot use
-// the loader's reader.)
+// at most [MaxCassetteSize] bytes, as flow files are read.
 func readCassette(path string) ([]byte, error) {
-	// O_NONBLOCK: opening a named pipe to read would otherwise wait for a
-	// writer, forever; it changes nothing for a regular file.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		what := "a directory"
-		if !fi.IsDir() {
-			what = "a " + fileKind(fi.Mode())
-		}
-		return nil, fmt.Errorf("%s is %s, not a regular file", path, what)
-	}
-	tooBig := fmt.Errorf("%s is larger than the limit of %d MiB", path, MaxCassetteSize>>20)
-	if fi.Size() > MaxCassetteSize {
-		return nil, tooBig
-	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxCassetteSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxCassetteSize {
-		return nil, tooBig
-	}
-	return b, nil
-}
-
-func fileKind(m os.FileMode) string {
+	b, err := stdlib.ReadRegularFile(path, MaxCassetteSize)
+	var nr *stdlib.NotRegularError
+	var tl *stdlib.TooLargeError
 	switch {
-	case m&os.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&os.ModeCharDevice != 0:
-		return "character device"
-	case m&os.ModeDevice != 0:
-		return "device"
-	case m&os.ModeSocket != 0:
-		return "socket"
+	case errors.Is(err, syscall.EISDIR):
+		return nil, fmt.Errorf("%s is a directory, not a regular file", path)
+	case errors.As(err, &nr):
+		return nil, fmt.Errorf("%s is %s, not a regular file", path, nr.Kind)
+	case errors.As(err, &tl):
+		return nil, fmt.Errorf("%s is %s", path, tl)
 	}
-	return "special file"
+	return b, err
 }
 
 func (c *Cassette) add(e Exchange) {

@@ -32,8 +32,10 @@ import (
 // record keeps of a stream. (A variable for tests.)
 var liveMax int64 = MaxStream
 
-// LiveDir is the directory of the store's live output.
-func (s *Store) LiveDir() string { return s.path + "-live" }
+// LiveDir is the directory of the store's live output: beside the
+// database's real file, as the side journals' (sideDir), so that a store
+// opened through a link and one opened by its real path share it.
+func (s *Store) LiveDir() string { return s.real + "-live" }
 
 func (s *Store) liveRunDir(runID string) string { return filepath.Join(s.LiveDir(), runID) }
 

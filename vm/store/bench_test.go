@@ -17,6 +17,7 @@ import (
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
 )
@@ -269,16 +270,7 @@ func cpuTime() int64 {
 // (steadier: a round's two runs share its load); the CPU time of each side
 // (skein's and its tasks') is less disturbed by other work still.
 func BenchmarkTaskStepAB(b *testing.B) {
-	s, err := store.Open(filepath.Join(b.TempDir(), store.FileName))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	p := vm.Prepare(benchFlow(b, taskLoopSrc))
-	in, err := vm.BindInputs(p.Graph(), map[string]starlark.Value{"n": starlark.MakeInt(abTasks)})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, p, in := taskLoopBench(b)
 	opts := vm.Options{Parallel: 1, MaxPath: 100}
 	bare := func() time.Duration {
 		t0 := time.Now()
@@ -337,6 +329,23 @@ func BenchmarkTaskStepAB(b *testing.B) {
 	b.ReportMetric(float64(cpu[1])/n, "recorded-cpu-ns/task")
 }
 
+// taskLoopBench is what BenchmarkTaskStepAB and BenchmarkTaskStepGap run:
+// a new store (closed when b ends), the prepared loop of abTasks tasks and
+// its inputs.
+func taskLoopBench(b *testing.B) (*store.Store, *vm.Program, *stdlib.Map) {
+	s, err := store.Open(filepath.Join(b.TempDir(), store.FileName))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	p := vm.Prepare(benchFlow(b, taskLoopSrc))
+	in, err := vm.BindInputs(p.Graph(), map[string]starlark.Value{"n": starlark.MakeInt(abTasks)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, p, in
+}
+
 // abTasks is how many tasks each run of BenchmarkTaskStepAB runs.
 const abTasks = 20
 
@@ -375,16 +384,8 @@ for i in range(64):
 // Finish (its last SQLite commit), which a run pays once. Less disturbed by
 // other work on the machine than the run's whole time.
 func BenchmarkTaskStepGap(b *testing.B) {
-	s, err := store.Open(filepath.Join(b.TempDir(), store.FileName))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	p := vm.Prepare(benchFlow(b, taskLoopSrc))
-	in, err := vm.BindInputs(p.Graph(), map[string]starlark.Value{"n": starlark.MakeInt(abTasks)})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, p, in := taskLoopBench(b)
+	var err error
 	var gaps [2][]time.Duration
 	var fins []time.Duration
 	for i := 0; i < b.N; i++ {

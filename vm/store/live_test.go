@@ -270,3 +270,27 @@ func BenchmarkLiveTaskSilent(b *testing.B) {
 		done(nil)
 	}
 }
+
+// A store opened through a link keeps its live output beside the real
+// file, where a follower that opened it by its real path looks.
+func TestLiveDirThroughStoreLink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real", FileName)
+	byReal, err := Open(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer byReal.Close()
+	link := filepath.Join(dir, "link.db")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	byLink, err := Open(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer byLink.Close()
+	if byLink.LiveDir() != byReal.LiveDir() {
+		t.Errorf("live output through the link in %s, by the real path in %s", byLink.LiveDir(), byReal.LiveDir())
+	}
+}

@@ -1,4 +1,4 @@
-// Package builtins defines the Skein builtins of SPEC §2 (flow, step, edge,
+// Package builtins defines the Skein builtins of docs/language.md (flow, step, edge,
 // chain, router, loop, map and the sentinels START, END, ABORT) as Starlark
 // values that record a graph into a [graphir.Builder].
 //

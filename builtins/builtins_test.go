@@ -778,7 +778,7 @@ if True:
 	}
 }
 
-// The parameters of SPEC v2 run semantics: retry_when, wait=, exhausted=,
+// The parameters of the run semantics in docs/runs.md: retry_when, wait=, exhausted=,
 // join modes and on_exit.
 func TestRunSemanticsParams(t *testing.T) {
 	g := mustLoad(t, `flow(on_exit = "cleanup")

@@ -1,6 +1,6 @@
 package builtins
 
-// This file defines input() (SPEC §2): the declaration of one typed flow
+// This file defines input() (docs/language.md): the declaration of one typed flow
 // input, given as a value of flow(inputs=).
 
 import (

@@ -1,7 +1,7 @@
 package builtins
 
 // This file defines model() and judge(), and the parameters llm= steps and
-// LLM routers share (SPEC §11).
+// LLM routers share (docs/models.md).
 
 import (
 	"encoding/json"

@@ -1,5 +1,5 @@
 // Package check proves a frozen flow graph sane before anything runs
-// (SPEC §6): every name real, every step reachable, every branch leading
+// (docs/codes.md): every name real, every step reachable, every branch leading
 // somewhere, every loop bounded. It turns a graph into positioned
 // diagnostics with hints, and prints them the way compilers do.
 //
@@ -27,7 +27,7 @@ func (s Severity) String() string {
 	return "error"
 }
 
-// severities maps each warning code of SPEC §6; every other code is an error.
+// severities maps each warning code of docs/codes.md; every other code is an error.
 var warnings = map[string]bool{
 	"maybe_unmet":       true,
 	"unused_result":     true,
@@ -45,7 +45,7 @@ func SeverityOf(code string) Severity {
 	return Error
 }
 
-// Diagnostic is one finding: a code of SPEC §6, where, and what to do.
+// Diagnostic is one finding: a code of docs/codes.md, where, and what to do.
 type Diagnostic struct {
 	Code     string
 	Severity Severity

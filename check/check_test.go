@@ -8,7 +8,7 @@ package check_test
 //	# want "code" "regexp"      ... whose message matches the regexp
 //	# want "code1" "code2"      several diagnostics on one line
 //
-// (a quoted string, in Go syntax, that is a SPEC §6 code starts a new want;
+// (a quoted string, in Go syntax, that is a docs/codes.md code starts a new want;
 // any other one is a regexp for the want before it, matched against the
 // message followed by a line "hint: <the hint>"). A file may hold several
 // flows separated by lines of "---", each loaded and checked on its own
@@ -37,7 +37,7 @@ import (
 
 const testRoot = "../testdata/check"
 
-// codes lists every diagnostic code of SPEC §6.
+// codes lists every diagnostic code of docs/codes.md.
 var codes = []string{
 	"parse_error", "load_error", "duplicate_step", "invalid_name", "reserved_name",
 	"unknown_name", "unknown_input", "unknown_output", "expr_syntax",

@@ -12,7 +12,7 @@ package check
 // or a step dominating P, is an AND-join one of whose forward predecessors
 // is S or has S surely finished before it, and that predecessor can never
 // be skipped by dead-path elimination: an AND-join starts only after every
-// forward predecessor has finished or been skipped (SPEC §5). A reader in a
+// forward predecessor has finished or been skipped (docs/runs.md). A reader in a
 // body is judged at the loop or map that holds it, in the scope of S.
 
 import (

@@ -1,6 +1,6 @@
 package check
 
-// This file resolves the names that expressions and templates read (SPEC §4)
+// This file resolves the names that expressions and templates read (docs/language.md)
 // and reports unknown_name, unknown_input, unknown_output and expr_syntax,
 // and refuses templates inside shell= (shell_interpolation).
 //
@@ -63,7 +63,7 @@ type exprIndex struct {
 	visible  map[graphir.NodeID][]string
 }
 
-// taskFields are the fields of a task or shell step's output (SPEC §4).
+// taskFields are the fields of a task or shell step's output (docs/language.md).
 var taskFields = []string{"stdout", "stderr", "exit_code", "error", "code"}
 
 // rootNames are the names every expression may read besides steps.
@@ -259,7 +259,7 @@ func mapMethod(r graphir.Ref) bool {
 	return r.Key == "" && contains(mapMethods, r.Attr)
 }
 
-// untilFields are the fields of the argument of a loop's until (SPEC §2).
+// untilFields are the fields of the argument of a loop's until (docs/language.md).
 var untilFields = []string{"index", "iteration", "output", "result", "history", "feedback", "max_iterations", "is_last", "inputs"}
 
 // resolveUntilRef checks one read of until's argument: a field it has, and

@@ -1,6 +1,6 @@
 package check
 
-// This file checks model calls (SPEC §11): model_unknown, routes_missing
+// This file checks model calls (docs/models.md): model_unknown, routes_missing
 // and schema_invalid.
 
 import (

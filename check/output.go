@@ -1,7 +1,7 @@
 package check
 
-// This file prints diagnostics: the compiler form of SPEC §6 and the JSON
-// shape of SPEC §7.
+// This file prints diagnostics: the compiler form of docs/codes.md and the JSON
+// shape of docs/cli.md.
 
 import (
 	"encoding/json"
@@ -52,7 +52,7 @@ type jsonReport struct {
 	Warnings    int        `json:"warnings"`
 }
 
-// WriteJSON prints ds as the object of SPEC §7:
+// WriteJSON prints ds as the object of docs/cli.md:
 // {"diagnostics": [...], "errors": N, "warnings": N}.
 func WriteJSON(w io.Writer, ds []Diagnostic) error {
 	r := jsonReport{Diagnostics: []jsonDiag{}}

@@ -1,6 +1,6 @@
 package check
 
-// This file checks nested flows (SPEC §3): subflow_not_found, subflow_cycle
+// This file checks nested flows (docs/language.md): subflow_not_found, subflow_cycle
 // and subflow_depth, the inputs a parent passes to a literal child (a
 // step's inputs=, a flow= tool's params), and the child's own errors. The loader has already loaded every literal flow=
 // target, transitively, and recorded on the step why one could not be;
@@ -13,7 +13,7 @@ import (
 	"github.com/skeinlang/skein/graphir"
 )
 
-// MaxSubflowDepth is how deeply child flows may nest (SPEC §3).
+// MaxSubflowDepth is how deeply child flows may nest (docs/language.md).
 const MaxSubflowDepth = 8
 
 // childCheck is the result of checking one literal child flow.

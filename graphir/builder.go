@@ -416,7 +416,7 @@ func (g *Graph) addRouterEdges() {
 	}
 }
 
-// addImplicitEdges adds the edges SPEC §2 implies: the linear default of a
+// addImplicitEdges adds the edges docs/language.md implies: the linear default of a
 // flow without edges, the entry from START, and the chain of a body without
 // edges among its steps.
 func (g *Graph) addImplicitEdges(userEdges int) {
@@ -474,7 +474,7 @@ func (g *Graph) addImplicitEdges(userEdges int) {
 
 // classifyBackEdges marks back-edges: those reaching a node on the stack of a
 // depth-first walk from each scope's entry, following out-edges in
-// declaration order (SPEC §5). Nodes the walk from the entry misses are
+// declaration order (docs/runs.md). Nodes the walk from the entry misses are
 // walked from in declaration order, so every edge is classified.
 func (g *Graph) classifyBackEdges() {
 	const (

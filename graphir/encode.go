@@ -1,6 +1,6 @@
 package graphir
 
-// This file renders a frozen graph as JSON (SPEC §7), Graphviz DOT and
+// This file renders a frozen graph as JSON (docs/cli.md), Graphviz DOT and
 // Mermaid.
 
 import (
@@ -183,7 +183,7 @@ func (g *Graph) jsonHeader() jsonGraph {
 	return jg
 }
 
-// MarshalJSON encodes the graph in the shape of SPEC §7.
+// MarshalJSON encodes the graph in the shape of docs/cli.md.
 func (g *Graph) MarshalJSON() ([]byte, error) {
 	jg := g.jsonHeader()
 	jg.File = g.File

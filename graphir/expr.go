@@ -1,6 +1,6 @@
 package graphir
 
-// This file defines expressions and templates (SPEC §4): how they are parsed
+// This file defines expressions and templates (docs/language.md): how they are parsed
 // when the graph is frozen, what names they read, and the compiled form the
 // VM calls.
 //
@@ -27,7 +27,7 @@ import (
 	"github.com/skeinlang/skein/stdlib"
 )
 
-// FileOptions is the Starlark dialect of flow files and expressions (SPEC §1).
+// FileOptions is the Starlark dialect of flow files and expressions (docs/language.md).
 var FileOptions = &syntax.FileOptions{
 	Set:             true,
 	TopLevelControl: true,
@@ -110,7 +110,7 @@ func (e *Expr) String() string {
 	return e.Src
 }
 
-// Template is a string with `{{ expr }}` holes (SPEC §2, §4).
+// Template is a string with `{{ expr }}` holes (docs/language.md).
 type Template struct {
 	Src   string
 	Pos   Pos

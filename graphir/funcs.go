@@ -4,7 +4,7 @@ package graphir
 // step, a condition, a router's by or case, a map's over, the flow's
 // output, a loop's until) for what it reads of that parameter: `r.build`,
 // `r.build.stdout`, `r.inputs.n`, `it.result["probe"]`. The checker
-// resolves these like the names of a string expression (SPEC §6). The
+// resolves these like the names of a string expression (docs/codes.md). The
 // loader finds the function's syntax; this file needs only the syntax tree,
 // resolved, never a thread.
 

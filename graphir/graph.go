@@ -78,7 +78,7 @@ func (o On) Matches(ok bool) bool {
 	return o == OnAlways || (o == OnSuccess) == ok
 }
 
-// Join is how a step with several forward in-edges waits (SPEC §5).
+// Join is how a step with several forward in-edges waits (docs/runs.md).
 type Join uint8
 
 const (
@@ -169,7 +169,7 @@ type Subflow struct {
 }
 
 // ModelCall is the model call of an llm= or agent= step (agent= is Prompt),
-// or of a router given llm= (SPEC §11).
+// or of a router given llm= (docs/models.md).
 type ModelCall struct {
 	Prompt    *Template // llm= or agent=
 	System    *Template // system=
@@ -291,7 +291,7 @@ type Edge struct {
 	ID       EdgeID
 	From, To NodeID
 	On       On
-	Back     bool // a back-edge (SPEC §5): its arrival always triggers
+	Back     bool // a back-edge (docs/runs.md): its arrival always triggers
 	Implicit bool // added by freeze (linear default, body chain, entry)
 	// Router edges: which route, case (index) or default it stands for.
 	// (The flags sit together so an edge packs into 112 bytes.)

@@ -383,7 +383,7 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// The JSON shape of SPEC §7.
+// The JSON shape of docs/cli.md.
 func TestJSONShape(t *testing.T) {
 	g := load(t, `flow(name = "j", inputs = {"n": 1, "need": None}, output = "b", timeout = "90s")
 a = step("a", run = ["echo", "{{ inputs.n }}"], retries = 2, backoff = "2s", timeout = "1m")

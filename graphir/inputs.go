@@ -1,6 +1,6 @@
 package graphir
 
-// This file defines typed flow inputs (SPEC §2, input()): the types an input
+// This file defines typed flow inputs (docs/language.md, input()): the types an input
 // may declare, how a value given as JSON is checked against its type, and
 // how text from a command line is converted by it.
 
@@ -151,7 +151,7 @@ func (in *Input) checkChoice(v starlark.Value) error {
 }
 
 // Parse converts text given on a command line (--input name=text) by the
-// input's type (SPEC §2): a string keeps the text exactly; int, float and
+// input's type (docs/language.md): a string keeps the text exactly; int, float and
 // bool must parse as such; list and dict as JSON; any is JSON when the text
 // parses as JSON, else the text. JSON whose value would be over
 // stdlib.MaxValueBytes is an error.

@@ -2,7 +2,7 @@ package graphir
 
 // This file defines the flow root rule shared by the loader (load() and
 // literal child flows) and the VM (child flows named at run time): no path
-// may leave the root (SPEC §1, §3). Symbolic links are resolved first, so a
+// may leave the root (docs/language.md). Symbolic links are resolved first, so a
 // link inside the root that points outside it is outside.
 
 import (

@@ -86,11 +86,11 @@ func (s Stack) Trace(user int) []string {
 	return out
 }
 
-// Error is the one error type of Skein: a code from the SPEC, a message for
+// Error is the one error type of Skein: a code of docs/codes.md, a message for
 // people, and where it applies (a position, a step, a trace). Load errors,
 // check diagnostics and runtime failures all carry one.
 type Error struct {
-	Code  string   // a code of SPEC §6 or §7, e.g. "load_error", "step_failed"
+	Code  string   // a code of docs/codes.md, docs/cli.md, e.g. "load_error", "step_failed"
 	Msg   string   // lower-case, names the thing
 	Pos   Pos      // where, when known
 	Step  string   // the step it concerns, if any

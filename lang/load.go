@@ -1,4 +1,4 @@
-// Package lang loads flow files (SPEC §1): it reads and parses them in the
+// Package lang loads flow files (docs/language.md): it reads and parses them in the
 // Skein dialect, runs their top-level code with the builtins under a step
 // budget, resolves load() of relative and embedded @std modules inside the
 // flow root, loads literal child flows, and returns the frozen graph. Every
@@ -24,7 +24,7 @@ import (
 	"github.com/skeinlang/skein/stdlib"
 )
 
-// DefaultMaxSteps is the default load-time step budget (SPEC §1).
+// DefaultMaxSteps is the default load-time step budget (docs/language.md).
 const DefaultMaxSteps = 10_000_000
 
 // MaxChildDepth is how deep literal child flows are loaded. The checker

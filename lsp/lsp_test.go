@@ -543,7 +543,7 @@ func TestMultilineTemplate(t *testing.T) {
 	}
 }
 
-// A module the loader would refuse to read (SPEC §1: larger than 8 MiB) is
+// A module the loader would refuse to read (docs/language.md: larger than 8 MiB) is
 // a load error in the editor too, not read whole.
 func TestModuleTooBig(t *testing.T) {
 	main := "load(\"big.star\", \"x\")\na = step(\"a\")\n"

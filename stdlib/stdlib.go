@@ -1,5 +1,5 @@
 // Package stdlib holds what Skein predeclares besides its builtins: the Go
-// modules json, math, re and struct (SPEC §8), and the embedded @std/*.star
+// modules json, math, re and struct (docs/language.md), and the embedded @std/*.star
 // pattern modules built from the public builtins.
 //
 // It knows nothing of graphs, loading or running; it only supplies values.

@@ -2,7 +2,7 @@ package stdlib
 
 // This file defines the values that flow data is made of at run time: Map,
 // a frozen dict whose keys are also attributes (so `review.ok` and
-// `review["ok"]` both work, SPEC §4), and the conversions between Starlark
+// `review["ok"]` both work, docs/language.md), and the conversions between Starlark
 // values, JSON and flow data.
 
 import (

@@ -6,7 +6,7 @@ import (
 )
 
 // Retries wait base, then twice as long after each failure, capped at an
-// hour (SPEC §2: exponential backoff).
+// hour (docs/language.md: exponential backoff).
 func TestBackoffDoubles(t *testing.T) {
 	for attempt, want := range map[int]time.Duration{
 		1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 5: 16 * time.Second, 40: time.Hour,

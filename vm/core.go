@@ -215,7 +215,7 @@ type task struct {
 }
 
 // readyQueue orders ready steps by readiness, then declaration order, then
-// frame creation (SPEC §5): a binary heap on a slice.
+// frame creation (docs/runs.md): a binary heap on a slice.
 type readyQueue []task
 
 func (q readyQueue) less(i, j int) bool {

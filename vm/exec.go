@@ -413,7 +413,7 @@ func (r *run) drive() {
 }
 
 // dispatch starts ready steps in queue order while there is room. With
-// Parallel == 1 nothing starts while anything runs, so the order of SPEC §5
+// Parallel == 1 nothing starts while anything runs, so the order of docs/runs.md
 // is exact.
 func (r *run) dispatch() {
 	for len(r.queue) > 0 && !r.over {

@@ -1,6 +1,6 @@
 package vm
 
-// This file runs model calls (SPEC §11) through the effect seam: llm=
+// This file runs model calls (docs/models.md) through the effect seam: llm=
 // steps, LLM routers and judge() loops each ask for one model effect per
 // visit (or iteration); the request carries the rendered messages with the
 // model resolved, and the completion the reply. Reading a router's label or

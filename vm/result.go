@@ -1,6 +1,6 @@
 package vm
 
-// This file encodes a Result as the JSON of SPEC §7.
+// This file encodes a Result as the JSON of docs/cli.md.
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 	"github.com/skeinlang/skein/vm/model"
 )
 
-// MarshalJSON encodes the result in the shape of SPEC §7, with these
+// MarshalJSON encodes the result in the shape of docs/cli.md, with these
 // additions: "path_total" (path keeps the latest entries only), per step
 // "duration_ms", and where they apply "code", "trace", "truncated", "log",
 // "iterations"/"exhausted"/"stopped_reason" (loops), "items" (maps) and "child" (the child

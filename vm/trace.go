@@ -1,6 +1,6 @@
 package vm
 
-// This file locates runtime errors inside Starlark (SPEC §4): the
+// This file locates runtime errors inside Starlark (docs/language.md): the
 // file:line:col where an evaluation failed and the backtrace that led
 // there, with positions inside string expressions mapped back to where the
 // expression is written.

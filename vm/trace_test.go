@@ -24,7 +24,7 @@ func baseNames(ss []string) []string {
 }
 
 // A runtime error inside Starlark says where it happened and how it got
-// there, in the step's record and in the run's error (SPEC §4).
+// there, in the step's record and in the run's error (docs/language.md).
 func TestRuntimePositions(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

@@ -2,7 +2,7 @@ package vm
 
 // This file defines what expressions and functions see of a run: the view
 // that is `r` in functions and the implicit root of string expressions
-// (SPEC §4), and the value until= functions receive (SPEC §2).
+// (docs/language.md), and the value until= functions receive (docs/language.md).
 
 import (
 	"errors"

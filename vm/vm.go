@@ -1,4 +1,4 @@
-// Package vm runs frozen flow graphs (SPEC §4–5): tokens along edges,
+// Package vm runs frozen flow graphs (docs/language.md, docs/runs.md): tokens along edges,
 // conditions, joins, dead-path elimination, bounded back-edges, routers,
 // loops with until functions, maps, child flows, retries, timeouts and
 // cancellation, producing a stream of events and a [Result].
@@ -70,7 +70,7 @@ const (
 	// ~1.8x at 64 and ~1.2x at 256 (docs/performance.md). CPU-bound work
 	// wants --parallel near the number of cores.
 	DefaultParallel = 256
-	// DefaultEvalSteps is the step budget of one runtime evaluation (SPEC §4).
+	// DefaultEvalSteps is the step budget of one runtime evaluation (docs/language.md).
 	DefaultEvalSteps = 1_000_000
 	// DefaultMaxOutput is how many bytes of each of a task's stdout and
 	// stderr are kept (the tail).
@@ -83,7 +83,7 @@ const (
 	// DefaultExitGrace is how long an exit handler may run after the run
 	// was cancelled or timed out.
 	DefaultExitGrace = 30 * time.Second
-	// MaxDepth is the nesting cap for child flows (SPEC §3).
+	// MaxDepth is the nesting cap for child flows (docs/language.md).
 	MaxDepth = 8
 	// maxLog bounds the print() lines kept per step.
 	maxLog = 200
@@ -94,7 +94,7 @@ type Options struct {
 	// Parallel bounds the effects doing work (tasks, shells, model calls)
 	// running at once in the whole run tree: child flows share their
 	// parent's budget, and a child-flow step holds no slot. With 1, the
-	// order of SPEC §5 is exactly reproducible. 0 means DefaultParallel.
+	// order of docs/runs.md is exactly reproducible. 0 means DefaultParallel.
 	Parallel int
 	// Timeout bounds the whole run (flow_timeout); 0 means the flow's own
 	// timeout, if any.
@@ -259,7 +259,7 @@ const (
 	StepWaiting   StepStatus = "waiting"
 )
 
-// Result is the record of one run (SPEC §7).
+// Result is the record of one run (docs/cli.md).
 type Result struct {
 	RunID string
 	// ResumedFrom names the run this one resumed, when it resumed an

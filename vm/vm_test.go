@@ -1105,7 +1105,7 @@ m = map("m", over = "['a.go', 'b.go']", body = [w], item_var = "file")
 }
 
 // TestPredeclaredModules: json, math and re are available to expressions,
-// conditions and templates at run time (SPEC §4).
+// conditions and templates at run time (docs/language.md).
 func TestPredeclaredModules(t *testing.T) {
 	res := run(t, `
 flow(output = "b")

@@ -58,7 +58,7 @@ var commands = map[string]*command{}
 
 func register(c *command) { commands[c.name] = c }
 
-// Exit statuses (SPEC §7).
+// Exit statuses (docs/cli.md).
 const (
 	exitOK    = 0
 	exitFail  = 1 // a run failed or was cancelled; check found errors

@@ -1,6 +1,6 @@
 package main
 
-// This file defines `skein repl` (SPEC §9): a Starlark prompt whose steps
+// This file defines `skein repl` (docs/cli.md): a Starlark prompt whose steps
 // and edges accumulate into a flow that :check, :graph and :run work on. On
 // a terminal it edits lines with github.com/peterh/liner (history, tab
 // completion, Ctrl-C to drop the input); otherwise it reads plain lines, so

@@ -589,7 +589,7 @@ func (fi *flagInputs) add(name, text string) error {
 	return nil
 }
 
-// bind converts the texts by the flow's declared input types (SPEC §2: a
+// bind converts the texts by the flow's declared input types (docs/language.md: a
 // string keeps the text exactly, an int must parse as one, ...) and binds
 // them with the file's values. A name the flow does not declare is
 // converted as "any" and left for [vm.BindInputs] to refuse with a

@@ -1,6 +1,6 @@
 package main
 
-// This file defines `skein watch` (SPEC §9): reload and re-check a flow on
+// This file defines `skein watch` (docs/cli.md): reload and re-check a flow on
 // every save, show what changed in its graph, and with --run run it again.
 //
 // Editors save in many ways (write in place, write a temporary file and

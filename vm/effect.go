@@ -16,6 +16,7 @@ import (
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/vm/model"
+	"github.com/skeinlang/skein/vm/proc"
 )
 
 // EffectProducer produces the completions of effects. The VM calls Start on
@@ -157,7 +158,7 @@ func (req *EffectRequest) Nudge() {
 
 // Tee receives a task attempt's output as it is produced: see
 // [EffectRequest.Tee]. Every byte a writer is given was written by the
-// attempt before runProcess returns, so before its completion is passed
+// attempt before [proc.Run] returns, so before its completion is passed
 // on.
 type Tee struct {
 	Stdout, Stderr io.Writer
@@ -203,7 +204,7 @@ type EffectCompletion struct {
 }
 
 // Local is the producer that does the work on this machine: tasks and
-// shells run as processes, child flows run as nested runs.
+// shells run as processes ([proc.Run]), child flows run as nested runs.
 type Local struct{}
 
 // Start implements [EffectProducer].
@@ -214,7 +215,14 @@ func (Local) Start(ctx context.Context, req *EffectRequest, done func(*EffectCom
 	}
 	switch req.Kind {
 	case graphir.KindTask, graphir.KindShell:
-		go func() { done(runProcess(ctx, req)) }()
+		go func() {
+			job, _ := req.TaskJob()
+			var stdout, stderr io.Writer
+			if t := req.Tee; t != nil {
+				stdout, stderr = t.Stdout, t.Stderr
+			}
+			done(req.TaskCompletion(proc.Run(ctx, &job, stdout, stderr)))
+		}()
 	case graphir.KindSubflow:
 		go func() { done(req.RunChild(ctx)) }()
 	case graphir.KindWait:
@@ -225,6 +233,25 @@ func (Local) Start(ctx context.Context, req *EffectRequest, done func(*EffectCom
 	default:
 		done(&EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("step %q: %s steps cannot run here", req.Step, req.Kind)})
 	}
+}
+
+// TaskJob returns the process of a task or shell request as plain data,
+// for [proc.Run] on this machine or on an engine's worker; false for a
+// request of another kind. It is the one place a request becomes a job.
+func (req *EffectRequest) TaskJob() (proc.Job, bool) {
+	if !req.Kind.IsProcess() {
+		return proc.Job{}, false
+	}
+	return proc.Job{RunID: req.RunID, Step: req.Step, Visit: req.Visit, Attempt: req.Attempt,
+		Argv: req.Argv, Env: req.Env, Dir: req.Dir, Stdin: req.Stdin,
+		Timeout: req.Timeout, KillGrace: req.KillGrace, MaxOutput: req.MaxOutput}, true
+}
+
+// TaskCompletion is the completion of a task or shell request from the
+// outcome of its job (see [EffectRequest.TaskJob]), wherever it ran.
+func (req *EffectRequest) TaskCompletion(o *proc.Outcome) *EffectCompletion {
+	return &EffectCompletion{OK: o.OK, Cancelled: o.Cancelled, Error: o.Error, Code: o.Code,
+		ExitCode: o.ExitCode, Stdout: o.Stdout, Stderr: o.Stderr, Truncated: o.Truncated}
 }
 
 // Sleep waits for d, or until ctx ends: the completion of a wait step on

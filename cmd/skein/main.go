@@ -18,7 +18,7 @@ import (
 
 	"github.com/skeinlang/skein/builtins"
 	"github.com/skeinlang/skein/graphir"
-	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/proc"
 )
 
 func main() { os.Exit(process()) }
@@ -28,9 +28,9 @@ func main() { os.Exit(process()) }
 // task leaves running outside its process group is still ended, then the
 // command line; the keeper is stopped before skein exits.
 func process() int {
-	vm.EnableSubreaper() // best effort: elsewhere, only the group is cleaned up
+	proc.EnableSubreaper() // best effort: elsewhere, only the group is cleaned up
 	code := Main(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr})
-	vm.StopKeeper() // what tasks left behind is gone before skein exits
+	proc.StopKeeper() // what tasks left behind is gone before skein exits
 	return code
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/model"
+	"github.com/skeinlang/skein/vm/proc"
 	"github.com/skeinlang/skein/vm/store"
 )
 
@@ -265,7 +266,7 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 	}
 
 	if !opts.dryRun && mayRunProcesses(g) {
-		vm.WarmKeeper() // while the store opens and the run is recorded
+		proc.WarmKeeper() // while the store opens and the run is recorded
 	}
 	models, err := opts.models(g)
 	if err != nil {

@@ -17,11 +17,11 @@
 // signals the task's group directly, as it does without a keeper.
 //
 // The keeper is one process per skein, started with the first task (or
-// before it, vm.WarmKeeper): a re-executed skein costs some milliseconds,
+// before it, proc.WarmKeeper): a re-executed skein costs some milliseconds,
 // once, not per task. It becomes the keeper in this package's init, and
 // this package imports nothing slow to initialize (not net: its end of
 // the socket is read with plain system calls), so it does not wait for
 // the rest of skein's packages to be initialized, most of a start.
 //
-// vm's keeper_linux.go is skein's side.
+// Package vm/proc (keeper_linux.go) is skein's side.
 package keeper

@@ -1,10 +1,18 @@
-package vm
-
-// This file runs task and shell steps as processes: argv executed
-// directly, each attempt in its own process group so that a timeout or a
+// Package proc starts, supervises and reaps task processes: one attempt
+// of a task or shell step, described by a [Job] (plain data, so that an
+// engine can send it to another machine), runs as a process with its argv
+// executed directly, in a process group of its own so that a timeout or a
 // cancellation reaches every process the task started (SIGTERM, then
 // SIGKILL after a grace period), and nothing of the group outlives the
-// step.
+// attempt. On Linux the attempt starts through the task keeper (package
+// vm/keeper) when skein is a child subreaper ([EnableSubreaper]).
+//
+// It decides nothing about a run: what to start, when to retry and what an
+// attempt's outcome means are package vm's. It imports nothing of Skein's
+// but the keeper.
+package proc
+
+// This file runs one attempt ([Run]) and keeps the tail of its output.
 
 import (
 	"context"
@@ -23,27 +31,88 @@ import (
 	"time"
 )
 
-// runProcess runs one attempt of a task or shell step.
-func runProcess(ctx context.Context, spec *EffectRequest) *EffectCompletion {
+// Job is one attempt of a task or shell step, rendered: everything its
+// process needs, as plain data. Its JSON field names are its Go names;
+// engines send it between machines and keep it in histories, so they do
+// not change.
+type Job struct {
+	// RunID, Step, Visit and Attempt say which attempt this is; the
+	// process sees them as SKEIN_RUN_ID, SKEIN_STEP, SKEIN_VISIT and
+	// SKEIN_ATTEMPT, so that a task can make itself idempotent.
+	RunID   string
+	Step    string
+	Visit   int
+	Attempt int
+	// Argv is the command and its arguments (a shell step's is
+	// ["/bin/sh", "-c", script]); Argv[0] is looked up on PATH unless it
+	// holds a slash.
+	Argv []string
+	// Env is the process's environment; nil means this process's own.
+	Env []string `json:",omitempty"`
+	// Dir is the directory it runs in; empty means this process's own.
+	Dir string
+	// Stdin is the text read on its standard input; nil means none
+	// (/dev/null).
+	Stdin *string `json:",omitempty"`
+	// Timeout bounds the attempt; 0 means none. KillGrace is the time
+	// between SIGTERM and SIGKILL when it is stopped.
+	Timeout   time.Duration `json:",omitempty"`
+	KillGrace time.Duration `json:",omitempty"`
+	// MaxOutput is how many bytes of the tail of stdout and of stderr
+	// are kept.
+	MaxOutput int `json:",omitempty"`
+}
+
+// Outcome is how an attempt ended, as plain data.
+type Outcome struct {
+	// OK: the process exited with status 0.
+	OK bool `json:",omitempty"`
+	// Cancelled: ctx ended before the process did.
+	Cancelled bool `json:",omitempty"`
+	// Error and Code describe a failure: Code is "step_failed", or
+	// "timeout" when Job.Timeout ran out.
+	Error string `json:",omitempty"`
+	Code  string `json:",omitempty"`
+	// ExitCode is the exit status; -1 when a signal ended the process,
+	// 127 when it could not start.
+	ExitCode int
+	// Stdout and Stderr are the tails of what it wrote; Truncated says
+	// either was cut.
+	Stdout    string `json:",omitempty"`
+	Stderr    string `json:",omitempty"`
+	Truncated bool   `json:",omitempty"`
+}
+
+// Run runs one attempt of job and says how it ended. stdout and stderr,
+// when not nil, are also given what the process writes, as it writes it,
+// each from one goroutine of its own (they must not share state
+// unguarded); their errors are ignored, and every byte is given before
+// Run returns. Cancelling ctx stops the process as a timeout does; a ctx
+// already done starts nothing.
+func Run(ctx context.Context, job *Job, stdout, stderr io.Writer) *Outcome {
 	actx := ctx
-	if spec.Timeout > 0 {
+	if job.Timeout > 0 {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, spec.Timeout)
+		actx, cancel = context.WithTimeout(ctx, job.Timeout)
 		defer cancel()
 	}
 	if ctx.Err() != nil {
 		// No longer wanted before it started: start nothing.
-		return &EffectCompletion{Cancelled: true, Error: "cancelled", ExitCode: -1}
+		return &Outcome{Cancelled: true, Error: "cancelled", ExitCode: -1}
 	}
-	stdout, stderr := &tailBuffer{max: spec.MaxOutput}, &tailBuffer{max: spec.MaxOutput}
-	var outW, errW io.Writer = stdout, stderr
-	if t := spec.Tee; t != nil {
-		outW, errW = teeWriter{stdout, t.Stdout}, teeWriter{stderr, t.Stderr}
+	if len(job.Argv) == 0 {
+		const msg = "cannot start a task without a command (its argv is empty)"
+		return &Outcome{Code: "step_failed", Error: msg, Stderr: msg, ExitCode: 127}
 	}
-	p, err := startProcess(spec, outW, errW)
+	outBuf, errBuf := &tailBuffer{max: job.MaxOutput}, &tailBuffer{max: job.MaxOutput}
+	var outW, errW io.Writer = outBuf, errBuf
+	if stdout != nil || stderr != nil {
+		outW, errW = teeWriter{outBuf, stdout}, teeWriter{errBuf, stderr}
+	}
+	p, err := startProcess(job, outW, errW)
 	if err != nil {
-		msg := startFailure(spec, err)
-		return &EffectCompletion{Code: "step_failed", Error: msg, Stderr: msg, ExitCode: 127}
+		msg := startFailure(job, err)
+		return &Outcome{Code: "step_failed", Error: msg, Stderr: msg, ExitCode: 127}
 	}
 	pgid := p.pid()
 	exited := make(chan struct{})
@@ -57,7 +126,7 @@ func runProcess(ctx context.Context, spec *EffectRequest) *EffectCompletion {
 		case <-actx.Done():
 		}
 		syscall.Kill(-pgid, syscall.SIGTERM)
-		t := time.NewTimer(spec.KillGrace)
+		t := time.NewTimer(job.KillGrace)
 		defer t.Stop()
 		select {
 		case <-exited:
@@ -76,14 +145,14 @@ func runProcess(ctx context.Context, spec *EffectRequest) *EffectCompletion {
 	if ws.Signaled() {
 		code = -1
 	}
-	o := &EffectCompletion{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: code,
-		Truncated: stdout.truncated || stderr.truncated}
+	o := &Outcome{Stdout: outBuf.String(), Stderr: errBuf.String(), ExitCode: code,
+		Truncated: outBuf.truncated || errBuf.truncated}
 	switch {
 	case ctx.Err() != nil:
 		o.Cancelled = true
 		o.Error = "cancelled"
 	case actx.Err() != nil:
-		o.Code, o.Error = "timeout", fmt.Sprintf("timed out after %s", spec.Timeout)
+		o.Code, o.Error = "timeout", fmt.Sprintf("timed out after %s", job.Timeout)
 	case ws.Exited() && code == 0 && (err == nil || errors.Is(err, exec.ErrWaitDelay)):
 		o.OK = true
 	default:
@@ -116,21 +185,21 @@ type process interface {
 
 // startProcess starts an attempt: through the keeper where there is one
 // (keeper_linux.go), else directly in a process group of its own.
-func startProcess(spec *EffectRequest, stdout, stderr io.Writer) (process, error) {
-	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
+func startProcess(job *Job, stdout, stderr io.Writer) (process, error) {
+	cmd := exec.Command(job.Argv[0], job.Argv[1:]...)
 	if cmd.Err != nil {
 		return nil, cmd.Err
 	}
-	if kp, err, ok := startKeptTask(cmd.Path, spec.Argv, taskEnv(spec), spec.Dir, spec.Stdin, stdout, stderr); ok {
+	if kp, err, ok := startKeptTask(cmd.Path, job.Argv, taskEnv(job), job.Dir, job.Stdin, stdout, stderr); ok {
 		if err != nil {
 			return nil, err
 		}
 		return kp, nil
 	}
-	cmd.Dir = spec.Dir
-	cmd.Env = taskEnv(spec)
-	if spec.Stdin != nil {
-		cmd.Stdin = strings.NewReader(*spec.Stdin)
+	cmd.Dir = job.Dir
+	cmd.Env = taskEnv(job)
+	if job.Stdin != nil {
+		cmd.Stdin = strings.NewReader(*job.Stdin)
 	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = taskAttr()
@@ -157,49 +226,49 @@ func (p directProcess) wait() (syscall.WaitStatus, error) {
 	return ws, err
 }
 
-// taskEnv is the environment of a task's process: the request's, and the
+// taskEnv is the environment of a task's process: the job's, and the
 // run, step, visit and attempt, so that a task can make itself idempotent.
-func taskEnv(spec *EffectRequest) []string {
-	env := spec.Env
+func taskEnv(job *Job) []string {
+	env := job.Env
 	if env == nil {
 		env = os.Environ()
 	}
 	return append(env[:len(env):len(env)],
-		"SKEIN_RUN_ID="+spec.RunID, "SKEIN_STEP="+spec.Step,
-		"SKEIN_VISIT="+strconv.Itoa(spec.Visit), "SKEIN_ATTEMPT="+strconv.Itoa(spec.Attempt))
+		"SKEIN_RUN_ID="+job.RunID, "SKEIN_STEP="+job.Step,
+		"SKEIN_VISIT="+strconv.Itoa(job.Visit), "SKEIN_ATTEMPT="+strconv.Itoa(job.Attempt))
 }
 
 // startFailure says why a task's process could not start, in the user's
 // terms: which directory or file is missing, rather than Go's "fork/exec
 // PATH: ..." or "chdir ...".
-func startFailure(spec *EffectRequest, err error) string {
-	name := spec.Argv[0]
+func startFailure(job *Job, err error) string {
+	name := job.Argv[0]
 	// A NUL byte (from a template's value) cannot be passed to a process:
 	// the system call fails with a bare "invalid argument".
 	const nul = "contains a NUL byte, which no process argument, environment variable or path can hold"
-	for i, a := range spec.Argv {
+	for i, a := range job.Argv {
 		if strings.IndexByte(a, 0) >= 0 {
 			return fmt.Sprintf("cannot start %q: argument %d %s", name, i, nul)
 		}
 	}
-	for _, kv := range taskEnv(spec) {
+	for _, kv := range taskEnv(job) {
 		if strings.IndexByte(kv, 0) >= 0 {
 			k, _, _ := strings.Cut(kv, "=")
 			return fmt.Sprintf("cannot start %q: environment variable %s %s", name, k, nul)
 		}
 	}
-	if strings.IndexByte(spec.Dir, 0) >= 0 {
+	if strings.IndexByte(job.Dir, 0) >= 0 {
 		return fmt.Sprintf("cannot start %q: dir %s", name, nul)
 	}
-	if spec.Dir != "" {
-		fi, serr := os.Stat(spec.Dir)
+	if job.Dir != "" {
+		fi, serr := os.Stat(job.Dir)
 		switch {
 		case errors.Is(serr, fs.ErrNotExist):
-			return fmt.Sprintf("cannot start %q: directory %s does not exist", name, spec.Dir)
+			return fmt.Sprintf("cannot start %q: directory %s does not exist", name, job.Dir)
 		case serr != nil:
-			return fmt.Sprintf("cannot start %q: directory %s: %v", name, spec.Dir, unwrapPath(serr))
+			return fmt.Sprintf("cannot start %q: directory %s: %v", name, job.Dir, unwrapPath(serr))
 		case !fi.IsDir():
-			return fmt.Sprintf("cannot start %q: dir %s is a file, not a directory", name, spec.Dir)
+			return fmt.Sprintf("cannot start %q: dir %s is a file, not a directory", name, job.Dir)
 		}
 	}
 	if strings.Contains(name, "/") {
@@ -207,7 +276,7 @@ func startFailure(spec *EffectRequest, err error) string {
 		// directory, which is where the user must look.
 		path := name
 		if !filepath.IsAbs(path) {
-			path = filepath.Join(spec.Dir, path)
+			path = filepath.Join(job.Dir, path)
 		}
 		if _, serr := os.Stat(path); errors.Is(serr, fs.ErrNotExist) {
 			return fmt.Sprintf("cannot start %q: %s does not exist", name, path)
@@ -247,8 +316,8 @@ func unwrapExec(err error) error {
 	return err
 }
 
-// teeWriter writes to the attempt's buffer and to a [Tee]'s writer, whose
-// errors never stop the task's output being read.
+// teeWriter writes to the attempt's buffer and to a writer given to
+// [Run], whose errors never stop the task's output being read.
 type teeWriter struct {
 	buf *tailBuffer
 	w   io.Writer

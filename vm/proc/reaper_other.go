@@ -1,6 +1,9 @@
 //go:build !linux
 
-package vm
+package proc
+
+// This file stands in for the Linux-only keeper and subreaper elsewhere:
+// tasks start directly, and only their process group is cleaned up.
 
 import (
 	"errors"

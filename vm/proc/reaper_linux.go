@@ -1,6 +1,6 @@
 //go:build linux
 
-package vm
+package proc
 
 // This file is the Linux half of process-tree cleanup beyond the process
 // group (process.go). When skein is a child subreaper ([EnableSubreaper]),

@@ -1,6 +1,6 @@
 //go:build linux
 
-package vm
+package proc
 
 // This file is skein's side of the task keeper (package vm/keeper says
 // what the keeper is): starting it, asking it for tasks and their ends,

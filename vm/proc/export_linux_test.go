@@ -1,6 +1,6 @@
 //go:build linux
 
-package vm
+package proc
 
 // SetReaper sets whether tasks are counted for orphan cleanup (as when
 // skein is a subreaper) and whether they start through the keeper, and

@@ -329,6 +329,9 @@ func (r *run) enter(t task) {
 	case graphir.KindLoop:
 		lf := r.newFrame(f, n)
 		lf.iteration = 1
+		if n.Timeout > 0 {
+			r.arm(&bound{f: f, n: n, body: lf}, n.Timeout)
+		}
 		r.startIteration(lf)
 	case graphir.KindMap:
 		r.startMap(f, n)
@@ -384,6 +387,9 @@ func (r *run) timed(n *graphir.Node) bool {
 
 // finish records how step n ended in frame f and follows its edges.
 func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
+	if n.Timeout > 0 && n.HasBody() {
+		r.unbound(f, n)
+	}
 	r.seq++
 	st := f.state(r, n.ID)
 	st.done, st.iter = true, int32(f.iteration)
@@ -1038,6 +1044,9 @@ func (r *run) startMap(f *frame, n *graphir.Node) {
 	if len(items) == 0 {
 		r.finish(f, n, &outcome{ok: true, value: frozenList(nil)})
 		return
+	}
+	if n.Timeout > 0 {
+		r.arm(&bound{f: f, n: n, m: m}, n.Timeout)
 	}
 	for len(m.frames) < n.Map.Concurrency && m.next < len(items) {
 		r.startItem(m)

@@ -348,7 +348,11 @@ func (r *run) startEffect(f *frame, n *graphir.Node, req *EffectRequest) {
 			r.opts.slots.take()
 		}
 	}
-	r.opts.Effects.Start(s.ctx, req, func(ec *EffectCompletion) {
+	ctx := s.ctx
+	if req.Tool == "" && boundedEffect(n) {
+		ctx = r.boundEffect(f, n, c, ctx)
+	}
+	r.opts.Effects.Start(ctx, req, func(ec *EffectCompletion) {
 		c.c = ec
 		r.post(c)
 	})

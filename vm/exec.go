@@ -62,6 +62,7 @@ type run struct {
 	slotq    []queued                    // effects of running agent steps waiting for a --parallel slot
 	inbox    inbox                       // async work reports here
 	timers   map[*completion]func() bool // retry timers by their completion: stop
+	bounds   map[boundKey]*bound         // timeouts the core keeps (bound.go)
 	rt       Runtime
 	pacer    Pacer // rt, when it wants to hear of evaluations
 
@@ -116,6 +117,12 @@ type completion struct {
 	retry int            // >0: a retry timer fired; start this attempt
 	timer bool           // a retry timer's
 	slot  bool           // the effect holds a slot of the --parallel budget
+	// A timeout's timer, which fired (not counted in r.running).
+	bound *bound
+	// An effect attempt with a timeout the core keeps: cancel ends its
+	// context, expired says the timeout did.
+	cancel  context.CancelFunc
+	expired bool
 }
 
 // execScope is the cancellation of a frame's async work.
@@ -398,7 +405,9 @@ func (r *run) drive() {
 			break
 		}
 		if c := r.take(); c != nil {
-			r.running--
+			if c.bound == nil {
+				r.running--
+			}
 			r.completed(c)
 			continue
 		}
@@ -450,6 +459,16 @@ func (r *run) dispatch() {
 
 // completed feeds finished async work back to the core.
 func (r *run) completed(c *completion) {
+	if c.bound != nil {
+		r.boundFired(c.bound)
+		return
+	}
+	if c.cancel != nil {
+		if b := r.bounds[boundKey{c.f, c.n.ID}]; b != nil && b.eff == c {
+			r.unbound(c.f, c.n)
+		}
+		c.cancel()
+	}
 	if c.timer {
 		delete(r.timers, c)
 	}
@@ -467,6 +486,9 @@ func (r *run) completed(c *completion) {
 		}
 		return
 	}
+	if c.expired && o.cancelled {
+		o = expiredOutcome(c.n, o)
+	}
 	if c.req != nil && c.req.agent != nil {
 		r.agentDone(c)
 		return
@@ -475,6 +497,10 @@ func (r *run) completed(c *completion) {
 		if c.req != nil {
 			req := *c.req
 			req.Attempt = c.retry
+			if req.child != nil {
+				// Each attempt's child reports and is journaled apart.
+				req.child = r.childRun(append(c.f.scopePath(), childAt(c.n, req.Visit, req.Attempt)))
+			}
 			r.startEffect(c.f, c.n, &req)
 			return
 		}
@@ -515,7 +541,7 @@ func (r *run) completed(c *completion) {
 		r.interrupted()
 		return
 	}
-	if !o.ok && o.task && c.req.Attempt <= c.n.Retries {
+	if !o.ok && coreRetried(c.n) && c.req.Attempt <= c.n.Retries {
 		retry, ok := r.retryWanted(c.f, c.n, o)
 		if !ok {
 			return
@@ -641,6 +667,7 @@ func (r *run) drain() {
 			r.cancelledStep(c, nil)
 		}
 	}
+	r.stopBounds()
 	for r.running > 0 {
 		c := r.take()
 		if c == nil {
@@ -650,6 +677,9 @@ func (r *run) drain() {
 			r.handoff = time.Time{}
 			r.rt.Wait(nil, r.inbox.wake)
 			continue
+		}
+		if c.bound != nil {
+			continue // disarmed: the run is over
 		}
 		r.running--
 		frames = append(frames, c.f)
@@ -986,14 +1016,30 @@ func (r *run) startSubflow(f *frame, n *graphir.Node) {
 	}
 	req := r.request(f, n)
 	req.ChildPath, req.ChildGraph, req.ChildInputs = path, child, inputs
-	// The child reports and is journaled under the step, and its visit
-	// when it is not the first: a resumed run replays each visit's child.
-	at := n.Name
-	if req.Visit > 1 {
-		at = fmt.Sprintf("%s:%d", n.Name, req.Visit)
-	}
-	req.child = r.childRun(append(f.scopePath(), at))
+	req.child = r.childRun(append(f.scopePath(), childAt(n, req.Visit, 1)))
 	r.startEffect(f, n, req)
+}
+
+// childAt is where the child flow of an attempt of step n reports and is
+// journaled: under the step, and its visit when it is not the first and
+// its attempt when it is a retry, so a resumed run replays each one's
+// child apart ("c", "c:2", "c:2.3").
+func childAt(n *graphir.Node, visit, attempt int) string {
+	switch {
+	case attempt > 1:
+		return fmt.Sprintf("%s:%d.%d", n.Name, visit, attempt)
+	case visit > 1:
+		return fmt.Sprintf("%s:%d", n.Name, visit)
+	}
+	return n.Name
+}
+
+// coreRetried reports whether the core retries a failed attempt of step n
+// (retries=, retry_when=): tasks, shells and child flows. A model call
+// retries its transient failures itself ([model.Policy]), and fn steps
+// retry in fnDone.
+func coreRetried(n *graphir.Node) bool {
+	return n.Kind.IsProcess() || n.Kind == graphir.KindSubflow
 }
 
 // nestable reports whether a child flow at path may start under this run

@@ -425,6 +425,11 @@ func (r *run) restore(s *Snapshot) {
 			}
 		}
 	}
+	all := make([]*frame, 0, len(frames))
+	for i := range s.Frames {
+		all = append(all, frames[s.Frames[i].Ord])
+	}
+	r.rearmBodies(all)
 	r.queue = r.queue[:0]
 	for _, t := range s.Queue {
 		r.queue = append(r.queue, task{f: frames[t.Frame], n: r.g.Nodes[t.Node], seq: t.Seq, decl: t.Decl})

@@ -434,7 +434,9 @@ func (p *producer) task(ctx context.Context, req *vm.EffectRequest, done func(*v
 		err := fut.Get(c, &out)
 		switch {
 		case cancelled && err != nil:
-			return &vm.EffectCompletion{Cancelled: true}
+			// As locally: a task stopped before it told how it ended
+			// has no exit status.
+			return &vm.EffectCompletion{Cancelled: true, ExitCode: -1}
 		case cancelled:
 			// The activity killed the task and says how it ended: the
 			// output it wrote until then stays in the record, as locally.
@@ -553,6 +555,13 @@ func (p *producer) child(ctx context.Context, req *vm.EffectRequest, done func(*
 		err := fut.Get(c, &out)
 		p.st.childEnded(id)
 		if cancelled {
+			// The child ran until it was cancelled (a timeout, a race):
+			// its record is kept, as locally.
+			if err == nil {
+				if cc := childCompletion(&out); cc.Child != nil {
+					return &vm.EffectCompletion{Cancelled: true, Child: cc.Child}
+				}
+			}
 			return &vm.EffectCompletion{Cancelled: true}
 		}
 		if err != nil {

@@ -119,11 +119,15 @@ const (
 	CodeModel  = "model_error"
 	CodeBudget = "budget_exceeded"
 	CodeReplay = "replay_miss"
+	// CodeTimeout: no reply within the step's timeout= (a step's bound,
+	// reported as for any step kind; the client's own per-request bound
+	// is a transport error, CodeModel).
+	CodeTimeout = "timeout"
 )
 
 // Error is a failed model call.
 type Error struct {
-	Code       string // CodeModel, CodeBudget or CodeReplay
+	Code       string // CodeModel, CodeTimeout, CodeBudget or CodeReplay
 	Msg        string
 	Status     int           // HTTP status, 0 if none
 	Retryable  bool          // a transport error, a timeout, 429 or 5xx
@@ -210,7 +214,7 @@ func complete(ctx context.Context, p Provider, req Request, timeout time.Duratio
 	defer cancel()
 	rep, err := p.Complete(actx, req)
 	if err != nil && ctx.Err() == nil && actx.Err() != nil {
-		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: no reply within the step's timeout of %s", req.Model, timeout), Retryable: true}
+		return nil, &Error{Code: CodeTimeout, Msg: fmt.Sprintf("model %q: no reply within the step's timeout of %s", req.Model, timeout), Retryable: true}
 	}
 	return rep, err
 }

@@ -473,7 +473,7 @@ func TestPolicyTimeout(t *testing.T) {
 	s2 := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "late", Delay: time.Hour}}})
 	defer s2.Close()
 	_, err = model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s2, "x"), model.Policy{Timeout: timeout})
-	if code(err) != "model_error" || !strings.Contains(err.Error(), "no reply within the step's timeout of 3s") {
+	if code(err) != model.CodeTimeout || !strings.Contains(err.Error(), "no reply within the step's timeout of 3s") {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/model"
+	"github.com/skeinlang/skein/vm/proc"
 )
 
 // Activities are what a worker runs for the workflow: task and shell
@@ -88,23 +89,22 @@ func lookupEnv(env []string, key string) string {
 // runs. The workflow cancelling the activity (the run cancelled, the
 // step's branch abandoned) reaches it through the heartbeat and kills the
 // task's process group, as locally.
-func (a *Activities) Task(ctx context.Context, in TaskInput) (*TaskOutput, error) {
+func (a *Activities) Task(ctx context.Context, in TaskInput) (*proc.Outcome, error) {
 	env := a.Env
 	if env == nil {
 		env = os.Environ()
 	}
-	req := &vm.EffectRequest{RunID: in.RunID, Step: in.Step, Kind: in.Kind, Visit: in.Visit, Attempt: in.Attempt,
-		Argv: in.Argv, Env: append(append([]string(nil), env...), in.Env...), Dir: a.dir(in), Stdin: in.Stdin,
-		Timeout: in.Timeout, KillGrace: in.KillGrace, MaxOutput: in.MaxOutput}
-	ch := make(chan *vm.EffectCompletion, 1)
-	vm.Local{}.Start(ctx, req, func(c *vm.EffectCompletion) { ch <- c })
+	job := in.Job
+	job.Env = append(append([]string(nil), env...), in.Env...)
+	job.Dir = a.dir(in)
+	ch := make(chan *proc.Outcome, 1)
+	go func() { ch <- proc.Run(ctx, &job, nil, nil) }()
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
 	for {
 		select {
-		case c := <-ch:
-			return &TaskOutput{OK: c.OK, Cancelled: c.Cancelled, Error: c.Error, Code: c.Code, ExitCode: c.ExitCode,
-				Stdout: c.Stdout, Stderr: c.Stderr, Truncated: c.Truncated}, nil
+		case o := <-ch:
+			return o, nil
 		case <-tick.C:
 			activity.RecordHeartbeat(ctx)
 		}

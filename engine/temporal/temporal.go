@@ -34,6 +34,7 @@ import (
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/model"
+	"github.com/skeinlang/skein/vm/proc"
 )
 
 // Names registered by [Register].
@@ -384,39 +385,22 @@ func (p *producer) follow(ctx context.Context, fut workflow.Future, cancel workf
 	})
 }
 
-// TaskInput is one attempt of a task or shell step, rendered.
+// TaskInput is the task activity's input: one attempt of a task or shell
+// step, rendered (its [proc.Job], built by [vm.EffectRequest.TaskJob]),
+// with the flow root its directory is under. Its JSON field names are
+// those of the histories of runs in flight: they do not change.
 type TaskInput struct {
-	RunID     string
-	Step      string
-	Kind      graphir.Kind
-	Visit     int
-	Attempt   int
-	Argv      []string
-	Env       []string `json:",omitempty"` // the step's env=, over the worker's
-	Dir       string
-	Root      string        // the flow root Dir is under, on the machine that loaded it
-	Stdin     *string       `json:",omitempty"`
-	Timeout   time.Duration `json:",omitempty"`
-	KillGrace time.Duration `json:",omitempty"`
-	MaxOutput int           `json:",omitempty"`
-}
-
-// TaskOutput is how the attempt ended.
-type TaskOutput struct {
-	OK        bool   `json:",omitempty"`
-	Cancelled bool   `json:",omitempty"`
-	Error     string `json:",omitempty"`
-	Code      string `json:",omitempty"`
-	ExitCode  int
-	Stdout    string `json:",omitempty"`
-	Stderr    string `json:",omitempty"`
-	Truncated bool   `json:",omitempty"`
+	proc.Job
+	Kind graphir.Kind
+	Root string // the flow root Job.Dir is under, on the machine that loaded it
 }
 
 func (p *producer) task(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
-	in := TaskInput{RunID: req.RunID, Step: req.Step, Kind: req.Kind, Visit: req.Visit, Attempt: req.Attempt,
-		Argv: req.Argv, Env: req.Env, Dir: p.in.abs(req.Dir), Root: p.in.abs(p.in.Root), Stdin: req.Stdin,
-		Timeout: req.Timeout, KillGrace: req.KillGrace, MaxOutput: req.MaxOutput}
+	job, _ := req.TaskJob()
+	// The job's Env is the step's env= alone (the workflow has no
+	// environment of its own); the worker puts its own under it.
+	job.Dir = p.in.abs(job.Dir)
+	in := TaskInput{Job: job, Kind: req.Kind, Root: p.in.abs(p.in.Root)}
 	close := 30 * 24 * time.Hour
 	if req.Timeout > 0 {
 		close = req.Timeout + req.KillGrace + time.Minute
@@ -430,7 +414,7 @@ func (p *producer) task(ctx context.Context, req *vm.EffectRequest, done func(*v
 	})
 	fut := workflow.ExecuteActivity(actx, TaskActivity, in)
 	p.follow(ctx, fut, cancel, func(c workflow.Context, cancelled bool) *vm.EffectCompletion {
-		var out TaskOutput
+		var out proc.Outcome
 		err := fut.Get(c, &out)
 		switch {
 		case cancelled && err != nil:
@@ -448,8 +432,7 @@ func (p *producer) task(ctx context.Context, req *vm.EffectRequest, done func(*v
 			p.st.attemptFailed(&FailedAttempt{Flow: req.Flow, Scope: req.Scope, Step: req.Step, Visit: req.Visit, Attempt: req.Attempt,
 				Stdout: out.Stdout, Stderr: out.Stderr})
 		}
-		return &vm.EffectCompletion{OK: out.OK, Cancelled: out.Cancelled, Error: out.Error, Code: out.Code,
-			ExitCode: out.ExitCode, Stdout: out.Stdout, Stderr: out.Stderr, Truncated: out.Truncated}
+		return req.TaskCompletion(&out)
 	}, done)
 }
 

@@ -34,7 +34,8 @@ import (
 // Job is one attempt of a task or shell step, rendered: everything its
 // process needs, as plain data. Its JSON field names are its Go names;
 // engines send it between machines and keep it in histories, so they do
-// not change.
+// not change. As JSON, its strings (and an [Outcome]'s) are text: bytes
+// that are not UTF-8 arrive as U+FFFD.
 type Job struct {
 	// RunID, Step, Visit and Attempt say which attempt this is; the
 	// process sees them as SKEIN_RUN_ID, SKEIN_STEP, SKEIN_VISIT and

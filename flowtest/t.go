@@ -16,7 +16,7 @@ import (
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
-	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 )
@@ -114,13 +114,14 @@ func (t *tester) run(th *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err := graphir.Confine(t.root, path); err != nil {
 		return nil, fmt.Errorf("%s: flow %q: %v", b.Name(), flow, err)
 	}
-	g, err := lang.Load(path, lang.Options{Root: t.root})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %s", b.Name(), diagText([]check.Diagnostic{check.FromError(graphir.AsError(err))}))
+	f := frontend.Load(path, frontend.Options{Root: t.root})
+	if f.Graph == nil {
+		return nil, fmt.Errorf("%s: %s", b.Name(), diagText(f.Diagnostics))
 	}
-	if ds := check.Graph(g); hasErrors(ds) {
-		return nil, fmt.Errorf("%s: flow %s does not check:\n%s", b.Name(), flow, diagText(ds))
+	if f.Errors() > 0 {
+		return nil, fmt.Errorf("%s: flow %s does not check:\n%s", b.Name(), flow, diagText(f.Diagnostics))
 	}
+	g := f.Graph
 	m, err := NewMocks(mocks)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", b.Name(), err)
@@ -129,7 +130,7 @@ func (t *tester) run(th *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 		return nil, fmt.Errorf("%s: %v", b.Name(), err)
 	}
 	m.Strict = t.strict
-	given := map[string]starlark.Value{}
+	var given frontend.Inputs
 	if inputs != nil {
 		for _, it := range inputs.Items() {
 			k, ok := starlark.AsString(it[0])
@@ -140,14 +141,15 @@ func (t *tester) run(th *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 			if err != nil {
 				return nil, fmt.Errorf("%s: inputs[%q]: %v", b.Name(), k, err)
 			}
-			given[k] = v
+			given.Set(k, v)
 		}
 	}
-	in, err := vm.BindInputs(g, given)
+	in, err := given.Bind(g)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", b.Name(), graphir.AsError(err).Msg)
 	}
-	opts := vm.Options{Parallel: parallel, Effects: m, LoadFlow: t.loadChild}
+	// A templated child flow loads and checks as the flow did.
+	opts := vm.Options{Parallel: parallel, Effects: m, LoadFlow: frontend.Options{}.ChildLoader(nil)}
 	res := vm.Prepare(g).Run(t.ctx, in, opts)
 	for _, p := range m.Problems() {
 		t.failf(th, "%s", p)
@@ -161,18 +163,6 @@ func (t *tester) run(th *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 		return nil, fmt.Errorf("%s: cannot decode the result: %v", b.Name(), err)
 	}
 	return v, nil
-}
-
-// loadChild loads a child flow that a templated flow= names.
-func (t *tester) loadChild(_ context.Context, path, root string) (*graphir.Graph, error) {
-	g, err := lang.Load(path, lang.Options{Root: root})
-	if err != nil {
-		return nil, err
-	}
-	if ds := check.Graph(g); hasErrors(ds) {
-		return nil, fmt.Errorf("%s", diagText(ds))
-	}
-	return g, nil
 }
 
 // checkMocks refuses a mock for a step that neither the flow nor its
@@ -544,11 +534,6 @@ func short(v starlark.Value) string {
 		s = string(r[:199]) + "…"
 	}
 	return s
-}
-
-func hasErrors(ds []check.Diagnostic) bool {
-	errs, _ := check.Count(ds)
-	return errs > 0
 }
 
 func diagText(ds []check.Diagnostic) string {

@@ -460,3 +460,11 @@ func ParseWait(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// Source is one file a flow was loaded from, as a run records it so that
+// it can be loaded again exactly (resume): the file's absolute path and
+// the text the load read.
+type Source struct {
+	Path string
+	Text []byte
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/lang/frontend"
 )
 
 // DefaultDebounce is how long the server waits after a change before it
@@ -410,13 +411,9 @@ func (s *Server) checkDoc(d *document) {
 	if f, err := graphir.FileOptions.Parse(d.path, src, syntax.RetainComments); err == nil {
 		an.file = f
 	}
-	g, err := lang.LoadSource(d.path, src, lang.Options{ReadFile: s.readFile})
-	if err != nil {
-		an.diags = []check.Diagnostic{check.FromError(graphir.AsError(err))}
-	} else {
-		an.g = g
-		an.diags = check.Graph(g)
-	}
+	loaded := frontend.LoadSource(d.path, src, frontend.Options{ReadFile: s.readFile})
+	g := loaded.Graph
+	an.g, an.diags = g, loaded.Diagnostics
 	d.an = an
 	if an.g != nil {
 		d.good = an

@@ -14,6 +14,7 @@ import (
 	"github.com/skeinlang/skein/engine/temporal"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/lang/frontend"
 )
 
 type checkOptions struct {
@@ -70,7 +71,7 @@ func runCheck(_ context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintf(io.err, "skein check: %v\n", err)
 		return exitUsage
 	}
-	all, checked := set.check(lang.Options{Root: opts.root, MaxSteps: opts.maxLoad}, opts.engine)
+	all, checked := set.check(frontend.Options{Root: opts.root, MaxSteps: opts.maxLoad, BudgetHint: budgetHint, LeanGC: true}, opts.engine)
 	all = check.Sort(all)
 	errs, warns := check.Count(all)
 	if opts.json {
@@ -155,7 +156,7 @@ func findFlows(args []string) (*flowSet, error) {
 //
 // For engine temporal, each flow's diagnostics include those that hold
 // only on Temporal.
-func (set *flowSet) check(lo lang.Options, engine string) ([]check.Diagnostic, int) {
+func (set *flowSet) check(lo frontend.Options, engine string) ([]check.Diagnostic, int) {
 	type result struct {
 		ds   []check.Diagnostic
 		read map[string]bool
@@ -171,9 +172,10 @@ func (set *flowSet) check(lo lang.Options, engine string) ([]check.Diagnostic, i
 			}
 			return lang.ReadFile(name)
 		}
-		g, ds := loadAndCheck(f.path, opts)
-		if g != nil && engine == "temporal" {
-			ds = append(ds, temporal.Warnings(g, 0)...)
+		fl := frontend.Load(f.path, opts)
+		ds := fl.Diagnostics
+		if fl.Graph != nil && engine == "temporal" {
+			ds = append(ds, temporal.Warnings(fl.Graph, 0)...)
 		}
 		self, _ := filepath.Abs(f.path)
 		for p := range read {
@@ -204,17 +206,12 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
+// budgetHint is the hint of a flow whose load exceeds its step budget.
+const budgetHint = "a flow that generates this many steps can raise the budget with --max-load-steps"
+
 // loadAndCheck loads file and checks it; a load failure is returned as its
 // one diagnostic with a nil graph.
 func loadAndCheck(file string, lo lang.Options) (*graphir.Graph, []check.Diagnostic) {
-	defer loadingGC()()
-	g, err := lang.Load(file, lo)
-	if err != nil {
-		ge := graphir.AsError(err)
-		if ge.Hint == "" && strings.Contains(ge.Msg, "load-time step budget") {
-			ge.Hint = "a flow that generates this many steps can raise the budget with --max-load-steps"
-		}
-		return nil, []check.Diagnostic{check.FromError(ge)}
-	}
-	return g, check.Graph(g)
+	f := frontend.Load(file, frontend.Options{Root: lo.Root, MaxSteps: lo.MaxSteps, ReadFile: lo.ReadFile, BudgetHint: budgetHint, LeanGC: true})
+	return f.Graph, f.Diagnostics
 }

@@ -8,8 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skeinlang/skein/check"
-	"github.com/skeinlang/skein/graphir"
-	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/lang/frontend"
 )
 
 type graphOptions struct {
@@ -47,9 +46,11 @@ them; a flow that does not load exits 2.`,
 				fmt.Fprintf(io.err, "skein graph: unknown format %q: want dot, mermaid or json\n", opts.format)
 				return exitUsage
 			}
-			g, err := lang.Load(args[0], lang.Options{Root: opts.root})
-			if err != nil {
-				check.WriteText(io.err, []check.Diagnostic{check.FromError(graphir.AsError(err))})
+			// Drawn whatever the checker finds: only a load error stops it.
+			f := frontend.Load(args[0], frontend.Options{Root: opts.root})
+			g := f.Graph
+			if g == nil {
+				check.WriteText(io.err, f.Diagnostics)
 				return exitUsage
 			}
 			switch opts.format {

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/skeinlang/skein/engine/temporal/temporaltest"
-	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/model"
 	"github.com/skeinlang/skein/vm/model/modeltest"
@@ -94,10 +94,11 @@ func TestModelCallsBothEngines(t *testing.T) {
 	if err := os.WriteFile(path, []byte(modelFlow), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	g, sources, err := LoadSources(path, lang.Options{})
-	if err != nil {
-		t.Fatal(err)
+	f := frontend.Load(path, frontend.Options{})
+	if f.Graph == nil {
+		t.Fatalf("load: %v", f.Err())
 	}
+	g, sources := f.Graph, f.Sources.ByName()
 	const key = "sk-worker-key"
 
 	ls := modelServer()

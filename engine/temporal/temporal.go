@@ -28,9 +28,8 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
-	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/model"
@@ -175,28 +174,6 @@ func ModelEnv(env []string) []string {
 	return out
 }
 
-// LoadSources loads file as the local engine would, recording every file
-// the load reads, for the workflow input.
-func LoadSources(file string, lo lang.Options) (*graphir.Graph, map[string]string, error) {
-	src := map[string]string{}
-	read := lo.ReadFile
-	lo.ReadFile = func(name string) ([]byte, error) {
-		var b []byte
-		var err error
-		if read != nil {
-			b, err = read(name)
-		} else {
-			b, err = lang.ReadFile(name)
-		}
-		if err == nil {
-			src[name] = string(b)
-		}
-		return b, err
-	}
-	g, err := lang.Load(file, lo)
-	return g, src, err
-}
-
 // EncodeInputs turns bound-by-name flow values into the workflow's inputs.
 func EncodeInputs(in map[string]starlark.Value) (map[string]json.RawMessage, error) {
 	out := make(map[string]json.RawMessage, len(in))
@@ -210,26 +187,17 @@ func EncodeInputs(in map[string]starlark.Value) (map[string]json.RawMessage, err
 	return out, nil
 }
 
-// load loads and checks a flow from the sources of the input.
-func (in *RunInput) load(path, root string) (*graphir.Graph, error) {
-	read := func(name string) ([]byte, error) {
+// frontend is how a workflow loads its flow and the child flows it names
+// at run time: as a local run does, from the sources sent with the run,
+// under the names the client's load read them by.
+func (in *RunInput) frontend() frontend.Options {
+	return frontend.Options{ReadFile: func(name string) ([]byte, error) {
 		s, ok := in.Sources[name]
 		if !ok {
 			return nil, fmt.Errorf("%s is not among the sources sent with the run: %w", name, fs.ErrNotExist)
 		}
 		return []byte(s), nil
-	}
-	g, err := lang.Load(path, lang.Options{Root: root, ReadFile: read})
-	if err != nil {
-		return nil, err
-	}
-	ds := check.Graph(g)
-	if n, _ := check.Count(ds); n > 0 {
-		var b strings.Builder
-		check.WriteText(&b, check.Sort(ds))
-		return nil, fmt.Errorf("flow %s does not check:\n%s", path, b.String())
-	}
-	return g, nil
+	}}
 }
 
 // Run is the workflow: it loads and checks the flow from its sources, runs
@@ -238,19 +206,20 @@ func (in *RunInput) load(path, root string) (*graphir.Graph, error) {
 // workflow (the client checks both before it starts one); everything the
 // run itself does ends in the result.
 func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
-	g, err := in.load(in.Flow, in.Root)
+	load := in.frontend().ChildLoader(nil)
+	g, err := load(context.Background(), in.Flow, in.Root)
 	if err != nil {
 		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "load_error", nil)
 	}
-	given := map[string]starlark.Value{}
+	var given frontend.Inputs
 	for k, raw := range in.Inputs {
 		v, err := stdlib.FromStoredJSON(raw)
 		if err != nil {
 			return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("input %q: %v", k, err), "bad_input", nil)
 		}
-		given[k] = v
+		given.Set(k, v)
 	}
-	bound, err := vm.BindInputs(g, given)
+	bound, err := given.Bind(g)
 	if err != nil {
 		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "bad_input", nil)
 	}
@@ -292,10 +261,8 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 		RunID:     info.WorkflowExecution.ID,
 		Nesting:   in.Nesting,
 		OnEvent:   st.event,
-		LoadFlow: func(_ context.Context, path, root string) (*graphir.Graph, error) {
-			return in.load(path, root)
-		},
-		Restore: restore,
+		LoadFlow:  load,
+		Restore:   restore,
 		// Before the history gets long, the run stops at a quiescent
 		// point and continues as a new execution from its snapshot.
 		Suspend: func() bool {

@@ -17,6 +17,7 @@ import (
 	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 )
@@ -28,10 +29,11 @@ func setup(t *testing.T, sc temporaltest.Scenario) (*graphir.Graph, map[string]s
 	if _, err := sc.Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	g, sources, err := LoadSources(filepath.Join(dir, "flow.star"), lang.Options{})
-	if err != nil {
-		t.Fatalf("load: %v", err)
+	f := frontend.Load(filepath.Join(dir, "flow.star"), frontend.Options{})
+	if f.Graph == nil {
+		t.Fatalf("load: %v", f.Err())
 	}
+	g, sources := f.Graph, f.Sources.ByName()
 	if sc.AllSources {
 		for name, src := range sc.Files {
 			sources[filepath.Join(dir, filepath.FromSlash(name))] = src
@@ -99,10 +101,11 @@ func runScenario(t *testing.T, sc temporaltest.Scenario) (temporaltest.Comparabl
 		t.Fatal(err)
 	}
 	t.Chdir(dir)
-	g, sources, err := LoadSources("flow.star", lang.Options{})
-	if err != nil {
-		t.Fatalf("load: %v", err)
+	f := frontend.Load("flow.star", frontend.Options{})
+	if f.Graph == nil {
+		t.Fatalf("load: %v", f.Err())
 	}
+	g, sources := f.Graph, f.Sources.ByName()
 	if sc.AllSources {
 		for name, src := range sc.Files {
 			sources[filepath.FromSlash(name)] = src
@@ -220,20 +223,5 @@ cleanup = step("cleanup", fn = lambda r: r.run.status)
 	json.Unmarshal(out.Result, &handler)
 	if handler.OnExit.Output != "cancelled" {
 		t.Errorf("exit handler output %q, want cancelled", handler.OnExit.Output)
-	}
-}
-
-func TestLoadSourcesBounded(t *testing.T) {
-	// The workflow's sources are read as the local engine reads a flow:
-	// a device or a named pipe is a load error, not a read that never ends.
-	fifo := filepath.Join(t.TempDir(), "pipe.star")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, file := range []string{"/dev/zero", fifo} {
-		_, _, err := LoadSources(file, lang.Options{})
-		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
-			t.Errorf("%s: %v, want a load error saying it is not a regular file", file, err)
-		}
 	}
 }

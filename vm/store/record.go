@@ -39,14 +39,12 @@ const (
 // tail; vm already keeps only the tail of vm.Options.MaxOutput).
 const MaxStream = 1 << 20
 
-// Source is one file a run loaded.
-type Source struct {
-	Path string
-	Text []byte
-}
+// Source is one file a run loaded: the form lang/frontend reads them in.
+type Source = graphir.Source
 
-// Hash is the hex SHA-256 of the text.
-func (s Source) Hash() string {
+// sourceHash is the hex SHA-256 of a source's text, under which the text
+// is stored once however many runs load it.
+func sourceHash(s Source) string {
 	h := sha256.Sum256(s.Text)
 	return hex.EncodeToString(h[:])
 }
@@ -226,7 +224,7 @@ func (s *Store) Begin(nr *NewRun) (*Recorder, error) {
 }
 
 func addSource(tx *sql.Tx, run int64, ord int, src Source) error {
-	h := src.Hash()
+	h := sourceHash(src)
 	if _, err := tx.Exec(`INSERT OR IGNORE INTO blobs (hash, text) VALUES (?, ?)`, h, src.Text); err != nil {
 		return err
 	}
@@ -245,7 +243,7 @@ func (rec *Recorder) AddSource(src Source) error {
 	var ord int
 	var dup int
 	if err := tx.QueryRow(`SELECT COALESCE(MAX(ord), -1) + 1, COUNT(CASE WHEN path = ? AND hash = ? THEN 1 END) FROM sources WHERE run = ?`,
-		src.Path, src.Hash(), rec.n).Scan(&ord, &dup); err != nil {
+		src.Path, sourceHash(src), rec.n).Scan(&ord, &dup); err != nil {
 		return rec.s.fail(err)
 	}
 	if dup > 0 {

@@ -21,7 +21,7 @@ import (
 	"github.com/skeinlang/skein/engine/temporal"
 	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 	"github.com/skeinlang/skein/graphir"
-	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/vm"
 )
 
@@ -126,10 +126,11 @@ func BenchmarkChain(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		g, sources, err := temporal.LoadSources(file, lang.Options{})
-		if err != nil {
-			b.Fatal(err)
+		f := frontend.Load(file, frontend.Options{})
+		if f.Graph == nil {
+			b.Fatalf("load: %v", f.Err())
 		}
+		g, sources := f.Graph, f.Sources.ByName()
 		in := temporal.RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1}
 		// The three run in turn in every iteration, so a busy machine
 		// slows all three alike and the ratios hold.

@@ -1,4 +1,6 @@
-package main
+package frontend
+
+// This file defines the collector target a load runs under ([Options.LeanGC]).
 
 import (
 	"os"
@@ -22,10 +24,10 @@ var loadGC struct {
 	prev  int // the target before the outermost one began
 }
 
-// loadingGC lowers the collector's target to loadGCPercent until the
+// leanGC lowers the collector's target to loadGCPercent until the
 // returned function is called; loads may nest and overlap. A GOGC the user
 // set, or a lower target, is left alone.
-func loadingGC() (done func()) {
+func leanGC() (done func()) {
 	loadGC.Lock()
 	defer loadGC.Unlock()
 	if loadGC.depth == 0 {

@@ -1,4 +1,4 @@
-package main
+package frontend
 
 import (
 	"runtime/debug"
@@ -16,11 +16,11 @@ func gcPercent() int {
 func TestLoadingGC(t *testing.T) {
 	t.Setenv("GOGC", "")
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	outer := loadingGC()
+	outer := leanGC()
 	if got := gcPercent(); got != loadGCPercent {
 		t.Fatalf("during a load: GC percent %d, want %d", got, loadGCPercent)
 	}
-	inner := loadingGC()
+	inner := leanGC()
 	outer() // a child flow's load may outlast the load that started it
 	if got := gcPercent(); got != loadGCPercent {
 		t.Errorf("while an inner load goes on: GC percent %d, want %d", got, loadGCPercent)
@@ -36,15 +36,15 @@ func TestLoadingGCKeepsTheUsers(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	t.Setenv("GOGC", "300")
 	debug.SetGCPercent(300)
-	loadingGC()()
-	done := loadingGC()
+	leanGC()()
+	done := leanGC()
 	if got := gcPercent(); got != 300 {
 		t.Errorf("with GOGC=300: GC percent %d during a load", got)
 	}
 	done()
 	t.Setenv("GOGC", "")
 	debug.SetGCPercent(20)
-	done = loadingGC()
+	done = leanGC()
 	if got := gcPercent(); got != 20 {
 		t.Errorf("with a lower target: GC percent %d during a load, want 20", got)
 	}

@@ -345,6 +345,9 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if err := c.common(n, maxVisits, retries, backoff, timeout, join); err != nil {
 		return nil, err
 	}
+	if err := c.kindBounds(n.Kind, retries, backoff, retryWhen, timeout); err != nil {
+		return nil, err
+	}
 	if !isNone(retryWhen) {
 		if n.RetryWhen, err = c.cond("retry_when", retryWhen); err != nil {
 			return nil, err
@@ -358,6 +361,40 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 }
 
 const defaultBackoff = time.Second
+
+// kindBounds refuses the retry and timeout keywords on the step kinds where
+// they could not do what docs/runs.md says: a step that does nothing
+// cannot fail or take time, a wait or an approval asked again would end
+// the same way, and a model call retries its transient failures itself,
+// with no record for retry_when to read.
+func (c *call) kindBounds(k graphir.Kind, retries, backoff, retryWhen, timeout starlark.Value) error {
+	var what string
+	switch k {
+	case graphir.KindNoop:
+		what = "a step with no run=, shell=, fn=, flow=, llm=, agent=, approve= or wait= (it does nothing, so it cannot fail or time out)"
+	case graphir.KindWait:
+		what = "wait= steps (a wait waited again ends the same way); timeout= applies"
+	case graphir.KindApproval:
+		what = "approve= steps (a decision is not asked again); timeout= bounds the wait for it"
+	case graphir.KindLLM, graphir.KindAgent:
+		if !isNone(retryWhen) {
+			return c.errorf("retry_when does not apply to %s= steps: a model call retries transport errors, timeouts, 429 and 5xx by itself, up to retries=", k)
+		}
+		return nil
+	default:
+		return nil
+	}
+	for _, p := range []struct {
+		name string
+		v    starlark.Value
+	}{{"retries", retries}, {"backoff", backoff}, {"retry_when", retryWhen}, {"timeout", timeout}} {
+		if isNone(p.v) || (p.name == "timeout" && k != graphir.KindNoop) {
+			continue
+		}
+		return c.errorf("%s does not apply to %s", p.name, what)
+	}
+	return nil
+}
 
 // argv unpacks run=, a non-empty list of strings, hinting at the list (or
 // shell=) when it is given one string.

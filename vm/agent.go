@@ -156,6 +156,7 @@ func (r *run) agentTurn(a *agentRun) {
 	req.Timeout = n.Timeout
 	req.Prompt = chat.Messages[len(chat.Messages)-1].Content
 	req.model = &modelRun{provider: r.opts.Models, budget: r.opts.budget, retries: n.Retries, backoff: n.Backoff}
+	r.reportRetries(n, req)
 	req.agent = a
 	r.startGated(a.f, n, req)
 }

@@ -288,15 +288,7 @@ func (r *run) modelRequest(f *frame, n *graphir.Node, name string) (*EffectReque
 		req.Timeout = n.Timeout
 	}
 	req.model = &modelRun{provider: r.opts.Models, budget: r.opts.budget, retries: n.Retries, backoff: n.Backoff}
-	if r.events {
-		// Events may come from any goroutine (child flows emit from
-		// theirs); the event carries only what the request already says.
-		scope, kind, emit := req.Scope, n.Kind.String(), r.opts.OnEvent
-		prefix := r.opts.prefix
-		req.model.onRetry = func(attempt int, err error, wait time.Duration) {
-			emit(&Event{Type: StepRetrying, Time: time.Now(), Flow: prefix, Scope: scope, Step: n.Name, Kind: kind, Attempt: attempt, Error: err.Error(), Duration: wait})
-		}
-	}
+	r.reportRetries(n, req)
 	if n.Kind == graphir.KindLoop {
 		req.model.retries, req.model.backoff = judgeRetries, time.Second
 	}
@@ -522,5 +514,20 @@ func (r *run) modelDone(f *frame, n *graphir.Node, req *EffectRequest, c *Effect
 	r.res.ModelCalls++
 	if r.events {
 		r.emit(&Event{Type: ModelCall, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Model: c.Model, Duration: c.Duration, Usage: c.Usage, Code: c.Code, Error: c.Error})
+	}
+}
+
+// reportRetries makes the retries of model request req of step n
+// step_retrying events, as the core's own retries are.
+func (r *run) reportRetries(n *graphir.Node, req *EffectRequest) {
+	if !r.events {
+		return
+	}
+	// Events may come from any goroutine (child flows emit from theirs);
+	// the event carries only what the request already says.
+	scope, kind, emit := req.Scope, n.Kind.String(), r.opts.OnEvent
+	prefix := r.opts.prefix
+	req.model.onRetry = func(attempt int, err error, wait time.Duration) {
+		emit(&Event{Type: StepRetrying, Time: time.Now(), Flow: prefix, Scope: scope, Step: n.Name, Kind: kind, Attempt: attempt, Error: err.Error(), Duration: wait})
 	}
 }

@@ -233,7 +233,7 @@ edge(a, l)
 
 func a(g *graphir.Graph, id graphir.NodeID) graphir.NodeID { return g.Nodes[id].ID }
 
-// The renderings show what the README promises: conditions on edges,
+// The renderings show what docs/cli.md promises: conditions on edges,
 // failure edges, back-edges, routers and bodies.
 func TestRenderings(t *testing.T) {
 	g := load(t, `build, fix = step("build", run = ["make"], max_visits = 3), step("fix")

@@ -1,8 +1,8 @@
 package lang_test
 
-// Benchmarks of loading and checking (issue 6): load + check of generated
-// flows next to plain Starlark execution of the same file, whose ratio is
-// the figure the README reports.
+// Benchmarks of loading and checking: load + check of generated flows
+// next to plain Starlark execution of the same file, whose ratio is the
+// figure docs/performance.md reports ("In process").
 
 import (
 	"fmt"

@@ -1,7 +1,7 @@
 package vm_test
 
-// Benchmarks of the VM (issue 6). Each measures one figure the README's
-// performance table reports; none is a timed assertion.
+// Benchmarks of the VM. Each measures one figure of the table in
+// docs/performance.md ("In process"); none is a timed assertion.
 
 import (
 	"context"

@@ -18,6 +18,7 @@ import (
 	"go.starlark.net/syntax"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
 )
 
@@ -283,7 +284,7 @@ func (c *call) unpack(args starlark.Tuple, kwargs []starlark.Tuple, params []str
 			for j, p := range params {
 				names[j] = strings.TrimSuffix(p, "?")
 			}
-			if near := graphir.Nearest(k, names); near != "" {
+			if near := spell.Nearest(k, names); near != "" {
 				return fmt.Errorf("%s: unexpected keyword argument %q (did you mean %q?)", c.fn, k, near)
 			}
 			return fmt.Errorf("%s: unexpected keyword argument %q (want one of %s)", c.fn, k, strings.Join(names, ", "))

@@ -9,6 +9,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
 )
 
@@ -58,7 +59,7 @@ func inputFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 		}
 	case starlark.String:
 		if err := oneOf("type", string(t), graphir.InputTypes...); err != nil {
-			if near := graphir.Nearest(string(t), graphir.InputTypes); near != "" {
+			if near := spell.Nearest(string(t), graphir.InputTypes); near != "" {
 				return nil, c.errorf("type must be one of %s, got %q (did you mean %q?)", quoteAll(graphir.InputTypes), string(t), near)
 			}
 			return nil, c.errorf("%v", err)

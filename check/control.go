@@ -10,6 +10,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 )
 
 func checkRouters(p *pass) {
@@ -43,7 +44,7 @@ func checkRouters(p *pass) {
 				if names == nil {
 					names = g.StepNames()
 				}
-				if near := graphir.Nearest(t.Name, names); near != "" {
+				if near := spell.Nearest(t.Name, names); near != "" {
 					hint = fmt.Sprintf("did you mean %q?", near)
 				}
 				p.report("route_unknown", r, t.Pos,
@@ -103,7 +104,7 @@ func checkUntil(p *pass) {
 			hint := fmt.Sprintf("define it in the flow: def %s(it): ...", n.Loop.UntilName)
 			if !isIdent(n.Loop.UntilName) {
 				hint = "until= is a function or the name of one, never a description: def done(it): return ..., then until = done"
-			} else if near := graphir.Nearest(n.Loop.UntilName, g.Funcs); near != "" {
+			} else if near := spell.Nearest(n.Loop.UntilName, g.Funcs); near != "" {
 				hint = fmt.Sprintf("did you mean %q?", near)
 			}
 			p.report("until_invalid", n, n.Loop.UntilPos,

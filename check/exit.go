@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 )
 
 func checkExitHandler(p *pass) {
@@ -18,7 +19,7 @@ func checkExitHandler(p *pass) {
 	}
 	if g.OnExit == graphir.None {
 		hint := "on_exit names the step to run after the run has ended"
-		if near := graphir.Nearest(g.OnExitName, g.StepNames()); near != "" {
+		if near := spell.Nearest(g.OnExitName, g.StepNames()); near != "" {
 			hint = fmt.Sprintf("did you mean %q?", near)
 		}
 		p.report("unknown_name", nil, g.OnExitPos, fmt.Sprintf("on_exit names %q, which is not a step", g.OnExitName), hint)

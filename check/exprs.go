@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 )
 
 type siteKind uint8
@@ -241,7 +242,7 @@ func (p *pass) resolveRef(ix *exprIndex, si int32, r graphir.Ref) {
 	ix.reads = append(ix.reads, read{site: si, step: n.ID, pos: r.Pos})
 	if field := r.Attr + r.Key; n.Kind.IsProcess() && field != "" && !contains(taskFields, field) && !mapMethod(r) {
 		hint := "task outputs have stdout, stderr, exit_code, error and code"
-		if near := graphir.Nearest(field, taskFields); near != "" {
+		if near := spell.Nearest(field, taskFields); near != "" {
 			hint = fmt.Sprintf("did you mean %q?", near)
 		}
 		ix.problems = append(ix.problems, p.siteDiag(s, "unknown_output", r.Pos,
@@ -292,7 +293,7 @@ func (p *pass) resolveUntilRef(ix *exprIndex, s *site, r graphir.Ref) {
 		}
 		if !contains(body, field) {
 			hint := fmt.Sprintf("%s.result holds the output of each step of the body of loop %q: %s", param, loop.Name, quoted(body))
-			if near := graphir.Nearest(field, body); near != "" {
+			if near := spell.Nearest(field, body); near != "" {
 				hint = fmt.Sprintf("did you mean %q?", near)
 			}
 			ix.problems = append(ix.problems, p.siteDiag(s, "unknown_name", r.Pos,
@@ -309,7 +310,7 @@ func (p *pass) resolveUntilRef(ix *exprIndex, s *site, r graphir.Ref) {
 	var hint string
 	if contains(body, r.Name) {
 		hint = fmt.Sprintf("a body step's output is in %s.result: write %s.result.%s", param, param, r.Name)
-	} else if near := graphir.Nearest(r.Name, untilFields); near != "" {
+	} else if near := spell.Nearest(r.Name, untilFields); near != "" {
 		hint = fmt.Sprintf("did you mean %s.%s?", param, near)
 	} else {
 		hint = fmt.Sprintf("until's argument has %s", strings.Join(untilFields, ", "))
@@ -377,7 +378,7 @@ func (p *pass) unknownName(s *site, r graphir.Ref) Diagnostic {
 			}
 		}
 		cands = append(cands, p.visibleSteps(s.scope)...)
-		if near := graphir.Nearest(r.Name, cands); near != "" {
+		if near := spell.Nearest(r.Name, cands); near != "" {
 			hint = fmt.Sprintf("did you mean %q?", near)
 		} else {
 			hint = "an expression can read step names, inputs, self, visits and the modules json, math, re and struct"
@@ -412,7 +413,7 @@ func (p *pass) inputHint(name string) string {
 	for i, in := range p.g.Inputs {
 		names[i] = in.Name
 	}
-	if near := graphir.Nearest(name, names); near != "" {
+	if near := spell.Nearest(name, names); near != "" {
 		return fmt.Sprintf("did you mean %q?", near)
 	}
 	return fmt.Sprintf(`declare it: flow(inputs = {%q: ...})`, name)

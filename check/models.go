@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 )
 
 func checkModels(p *pass) {
@@ -21,7 +22,7 @@ func checkModels(p *pass) {
 			return
 		}
 		hint := fmt.Sprintf("the flow declares %s", quoted(declared))
-		if near := graphir.Nearest(name, declared); near != "" {
+		if near := spell.Nearest(name, declared); near != "" {
 			hint = fmt.Sprintf("did you mean %q?", near)
 		}
 		p.report("model_unknown", n, pos, fmt.Sprintf("step %q names model %q, which no model() declares", n.Name, name), hint)

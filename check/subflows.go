@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 )
 
 // MaxSubflowDepth is how deeply child flows may nest (docs/language.md).
@@ -121,7 +122,7 @@ func (p *pass) checkToolInputs(t *graphir.Tool) {
 		decl := c.Input(prm.Name)
 		if decl == nil {
 			hint := fmt.Sprintf("child flow %s declares %s; a flow= tool's params are the child's inputs", c.Name, quoteList(names))
-			if near := graphir.Nearest(prm.Name, names); near != "" {
+			if near := spell.Nearest(prm.Name, names); near != "" {
 				hint = fmt.Sprintf("did you mean %q?", near)
 			}
 			p.report("unknown_input", nil, pos,
@@ -195,7 +196,7 @@ func (p *pass) checkChildInputs(n *graphir.Node) {
 			continue
 		}
 		hint := fmt.Sprintf("child flow %s declares %s", c.Name, quoteList(names))
-		if near := graphir.Nearest(in.Name, names); near != "" {
+		if near := spell.Nearest(in.Name, names); near != "" {
 			hint = fmt.Sprintf("did you mean %q?", near)
 		}
 		p.report("unknown_input", n, pos,

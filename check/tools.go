@@ -14,6 +14,7 @@ import (
 	"fmt"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 )
 
 func checkTools(p *pass) {
@@ -38,7 +39,7 @@ func checkTools(p *pass) {
 			return
 		}
 		hint := "declare it with tool()"
-		if near := graphir.Nearest(r.Name, names); near != "" {
+		if near := spell.Nearest(r.Name, names); near != "" {
 			hint = fmt.Sprintf("did you mean %q?", near)
 		} else if len(names) > 0 {
 			hint = fmt.Sprintf("the flow declares %s", quoted(names))
@@ -90,7 +91,7 @@ func (p *pass) checkToolTemplate(t *graphir.Tool, tm *graphir.Template, field st
 					continue
 				}
 				hint := fmt.Sprintf("declare it in params= (params = {%q: \"string\"})", name)
-				if near := graphir.Nearest(name, t.ParamNames()); near != "" {
+				if near := spell.Nearest(name, t.ParamNames()); near != "" {
 					hint = fmt.Sprintf("did you mean %q?", near)
 				}
 				p.report("unknown_param", nil, r.Pos, fmt.Sprintf("tool %q has no parameter %q (in %s)", t.Name, name, where), hint)
@@ -100,7 +101,7 @@ func (p *pass) checkToolTemplate(t *graphir.Tool, tm *graphir.Template, field st
 				}
 			default:
 				hint := "a tool's templates read its arguments (args.NAME) and the flow's inputs (inputs.NAME); pass a step's output to the agent in its prompt"
-				if near := graphir.Nearest(r.Name, []string{"args", "inputs"}); near != "" {
+				if near := spell.Nearest(r.Name, []string{"args", "inputs"}); near != "" {
 					hint = fmt.Sprintf("did you mean %q?", near)
 				}
 				p.report("unknown_name", nil, r.Pos, fmt.Sprintf("unknown name %q in %s", r.Name, where), hint)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
@@ -195,9 +196,7 @@ func checkMocks(g *graphir.Graph, m *Mocks) error {
 		nodes := steps[name]
 		if len(nodes) == 0 && !tools[name] {
 			msg := fmt.Sprintf("mocks: flow %s has no step %q", g.Name, name)
-			if best := graphir.Nearest(name, all); best != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", best)
-			}
+			msg += spell.Suggest(name, all)
 			return fmt.Errorf("%s", msg)
 		}
 		var effects []*graphir.Node

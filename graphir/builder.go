@@ -5,6 +5,8 @@ import (
 	"sort"
 	"sync/atomic"
 	"time"
+
+	"github.com/skeinlang/skein/internal/spell"
 )
 
 // Locator maps the positions the Starlark interpreter reports to the ones
@@ -145,9 +147,7 @@ func (b *Builder) Drop(name string) ([]string, error) {
 	}
 	if target == None {
 		msg := fmt.Sprintf("no step %q", name)
-		if n := Nearest(name, names); n != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", n)
-		}
+		msg += spell.Suggest(name, names)
 		return nil, fmt.Errorf("%s", msg)
 	}
 	drop := map[NodeID]bool{}

@@ -324,15 +324,6 @@ func TestNames(t *testing.T) {
 			t.Errorf("Reserved(%q) != %v", name, reserved)
 		}
 	}
-	names := []string{"publish", "build", "draft", "review", "ab"}
-	for x, want := range map[string]string{
-		"publsh": "publish", "pubilsh": "publish", "buidl": "build", "drfat": "draft",
-		"review": "", "zzzzzz": "", "x": "", "ba": "ab", "": "",
-	} {
-		if got := graphir.Nearest(x, names); got != want {
-			t.Errorf("Nearest(%q) = %q, want %q", x, got, want)
-		}
-	}
 }
 
 func TestPos(t *testing.T) {

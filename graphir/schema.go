@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/skeinlang/skein/internal/spell"
 )
 
 // Schema types of the supported subset.
@@ -45,11 +47,7 @@ func checkSchema(m map[string]any, path string) error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		if !contains(schemaKeys, k) {
-			hint := ""
-			if near := Nearest(k, schemaKeys); near != "" {
-				hint = fmt.Sprintf(" (did you mean %q?)", near)
-			}
-			return fmt.Errorf("%s: keyword %q is not in the supported subset (%s)%s", orRoot(at(k)), k, strings.Join(schemaKeys, ", "), hint)
+			return fmt.Errorf("%s: keyword %q is not in the supported subset (%s)%s", orRoot(at(k)), k, strings.Join(schemaKeys, ", "), spell.Suggest(k, schemaKeys))
 		}
 	}
 	t, hasType := m["type"]

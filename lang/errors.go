@@ -16,6 +16,7 @@ import (
 
 	"github.com/skeinlang/skein/builtins"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 )
 
 func pos(p syntax.Position) graphir.Pos {
@@ -89,7 +90,7 @@ func predeclaredHint(msg string) string {
 	}
 	names := builtins.Names()
 	names = append(names, starlark.Universe.Keys()...)
-	if n := graphir.Nearest(name, names); n != "" {
+	if n := spell.Nearest(name, names); n != "" {
 		return fmt.Sprintf("did you mean %q?", n)
 	}
 	return ""

@@ -17,7 +17,7 @@ import (
 	"go.starlark.net/syntax"
 
 	"github.com/skeinlang/skein/builtins"
-	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 )
 
 // stepBuiltins are the builtins that return a step.
@@ -115,12 +115,12 @@ func undefinedHintWith(f *syntax.File, errs resolve.ErrorList, before map[string
 	builtinNames = append(builtinNames, builtins.Names()...)
 	builtinNames = append(builtinNames, starlark.Universe.Keys()...)
 	if inWiring {
-		if near := graphir.Nearest(name, stepVars); near != "" {
+		if near := spell.Nearest(name, stepVars); near != "" {
 			return fmt.Sprintf("did you mean %q?", near), true
 		}
 	}
 	// Nearest keeps the first of equally near names: the file's own.
-	if near := graphir.Nearest(name, append(globals, builtinNames...)); near != "" {
+	if near := spell.Nearest(name, append(globals, builtinNames...)); near != "" {
 		return fmt.Sprintf("did you mean %q?", near), false
 	}
 	return "", false

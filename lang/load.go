@@ -21,6 +21,7 @@ import (
 
 	"github.com/skeinlang/skein/builtins"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
 )
 
@@ -272,7 +273,7 @@ func (l *loader) load(thread *starlark.Thread, name string) (starlark.StringDict
 		if err != nil {
 			m.loading = false
 			hint := ""
-			if n := graphir.Nearest(strings.TrimPrefix(name, graphir.StdPrefix), stdlib.StdNames()); n != "" {
+			if n := spell.Nearest(strings.TrimPrefix(name, graphir.StdPrefix), stdlib.StdNames()); n != "" {
 				hint = fmt.Sprintf(" (did you mean %q?)", graphir.StdPrefix+n)
 			} else {
 				var all []string

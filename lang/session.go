@@ -18,6 +18,7 @@ import (
 
 	"github.com/skeinlang/skein/builtins"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
 )
 
@@ -263,7 +264,7 @@ func (s *Session) hint(f *syntax.File, cause error, err *graphir.Error) *graphir
 		}
 	}
 	if name, ok := strings.CutPrefix(err.Msg, "undefined: "); ok && err.Hint == "" {
-		if n := graphir.Nearest(name, s.Names()); n != "" {
+		if n := spell.Nearest(name, s.Names()); n != "" {
 			err.Hint = fmt.Sprintf("did you mean %q?", n)
 		}
 	}

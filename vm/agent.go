@@ -22,6 +22,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm/model"
 )
@@ -385,9 +386,7 @@ func (r *run) startToolCall(a *agentRun, i int, call model.ToolCall, offered []*
 			names[j] = o.Name
 		}
 		msg := fmt.Sprintf("error: there is no tool %q here; the tools are: %s", name, strings.Join(names, ", "))
-		if near := graphir.Nearest(name, names); near != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", near)
-		}
+		msg += spell.Suggest(name, names)
 		answer(false, "unknown_tool", msg)
 		return
 	}

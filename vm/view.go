@@ -11,6 +11,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
 )
 
@@ -288,9 +289,5 @@ func (it *histIter) Done() {}
 // noStep is the error for a name that is no step, prefixed by the
 // builtin's name (if any), with the nearest step name as a suggestion.
 func (v *view) noStep(prefix, name string) error {
-	msg := fmt.Sprintf("%sno step named %q", prefix, name)
-	if s := graphir.Nearest(name, v.r.g.StepNames()); s != "" {
-		msg += fmt.Sprintf(" (did you mean %q?)", s)
-	}
-	return errors.New(msg)
+	return errors.New(fmt.Sprintf("%sno step named %q", prefix, name) + spell.Suggest(name, v.r.g.StepNames()))
 }

@@ -55,6 +55,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm/model"
 )
@@ -365,7 +366,7 @@ func BindInputs(g *graphir.Graph, given map[string]starlark.Value) (*stdlib.Map,
 	sort.Strings(unknown)
 	if len(unknown) > 0 {
 		e := &graphir.Error{Code: "bad_input", Msg: fmt.Sprintf("flow %s has no input %q; it declares %s", g.Name, unknown[0], describeInputs(g))}
-		if n := graphir.Nearest(unknown[0], declared); n != "" {
+		if n := spell.Nearest(unknown[0], declared); n != "" {
 			e.Hint = fmt.Sprintf("did you mean %q?", n)
 		}
 		return nil, e

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
 )
@@ -509,9 +510,7 @@ func runApprove(ctx context.Context, io stdio, o any, args []string) int {
 		msg := fmt.Sprintf("skein approve: run %s waits for no approval", r.ID)
 		if len(args) == 2 {
 			msg = fmt.Sprintf("skein approve: run %s has no approval step %q", r.ID, args[1])
-			if n := graphir.Nearest(args[1], steps); n != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", n)
-			}
+			msg += spell.Suggest(args[1], steps)
 		}
 		fmt.Fprintln(io.err, msg)
 		return exitFail

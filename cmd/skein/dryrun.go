@@ -13,6 +13,7 @@ import (
 
 	"github.com/skeinlang/skein/flowtest"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/vm"
 )
 
@@ -36,9 +37,7 @@ func newDryRun(g *graphir.Graph, mocks []string) (*dryRun, error) {
 		}
 		if g.Node(step) == nil {
 			msg := fmt.Sprintf("--mock %q: flow %s has no step %q", m, g.Name, step)
-			if best := graphir.Nearest(step, names); best != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", best)
-			}
+			msg += spell.Suggest(step, names)
 			return nil, fmt.Errorf("%s", msg)
 		}
 		if kind := flowtest.NoEffect(g.Node(step)); kind != "" {

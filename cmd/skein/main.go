@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skeinlang/skein/builtins"
-	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/vm/proc"
 )
 
@@ -132,10 +132,7 @@ func suggestCommand(name string) string {
 		names = append(names, n)
 	}
 	sort.Strings(names) // Nearest keeps the first of equally near names
-	if best := graphir.Nearest(name, names); best != "" {
-		return fmt.Sprintf(" (did you mean %q?)", best)
-	}
-	return ""
+	return spell.Suggest(name, names)
 }
 
 // suggestFlag is the did-you-mean for a flag that pflag does not know, or
@@ -149,7 +146,7 @@ func suggestFlag(fs *pflag.FlagSet, err error) string {
 	var names []string
 	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
 	sort.Strings(names)
-	if best := graphir.Nearest(name, names); best != "" {
+	if best := spell.Nearest(name, names); best != "" {
 		return fmt.Sprintf(" (did you mean --%s?)", best)
 	}
 	return ""
@@ -220,10 +217,7 @@ func init() {
 					names = append(names, d.Name)
 				}
 				sort.Strings(names)
-				hint := ""
-				if best := graphir.Nearest(args[0], names); best != "" {
-					hint = fmt.Sprintf(" (did you mean %q?)", best)
-				}
+				hint := spell.Suggest(args[0], names)
 				fmt.Fprintf(io.err, "skein help: no command or builtin %q%s\n", args[0], hint)
 				fmt.Fprintln(io.err, "run 'skein help' for the commands; the builtins are in docs/language.md")
 				return exitUsage

@@ -26,6 +26,7 @@ import (
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
@@ -529,7 +530,7 @@ func (r *repl) command(line string) error {
 			names[i] = c.name
 		}
 		hint := ""
-		if n := graphir.Nearest(name, names); n != "" {
+		if n := spell.Nearest(name, names); n != "" {
 			hint = fmt.Sprintf(" (did you mean :%s?)", n)
 		}
 		fmt.Fprintf(r.io.err, "error: unknown command :%s%s; :help lists them\n", name, hint)
@@ -672,10 +673,7 @@ func (r *repl) show(args []string) {
 		for _, s := range res.Steps {
 			names = append(names, s.Name)
 		}
-		hint := ""
-		if n := graphir.Nearest(args[0], names); n != "" {
-			hint = fmt.Sprintf(" (did you mean %q?)", n)
-		}
+		hint := spell.Suggest(args[0], names)
 		fmt.Fprintf(r.io.err, "error: the last run has no step %q%s\n", args[0], hint)
 		return
 	}

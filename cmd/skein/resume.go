@@ -15,6 +15,7 @@ import (
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
@@ -307,9 +308,7 @@ func followable(st *store.Store, id string, g *graphir.Graph) error {
 		n := g.Node(e.Step)
 		if n == nil {
 			msg := fmt.Sprintf("the flow on disk has no step %q, which run %s completed", e.Step, id)
-			if near := graphir.Nearest(e.Step, names); near != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", near)
-			}
+			msg += spell.Suggest(e.Step, names)
 			return fmt.Errorf("%s; run it afresh instead", msg)
 		}
 		if n.Kind.String() != e.Kind {

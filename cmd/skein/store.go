@@ -24,6 +24,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/vm/store"
 )
@@ -376,7 +377,7 @@ func runRuns(ctx context.Context, io stdio, o any, args []string) int {
 							flows = append(flows, r.Flow)
 						}
 					}
-					if n := graphir.Nearest(opts.flow, flows); n != "" && n != opts.flow {
+					if n := spell.Nearest(opts.flow, flows); n != "" && n != opts.flow {
 						msg += fmt.Sprintf(" (did you mean --flow %s?)", n)
 					}
 				}
@@ -894,9 +895,7 @@ func runLogs(ctx context.Context, io stdio, o any, args []string) int {
 	}
 	if step != "" && printed == 0 && !slices.Contains(steps, step) {
 		msg := fmt.Sprintf("skein logs: run %s has no task or shell step %q that ran", r.ID, step)
-		if n := graphir.Nearest(step, steps); n != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", n)
-		}
+		msg += spell.Suggest(step, steps)
 		fmt.Fprintln(io.err, msg)
 		return exitFail
 	}

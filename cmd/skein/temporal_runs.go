@@ -24,7 +24,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/skeinlang/skein/engine/temporal"
-	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
@@ -568,9 +568,7 @@ func logsOnTemporal(ctx context.Context, io stdio, opts *logsOptions, args []str
 	}
 	if step != "" && printed == 0 && !slices.Contains(steps, step) {
 		msg := fmt.Sprintf("skein logs: run %s has no task or shell step %q that ran", id, step)
-		if n := graphir.Nearest(step, steps); n != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", n)
-		}
+		msg += spell.Suggest(step, steps)
 		fmt.Fprintln(io.err, msg)
 		return exitFail
 	}

@@ -16,7 +16,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/vm"
 )
 
@@ -214,9 +214,7 @@ func waitsFor(step string, steps []string) string {
 		return "; the run waits for no approval"
 	}
 	msg := "; the run waits for " + strings.Join(steps, ", ")
-	if n := graphir.Nearest(step, steps); n != "" {
-		msg += fmt.Sprintf(" (did you mean %q?)", n)
-	}
+	msg += spell.Suggest(step, steps)
 	return msg
 }
 

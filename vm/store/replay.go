@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 )
@@ -72,7 +73,7 @@ func (s *Store) Replay(id, fromStep string) (*Replay, error) {
 		}
 		if cut < 0 {
 			msg := fmt.Sprintf("run %s has no completed effect step %q to resume from", id, fromStep)
-			if n := graphir.Nearest(fromStep, steps); n != "" {
+			if n := spell.Nearest(fromStep, steps); n != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", n)
 			} else if len(steps) > 0 {
 				msg += fmt.Sprintf("; its effect steps are %s", strings.Join(steps, ", "))

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/jsonschema"
+	"github.com/skeinlang/skein/internal/label"
 	"github.com/skeinlang/skein/internal/spell"
 )
 
@@ -39,7 +41,7 @@ func checkModels(p *pass) {
 			unknown(n, n.Loop.Judge.Model, n.Loop.Judge.Pos)
 		}
 		if n.Call != nil && n.Call.HasSchema {
-			if err := graphir.CheckSchema(n.Call.Schema); err != nil {
+			if err := jsonschema.Check(n.Call.Schema); err != nil {
 				p.report("schema_invalid", n, n.Pos, fmt.Sprintf("schema= of step %q: %v", n.Name, err),
 					"the supported subset: type (object, array, string, number, integer, boolean, null), properties, required, items, enum, description, additionalProperties")
 			}
@@ -60,7 +62,7 @@ func checkLLMRoutes(p *pass, n *graphir.Node) {
 	}
 	seen := map[string]string{}
 	for _, r := range n.Router.Routes {
-		norm := graphir.NormalizeLabel(r.Label)
+		norm := label.Normalize(r.Label)
 		pos := r.Target.Pos
 		if pos.Line == 0 {
 			pos = n.Pos

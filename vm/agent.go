@@ -22,6 +22,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/jsonschema"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm/model"
@@ -400,7 +401,7 @@ func (r *run) startToolCall(a *agentRun, i int, call model.ToolCall, offered []*
 		answer(false, "invalid_arguments", fmt.Sprintf("error: the arguments of %s are not a JSON object: %v", name, err))
 		return
 	}
-	if err := graphir.ValidateSchema(t.Schema(), args); err != nil {
+	if err := jsonschema.Validate(t.Schema(), args); err != nil {
 		answer(false, "invalid_arguments", fmt.Sprintf("error: the arguments of %s do not match its parameters: %v", name, err))
 		return
 	}

@@ -8,13 +8,13 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/label"
 )
 
 // Normalize is how labels and answers are compared: trimmed, lower-cased,
 // surrounding punctuation and symbols removed ("Urgent." -> "urgent",
 // "**routine**" -> "routine").
-func Normalize(s string) string { return graphir.NormalizeLabel(s) }
+func Normalize(s string) string { return label.Normalize(s) }
 
 // RouteSchema is the schema of a router's answer: {"label": one of labels}.
 func RouteSchema(labels []string) map[string]any {

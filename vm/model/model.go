@@ -21,7 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/jsonschema"
 	"github.com/skeinlang/skein/stdlib"
 )
 
@@ -279,7 +279,7 @@ func decodeValid(schema any, text string) (any, error) {
 	if err := json.Unmarshal([]byte(t), &v); err != nil {
 		return nil, fmt.Errorf("the reply is not JSON (%v)", err)
 	}
-	if err := graphir.ValidateSchema(schema, v); err != nil {
+	if err := jsonschema.Validate(schema, v); err != nil {
 		return nil, err
 	}
 	return v, nil

@@ -1,4 +1,4 @@
-package graphir
+package jsonschema
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ func decodeJSON(t *testing.T, s string) any {
 	return v
 }
 
-func TestCheckSchema(t *testing.T) {
+func TestCheck(t *testing.T) {
 	for _, tc := range []struct{ schema, want string }{
 		{`{"type": "string"}`, ""},
 		{`{"type": "object", "properties": {"a": {"type": "integer", "description": "n"}, "b": {"type": "array", "items": {"type": "string"}}}, "required": ["a"], "additionalProperties": false}`, ""},
@@ -33,18 +33,18 @@ func TestCheckSchema(t *testing.T) {
 		{`{"type": "array", "items": "string"}`, "items: items must be a schema (a dict)"},
 		{`{"type": "object", "properties": {"a": "string"}}`, "properties.a: a property's schema must be a dict, got a string"},
 	} {
-		err := CheckSchema(decodeJSON(t, tc.schema))
+		err := Check(decodeJSON(t, tc.schema))
 		got := ""
 		if err != nil {
 			got = err.Error()
 		}
 		if got != tc.want {
-			t.Errorf("CheckSchema(%s)\n got %q\nwant %q", tc.schema, got, tc.want)
+			t.Errorf("Check(%s)\n got %q\nwant %q", tc.schema, got, tc.want)
 		}
 	}
 }
 
-func TestValidateSchema(t *testing.T) {
+func TestValidate(t *testing.T) {
 	schema := decodeJSON(t, `{"type": "object", "properties": {
 		"file": {"type": "string"}, "line": {"type": "integer"}, "tags": {"type": "array", "items": {"enum": ["a", "b"]}},
 		"ok": {"type": "boolean"}, "none": {"type": "null"}},
@@ -58,13 +58,13 @@ func TestValidateSchema(t *testing.T) {
 		{`{"file": "a", "ok": "yes"}`, `$.ok: want a boolean, got "yes"`},
 		{`[1]`, "$: want an object, got a list"},
 	} {
-		err := ValidateSchema(schema, decodeJSON(t, tc.value))
+		err := Validate(schema, decodeJSON(t, tc.value))
 		got := ""
 		if err != nil {
 			got = err.Error()
 		}
 		if got != tc.want {
-			t.Errorf("ValidateSchema(%s)\n got %q\nwant %q", tc.value, got, tc.want)
+			t.Errorf("Validate(%s)\n got %q\nwant %q", tc.value, got, tc.want)
 		}
 	}
 }
@@ -80,8 +80,8 @@ func FuzzSchema(f *testing.F) {
 		if json.Unmarshal([]byte(schema), &s) != nil || json.Unmarshal([]byte(value), &v) != nil {
 			return
 		}
-		if CheckSchema(s) == nil {
-			ValidateSchema(s, v)
+		if Check(s) == nil {
+			Validate(s, v)
 		}
 	})
 }

@@ -1,15 +1,22 @@
-package graphir
-
-// This file defines the JSON Schema subset that llm= steps may give as
-// schema=: checked once when a flow is checked (is the schema in the
-// subset?) and used on every model reply (does the reply validate?).
+// Package jsonschema is the subset of JSON Schema that Skein supports: the
+// schema= of an llm= step and the parameters of a tool. [Check] runs once,
+// when a flow is checked (is this schema in the subset?); [Validate] runs on
+// every model reply and tool call (does this value satisfy it?). Both take
+// JSON as encoding/json decodes it into an any (map[string]any, []any,
+// string, float64, bool, nil) and name the offending path in their errors.
+//
+// It is not a general JSON Schema implementation: the subset is type,
+// properties, required, items, enum, description and additionalProperties
+// (docs/models.md); there is no $ref, format, pattern, numeric bound or
+// combinator, and Check rejects a schema that uses one rather than ignoring
+// it. It knows nothing of graphs, steps or models.
+package jsonschema
 
 import (
 	"fmt"
 	"math"
 	"sort"
 	"strings"
-	"unicode"
 
 	"github.com/skeinlang/skein/internal/spell"
 )
@@ -20,12 +27,12 @@ var schemaTypes = []string{"object", "array", "string", "number", "integer", "bo
 // schemaKeys are the keywords of the supported subset.
 var schemaKeys = []string{"type", "properties", "required", "items", "enum", "description", "additionalProperties"}
 
-// CheckSchema reports whether s, a JSON value (map[string]any, []any,
+// Check reports whether s, a JSON value (map[string]any, []any,
 // string, float64, bool, nil), is a schema of the supported subset: type
 // object/array/string/number/integer/boolean/null, properties, required,
 // items, enum, description, additionalProperties. The error names the path
 // of the offending part ("properties.patch.type").
-func CheckSchema(s any) error {
+func Check(s any) error {
 	m, ok := s.(map[string]any)
 	if !ok {
 		return fmt.Errorf("a schema must be a dict, got %s", jsonTypeName(s))
@@ -149,10 +156,10 @@ func orRoot(path string) string {
 	return path
 }
 
-// ValidateSchema reports whether v, a decoded JSON value, satisfies schema
-// s (one that [CheckSchema] accepts). The error names the first offending
+// Validate reports whether v, a decoded JSON value, satisfies schema
+// s (one that [Check] accepts). The error names the first offending
 // path ("$.patch.file: want a string, got 3").
-func ValidateSchema(s any, v any) error {
+func Validate(s any, v any) error {
 	m, _ := s.(map[string]any)
 	return validate(m, v, "$")
 }
@@ -331,14 +338,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// NormalizeLabel is how an LLM router compares its labels with a model's
-// answer: trimmed, lower-cased, surrounding punctuation and symbols removed
-// ("Urgent." -> "urgent", "**routine**" -> "routine").
-func NormalizeLabel(s string) string {
-	s = strings.TrimFunc(s, func(r rune) bool {
-		return unicode.IsSpace(r) || unicode.IsPunct(r) || unicode.IsSymbol(r)
-	})
-	return strings.ToLower(s)
 }

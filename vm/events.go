@@ -1,8 +1,11 @@
 package vm
 
-// This file defines the events a run reports as it goes.
+// This file defines the events a run reports as it goes, their JSON (the
+// --events format, docs/cli.md) and how it reads back.
 
 import (
+	"encoding/json"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -341,4 +344,58 @@ func appendMillis(b []byte, d time.Duration) []byte {
 	b = strconv.AppendInt(b, us/1000, 10)
 	frac := us % 1000
 	return append(b, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+}
+
+type jsonEvent struct {
+	Event      EventType       `json:"event"`
+	Time       time.Time       `json:"time"`
+	RunID      string          `json:"run_id"`
+	Flow       string          `json:"flow"`
+	Subflow    []string        `json:"subflow"`
+	Scope      []string        `json:"scope"`
+	Step       string          `json:"step"`
+	Kind       string          `json:"kind"`
+	Visit      int             `json:"visit"`
+	Attempt    int             `json:"attempt"`
+	Index      int             `json:"index"`
+	Replayed   bool            `json:"replayed"`
+	Stop       bool            `json:"stop"`
+	Exhausted  bool            `json:"exhausted"`
+	Status     string          `json:"status"`
+	Code       string          `json:"code"`
+	Error      string          `json:"error"`
+	Trace      []string        `json:"trace"`
+	Model      string          `json:"model"`
+	Usage      model.Usage     `json:"usage"`
+	Tool       string          `json:"tool"`
+	Arguments  string          `json:"arguments"`
+	Result     string          `json:"result"`
+	DurationMS float64         `json:"duration_ms"`
+	BackoffMS  float64         `json:"backoff_ms"`
+	Message    string          `json:"message"`
+	Output     json.RawMessage `json:"output"`
+}
+
+// DecodeEvent reads an event in the --events format back into an event.
+func DecodeEvent(b []byte) (Event, error) {
+	var j jsonEvent
+	if err := json.Unmarshal(b, &j); err != nil {
+		return Event{}, fmt.Errorf("event: %v", err)
+	}
+	ev := Event{Type: j.Event, Time: j.Time, RunID: j.RunID, FlowName: j.Flow, Flow: j.Subflow, Scope: j.Scope,
+		Step: j.Step, Kind: j.Kind, Visit: j.Visit, Attempt: j.Attempt, Index: j.Index, Replayed: j.Replayed,
+		Stop: j.Stop, Exhausted: j.Exhausted, Status: j.Status, Code: j.Code, Error: j.Error, Trace: j.Trace,
+		Model: j.Model, Usage: j.Usage, Tool: j.Tool, Args: j.Arguments, Result: j.Result,
+		Duration: millis(j.DurationMS), Message: j.Message}
+	if ev.Type == StepRetrying {
+		ev.Duration = millis(j.BackoffMS)
+	}
+	if len(j.Output) > 0 {
+		v, err := stdlib.FromStoredJSON(j.Output)
+		if err != nil {
+			return Event{}, fmt.Errorf("event output: %v", err)
+		}
+		ev.Output = v
+	}
+	return ev, nil
 }

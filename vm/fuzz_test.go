@@ -1,6 +1,7 @@
 package vm_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.starlark.net/starlark"
 
@@ -86,8 +88,10 @@ edge(d, END)
 	})
 }
 
+var negZero = regexp.MustCompile(`-0([^.0-9]|$)`)
+
 // FuzzResultJSON: any flow data, and any text in names and messages, in a
-// result and an event encodes as valid JSON.
+// result and an event encodes as valid JSON, and the result reads back.
 func FuzzResultJSON(f *testing.F) {
 	f.Add([]byte(`{"a": [1, 2.5, "\u2028", null], "b": {"c": true}}`), "step", "error \x1b[2J \"quoted\"")
 	f.Add([]byte(`123456789012345678901234567890`), "名前", "\xff\xfe")
@@ -104,6 +108,22 @@ func FuzzResultJSON(f *testing.F) {
 		}
 		if !json.Valid(b) {
 			t.Fatalf("result is not JSON: %s", b)
+		}
+		// It reads back as the result it was: encoded again, the same
+		// bytes (but where invalid UTF-8 became an escaped U+FFFD, which
+		// reads back as the character itself, and a float -0, written
+		// -0, which reads back as the int 0).
+		back, err := vm.DecodeResult(b)
+		if err != nil {
+			t.Fatalf("DecodeResult(%s): %v", b, err)
+		}
+		again, err := back.MarshalJSON()
+		if err != nil {
+			t.Fatalf("the result read back does not encode: %v", err)
+		}
+		exact := utf8.Valid(data) && utf8.ValidString(name) && utf8.ValidString(msg) && !negZero.Match(b)
+		if exact && !bytes.Equal(again, b) {
+			t.Fatalf("read back and encoded again:\n%s\nwant\n%s", again, b)
 		}
 		ev := vm.Event{Type: vm.StepFinished, Step: name, Error: msg, Output: v, Message: msg}
 		if b, err := ev.MarshalJSON(); err == nil && !json.Valid(b) {

@@ -1,13 +1,19 @@
 package vm
 
-// This file encodes a Result as the JSON of docs/cli.md.
+// This file encodes a Result as the JSON of docs/cli.md, and reads it
+// back.
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
+	"time"
+
+	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/stdlib"
@@ -45,10 +51,34 @@ func (r *Result) AppendJSON(b []byte, indent string) ([]byte, error) {
 	return e.b, nil
 }
 
+// AppendSoFar appends the record so far of a run that has not ended, or
+// whose result was not recorded, as skein show --json prints it
+// (docs/cli.md): the members of the result object such a run knows,
+// from r's RunID, Flow, File, Status, ResumedFrom, Error, Pending, Output,
+// Path and Steps, each step's Status, Visits, Output, Error and Code.
+// With timed, also path_total and each step's duration_ms, which a
+// Temporal workflow folds from its events and a store's journal does not
+// have. Indent is as for [Result.AppendJSON].
+func (r *Result) AppendSoFar(b []byte, indent string, timed bool) ([]byte, error) {
+	e := resultEncoder{b: b, indent: indent, soFar: true, timed: timed}
+	if err := e.result(r, 0); err != nil {
+		return b, err
+	}
+	return e.b, nil
+}
+
+// resultEncoder is the one encoder of result objects: a run's result
+// ([Result.AppendJSON]) and the record so far of a run still going
+// ([Result.AppendSoFar]), whoever builds it (the VM, the run store's
+// journal, a Temporal workflow's state).
 type resultEncoder struct {
 	b      []byte
 	indent string
 	n      []int // members written so far, per open object
+	// soFar: a record so far, whose steps have their status, visits,
+	// output, error and code only; timed: with path_total and the
+	// steps' duration_ms.
+	soFar, timed bool
 }
 
 func (e *resultEncoder) open() {
@@ -219,6 +249,12 @@ func (e *resultEncoder) result(r *Result, level int) error {
 		return fmt.Errorf("output: %v", err)
 	}
 	e.strings(l, "path", r.Path)
+	if e.soFar {
+		if e.timed {
+			e.int(l, "path_total", r.PathTotal)
+		}
+		return e.steps(r, l, level)
+	}
 	e.int(l, "path_total", r.PathTotal)
 	e.key(l, "duration_ms")
 	e.b = appendMillis(e.b, r.Duration)
@@ -236,6 +272,12 @@ func (e *resultEncoder) result(r *Result, level int) error {
 	if len(r.Findings) > 0 {
 		e.strings(l, "findings", r.Findings)
 	}
+	return e.steps(r, l, level)
+}
+
+// steps writes the "steps" member and "on_exit" of the result at nesting
+// level, members at l, and closes the result.
+func (e *resultEncoder) steps(r *Result, l, level int) error {
 	e.key(l, "steps")
 	e.open()
 	for _, s := range r.Steps {
@@ -271,6 +313,14 @@ func (e *resultEncoder) step(s *StepRecord, level int) error {
 	} else {
 		e.str(sl, "error", s.Error)
 		e.str(sl, "code", s.Code)
+	}
+	if e.soFar {
+		if e.timed {
+			e.key(sl, "duration_ms")
+			e.b = appendMillis(e.b, s.Duration)
+		}
+		e.close(level)
+		return nil
 	}
 	if len(s.Trace) > 0 {
 		e.strings(sl, "trace", s.Trace)
@@ -315,4 +365,172 @@ func (e *resultEncoder) step(s *StepRecord, level int) error {
 	}
 	e.close(level)
 	return nil
+}
+
+type jsonError struct {
+	Code    string     `json:"code"`
+	Step    string     `json:"step"`
+	Message string     `json:"message"`
+	Trace   []string   `json:"trace"`
+	Cause   *jsonError `json:"cause"`
+}
+
+func (e *jsonError) graphir() *graphir.Error {
+	if e == nil {
+		return nil
+	}
+	return &graphir.Error{Code: e.Code, Step: e.Step, Msg: e.Message, Trace: e.Trace, Cause: e.Cause.graphir()}
+}
+
+type jsonResult struct {
+	RunID       string          `json:"run_id"`
+	ResumedFrom string          `json:"resumed_from"`
+	Flow        string          `json:"flow"`
+	File        string          `json:"file"`
+	Status      Status          `json:"status"`
+	Error       *jsonError      `json:"error"`
+	Output      json.RawMessage `json:"output"`
+	Path        []string        `json:"path"`
+	PathTotal   int             `json:"path_total"`
+	DurationMS  float64         `json:"duration_ms"`
+	Usage       *model.Usage    `json:"usage"`
+	Warnings    []string        `json:"warnings"`
+	Grants      []Grant         `json:"grants"`
+	Findings    []string        `json:"findings"`
+	Approvals   []struct {
+		Step    string   `json:"step"`
+		Scope   []string `json:"scope"`
+		Visit   int      `json:"visit"`
+		Message string   `json:"message"`
+	} `json:"approvals"`
+	Steps  json.RawMessage `json:"steps"`
+	OnExit *jsonStep       `json:"on_exit"`
+}
+
+type jsonStep struct {
+	Status        StepStatus      `json:"status"`
+	Visits        int             `json:"visits"`
+	Output        json.RawMessage `json:"output"`
+	Error         *string         `json:"error"`
+	Code          string          `json:"code"`
+	Trace         []string        `json:"trace"`
+	DurationMS    float64         `json:"duration_ms"`
+	Truncated     bool            `json:"truncated"`
+	Log           []string        `json:"log"`
+	Model         string          `json:"model"`
+	Usage         model.Usage     `json:"usage"`
+	Answer        string          `json:"answer"`
+	Agent         *AgentRecord    `json:"agent"`
+	Iterations    *int            `json:"iterations"`
+	Exhausted     bool            `json:"exhausted"`
+	StoppedReason *string         `json:"stopped_reason"`
+	Items         *int            `json:"items"`
+	Child         json.RawMessage `json:"child"`
+}
+
+// DecodeResult reads a result object (the JSON of [Result.MarshalJSON])
+// back into a result: its steps in their order, child flows' runs with
+// their own steps. A step record's kind is not in the JSON: loops, maps
+// and child flows are told by their members, every other step is a task.
+func DecodeResult(b []byte) (*Result, error) {
+	var j jsonResult
+	if err := json.Unmarshal(b, &j); err != nil {
+		return nil, fmt.Errorf("result: %v", err)
+	}
+	res := &Result{RunID: j.RunID, ResumedFrom: j.ResumedFrom, Flow: j.Flow, File: j.File, Status: j.Status,
+		Error: j.Error.graphir(), Path: j.Path, PathTotal: j.PathTotal, Duration: millis(j.DurationMS),
+		Warnings: j.Warnings, Grants: j.Grants, Findings: j.Findings}
+	var err error
+	if res.Output, err = storedValue(j.Output); err != nil {
+		return nil, fmt.Errorf("result output: %v", err)
+	}
+	if j.Usage != nil {
+		res.Usage = *j.Usage
+	}
+	for _, a := range j.Approvals {
+		res.Pending = append(res.Pending, &Pending{Step: a.Step, Scope: a.Scope, Visit: a.Visit, Message: a.Message})
+	}
+	if len(j.Steps) > 0 {
+		// An object whose member order is the steps' declaration order.
+		dec := json.NewDecoder(bytes.NewReader(j.Steps))
+		if _, err := dec.Token(); err != nil {
+			return nil, fmt.Errorf("result steps: %v", err)
+		}
+		for dec.More() {
+			t, err := dec.Token()
+			if err != nil {
+				return nil, fmt.Errorf("result steps: %v", err)
+			}
+			name, _ := t.(string)
+			var js jsonStep
+			if err := dec.Decode(&js); err != nil {
+				return nil, fmt.Errorf("result step %s: %v", name, err)
+			}
+			s, err := js.record(name)
+			if err != nil {
+				return nil, err
+			}
+			res.Steps = append(res.Steps, s)
+		}
+	}
+	if j.OnExit != nil {
+		if res.OnExit, err = j.OnExit.record(""); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range res.Steps {
+		if s.Model != "" {
+			res.ModelCalls++
+		}
+	}
+	if res.ModelCalls == 0 && j.Usage != nil {
+		// The calls were in child flows: the result has their usage.
+		res.ModelCalls = 1
+	}
+	return res, nil
+}
+
+func (js *jsonStep) record(name string) (*StepRecord, error) {
+	s := &StepRecord{Name: name, Kind: graphir.KindTask, Status: js.Status, Visits: js.Visits, Code: js.Code,
+		Trace: js.Trace, Duration: millis(js.DurationMS), Truncated: js.Truncated, Log: js.Log, Model: js.Model,
+		Usage: js.Usage, Answer: js.Answer, Agent: js.Agent, Exhausted: js.Exhausted}
+	if js.Error != nil {
+		s.Error = *js.Error
+	}
+	var err error
+	if len(js.Output) > 0 && string(js.Output) != "null" {
+		if s.Output, err = storedValue(js.Output); err != nil {
+			return nil, fmt.Errorf("result step %s output: %v", name, err)
+		}
+	} else if js.Status == StepSucceeded {
+		s.Output = starlark.None
+	}
+	switch {
+	case js.Iterations != nil:
+		s.Kind, s.Iterations = graphir.KindLoop, *js.Iterations
+		if js.StoppedReason != nil {
+			s.StoppedReason = *js.StoppedReason
+		}
+	case js.Items != nil:
+		s.Kind, s.Items = graphir.KindMap, *js.Items
+	case len(js.Child) > 0 && string(js.Child) != "null":
+		s.Kind = graphir.KindSubflow
+		if s.Child, err = DecodeResult(js.Child); err != nil {
+			return nil, fmt.Errorf("step %s child: %v", name, err)
+		}
+	}
+	return s, nil
+}
+
+// storedValue is a flow value from JSON; absent is None.
+func storedValue(b json.RawMessage) (starlark.Value, error) {
+	if len(b) == 0 {
+		return starlark.None, nil
+	}
+	return stdlib.FromStoredJSON(b)
+}
+
+// millis is a duration_ms read back, to the nanosecond nearest it.
+func millis(ms float64) time.Duration {
+	return time.Duration(math.Round(ms * float64(time.Millisecond)))
 }

@@ -21,11 +21,14 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"go.starlark.net/starlark"
 	"go.temporal.io/sdk/client"
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
 )
 
@@ -493,16 +496,12 @@ func runShow(ctx context.Context, io stdio, o any, args []string) int {
 	}
 	held := heldOpen(r, effects, approvals)
 	if opts.json {
-		b := r.Result
-		if b == nil {
-			b = partialResult(r, effects, held)
-		}
-		var buf strings.Builder
-		if err := jsonIndent(&buf, b, r); err != nil {
+		var buf bytes.Buffer
+		if err := showJSON(&buf, r, effects, held); err != nil {
 			fmt.Fprintf(io.err, "skein show: %v\n", err)
 			return exitFail
 		}
-		fmt.Fprintln(io.out, buf.String())
+		io.out.Write(buf.Bytes())
 		return exitOK
 	}
 	fmt.Fprintf(io.out, "run %s\nflow %s (%s)\nstatus %s\n", r.ID, r.Flow, r.File, r.Status)
@@ -668,135 +667,106 @@ func oneLine(s string, max int) string {
 }
 
 // partialResult is the result object of a run that has not ended (or whose
-// result was not recorded), from its journal: the run's fields, the path of effects started, and each effect
-// step's latest attempt. fn steps are not recorded and do not appear.
-func partialResult(r *store.Run, effects []*store.Effect, held []*store.Approval) json.RawMessage {
-	type stepObj struct {
-		Status string          `json:"status"`
-		Visits int             `json:"visits"`
-		Output json.RawMessage `json:"output"`
-		Error  *string         `json:"error"`
-		Code   string          `json:"code,omitempty"`
+// result was not recorded), from its journal: the run's fields, the path of
+// effects started, and each effect step's latest attempt. fn steps are not
+// recorded and do not appear.
+func partialResult(r *store.Run, effects []*store.Effect, held []*store.Approval) (*vm.Result, error) {
+	res := &vm.Result{RunID: r.ID, Flow: r.Flow, File: r.File, Status: vm.Status(r.Status), ResumedFrom: r.ResumedFrom, Path: []string{}}
+	if r.ErrorCode != "" {
+		// A run that ended without its result recorded (it did not fit).
+		res.Error = &graphir.Error{Code: r.ErrorCode, Step: r.ErrorStep, Msg: r.ErrorMsg}
 	}
-	var names []string
-	steps := map[string]*stepObj{}
-	path := []string{}
+	// The approvals held open, in the shape of a waiting run's, in the
+	// order they were asked.
+	for _, a := range held {
+		scope := []string{}
+		if a.Path != "" {
+			scope = strings.Split(a.Path, "/")
+		}
+		res.Pending = append(res.Pending, &vm.Pending{Step: a.Step, Scope: scope, Visit: a.Visit, Message: a.Message})
+	}
 	for i, e := range effects {
-		s := steps[e.Step]
+		s := res.Step(e.Step)
 		if s == nil {
-			s = &stepObj{}
-			steps[e.Step] = s
-			names = append(names, e.Step)
+			s = &vm.StepRecord{Name: e.Step}
+			res.Steps = append(res.Steps, s)
 		}
 		if e.Attempt == 1 {
-			path = append(path, e.Step)
+			res.Path = append(res.Path, e.Step)
 		}
 		s.Visits = max(s.Visits, e.Visit)
-		s.Status, s.Error, s.Code = effectStatus(r, e, effects[i+1:]), nil, ""
+		s.Status, s.Error, s.Code = vm.StepStatus(effectStatus(r, e, effects[i+1:])), "", ""
 		if isHeld(held, e.Path, e.Step, e.Visit) {
-			s.Status = store.Waiting
+			s.Status = vm.StepWaiting
 		}
 		switch {
 		case e.Kind == "task" || e.Kind == "shell":
 			// The shape of a task's output in a result: error and code
 			// say why it failed, as in the step's own, and are null
 			// while it has not.
-			var errMsg, code any
+			var errMsg, code starlark.Value = starlark.None, starlark.None
 			switch e.Status {
 			case "failed":
-				errMsg, code = e.Error, e.Code
+				errMsg, code = starlark.String(e.Error), starlark.String(e.Code)
 			case "cancelled":
-				errMsg, code = "cancelled", "cancelled"
+				errMsg, code = starlark.String("cancelled"), starlark.String("cancelled")
 			}
-			b, _ := json.Marshal(struct {
-				Stdout   string `json:"stdout"`
-				Stderr   string `json:"stderr"`
-				ExitCode int    `json:"exit_code"`
-				Error    any    `json:"error"`
-				Code     any    `json:"code"`
-			}{e.Stdout, e.Stderr, e.ExitCode, errMsg, code})
-			s.Output = b
+			s.Output = stdlib.NewMap([]string{"stdout", "stderr", "exit_code", "error", "code"},
+				[]starlark.Value{starlark.String(e.Stdout), starlark.String(e.Stderr), starlark.MakeInt(e.ExitCode), errMsg, code})
 		case e.Output != nil:
-			s.Output = e.Output
+			v, err := stdlib.FromStoredJSON(e.Output)
+			if err != nil {
+				return nil, fmt.Errorf("the recorded output of step %s is not valid JSON: %v", e.Step, err)
+			}
+			s.Output = v
 		default:
-			s.Output = json.RawMessage("null")
+			s.Output = nil
 		}
 		if e.Status == "failed" {
-			msg := e.Error
-			s.Error, s.Code = &msg, e.Code
+			s.Error, s.Code = e.Error, e.Code
 		}
 	}
-	var b strings.Builder
-	var runErr any
-	if r.ErrorCode != "" {
-		// A run that ended without its result recorded (it did not fit).
-		runErr = map[string]string{"code": r.ErrorCode, "step": r.ErrorStep, "message": r.ErrorMsg}
-	}
-	// The approvals held open, in the shape of a waiting run's, in the
-	// order they were asked.
-	type approvalObj struct {
-		Step    string   `json:"step"`
-		Scope   []string `json:"scope"`
-		Visit   int      `json:"visit"`
-		Message string   `json:"message"`
-	}
-	var waiting []approvalObj
-	for _, a := range held {
-		scope := []string{}
-		if a.Path != "" {
-			scope = strings.Split(a.Path, "/")
-		}
-		waiting = append(waiting, approvalObj{a.Step, scope, a.Visit, a.Message})
-	}
-	head, _ := json.Marshal(struct {
-		RunID     string        `json:"run_id"`
-		Flow      string        `json:"flow"`
-		File      string        `json:"file"`
-		Status    string        `json:"status"`
-		Error     any           `json:"error"`
-		Approvals []approvalObj `json:"approvals,omitempty"`
-		Output    any           `json:"output"`
-		Path      []string      `json:"path"`
-	}{r.ID, r.Flow, r.File, r.Status, runErr, waiting, nil, path})
-	b.Write(head[:len(head)-1])
-	b.WriteString(`,"steps":{`)
-	for i, n := range names {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(n)
-		v, _ := json.Marshal(steps[n])
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	b.WriteString("}}")
-	return json.RawMessage(b.String())
+	return res, nil
 }
 
-// jsonIndent writes the result object indented, with the store's status
-// (a run recorded as running may have been interrupted since) and
-// resumed_from.
-func jsonIndent(w io.Writer, b json.RawMessage, r *store.Run) error {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(b, &obj); err != nil {
-		return fmt.Errorf("the recorded result is not valid JSON: %v", err)
-	}
-	// Indent rather than re-encode, to keep the recorded member order.
-	var out bytes.Buffer
-	if err := json.Indent(&out, b, "", "  "); err != nil {
+// showJSON writes the result object of run r indented, with the store's
+// status (a run recorded as running may have been interrupted since) and
+// resumed_from: its recorded result, or for a run without one what its
+// journal has so far.
+func showJSON(w io.Writer, r *store.Run, effects []*store.Effect, held []*store.Approval) error {
+	if r.Result == nil {
+		res, err := partialResult(r, effects, held)
+		if err != nil {
+			return err
+		}
+		b, err := res.AppendSoFar(nil, "  ", false)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
 		return err
 	}
-	text := out.String()
-	if st, _ := json.Marshal(r.Status); string(obj["status"]) != string(st) {
-		text = strings.Replace(text, `"status": `+string(obj["status"]), `"status": `+string(st), 1)
+	res, err := vm.DecodeResult(r.Result)
+	if err != nil {
+		return fmt.Errorf("the recorded result is not valid JSON: %v", err)
 	}
-	if r.ResumedFrom != "" && obj["resumed_from"] == nil {
-		from, _ := json.Marshal(r.ResumedFrom)
-		text = strings.Replace(text, "{\n", "{\n  \"resumed_from\": "+string(from)+",\n", 1)
+	if res.Status == vm.Status(r.Status) && (res.ResumedFrom != "" || r.ResumedFrom == "") {
+		// As recorded. Encoded again it would read the same, but a
+		// U+FFFD that the record escapes (it replaced invalid UTF-8)
+		// would not be escaped.
+		var b bytes.Buffer
+		if err := json.Indent(&b, r.Result, "", "  "); err != nil {
+			return err
+		}
+		_, err := w.Write(append(b.Bytes(), '\n'))
+		return err
 	}
-	_, err := io.WriteString(w, text)
-	return err
+	// A parked run resumed since, for instance: the store's status.
+	res.Status = vm.Status(r.Status)
+	if res.ResumedFrom == "" {
+		res.ResumedFrom = r.ResumedFrom
+	}
+	return res.WriteJSON(w, "  ")
 }
 
 func runLogs(ctx context.Context, io stdio, o any, args []string) int {

@@ -424,7 +424,7 @@ func printTemporalResult(io stdio, asJSON bool, prog *progress, out *temporal.Ru
 		b.WriteByte('\n')
 		io.out.Write(b.Bytes())
 	} else if prog != nil {
-		res, err := temporal.DecodeResult(out.Result)
+		res, err := vm.DecodeResult(out.Result)
 		if err != nil {
 			fmt.Fprintf(io.err, "skein run: the run's result: %v\n", err)
 			return exitFail

@@ -292,7 +292,7 @@ func showOnTemporal(ctx context.Context, io stdio, opts *showOptions, id string)
 		io.out.Write(b.Bytes())
 		return exitOK
 	}
-	res, err := temporal.DecodeResult(raw)
+	res, err := vm.DecodeResult(raw)
 	if err != nil {
 		fmt.Fprintf(io.err, "skein show: %v\n", err)
 		return exitFail
@@ -448,7 +448,7 @@ func (e *engineFlags) runRecord(ctx context.Context, c client.Client, ex *workfl
 		if err := c.GetWorkflow(gctx, r.ID, ex.GetExecution().GetRunId()).Get(gctx, &out); err != nil {
 			return r
 		}
-		res, err := temporal.DecodeResult(out.Result)
+		res, err := vm.DecodeResult(out.Result)
 		if err != nil {
 			return r
 		}

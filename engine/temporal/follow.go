@@ -178,7 +178,7 @@ func (f *Follower) entry(ctx context.Context, w *followed, e *Entry) error {
 			f.OnFailed(w.id, e.Failed)
 		}
 	case e.Event != nil:
-		ev, err := DecodeEvent(e.Event)
+		ev, err := vm.DecodeEvent(e.Event)
 		if err != nil {
 			return err
 		}

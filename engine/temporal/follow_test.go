@@ -94,7 +94,7 @@ out = step("out", fn = lambda r: "/".join(r.inputs.words) + " " + r.t.stdout.str
 	// The raw events are the --events format, decoded and encoded again
 	// to the same bytes.
 	for _, b := range raw {
-		ev, err := DecodeEvent([]byte(b))
+		ev, err := vm.DecodeEvent([]byte(b))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +223,7 @@ chain(START, deploy, l, END)
 			}
 			seq++
 			if e.Event != nil {
-				ev, err := DecodeEvent(e.Event)
+				ev, err := vm.DecodeEvent(e.Event)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -417,7 +417,7 @@ flaky = step("flaky", run = ["sh", "-c", 'echo "try $SKEIN_ATTEMPT"; echo oops >
 		case e.Failed != nil:
 			got = append(got, fmt.Sprintf("failed %s visit %d attempt %d: %q %q", e.Failed.Where(), e.Failed.Visit, e.Failed.Attempt, e.Failed.Stdout, e.Failed.Stderr))
 		case e.Event != nil:
-			ev, err := DecodeEvent(e.Event)
+			ev, err := vm.DecodeEvent(e.Event)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -438,7 +438,7 @@ func TestRetryEventBackoff(t *testing.T) {
 	if !strings.Contains(string(b), `"backoff_ms":1500.000`) {
 		t.Errorf("encoded without its backoff: %s", b)
 	}
-	got, err := DecodeEvent(b)
+	got, err := vm.DecodeEvent(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"go.starlark.net/starlark"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 )
 
@@ -331,62 +330,14 @@ func (s *state) page(after int) (*EventsPage, error) {
 // record is the run's result object so far: the run, the path, each step
 // as its latest event left it, and the approvals waiting.
 func (s *state) record() (json.RawMessage, error) {
-	b := []byte(`{"run_id":`)
-	b = stdlib.AppendJSONString(b, s.runID)
-	b = append(b, `,"flow":`...)
-	b = stdlib.AppendJSONString(b, s.flow)
-	b = append(b, `,"file":`...)
-	b = stdlib.AppendJSONString(b, s.file)
-	b = append(b, `,"status":`...)
-	b = stdlib.AppendJSONString(b, s.status)
-	b = append(b, `,"error":null`...)
-	if w := s.approvals.Waiting(); len(w) > 0 {
-		type pending struct {
-			Step    string   `json:"step"`
-			Scope   []string `json:"scope"`
-			Visit   int      `json:"visit"`
-			Message string   `json:"message"`
-		}
-		ps := make([]pending, len(w))
-		for i, a := range w {
-			ps[i] = pending{a.Step, append(append([]string{}, a.Flow...), a.Scope...), a.Visit, a.Message}
-		}
-		j, _ := json.Marshal(ps)
-		b = append(append(b, `,"approvals":`...), j...)
+	res := &vm.Result{RunID: s.runID, Flow: s.flow, File: s.file, Status: vm.Status(s.status),
+		Path: append([]string{}, s.path[max(len(s.path)-maxLivePath, 0):]...), PathTotal: s.paths}
+	for _, a := range s.approvals.Waiting() {
+		res.Pending = append(res.Pending, &vm.Pending{Step: a.Step, Flow: a.Flow, Scope: a.Scope, Visit: a.Visit, Message: a.Message})
 	}
-	b = append(b, `,"output":null,"path":`...)
-	j, _ := json.Marshal(append([]string{}, s.path[max(len(s.path)-maxLivePath, 0):]...))
-	b = append(b, j...)
-	b = append(b, `,"path_total":`...)
-	j, _ = json.Marshal(s.paths)
-	b = append(b, j...)
-	b = append(b, `,"steps":{`...)
-	for i, st := range s.steps {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = stdlib.AppendJSONString(b, st.name)
-		b = append(b, `:{"status":`...)
-		b = stdlib.AppendJSONString(b, string(st.status))
-		j, _ = json.Marshal(st.visits)
-		b = append(append(b, `,"visits":`...), j...)
-		b = append(b, `,"output":`...)
-		var err error
-		if b, err = stdlib.AppendJSON(b, st.output, "", 0); err != nil {
-			b = append(b, "null"...) // an output that is not data
-		}
-		if st.err == "" {
-			b = append(b, `,"error":null`...)
-		} else {
-			b = append(b, `,"error":`...)
-			b = stdlib.AppendJSONString(b, st.err)
-			b = append(b, `,"code":`...)
-			b = stdlib.AppendJSONString(b, st.code)
-		}
-		j, _ = json.Marshal(float64(st.duration) / float64(time.Millisecond))
-		b = append(append(b, `,"duration_ms":`...), j...)
-		b = append(b, '}')
+	for _, st := range s.steps {
+		res.Steps = append(res.Steps, &vm.StepRecord{Name: st.name, Status: st.status, Visits: st.visits,
+			Output: st.output, Error: st.err, Code: st.code, Duration: st.duration})
 	}
-	b = append(b, "}}"...)
-	return b, nil
+	return res.AppendSoFar(nil, "", true)
 }

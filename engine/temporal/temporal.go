@@ -538,7 +538,7 @@ func childError(err error) string {
 // its step, as a nested run's result is locally: the step record carries
 // the child's run with its own step records.
 func childCompletion(out *RunOutput) *vm.EffectCompletion {
-	res, err := DecodeResult(out.Result)
+	res, err := vm.DecodeResult(out.Result)
 	if err != nil {
 		return &vm.EffectCompletion{Code: "step_failed", Error: "child flow " + err.Error()}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -30,6 +31,12 @@ func scriptParams(dir string) testscript.Params {
 			// A race-enabled skein otherwise waits a second on exit.
 			env.Setenv("GORACE", "atexit_sleep_ms=0")
 			return nil
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "crashtest" { // skein has the crash hooks (crash_test.go)
+				return builtWith("-tags", crashTag), nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 	}
 }

@@ -305,11 +305,6 @@ func (s *Store) Continue(id string, opts RunOptions) (*Recorder, error) {
 	return rec, nil
 }
 
-// faultStep names a step whose completions are never committed: the
-// process kills itself between the effect's end and the commit. Tests set
-// it to prove that such a crash loses nothing but that one attempt.
-var faultStep = os.Getenv("SKEIN_TEST_CRASH_BEFORE_COMMIT")
-
 // Start implements [vm.EffectProducer]: it queues the start row of the
 // attempt, hands the attempt to Inner once that row is committed, and
 // queues the completion before passing it on. A store that cannot be
@@ -348,8 +343,7 @@ func (rec *Recorder) Start(ctx context.Context, req *vm.EffectRequest, done func
 func (rec *Recorder) ended(id int64, req *vm.EffectRequest, done func(*vm.EffectCompletion)) func(*vm.EffectCompletion) {
 	return func(c *vm.EffectCompletion) {
 		if faultStep != "" && req.Step == faultStep {
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			select {}
+			crash()
 		}
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
@@ -416,19 +410,6 @@ func (rec *Recorder) Idle(flow []string) {
 	}
 }
 
-// faultBatch names a step whose start row is never committed: the process
-// kills itself before committing the batch that holds it, after the run
-// was handed the completions queued before it. Tests set it to prove that
-// such a crash leaves nothing acted on.
-var faultBatch = os.Getenv("SKEIN_TEST_CRASH_BEFORE_BATCH")
-
-// faultSide names a step whose completion reaches the side journal but
-// never SQLite: the process commits nothing to SQLite and kills itself
-// once the batch holding that completion is in the side journal. Tests
-// set it to prove that such a crash loses nothing: the completion is
-// folded in.
-var faultSide = os.Getenv("SKEIN_TEST_CRASH_AFTER_JOURNAL")
-
 // flush makes the queued writes durable (the side journal), then tells
 // what waited for them. It returns the error it told them (that of the
 // write, or of the one that failed before).
@@ -451,8 +432,7 @@ func (rec *Recorder) flushTo(toSQL bool, final *write) error {
 	if err == nil && len(batch) > 0 && faultBatch != "" {
 		for _, w := range batch {
 			if w.ins && w.step == faultBatch {
-				syscall.Kill(os.Getpid(), syscall.SIGKILL)
-				select {}
+				crash()
 			}
 		}
 	}
@@ -522,8 +502,7 @@ func (rec *Recorder) sideWrite(batch []write) error {
 	if faultSide != "" {
 		for _, w := range batch {
 			if !w.ins && w.step == faultSide {
-				syscall.Kill(os.Getpid(), syscall.SIGKILL)
-				select {}
+				crash()
 			}
 		}
 	}

@@ -143,7 +143,7 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		return nil, err
 	}
 	var name, run, shell, fnv, flow, argv, env, stdin, dir, inputs, maxVisits, retries, backoff, timeout, join starlark.Value
-	var vals [26]starlark.Value
+	var vals [29]starlark.Value
 	if err := c.unpack(args, kwargs, stepParams, vals[:]); err != nil {
 		return nil, err
 	}
@@ -151,6 +151,7 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	llm, system, modelName, schema, maxTokens := vals[15], vals[16], vals[17], vals[18], vals[19]
 	retryWhen, wait, approve := vals[20], vals[21], vals[22]
 	agent, tools, maxTurns := vals[23], vals[24], vals[25]
+	factor, maxBackoff, jitter := vals[26], vals[27], vals[28]
 	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindNoop, Backoff: defaultBackoff}
 	if n.Name, err = c.name(name); err != nil {
 		return nil, err
@@ -348,6 +349,9 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if err := c.kindBounds(n.Kind, retries, backoff, retryWhen, timeout); err != nil {
 		return nil, err
 	}
+	if err := c.retryShape(n, factor, maxBackoff, jitter); err != nil {
+		return nil, err
+	}
 	if !isNone(retryWhen) {
 		if n.RetryWhen, err = c.cond("retry_when", retryWhen); err != nil {
 			return nil, err
@@ -361,6 +365,67 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 }
 
 const defaultBackoff = time.Second
+
+// retryShape unpacks backoff_factor=, max_backoff= and jitter=, which
+// shape the delays of the retries the core makes (docs/runs.md): on task,
+// shell, fn and flow steps only.
+func (c *call) retryShape(n *graphir.Node, factor, maxBackoff, jitter starlark.Value) error {
+	if isNone(factor) && isNone(maxBackoff) && isNone(jitter) {
+		return nil
+	}
+	for _, p := range []struct {
+		name string
+		v    starlark.Value
+	}{{"backoff_factor", factor}, {"max_backoff", maxBackoff}, {"jitter", jitter}} {
+		if isNone(p.v) {
+			continue
+		}
+		switch n.Kind {
+		case graphir.KindTask, graphir.KindShell, graphir.KindFn, graphir.KindSubflow:
+		default:
+			return c.errorf("%s applies only to run=, shell=, fn= and flow= steps, whose retries the run makes (a model call backs off as its server asks)", p.name)
+		}
+	}
+	rs := graphir.DefaultRetryShape
+	if !isNone(factor) {
+		var f float64
+		switch v := factor.(type) {
+		case starlark.Int:
+			i, _ := v.Int64()
+			f = float64(i)
+		case starlark.Float:
+			f = float64(v)
+		default:
+			return c.errorf("backoff_factor must be a number, got %s", describe(factor))
+		}
+		if !(f >= 1 && f <= 100) {
+			return c.errorf("backoff_factor must be between 1.0 (a constant interval) and 100, got %s", factor)
+		}
+		rs.Factor = f
+	}
+	if !isNone(maxBackoff) {
+		d, err := c.duration("max_backoff", maxBackoff)
+		if err != nil {
+			return err
+		}
+		if d < n.Backoff {
+			return c.errorf("max_backoff %s is shorter than backoff %s", graphir.FormatDuration(d), graphir.FormatDuration(n.Backoff))
+		}
+		rs.Max = d
+	}
+	if !isNone(jitter) {
+		b, ok := jitter.(starlark.Bool)
+		if !ok {
+			return c.errorf("jitter must be True or False, got %s", describe(jitter))
+		}
+		rs.Jitter = bool(b)
+	}
+	if n.Retries == 0 {
+		return c.errorf("backoff_factor, max_backoff and jitter shape the delays of retries: give retries=N too")
+	}
+	n.RetryShape = &rs
+	return nil
+}
 
 // kindBounds refuses the retry and timeout keywords on the step kinds where
 // they could not do what docs/runs.md says: a step that does nothing
@@ -586,6 +651,7 @@ func chainFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 var (
 	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?", "on_exit?", "max_tokens?", "tools?", "max_grants?"}
 	stepParams = []string{"name", "run?", "shell?", "fn?", "flow?", "args?", "env?", "stdin?", "dir?", "inputs?", "max_visits?", "retries?", "backoff?", "timeout?", "join?",
-		"llm?", "system?", "model?", "schema?", "max_tokens?", "retry_when?", "wait?", "approve?", "agent?", "tools?", "max_turns?"}
+		"llm?", "system?", "model?", "schema?", "max_tokens?", "retry_when?", "wait?", "approve?", "agent?", "tools?", "max_turns?",
+		"backoff_factor?", "max_backoff?", "jitter?"}
 	edgeParams = []string{"src", "dst", "when?", "on?"}
 )

@@ -80,6 +80,9 @@ type jsonNode struct {
 	MaxVisits     int               `json:"max_visits,omitempty"`
 	Retries       int               `json:"retries,omitempty"`
 	Backoff       string            `json:"backoff,omitempty"`
+	BackoffFactor float64           `json:"backoff_factor,omitempty"`
+	MaxBackoff    string            `json:"max_backoff,omitempty"`
+	Jitter        bool              `json:"jitter,omitempty"`
 	Timeout       string            `json:"timeout,omitempty"`
 	Join          string            `json:"join,omitempty"`
 	RetryWhen     string            `json:"retry_when,omitempty"`
@@ -241,6 +244,9 @@ func (g *Graph) jsonNode(n *Node) jsonNode {
 	}
 	if n.Retries > 0 {
 		j.Backoff = FormatDuration(n.Backoff)
+	}
+	if rs := n.RetryShape; rs != nil {
+		j.BackoffFactor, j.MaxBackoff, j.Jitter = rs.Factor, FormatDuration(rs.Max), rs.Jitter
 	}
 	if n.Timeout > 0 {
 		j.Timeout = FormatDuration(n.Timeout)

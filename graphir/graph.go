@@ -127,6 +127,9 @@ type Node struct {
 	Backoff   time.Duration // delay before the first retry, doubled after each
 	Timeout   time.Duration // per attempt, 0 for none
 	RetryWhen *Expr         // retry_when: whether a failed attempt is retried; nil: always
+	// RetryShape: backoff_factor=, max_backoff=, jitter=; nil for the
+	// default (doubling, at most an hour, no jitter).
+	RetryShape *RetryShape
 
 	// Task and shell steps.
 	Argv  []*Template // run= followed by args=
@@ -158,6 +161,17 @@ type Node struct {
 	Loop    *Loop
 	Map     *Map
 }
+
+// RetryShape is how a step's retry delays grow beyond backoff=
+// (docs/runs.md#retry-shapes).
+type RetryShape struct {
+	Factor float64       // each delay is the one before times Factor (>= 1)
+	Max    time.Duration // no delay is longer
+	Jitter bool          // each delay is drawn from [d/2, d]
+}
+
+// DefaultRetryShape is the shape of a step that gives none.
+var DefaultRetryShape = RetryShape{Factor: 2, Max: time.Hour}
 
 // Subflow is what a child-flow step (flow=) runs.
 type Subflow struct {

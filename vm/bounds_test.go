@@ -5,8 +5,11 @@ package vm_test
 // child flows, loops, maps, waits and model calls.
 
 import (
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/model/modeltest"
@@ -167,4 +170,43 @@ a = step("a", llm = "say something", timeout = "300ms", retries = 0)
 `, nil, modelOpts(s, nil))
 	check(t, res, want{status: vm.Failed, code: "timeout", step: "a", msg: "no reply within the step's timeout of 300ms"})
 	fast(t, res, 2*time.Second)
+}
+
+func TestRetryShapes(t *testing.T) {
+	// A constant interval with jitter: every delay in [5ms, 10ms], the
+	// same again for a run with the same id.
+	src := `
+a = step("a", run = ["false"], retries = 3, backoff = "10ms", backoff_factor = 1.0, max_backoff = "10ms", jitter = True)
+b = step("b", fn = lambda r: fail("no"), retries = 3, backoff = "1ms", backoff_factor = 3, max_backoff = "5ms")
+edge(START, a)
+edge(a, b, on = "failure")
+`
+	delays := func() map[string][]time.Duration {
+		got := map[string][]time.Duration{}
+		var mu sync.Mutex
+		res := run(t, src, nil, vm.Options{RunID: "r-jitter", OnEvent: func(ev *vm.Event) {
+			if ev.Type == vm.StepRetrying {
+				mu.Lock()
+				got[ev.Step] = append(got[ev.Step], ev.Duration)
+				mu.Unlock()
+			}
+		}})
+		check(t, res, want{status: vm.Failed, step: "b", code: "step_failed"})
+		return got
+	}
+	first := delays()
+	if len(first["a"]) != 3 {
+		t.Fatalf("a retried %d times, want 3", len(first["a"]))
+	}
+	for _, d := range first["a"] {
+		if d < 5*time.Millisecond || d > 10*time.Millisecond {
+			t.Errorf("a jittered delay of %s, want one in [5ms, 10ms]", d)
+		}
+	}
+	if diff := cmp.Diff([]time.Duration{time.Millisecond, 3 * time.Millisecond, 5 * time.Millisecond}, first["b"]); diff != "" {
+		t.Errorf("b's delays (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(first, delays()); diff != "" {
+		t.Errorf("the same run id waited differently (-first +second):\n%s", diff)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -606,7 +607,7 @@ func (r *run) retryWanted(f *frame, n *graphir.Node, o *outcome) (retry, ok bool
 // retryLater schedules attempt+1 of step n after its backoff; req is the
 // effect's request (nil for fn steps).
 func (r *run) retryLater(f *frame, n *graphir.Node, req *EffectRequest, attempt int, msg string) {
-	wait := backoff(n.Backoff, attempt)
+	wait := backoff(n, attempt, r.jitterSeed(f, n, req, attempt))
 	if r.events {
 		r.emit(&Event{Type: StepRetrying, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Attempt: attempt + 1, Error: msg, Duration: wait})
 	}
@@ -813,14 +814,41 @@ func (r *run) fnDone(f *frame, n *graphir.Node, attempt int, out starlark.Value,
 	r.finish(f, n, o)
 }
 
-// backoff is the delay before retry number attempt: base doubled after
-// each failure, capped at an hour.
-func backoff(base time.Duration, attempt int) time.Duration {
-	d := base
-	for i := 1; i < attempt && d < time.Hour; i++ {
-		d *= 2
+// backoff is the delay before retry number attempt of step n: backoff=
+// grown by the shape's factor after each failure, at most its max; with
+// jitter, a point of [d/2, d] that seed picks.
+func backoff(n *graphir.Node, attempt int, seed uint64) time.Duration {
+	shape := graphir.DefaultRetryShape
+	if n.RetryShape != nil {
+		shape = *n.RetryShape
 	}
-	return min(d, time.Hour)
+	d := float64(n.Backoff)
+	for i := 1; i < attempt && d < float64(shape.Max); i++ {
+		d *= shape.Factor
+	}
+	d = min(d, float64(shape.Max))
+	if shape.Jitter {
+		// The top 53 bits of the seed as a fraction in [0, 1).
+		d = d/2 + d/2*float64(seed>>11)/(1<<53)
+	}
+	return time.Duration(d)
+}
+
+// jitterSeed picks where in its range a jittered delay falls: a hash of
+// where the retry is (run, child-flow chain, scope, step, visit, attempt),
+// so a replayed run (on Temporal, or a test) waits the same, and two
+// steps failing together do not retry together.
+func (r *run) jitterSeed(f *frame, n *graphir.Node, req *EffectRequest, attempt int) uint64 {
+	if n.RetryShape == nil || !n.RetryShape.Jitter {
+		return 0
+	}
+	h := fnv.New64a()
+	visit := int(f.state(r, n.ID).visits)
+	if req != nil {
+		visit = req.Visit
+	}
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%d\x00%d", r.opts.top, strings.Join(r.opts.prefix, "/"), strings.Join(f.scopePath(), "/"), n.Name, visit, attempt)
+	return h.Sum64()
 }
 
 // callUntil asks a loop's until function whether to stop after the

@@ -144,6 +144,15 @@ var kwCases = map[string]kwCase{
 				t.Errorf("retries %+v; want one, after 7ms", r)
 			}
 		}},
+	// backoff_factor = 1.0: both retries wait the same (with max_backoff
+	// and jitter, TestRetryShapes).
+	"backoff_factor": {variant: "fail", kw: `, retries = 2, backoff = "3ms", backoff_factor = 1.0`, around: straight,
+		check: func(t *testing.T, res *vm.Result, evs []vm.Event) {
+			r := retryEvents(evs)
+			if len(r) != 2 || r[0].Duration != 3*time.Millisecond || r[1].Duration != 3*time.Millisecond {
+				t.Errorf("retries %+v; want two, each after 3ms", r)
+			}
+		}},
 	// retry_when false: no retry, the first failure is the step's.
 	"retry_when": {variant: "fail", kw: `, retries = 2, backoff = "1ms", retry_when = "False"`, around: straight,
 		check: func(t *testing.T, res *vm.Result, evs []vm.Event) {
@@ -215,6 +224,15 @@ var kwRefused = map[[2]string]string{
 	{"map", "retries"}:        `unexpected keyword argument "retries"`,
 	{"map", "backoff"}:        `unexpected keyword argument "backoff"`,
 	{"map", "retry_when"}:     `unexpected keyword argument "retry_when"`,
+
+	{"llm", "backoff_factor"}:     "backoff_factor applies only to run=, shell=, fn= and flow= steps",
+	{"agent", "backoff_factor"}:   "backoff_factor applies only to run=, shell=, fn= and flow= steps",
+	{"wait", "backoff_factor"}:    "backoff_factor applies only to run=, shell=, fn= and flow= steps",
+	{"approve", "backoff_factor"}: "backoff_factor applies only to run=, shell=, fn= and flow= steps",
+	{"noop", "backoff_factor"}:    "backoff_factor applies only to run=, shell=, fn= and flow= steps",
+	{"router", "backoff_factor"}:  `unexpected keyword argument "backoff_factor"`,
+	{"loop", "backoff_factor"}:    `unexpected keyword argument "backoff_factor"`,
+	{"map", "backoff_factor"}:     `unexpected keyword argument "backoff_factor"`,
 }
 
 var kwAlone = map[string]string{
@@ -222,6 +240,8 @@ var kwAlone = map[string]string{
 	"backoff":    `, backoff = "7ms"`,
 	"retry_when": `, retry_when = "False"`,
 	"timeout":    `, timeout = "300ms"`,
+	// Alone: the kind is refused before a missing retries= is.
+	"backoff_factor": `, backoff_factor = 1.0`,
 }
 
 // writeFlow writes a flow tree into a temporary directory and returns the

@@ -14,15 +14,23 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/skein ./cmd/skein
 
-# The README's test command, and what CI runs: vet, the flows' formatting,
-# the race-enabled suite, the examples' flow tests, then each fuzz target
-# briefly.
+# The README's test command, and what CI runs: vet, staticcheck, the
+# flows' formatting, the race-enabled suite, the examples' flow tests, then
+# each fuzz target briefly.
 test:
 	$(GO) vet ./...
+	$(MAKE) --no-print-directory staticcheck
 	$(MAKE) --no-print-directory fmt-check
 	$(GO) test -race ./...
 	$(GO) run ./cmd/skein test examples
 	$(MAKE) --no-print-directory fuzz-short
+
+# staticcheck, at the version go.mod pins with its tool directive (go get
+# -tool honnef.co/go/tools/cmd/staticcheck@VERSION changes it); checks are
+# chosen in staticcheck.conf when there is one, else its defaults.
+.PHONY: staticcheck
+staticcheck:
+	$(GO) tool staticcheck ./...
 
 # The repository's flows stay formatted (skein fmt -w PATH fixes them). The
 # annotated checker tests, testdata/check/*.star, are left out on purpose:

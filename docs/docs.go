@@ -1,12 +1,8 @@
 // Package docs embeds the user documentation, so the binary can hand the
-// language reference to a model (skein compose) and print it.
+// language reference to a model (skein compose).
 package docs
 
-import (
-	"embed"
-	"sort"
-	"strings"
-)
+import "embed"
 
 //go:embed *.md
 var files embed.FS
@@ -18,17 +14,4 @@ func Page(name string) string {
 		return ""
 	}
 	return string(b)
-}
-
-// Pages returns the names of the embedded pages, sorted.
-func Pages() []string {
-	ents, _ := files.ReadDir(".")
-	var names []string
-	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), ".md") {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Strings(names)
-	return names
 }

@@ -683,11 +683,10 @@ func enclosingCall(src string) string {
 			}
 		}
 	}
-	for i := len(stack) - 1; i >= 0; i-- {
-		if stack[i] != "" {
-			return stack[i]
-		}
-		return "" // inside a list or dict: not a keyword position
+	if n := len(stack); n > 0 {
+		// The innermost bracket decides: "" for a list or dict, which is
+		// not a keyword position.
+		return stack[n-1]
 	}
 	return ""
 }

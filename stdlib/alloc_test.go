@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
 )
 
 // TextSize measures a shared value as str writes it, in time linear in the
@@ -122,7 +123,7 @@ out = [list("éa".codepoints()), tuple("éa".codepoint_ords()), sorted("ba".code
 	for k, v := range SafeBuiltins() {
 		pre[k] = v
 	}
-	g, err := starlark.ExecFile(&starlark.Thread{}, "t.star", src, pre)
+	g, err := starlark.ExecFileOptions(&syntax.FileOptions{}, &starlark.Thread{}, "t.star", src, pre)
 	if err != nil {
 		t.Fatal(err)
 	}

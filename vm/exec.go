@@ -676,7 +676,7 @@ func (r *run) drain() {
 				r.idler.Idle(r.opts.prefix)
 			}
 			r.handoff = time.Time{}
-			r.rt.Wait(nil, r.inbox.wake)
+			r.rt.Wait(context.Background(), r.inbox.wake) // never done: only a completion ends the wait
 			continue
 		}
 		if c.bound != nil {

@@ -33,7 +33,8 @@ type Runtime interface {
 	// d has passed (as context.WithTimeoutCause).
 	WithTimeout(ctx context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc)
 	// Wait blocks until wake can be received from (and receives it) or
-	// ctx is done; done reports the latter. A nil ctx never ends.
+	// ctx is done; done reports the latter. With a ctx that is never
+	// done (context.Background()) only wake ends the wait.
 	Wait(ctx context.Context, wake <-chan struct{}) (done bool)
 	// Replayed reports whether the run's decisions are replayed from a
 	// history, so nothing they depend on may come from the wall clock:

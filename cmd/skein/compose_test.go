@@ -132,7 +132,7 @@ func TestComposeSafetyFloor(t *testing.T) {
 	}
 
 	// A command outside --allow-run is refused.
-	srv, _, out, _, code = composeWith(t, []string{goodDraft}, "x", "-o", "f.star", "--allow-run", "go", "--max-repairs", "0")
+	_, _, out, _, code = composeWith(t, []string{goodDraft}, "x", "-o", "f.star", "--allow-run", "go", "--max-repairs", "0")
 	if code != 1 || !strings.Contains(out, `step "build" runs "make", which is not allowed; allowed commands: go`) {
 		t.Errorf("exit %d:\n%s", code, out)
 	}

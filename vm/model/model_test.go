@@ -121,12 +121,11 @@ func TestNoKeyVariableSendsNoHeader(t *testing.T) {
 
 func TestRetries(t *testing.T) {
 	type want struct {
-		text    string
-		code    string
-		msg     string
-		waits   []time.Duration
-		reqs    int
-		retries int
+		text  string
+		code  string
+		msg   string
+		waits []time.Duration
+		reqs  int
 	}
 	cases := []struct {
 		name    string

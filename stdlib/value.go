@@ -8,6 +8,7 @@ package stdlib
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -482,23 +483,35 @@ func FromJSONUnique(data []byte) (starlark.Value, error) { return fromJSON(data,
 // payload): what was accepted as flow data when it was written decodes
 // again, even when it is over the bound once decoded (a list that held
 // one dict a million times holds a million dicts). Nesting is bounded.
-func FromStoredJSON(data []byte) (starlark.Value, error) { return decodeJSON(data, false) }
+func FromStoredJSON(data []byte) (starlark.Value, error) {
+	return decodeJSON(data, jsonDecoder{maxDepth: maxDepth})
+}
+
+// FromTaggedJSON decodes a value in the typed form [AppendTaggedJSON]
+// writes. Nesting is bounded by maxTaggedDepth.
+func FromTaggedJSON(data []byte) (starlark.Value, error) {
+	return decodeJSON(data, jsonDecoder{tagged: true, maxDepth: maxTaggedDepth})
+}
+
+// maxTaggedDepth bounds the nesting of a tagged value: flow data's bound,
+// and room for the tags of tuples inside it.
+const maxTaggedDepth = 1000
 
 func fromJSON(data []byte, unique bool) (starlark.Value, error) {
 	if err := checkJSON(data, &flowDataCosts); err != nil {
 		return nil, err
 	}
-	return decodeJSON(data, unique)
+	return decodeJSON(data, jsonDecoder{unique: unique, maxDepth: maxDepth})
 }
 
-func decodeJSON(data []byte, unique bool) (starlark.Value, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := decodeValue(dec, 0, unique)
+func decodeJSON(data []byte, d jsonDecoder) (starlark.Value, error) {
+	d.dec = json.NewDecoder(bytes.NewReader(data))
+	d.dec.UseNumber()
+	v, err := d.value(0)
 	if err != nil {
 		return nil, err
 	}
-	if rest := bytes.TrimSpace(data[dec.InputOffset():]); len(rest) > 0 {
+	if rest := bytes.TrimSpace(data[d.dec.InputOffset():]); len(rest) > 0 {
 		return nil, fmt.Errorf("unexpected data after JSON value: %q", truncate(string(rest), 20))
 	}
 	return v, nil
@@ -511,11 +524,23 @@ func truncate(s string, n int) string {
 	return s
 }
 
-func decodeValue(dec *json.Decoder, depth int, unique bool) (starlark.Value, error) {
-	if depth > maxDepth {
-		return nil, fmt.Errorf("JSON nested more than %d deep", maxDepth)
+// jsonDecoder is the one reader of JSON into Starlark values, for flow
+// data and for the tagged form of a run's snapshot.
+type jsonDecoder struct {
+	dec *json.Decoder
+	// unique: a key given twice in an object is an error (else the
+	// last value counts).
+	unique bool
+	// tagged: objects are in [AppendTaggedJSON]'s typed form.
+	tagged   bool
+	maxDepth int
+}
+
+func (d *jsonDecoder) value(depth int) (starlark.Value, error) {
+	if depth > d.maxDepth {
+		return nil, fmt.Errorf("JSON nested more than %d deep", d.maxDepth)
 	}
-	tok, err := dec.Token()
+	tok, err := d.dec.Token()
 	if err != nil {
 		return nil, err
 	}
@@ -532,51 +557,161 @@ func decodeValue(dec *json.Decoder, depth int, unique bool) (starlark.Value, err
 		switch t {
 		case '[':
 			var elems []starlark.Value
-			for dec.More() {
-				e, err := decodeValue(dec, depth+1, unique)
+			for d.dec.More() {
+				e, err := d.value(depth + 1)
 				if err != nil {
 					return nil, err
 				}
 				elems = append(elems, e)
 			}
-			if _, err := dec.Token(); err != nil {
+			if _, err := d.dec.Token(); err != nil {
 				return nil, err
 			}
 			l := starlark.NewList(elems)
 			l.Freeze()
 			return l, nil
 		case '{':
-			var keys []string
-			var vals []starlark.Value
-			seen := map[string]int{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				k := kt.(string)
-				v, err := decodeValue(dec, depth+1, unique)
-				if err != nil {
-					return nil, err
-				}
-				if i, dup := seen[k]; dup {
-					if unique {
-						return nil, fmt.Errorf("key %q appears twice in one object", k)
-					}
-					vals[i] = v
-					continue
-				}
-				seen[k] = len(keys)
-				keys = append(keys, k)
-				vals = append(vals, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return NewMap(keys, vals), nil
+			return d.object(depth)
 		}
 	}
 	return nil, fmt.Errorf("unexpected JSON token %v", tok)
+}
+
+// object reads the rest of an object whose '{' was read.
+func (d *jsonDecoder) object(depth int) (starlark.Value, error) {
+	var keys []string
+	var vals []starlark.Value
+	seen := map[string]int{}
+	// Of a tagged object: a tuple, or Go's nil.
+	var tuple starlark.Tuple
+	isTuple, isNil := false, false
+	for d.dec.More() {
+		kt, err := d.dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		k := kt.(string)
+		v, err := d.value(depth + 1)
+		if err != nil {
+			return nil, err
+		}
+		if d.tagged {
+			switch {
+			case strings.HasPrefix(k, ":"):
+				k = k[1:]
+			case k == "t":
+				l, ok := v.(*starlark.List)
+				if !ok {
+					return nil, errors.New("bad tuple")
+				}
+				tuple, isTuple = make(starlark.Tuple, l.Len()), true
+				for i := range tuple {
+					tuple[i] = l.Index(i)
+				}
+				continue
+			case k == "u":
+				isNil = true
+				continue
+			default:
+				return nil, fmt.Errorf("bad key %q", k)
+			}
+		}
+		if i, dup := seen[k]; dup {
+			if d.unique {
+				return nil, fmt.Errorf("key %q appears twice in one object", k)
+			}
+			vals[i] = v
+			continue
+		}
+		seen[k] = len(keys)
+		keys = append(keys, k)
+		vals = append(vals, v)
+	}
+	if _, err := d.dec.Token(); err != nil {
+		return nil, err
+	}
+	switch {
+	case isNil && !isTuple && len(keys) == 0:
+		return nil, nil
+	case isTuple && !isNil && len(keys) == 0:
+		return tuple, nil
+	case isNil || isTuple:
+		return nil, errors.New("bad tagged value")
+	}
+	return NewMap(keys, vals), nil
+}
+
+// AppendTaggedJSON appends v to b in the typed form in which a run's
+// snapshot carries values, which [FromTaggedJSON] reads back as they
+// were: JSON for None, bools, ints, strings and lists; floats always with
+// a point or an exponent; dicts ([Map]s) as objects whose keys are
+// prefixed with ":"; a tuple as {"t": [...]}; no value at all (Go's nil)
+// as {"u": 0}. Other values are an error.
+func AppendTaggedJSON(b []byte, v starlark.Value) ([]byte, error) {
+	return appendTagged(b, v, 0)
+}
+
+func appendTagged(b []byte, v starlark.Value, depth int) ([]byte, error) {
+	if depth > maxTaggedDepth {
+		return b, errors.New("value nested too deep")
+	}
+	switch x := v.(type) {
+	case nil:
+		return append(b, `{"u":0}`...), nil
+	case starlark.NoneType:
+		return append(b, "null"...), nil
+	case starlark.Bool:
+		return strconv.AppendBool(b, bool(x)), nil
+	case starlark.Int:
+		return append(b, x.String()...), nil
+	case starlark.Float:
+		n := len(b)
+		b = AppendJSONFloat(b, float64(x))
+		if !strings.ContainsAny(string(b[n:]), ".eE") {
+			b = append(b, ".0"...)
+		}
+		return b, nil
+	case starlark.String:
+		return AppendJSONString(b, string(x)), nil
+	case *starlark.List:
+		b = append(b, '[')
+		for i := range x.Len() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendTagged(b, x.Index(i), depth+1); err != nil {
+				return b, err
+			}
+		}
+		return append(b, ']'), nil
+	case starlark.Tuple:
+		b = append(b, `{"t":[`...)
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendTagged(b, e, depth+1); err != nil {
+				return b, err
+			}
+		}
+		return append(b, "]}"...), nil
+	case *Map:
+		b = append(b, '{')
+		for i, k := range x.keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(AppendJSONString(b, ":"+k), ':')
+			var err error
+			if b, err = appendTagged(b, x.vals[i], depth+1); err != nil {
+				return b, err
+			}
+		}
+		return append(b, '}'), nil
+	}
+	return b, fmt.Errorf("a %s value cannot be carried in a snapshot", v.Type())
 }
 
 // ParseNumber turns the text of a JSON number into flow data: an int (a big

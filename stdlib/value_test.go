@@ -1,6 +1,7 @@
 package stdlib
 
 import (
+	"strings"
 	"testing"
 
 	"go.starlark.net/starlark"
@@ -19,5 +20,56 @@ func TestMapEqualsDict(t *testing.T) {
 	d.SetKey(starlark.String("a"), starlark.MakeInt(2))
 	if eq, err := starlark.Equal(m, d); err != nil || eq {
 		t.Errorf("map == different dict: %v, %v", eq, err)
+	}
+}
+
+// The tagged form a snapshot carries values in reads back as what was
+// written: tuples stay tuples, Go's nil stays nil, a float stays a float.
+func TestTaggedJSON(t *testing.T) {
+	m := NewMap([]string{"t", "u", ":x", ""}, []starlark.Value{starlark.MakeInt(1), starlark.None, starlark.Float(2), starlark.String("<&>")})
+	for _, tc := range []struct {
+		v    starlark.Value
+		want string
+	}{
+		{nil, `{"u":0}`},
+		{starlark.None, `null`},
+		{starlark.Float(2), `2.0`},
+		{starlark.Float(1e30), `1e+30`},
+		{starlark.MakeInt64(1 << 62), `4611686018427387904`},
+		{starlark.Tuple{starlark.True, starlark.Tuple{}}, `{"t":[true,{"t":[]}]}`},
+		{starlark.NewList([]starlark.Value{m}), `[{":t":1,":u":null,"::x":2.0,":":"\u003c\u0026\u003e"}]`},
+	} {
+		b, err := AppendTaggedJSON(nil, tc.v)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("AppendTaggedJSON(%v) = %s, %v, want %s", tc.v, b, err, tc.want)
+			continue
+		}
+		back, err := FromTaggedJSON(b)
+		if err != nil {
+			t.Errorf("FromTaggedJSON(%s): %v", b, err)
+			continue
+		}
+		if again, _ := AppendTaggedJSON(nil, back); string(again) != tc.want {
+			t.Errorf("FromTaggedJSON(%s) = %v, written again %s", b, back, again)
+		}
+	}
+	if _, err := AppendTaggedJSON(nil, starlark.NewDict(0)); err == nil || err.Error() != "a dict value cannot be carried in a snapshot" {
+		t.Errorf("AppendTaggedJSON of a dict: %v", err)
+	}
+	for doc, want := range map[string]string{
+		`{"x":1}`:                 `bad key "x"`,
+		`{"t":1}`:                 `bad tuple`,
+		`{"t":[],"u":0}`:          `bad tagged value`,
+		`{"t":[],":a":1}`:         `bad tagged value`,
+		`[1] 2`:                   `unexpected data after JSON value: "2"`,
+		strings.Repeat("[", 1002): `JSON nested more than 1000 deep`,
+	} {
+		if _, err := FromTaggedJSON([]byte(doc)); err == nil || err.Error() != want {
+			t.Errorf("FromTaggedJSON(%.20s): %v, want %s", doc, err, want)
+		}
+	}
+	// A key given twice: the last counts, as in flow data.
+	if v, err := FromTaggedJSON([]byte(`{":a":1,":a":2}`)); err != nil || v.String() != `{"a": 2}` {
+		t.Errorf("FromTaggedJSON of a key given twice: %v, %v", v, err)
 	}
 }

@@ -22,8 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"time"
 
 	"go.starlark.net/starlark"
@@ -569,168 +567,14 @@ func (p *Program) check(s *Snapshot) error {
 	return nil
 }
 
-// sv is a flow value in a snapshot, encoded with its type: JSON for None,
-// bools, ints, strings and lists; floats always with a point or an
-// exponent; dicts as objects whose keys are prefixed with ":"; a tuple as
-// {"t": [...]}; no value at all (Go's nil) as {"u": 0}.
+// sv is a flow value in a snapshot, in the typed form of
+// [stdlib.AppendTaggedJSON] (which keeps tuples, and Go's nil, apart).
 type sv struct{ v starlark.Value }
 
-func (s sv) MarshalJSON() ([]byte, error) { return appendSV(nil, s.v, 0) }
+func (s sv) MarshalJSON() ([]byte, error) { return stdlib.AppendTaggedJSON(nil, s.v) }
 
 func (s *sv) UnmarshalJSON(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	v, err := decodeSV(dec, 0)
+	v, err := stdlib.FromTaggedJSON(b)
 	s.v = v
 	return err
-}
-
-const maxSVDepth = 1000
-
-func appendSV(b []byte, v starlark.Value, depth int) ([]byte, error) {
-	if depth > maxSVDepth {
-		return b, errors.New("value nested too deep")
-	}
-	switch x := v.(type) {
-	case nil:
-		return append(b, `{"u":0}`...), nil
-	case starlark.NoneType:
-		return append(b, "null"...), nil
-	case starlark.Bool:
-		return strconv.AppendBool(b, bool(x)), nil
-	case starlark.Int:
-		return append(b, x.String()...), nil
-	case starlark.Float:
-		n := len(b)
-		b = stdlib.AppendJSONFloat(b, float64(x))
-		if !strings.ContainsAny(string(b[n:]), ".eE") {
-			b = append(b, ".0"...)
-		}
-		return b, nil
-	case starlark.String:
-		return stdlib.AppendJSONString(b, string(x)), nil
-	case *starlark.List:
-		b = append(b, '[')
-		for i := range x.Len() {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = appendSV(b, x.Index(i), depth+1); err != nil {
-				return b, err
-			}
-		}
-		return append(b, ']'), nil
-	case starlark.Tuple:
-		b = append(b, `{"t":[`...)
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = appendSV(b, e, depth+1); err != nil {
-				return b, err
-			}
-		}
-		return append(b, "]}"...), nil
-	case *stdlib.Map:
-		b = append(b, '{')
-		for i, k := range x.Keys() {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(stdlib.AppendJSONString(b, ":"+k), ':')
-			e, _ := x.Lookup(k)
-			var err error
-			if b, err = appendSV(b, e, depth+1); err != nil {
-				return b, err
-			}
-		}
-		return append(b, '}'), nil
-	}
-	return b, fmt.Errorf("a %s value cannot be carried in a snapshot", v.Type())
-}
-
-func decodeSV(dec *json.Decoder, depth int) (starlark.Value, error) {
-	if depth > maxSVDepth {
-		return nil, errors.New("value nested too deep")
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case nil:
-		return starlark.None, nil
-	case bool:
-		return starlark.Bool(t), nil
-	case string:
-		return starlark.String(t), nil
-	case json.Number:
-		return stdlib.ParseNumber(string(t))
-	}
-	switch tok.(json.Delim) {
-	case '[':
-		var elems []starlark.Value
-		for dec.More() {
-			e, err := decodeSV(dec, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			elems = append(elems, e)
-		}
-		if _, err := dec.Token(); err != nil {
-			return nil, err
-		}
-		l := starlark.NewList(elems)
-		l.Freeze()
-		return l, nil
-	case '{':
-		var keys []string
-		var vals []starlark.Value
-		var tagged starlark.Value
-		isTuple, isNil := false, false
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			k, _ := kt.(string)
-			v, err := decodeSV(dec, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			switch {
-			case strings.HasPrefix(k, ":"):
-				keys, vals = append(keys, k[1:]), append(vals, v)
-			case k == "t":
-				l, ok := v.(*starlark.List)
-				if !ok {
-					return nil, errors.New("bad tuple")
-				}
-				tup := make(starlark.Tuple, l.Len())
-				for i := range tup {
-					tup[i] = l.Index(i)
-				}
-				tagged, isTuple = tup, true
-			case k == "u":
-				isNil = true
-			default:
-				return nil, fmt.Errorf("bad key %q", k)
-			}
-		}
-		if _, err := dec.Token(); err != nil {
-			return nil, err
-		}
-		switch {
-		case isNil && len(keys) == 0 && !isTuple:
-			return nil, nil
-		case isTuple && len(keys) == 0 && !isNil:
-			return tagged, nil
-		case isNil || isTuple:
-			return nil, errors.New("bad tagged value")
-		}
-		return stdlib.NewMap(keys, vals), nil
-	}
-	return nil, errors.New("bad value")
 }

@@ -10,40 +10,21 @@ import (
 	"sort"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 )
 
 // Severity says whether a diagnostic stops a run.
-type Severity uint8
+type Severity = codes.Severity
 
 const (
-	Error Severity = iota
-	Warning
+	Error   = codes.Error
+	Warning = codes.Warning
 )
 
-func (s Severity) String() string {
-	if s == Warning {
-		return "warning"
-	}
-	return "error"
-}
-
-// severities maps each warning code of docs/codes.md; every other code is an error.
-var warnings = map[string]bool{
-	"maybe_unmet":       true,
-	"unused_result":     true,
-	"router_no_default": true,
-	"join_single":       true,
-
-	"interpreter_interpolation": true,
-}
-
-// SeverityOf returns the severity of a diagnostic code.
-func SeverityOf(code string) Severity {
-	if warnings[code] {
-		return Warning
-	}
-	return Error
-}
+// SeverityOf returns the severity of a diagnostic code: its default in
+// the table of codes (a warning's for maybe_unmet, unused_result, ...;
+// an error's for the others).
+func SeverityOf(code string) Severity { return codes.SeverityOf(codes.Code(code)) }
 
 // Diagnostic is one finding: a code of docs/codes.md, where, and what to do.
 type Diagnostic struct {

@@ -1,170 +1,50 @@
 package main
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
+
+	"github.com/skeinlang/skein/graphir/codes"
 )
 
-// codeDirs are the packages whose diagnostic and runtime error codes
-// docs/codes.md must describe, relative to this package.
-var codeDirs = []string{"../../engine", "../../stdlib", "../../lsp", "../../check", "../../vm", "../../lang", "../../builtins", "../../graphir", "../../flowtest", "."}
-
-var codeShape = regexp.MustCompile(`^[a-z]+(_[a-z]+)*$`)
-
-// sourceCodes scans the Go source under dirs (tests excluded) for the
-// codes it produces: string literals given as a code (an argument with an
-// underscore of a call whose name has report, diag or fail in it, a Code:
-// or code: field, an assignment to a variable or field named code, a
-// constant named Code..., the keys of the checker's warnings map).
-// Deriving them from the code, not from a list kept by hand, is what makes
-// a new code without documentation fail the test.
-func sourceCodes(t *testing.T, dirs []string) map[string]string {
-	t.Helper()
-	codes := map[string]string{} // code -> where it was found
-	fset := token.NewFileSet()
-	add := func(e ast.Expr) {
-		lit, ok := e.(*ast.BasicLit)
-		if !ok || lit.Kind != token.STRING {
-			return
-		}
-		s, err := strconv.Unquote(lit.Value)
-		if err != nil || !codeShape.MatchString(s) {
-			return
-		}
-		if _, seen := codes[s]; !seen {
-			codes[s] = fset.Position(lit.Pos()).String()
-		}
-	}
-	isCodeName := func(e ast.Expr) bool {
-		switch e := e.(type) {
-		case *ast.Ident:
-			return e.Name == "code" || e.Name == "Code"
-		case *ast.SelectorExpr:
-			return e.Sel.Name == "code" || e.Sel.Name == "Code"
-		}
-		return false
-	}
-	for _, dir := range dirs {
-		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() && path != dir && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
-				return filepath.SkipDir
-			}
-			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return nil
-			}
-			// cmd/skein: only this directory, not the packages below it.
-			if dir == "." && filepath.Dir(path) != "." {
-				return nil
-			}
-			f, err := parser.ParseFile(fset, path, nil, 0)
-			if err != nil {
-				return err
-			}
-			ast.Inspect(f, func(n ast.Node) bool {
-				switch n := n.(type) {
-				case *ast.CallExpr:
-					name := ""
-					switch fn := n.Fun.(type) {
-					case *ast.Ident:
-						name = fn.Name
-					case *ast.SelectorExpr:
-						name = fn.Sel.Name
-					}
-					lower := strings.ToLower(name)
-					if strings.Contains(lower, "report") || strings.Contains(lower, "diag") || strings.Contains(lower, "fail") {
-						// The code among the arguments: the literal with
-						// an underscore (messages have spaces).
-						for _, a := range n.Args {
-							if lit, ok := a.(*ast.BasicLit); ok && strings.Contains(lit.Value, "_") {
-								add(a)
-							}
-						}
-					}
-				case *ast.KeyValueExpr:
-					if isCodeName(n.Key) {
-						add(n.Value)
-					}
-				case *ast.AssignStmt:
-					for i, l := range n.Lhs {
-						if isCodeName(l) && len(n.Rhs) == len(n.Lhs) {
-							add(n.Rhs[i])
-						}
-					}
-				case *ast.ValueSpec:
-					for i, name := range n.Names {
-						if name.Name == "warnings" && i < len(n.Values) {
-							if cl, ok := n.Values[i].(*ast.CompositeLit); ok {
-								for _, el := range cl.Elts {
-									if kv, ok := el.(*ast.KeyValueExpr); ok {
-										add(kv.Key)
-									}
-								}
-							}
-						}
-						if (name.Name == "code" || strings.HasPrefix(name.Name, "Code")) && i < len(n.Values) {
-							add(n.Values[i])
-						}
-					}
-				}
-				return true
-			})
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return codes
-}
-
-// Every diagnostic and runtime error code the source can produce has an
-// entry in docs/codes.md, a heading "### `code`", and every entry is a code
-// the source produces.
+// docs/codes.md has an entry, a heading "### `code`", for exactly the
+// codes of the table, in the table's order, and each entry says the kind
+// and severity the table gives the code.
 func TestDocsCodes(t *testing.T) {
-	codes := sourceCodes(t, codeDirs)
-	for _, must := range []string{"unreachable_step", "loop_unbounded", "step_failed", "max_visits_exceeded", "until_error", "maybe_unmet"} {
-		if _, ok := codes[must]; !ok {
-			t.Fatalf("the scan missed %q: it no longer finds the codes in the source", must)
-		}
-	}
 	doc, err := os.ReadFile("../../docs/codes.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var missing []string
-	for code, where := range codes {
-		if !strings.Contains(string(doc), "\n### `"+code+"`") {
-			missing = append(missing, code+" (from "+where+")")
+	var want, got []string
+	for _, in := range codes.All() {
+		want = append(want, string(in.Code))
+	}
+	entry := regexp.MustCompile("\n### `([a-z_]+)`\n+\\*([^*]+)\\*")
+	for _, m := range entry.FindAllStringSubmatch(string(doc), -1) {
+		got = append(got, m[1])
+		in, ok := codes.Lookup(codes.Code(m[1]))
+		if !ok {
+			continue
+		}
+		var kind string
+		switch {
+		case in.Kind == codes.Diagnostic:
+			kind = in.Severity.String()
+		case in.Kind == codes.Runtime:
+			kind = "runtime"
+		}
+		if kind != "" && !strings.Contains(m[2], kind) {
+			t.Errorf("docs/codes.md: %s is *%s*, the table says %s", m[1], m[2], kind)
 		}
 	}
-	sort.Strings(missing)
-	if len(missing) > 0 {
-		t.Errorf("docs/codes.md has no entry (### `code`) for:\n  %s", strings.Join(missing, "\n  "))
-	}
-	// And the other way: every entry is a code the source can produce, so
-	// a code renamed or removed does not leave its entry behind.
-	var stale []string
-	for _, m := range regexp.MustCompile("\n### `([a-z_]+)`").FindAllStringSubmatch(string(doc), -1) {
-		if _, ok := codes[m[1]]; !ok {
-			stale = append(stale, m[1])
-		}
-	}
-	if len(stale) > 0 {
-		t.Errorf("docs/codes.md has entries for codes no source produces: %s", strings.Join(stale, ", "))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("docs/codes.md's entries (+) are not the table's codes (-):\n%s", diff)
 	}
 }
 

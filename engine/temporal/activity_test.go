@@ -2,14 +2,12 @@ package temporal
 
 import (
 	"encoding/json"
-	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	commonpb "go.temporal.io/api/common/v1"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/skeinlang/skein/graphir"
@@ -21,15 +19,7 @@ import (
 // TaskInput encodes under the same field names: runs in flight and
 // workers of either side keep understanding each other.
 func TestTaskInputAsRecorded(t *testing.T) {
-	f, err := os.Open("testdata/history.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	h, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := readHistory(t, "testdata/history.json")
 	var recorded *commonpb.Payload
 	for _, e := range h.Events {
 		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.Name == TaskActivity {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -15,6 +16,20 @@ import (
 // t if the workflow decides differently.
 func replay(t *testing.T, file, id string) {
 	t.Helper()
+	h := readHistory(t, file)
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})
+	err := r.ReplayWorkflowHistoryWithOptions(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), h, worker.ReplayWorkflowHistoryOptions{
+		OriginalExecution: workflow.Execution{ID: id},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readHistory reads a history recorded as JSON.
+func readHistory(t *testing.T, file string) *historypb.History {
+	t.Helper()
 	f, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
@@ -24,14 +39,7 @@ func replay(t *testing.T, file, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: WorkflowName})
-	err = r.ReplayWorkflowHistoryWithOptions(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), h, worker.ReplayWorkflowHistoryOptions{
-		OriginalExecution: workflow.Execution{ID: id},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return h
 }
 
 // TestReplay replays histories recorded on a Temporal dev server: a change

@@ -29,6 +29,7 @@ import (
 	"go.starlark.net/syntax"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/stdlib"
 )
@@ -375,7 +376,7 @@ func (l *loader) resolve(from, name string) (string, error) {
 		return "", fmt.Errorf("load(%q): absolute paths are not allowed", name)
 	}
 	path := filepath.Join(filepath.Dir(from), name)
-	if err := graphir.Confine(l.root, path); err != nil {
+	if err := confine.Check(l.root, path); err != nil {
 		return "", fmt.Errorf("load(%q): %v (widen it with --root)", name, err)
 	}
 	return path, nil

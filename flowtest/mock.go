@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 )
@@ -293,11 +293,11 @@ func (m *Mocks) call(fn starlark.Callable, req *vm.EffectRequest) (*Outcome, err
 // shownPath is file as diagnostics name it: relative to the working
 // directory when it is under it.
 func shownPath(file string) string {
-	if rel, err := filepath.Rel(".", file); err == nil && !strings.HasPrefix(rel, "..") {
+	if rel, ok := confine.Rel(".", file); ok {
 		return rel
 	}
 	if wd, err := os.Getwd(); err == nil {
-		if rel, err := filepath.Rel(wd, file); err == nil && !strings.HasPrefix(rel, "..") {
+		if rel, ok := confine.Rel(wd, file); ok {
 			return rel
 		}
 	}

@@ -6,7 +6,6 @@ package flowtest
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
@@ -107,12 +107,8 @@ func (t *tester) run(th *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	// Named from the working directory when it is under it, as skein
 	// check names files: diagnostics then read "flows/b.star:3:1", not
 	// an absolute path.
-	if wd, err := os.Getwd(); err == nil {
-		if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
-			path = rel
-		}
-	}
-	if err := graphir.Confine(t.root, path); err != nil {
+	path = shownPath(path)
+	if err := confine.Check(t.root, path); err != nil {
 		return nil, fmt.Errorf("%s: flow %q: %v", b.Name(), flow, err)
 	}
 	f := frontend.Load(path, frontend.Options{Root: t.root})

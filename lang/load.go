@@ -21,6 +21,7 @@ import (
 
 	"github.com/skeinlang/skein/builtins"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
 )
@@ -335,7 +336,7 @@ func rootHint(path string) string {
 }
 
 // confine refuses a path outside the flow root.
-func (s *session) confine(path string) error { return graphir.Confine(s.root, path) }
+func (s *session) confine(path string) error { return confine.Check(s.root, path) }
 
 // resolveUntil binds loop until= names to functions defined anywhere in the
 // flow's modules, now that all of them have loaded.

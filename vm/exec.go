@@ -21,6 +21,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm/model"
 )
@@ -1007,7 +1008,7 @@ func (r *run) startSubflow(f *frame, n *graphir.Node) {
 		path, child = filepath.Join(r.p.dir, rel), nil
 		if filepath.IsAbs(rel) {
 			err = fmt.Errorf("child flow %q: absolute paths are not allowed", rel)
-		} else if err = graphir.Confine(r.g.Root, path); err != nil {
+		} else if err = confine.Check(r.g.Root, path); err != nil {
 			err = fmt.Errorf("child flow %q: %v", rel, err)
 		}
 		if err != nil {

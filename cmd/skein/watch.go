@@ -27,6 +27,7 @@ import (
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/flowtest"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/vm/store"
 )
@@ -335,7 +336,7 @@ func (w *watcher) what(changed []string) string {
 	names := make([]string, len(changed))
 	for i, c := range changed {
 		names[i] = c
-		if rel, err := filepath.Rel(wd, c); err == nil && !strings.HasPrefix(rel, "..") {
+		if rel, ok := confine.Rel(wd, c); ok {
 			names[i] = rel
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/model"
 	"github.com/skeinlang/skein/vm/proc"
@@ -116,8 +117,8 @@ func (a *Activities) dir(in TaskInput) string {
 	if a.Dir == "" || in.Root == "" {
 		return in.Dir
 	}
-	rel, err := filepath.Rel(in.Root, in.Dir)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	rel, ok := confine.Rel(in.Root, in.Dir)
+	if !ok {
 		return in.Dir
 	}
 	return filepath.Join(a.Dir, rel)

@@ -1,9 +1,13 @@
-package graphir
-
-// This file defines the flow root rule shared by the loader (load() and
-// literal child flows) and the VM (child flows named at run time): no path
-// may leave the root (docs/language.md). Symbolic links are resolved first, so a
+// Package confine keeps paths inside a directory: the flow root rule shared
+// by the loader (load() and literal child flows), the VM (child flows named
+// at run time) and flow tests (flows and mocks they name): no path may leave
+// the root (docs/language.md). [Check] resolves symbolic links first, so a
 // link inside the root that points outside it is outside.
+//
+// It checks, it does not open: a link swapped between the check and the
+// read is not detected (docs/security.md). It is not a sandbox for what a
+// task's process may touch.
+package confine
 
 import (
 	"fmt"
@@ -12,18 +16,17 @@ import (
 	"strings"
 )
 
-// Confine reports an error unless path, relative or absolute, lies inside
+// Check reports an error unless path, relative or absolute, lies inside
 // the directory root once symbolic links in both are resolved. A path (or
 // part of one) that does not exist is compared as written, so a file that
 // is not there yet is reported missing by whoever reads it.
-func Confine(root, path string) error {
+func Check(root, path string) error {
 	absRoot, err1 := resolvePath(root)
 	absPath, err2 := resolvePath(path)
 	if err1 != nil || err2 != nil {
 		return fmt.Errorf("cannot resolve %s", path)
 	}
-	rel, err := filepath.Rel(absRoot, absPath)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	if _, inside := Rel(absRoot, absPath); !inside {
 		if lexical, lerr := lexicallyInside(root, path); lerr == nil && lexical {
 			return fmt.Errorf("%s is outside the flow root %q: it is a symbolic link to %s, or is inside one", path, root, absPath)
 		}
@@ -38,8 +41,22 @@ func lexicallyInside(root, path string) (bool, error) {
 	if err1 != nil || err2 != nil {
 		return false, fmt.Errorf("cannot resolve %s", path)
 	}
-	rel, err := filepath.Rel(absRoot, absPath)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)), nil
+	_, inside := Rel(absRoot, absPath)
+	return inside, nil
+}
+
+// Rel returns path relative to root, and whether path lies inside root, as
+// both are written: symbolic links are not resolved and a relative path is
+// not made absolute (a relative path is never inside an absolute root, nor
+// the other way round). It is for naming and placing paths ("flows/b.star"
+// rather than an absolute path, a task's directory on another worker), not
+// for keeping a flow in its root, which is [Check]'s job.
+func Rel(root, path string) (string, bool) {
+	rel, err := filepath.Rel(root, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return rel, true
 }
 
 // resolvePath makes path absolute and resolves the symbolic links of its

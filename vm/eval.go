@@ -117,11 +117,10 @@ func (r *run) evaluate(f *frame, self *graphir.Node, fn starlark.Callable, args 
 		phase := r.phase
 		timer = time.AfterFunc(timeout, func() { r.takeOver(phase, seq, "timeout", onTimeout) })
 	}
-	r.mem.thread.Store(th)
-	r.mem.seq.Store(seq)
+	r.mem.Begin(seq, th)
 	r.mu.Unlock()
 	out, err := starlark.Call(th, fn, args, nil)
-	r.mem.seq.Store(0)
+	r.mem.End()
 	r.mu.Lock()
 	if g.gone {
 		r.mu.Unlock()
@@ -131,12 +130,12 @@ func (r *run) evaluate(f *frame, self *graphir.Node, fn starlark.Callable, args 
 		timer.Stop()
 	}
 	r.inEval, g.cur = nil, nil
-	if r.mem.hit.Load() == seq {
+	if r.mem.Cancelled(seq) {
 		// The memory watchdog cancelled this thread: the next
 		// evaluation gets a fresh one.
 		r.gen = nil
 		if err != nil {
-			err = errEvalMemory{limit: r.mem.limit}
+			err = errors.New(r.mem.Message())
 		}
 	}
 	if r.pacer != nil {
@@ -144,11 +143,6 @@ func (r *run) evaluate(f *frame, self *graphir.Node, fn starlark.Callable, args 
 	}
 	return out, err
 }
-
-// errEvalMemory is the error of an evaluation the memory watchdog stopped.
-type errEvalMemory struct{ limit uint64 }
-
-func (e errEvalMemory) Error() string { return memoryMessage(e.limit) }
 
 // takeOver abandons evaluation number seq if it is still under way and
 // makes the calling goroutine the driver, carrying on with then (if not

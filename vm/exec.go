@@ -22,6 +22,7 @@ import (
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/confine"
+	"github.com/skeinlang/skein/internal/heapwatch"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm/model"
 )
@@ -77,7 +78,7 @@ type run struct {
 	evalSeq  uint64
 	phase    int
 	finished chan struct{}
-	mem      *memWatch // the memory watchdog's view of the run (memory.go)
+	mem      *heapwatch.Watch // bounds the heap's growth in each evaluation
 
 	cause *graphir.Error // the latest step failure routed on (see follow)
 	// stoppedIn holds the frames where a step ended before drain with
@@ -202,7 +203,7 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 	r.execCtx, r.stopExec = context.WithCancel(ctx)
 	defer r.stopExec()
 	var stopMem func()
-	r.mem, stopMem = watchRun(opts.MaxMemory)
+	r.mem, stopMem = heapwatch.Start(opts.MaxMemory, "runtime")
 	defer stopMem()
 
 	r.res = &Result{RunID: opts.RunID, Flow: g.Name, File: g.File, Inputs: inputs, Started: r.now()}

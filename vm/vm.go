@@ -55,6 +55,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/heapwatch"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm/model"
@@ -116,7 +117,7 @@ type Options struct {
 	EvalSteps uint64
 	// MaxMemory bounds how much the heap may grow during one evaluation
 	// (a fn step, a condition, a template); 0 means
-	// stdlib.DefaultMaxMemory.
+	// heapwatch.DefaultLimit (512 MiB).
 	MaxMemory uint64
 	// MaxOutput is the bytes of stdout and stderr kept per task; 0 means
 	// DefaultMaxOutput.
@@ -209,7 +210,7 @@ func (o *Options) defaults() {
 		o.EvalSteps = DefaultEvalSteps
 	}
 	if o.MaxMemory == 0 {
-		o.MaxMemory = stdlib.DefaultMaxMemory
+		o.MaxMemory = heapwatch.DefaultLimit
 	}
 	if o.MaxOutput <= 0 {
 		o.MaxOutput = DefaultMaxOutput

@@ -284,6 +284,7 @@ func TestMapBad(t *testing.T) {
 		{src: `map("m", over = "inputs.xs", body = [a], concurrency = 0)`, frag: `map "m": concurrency must be at least 1, got 0`},
 		{src: `map("m", over = "inputs.xs", body = [a], item_var = "Item")`, frag: `map "m": item_var must be a name matching [a-z_][a-z0-9_]*, got string "Item"`},
 		{src: `map("m", over = "inputs.xs", body = [a], item_var = 1)`, frag: `map "m": item_var must be a name matching [a-z_][a-z0-9_]*, got int 1`},
+		{src: `map("m", over = "inputs.xs", body = [a], empty = "none")`, frag: `map "m": empty must be one of "run", "skip", got "none"`},
 		{src: `map("m", over = "inputs.xs", body = a.name)`, frag: `map "m": body must be a list of steps, got string "a"`},
 		{src: `map("m", over = "inputs.xs", body = [a], parallel = 2)`, frag: `map: unexpected keyword argument "parallel"`},
 		{src: `map("m", over = "inputs.xs", body = [a], concurency = 2)`, frag: `map: unexpected keyword argument "concurency"`, hint: `did you mean "concurrency"?`},

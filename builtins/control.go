@@ -221,7 +221,7 @@ func mapFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, k
 		return nil, err
 	}
 	var name, over, body, concurrency, itemVar, maxVisits, join, timeout starlark.Value
-	var vals [8]starlark.Value
+	var vals [9]starlark.Value
 	if err := c.unpack(args, kwargs, mapParams, vals[:]); err != nil {
 		return nil, err
 	}
@@ -256,6 +256,16 @@ func mapFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, k
 		}
 		n.Map.ItemVar = string(s)
 	}
+	if empty := vals[8]; !isNone(empty) {
+		s, ok := empty.(starlark.String)
+		if !ok {
+			return nil, c.errorf("empty must be \"run\" or \"skip\", got %s", describe(empty))
+		}
+		if err := oneOf("empty", string(s), "run", "skip"); err != nil {
+			return nil, c.errorf("%v", err)
+		}
+		n.Map.EmptySkip = s == "skip"
+	}
 	if err := c.common(n, maxVisits, nil, nil, timeout, join); err != nil {
 		return nil, err
 	}
@@ -270,5 +280,5 @@ func mapFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, k
 var (
 	routerParams = []string{"name", "by?", "routes?", "cases?", "default?", "max_visits?", "join?", "llm?", "model?"}
 	loopParams   = []string{"name", "body?", "until?", "max_iterations?", "max_visits?", "join?", "timeout?", "exhausted?"}
-	mapParams    = []string{"name", "over?", "body?", "concurrency?", "item_var?", "max_visits?", "join?", "timeout?"}
+	mapParams    = []string{"name", "over?", "body?", "concurrency?", "item_var?", "max_visits?", "join?", "timeout?", "empty?"}
 )

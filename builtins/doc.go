@@ -213,6 +213,7 @@ var docs = []Doc{
 			maxVisitsDoc,
 			joinDoc,
 			timeoutDoc,
+			{"empty", `"run"`, `over an empty list: "run" succeeds with [] and goes on; "skip" skips the map and what only it leads to`},
 		}},
 	{Name: "struct", Variadic: "**fields", Returns: "struct",
 		Summary: "A struct value with the given fields, read as s.field; fn steps may return one."},

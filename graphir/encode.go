@@ -77,6 +77,7 @@ type jsonNode struct {
 	Over          string            `json:"over,omitempty"`
 	Concurrency   int               `json:"concurrency,omitempty"`
 	ItemVar       string            `json:"item_var,omitempty"`
+	Empty         string            `json:"empty,omitempty"`
 	MaxVisits     int               `json:"max_visits,omitempty"`
 	Retries       int               `json:"retries,omitempty"`
 	Backoff       string            `json:"backoff,omitempty"`
@@ -337,6 +338,9 @@ func (g *Graph) jsonNode(n *Node) jsonNode {
 	j.Over = mp.Over.String()
 	if n.Kind == KindMap {
 		j.ItemVar = mp.ItemVar
+		if mp.EmptySkip {
+			j.Empty = "skip"
+		}
 	}
 	return j
 }

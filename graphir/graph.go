@@ -226,6 +226,9 @@ type Map struct {
 	Over        *Expr
 	Concurrency int
 	ItemVar     string
+	// EmptySkip: empty="skip", a map over an empty list is skipped
+	// (dead tokens on) rather than succeeding with [].
+	EmptySkip bool
 }
 
 // Judge is a loop's until=judge(condition, model=...): a model decides

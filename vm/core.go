@@ -629,6 +629,32 @@ func (r *run) skip(f *frame, n *graphir.Node) {
 	}
 }
 
+// skipEntered ends step n, entered in frame f, as skipped: a map over an
+// empty list with empty = "skip". Its out-edges carry dead tokens, as
+// those of a step its join skipped, so what only it leads to is skipped.
+func (r *run) skipEntered(f *frame, n *graphir.Node) {
+	r.seq++
+	st := f.state(r, n.ID)
+	st.last = lastSkipped
+	rec := r.recs[n.ID]
+	now, took := r.endVisit(st, rec)
+	rec.Status = StepSkipped
+	if r.events {
+		ev := r.stepEvent(StepFinished, now, f, n, st.visits)
+		ev.Status, ev.Duration = string(StepSkipped), took
+		r.emit(ev)
+	}
+	out := r.p.info[n.ID].out
+	for i := range out {
+		if !out[i].back {
+			r.work = append(r.work, arrival{e: &out[i], from: n, live: false})
+		}
+	}
+	r.flush(f)
+	f.live--
+	r.settle(f)
+}
+
 // settle ends the frames that have nothing left to do: an iteration of a
 // loop body, or an item of a map.
 func (r *run) settle(f *frame) {
@@ -1042,6 +1068,10 @@ func (r *run) startMap(f *frame, n *graphir.Node) {
 	m := &mapRun{f: f, n: n, items: items, outputs: make([]starlark.Value, len(items))}
 	r.recs[n.ID].Items = len(items)
 	if len(items) == 0 {
+		if n.Map.EmptySkip {
+			r.skipEntered(f, n)
+			return
+		}
 		r.finish(f, n, &outcome{ok: true, value: frozenList(nil)})
 		return
 	}

@@ -155,6 +155,7 @@ var docs = []Doc{
 			{"backoff_factor", "2.0", "how much longer each retry's delay is than the one before (1.0: a constant interval); run=, shell=, fn= and flow= steps"},
 			{"max_backoff", `"1h"`, "the longest delay between retries"},
 			{"jitter", "False", "each retry's delay is drawn from [d/2, d], the same for a replayed run"},
+			{"wait_until", "None", `a wait step that waits until a time in RFC 3339, such as "2026-12-24T09:00:00Z" (a template may compute it); a time past does not wait`},
 		}},
 	{Name: "tool", Positional: 1, Returns: "tool",
 		Summary: `Declares a tool an agent step may call: a run= argv (or shell= script, fn= function, flow= child flow) whose templates read the model's arguments as args.NAME, each argument one whole argv element.`,

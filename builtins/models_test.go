@@ -16,7 +16,7 @@ func TestModelBad(t *testing.T) {
 		{src: `model("fast", model = "m", max_tokens = 0)`, frag: `model "fast": max_tokens must be at least 1, got 0`},
 		{src: `model("fast", model = "m", bse_url = "x")`, frag: `model: unexpected keyword argument "bse_url"`, hint: `did you mean "base_url"?`},
 		{src: `model("fast", model = "m"); model("fast", model = "n")`, frag: `model "fast": model "fast" was already declared at flow.star:4:1`, at: "4:29"},
-		{src: `step("x", llm = "hi", run = ["echo"])`, frag: `step "x": give at most one of run, shell, fn, flow, llm, agent, wait, approve; got run and llm`},
+		{src: `step("x", llm = "hi", run = ["echo"])`, frag: `step "x": give at most one of run, shell, fn, flow, llm, agent, wait, wait_until, approve; got run and llm`},
 		{src: `step("x", llm = 3)`, frag: `step "x": llm must be a string, got int 3`},
 		{src: `step("x", run = ["echo"], schema = {})`, frag: `step "x": schema applies only to llm= and agent= steps`},
 		{src: `step("x", fn = len, system = "s")`, frag: `step "x": system applies only to llm= and agent= steps`},

@@ -143,7 +143,7 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		return nil, err
 	}
 	var name, run, shell, fnv, flow, argv, env, stdin, dir, inputs, maxVisits, retries, backoff, timeout, join starlark.Value
-	var vals [29]starlark.Value
+	var vals [30]starlark.Value
 	if err := c.unpack(args, kwargs, stepParams, vals[:]); err != nil {
 		return nil, err
 	}
@@ -152,6 +152,7 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	retryWhen, wait, approve := vals[20], vals[21], vals[22]
 	agent, tools, maxTurns := vals[23], vals[24], vals[25]
 	factor, maxBackoff, jitter := vals[26], vals[27], vals[28]
+	waitUntil := vals[29]
 	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindNoop, Backoff: defaultBackoff}
 	if n.Name, err = c.name(name); err != nil {
 		return nil, err
@@ -162,13 +163,13 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	for _, k := range []struct {
 		param string
 		v     starlark.Value
-	}{{"run", run}, {"shell", shell}, {"fn", fnv}, {"flow", flow}, {"llm", llm}, {"wait", wait}, {"approve", approve}, {"agent", agent}} {
+	}{{"run", run}, {"shell", shell}, {"fn", fnv}, {"flow", flow}, {"llm", llm}, {"wait", wait}, {"wait_until", waitUntil}, {"approve", approve}, {"agent", agent}} {
 		if !isNone(k.v) {
 			kinds = append(kinds, k.param)
 		}
 	}
 	if len(kinds) > 1 {
-		return nil, c.errorf("give at most one of run, shell, fn, flow, llm, agent, wait, approve; got %s and %s", kinds[0], kinds[1])
+		return nil, c.errorf("give at most one of run, shell, fn, flow, llm, agent, wait, wait_until, approve; got %s and %s", kinds[0], kinds[1])
 	}
 	switch {
 	case !isNone(run):
@@ -228,6 +229,16 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 			// step runs.
 			if _, err := graphir.ParseWait(n.Wait.Src); err != nil {
 				return nil, c.errorf("wait: %v", err)
+			}
+		}
+	case !isNone(waitUntil):
+		n.Kind, n.WaitUntil = graphir.KindWait, true
+		if n.Wait, err = c.template("wait_until", waitUntil); err != nil {
+			return nil, err
+		}
+		if n.Wait.IsLiteral() {
+			if _, err := graphir.ParseWaitUntil(n.Wait.Src); err != nil {
+				return nil, c.errorf("wait_until: %v", err)
 			}
 		}
 	}
@@ -438,7 +449,7 @@ func (c *call) kindBounds(k graphir.Kind, retries, backoff, retryWhen, timeout s
 	case graphir.KindNoop:
 		what = "a step with no run=, shell=, fn=, flow=, llm=, agent=, approve= or wait= (it does nothing, so it cannot fail or time out)"
 	case graphir.KindWait:
-		what = "wait= steps (a wait waited again ends the same way); timeout= applies"
+		what = "wait= and wait_until= steps (a wait waited again ends the same way); timeout= applies"
 	case graphir.KindApproval:
 		what = "approve= steps (a decision is not asked again); timeout= bounds the wait for it"
 	case graphir.KindLLM, graphir.KindAgent:
@@ -652,6 +663,6 @@ var (
 	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?", "on_exit?", "max_tokens?", "tools?", "max_grants?"}
 	stepParams = []string{"name", "run?", "shell?", "fn?", "flow?", "args?", "env?", "stdin?", "dir?", "inputs?", "max_visits?", "retries?", "backoff?", "timeout?", "join?",
 		"llm?", "system?", "model?", "schema?", "max_tokens?", "retry_when?", "wait?", "approve?", "agent?", "tools?", "max_turns?",
-		"backoff_factor?", "max_backoff?", "jitter?"}
+		"backoff_factor?", "max_backoff?", "jitter?", "wait_until?"}
 	edgeParams = []string{"src", "dst", "when?", "on?"}
 )

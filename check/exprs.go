@@ -116,7 +116,11 @@ func (p *pass) exprs() *exprIndex {
 		}
 		tmpl(n.Stdin, "stdin", "", 0)
 		tmpl(n.Dir, "dir", "", 0)
-		tmpl(n.Wait, "wait", "", 0)
+		if n.WaitUntil {
+			tmpl(n.Wait, "wait_until", "", 0)
+		} else {
+			tmpl(n.Wait, "wait", "", 0)
+		}
 		tmpl(n.Approve, "approve", "", 0)
 		add(site{x: n.RetryWhen, kind: siteRetryWhen, at: n.ID, scope: n.Parent})
 		if sub := n.Subflow; sub != nil {

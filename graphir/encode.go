@@ -88,6 +88,7 @@ type jsonNode struct {
 	Join          string            `json:"join,omitempty"`
 	RetryWhen     string            `json:"retry_when,omitempty"`
 	Wait          string            `json:"wait,omitempty"`
+	WaitUntil     string            `json:"wait_until,omitempty"`
 	Approve       string            `json:"approve,omitempty"`
 	Exhausted     string            `json:"exhausted,omitempty"`
 }
@@ -259,7 +260,10 @@ func (g *Graph) jsonNode(n *Node) jsonNode {
 	if n.Approve != nil {
 		j.Approve = n.Approve.Src
 	}
-	if n.Wait != nil {
+	switch {
+	case n.Wait != nil && n.WaitUntil:
+		j.WaitUntil = n.Wait.Src
+	case n.Wait != nil:
 		j.Wait = n.Wait.Src
 	}
 	if lp.ExhaustFail {

@@ -142,8 +142,10 @@ type Node struct {
 	Fn      starlark.Callable
 	FnReads *FuncRefs // what Fn reads of r, when its syntax is known
 
-	// Wait steps: the duration, e.g. "30s" or "{{ 2 ** self.visits }}s".
-	Wait *Template
+	// Wait steps: the duration, e.g. "30s" or "{{ 2 ** self.visits }}s",
+	// or with WaitUntil (wait_until=) the time, in RFC 3339.
+	Wait      *Template
+	WaitUntil bool
 	// Approval steps: the question a person answers.
 	Approve *Template
 
@@ -476,6 +478,16 @@ func ParseWait(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("want a duration such as \"30s\" or \"10m\", got %q", s)
 	}
 	return d, nil
+}
+
+// ParseWaitUntil reads the time of a wait_until= step: RFC 3339, e.g.
+// "2026-12-24T09:00:00Z" or with an offset, "2026-12-24T10:00:00+01:00".
+func ParseWaitUntil(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("want a time in RFC 3339 such as \"2026-12-24T09:00:00Z\", got %q", s)
+	}
+	return t, nil
 }
 
 // Source is one file a flow was loaded from, as a run records it so that

@@ -363,14 +363,32 @@ func (r *run) enter(t task) {
 func (r *run) startWait(f *frame, n *graphir.Node) {
 	s, err := r.render(f, n, n.Wait)
 	if err != nil {
-		r.evalFailed(f, n, "wait", err)
+		what := "wait"
+		if n.WaitUntil {
+			what = "wait_until"
+		}
+		r.evalFailed(f, n, what, err)
 		return
 	}
-	d, err := graphir.ParseWait(s)
+	var d time.Duration
+	if n.WaitUntil {
+		// What is left until then, by the run's clock (workflow time on
+		// Temporal, so the same on replay); a time past is no wait.
+		var at time.Time
+		if at, err = graphir.ParseWaitUntil(s); err == nil {
+			d = max(at.Sub(r.now()), 0)
+		}
+	} else {
+		d, err = graphir.ParseWait(s)
+	}
 	if err != nil {
-		// A computed duration that is not one: a failure of the step,
-		// which can be routed.
-		r.finish(f, n, failure("step_failed", "wait: "+err.Error()))
+		// A computed duration or time that is not one: a failure of the
+		// step, which can be routed.
+		what := "wait: "
+		if n.WaitUntil {
+			what = "wait_until: "
+		}
+		r.finish(f, n, failure("step_failed", what+err.Error()))
 		return
 	}
 	req := r.request(f, n)

@@ -202,9 +202,9 @@ edge(after, END)
 // kwRefused is where a keyword is a load error, with what the error says;
 // kwAlone is the keyword given alone there.
 var kwRefused = map[[2]string]string{
-	{"wait", "retries"}:       "retries does not apply to wait= steps",
-	{"wait", "backoff"}:       "backoff does not apply to wait= steps",
-	{"wait", "retry_when"}:    "retry_when does not apply to wait= steps",
+	{"wait", "retries"}:       "retries does not apply to wait= and wait_until= steps",
+	{"wait", "backoff"}:       "backoff does not apply to wait= and wait_until= steps",
+	{"wait", "retry_when"}:    "retry_when does not apply to wait= and wait_until= steps",
 	{"approve", "retries"}:    "retries does not apply to approve= steps",
 	{"approve", "backoff"}:    "backoff does not apply to approve= steps",
 	{"approve", "retry_when"}: "retry_when does not apply to approve= steps",

@@ -28,6 +28,7 @@ import (
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
 )
@@ -581,14 +582,14 @@ func (r *repl) check() {
 // run checks the session's flow and runs it with progress. Ctrl-C cancels
 // the run and its processes, and the session goes on.
 func (r *repl) run(args []string) {
-	given := &flagInputs{text: map[string]string{}}
+	given := &frontend.Inputs{}
 	for _, a := range args {
 		name, value, ok := strings.Cut(a, "=")
 		if !ok || name == "" {
 			fmt.Fprintf(r.io.err, "error: input %q: want name=value\n", a)
 			return
 		}
-		given.add(name, value)
+		given.SetText(name, value)
 	}
 	g := r.sess.Graph()
 	ds := check.Graph(g)
@@ -598,7 +599,7 @@ func (r *repl) run(args []string) {
 		return
 	}
 	check.WriteText(r.io.err, ds)
-	inputs, err := given.bind(g)
+	inputs, err := given.Bind(g)
 	if err != nil {
 		r.printError(err)
 		return

@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
@@ -275,19 +275,11 @@ func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opt
 
 // recordedInputs binds the inputs recorded with run r to g.
 func recordedInputs(g *graphir.Graph, r *store.Run) (*stdlib.Map, error) {
-	v, err := stdlib.FromStoredJSON(r.Inputs)
-	if err != nil {
-		return nil, fmt.Errorf("the recorded inputs are not valid JSON: %v", err)
+	var in frontend.Inputs
+	if err := in.SetRecorded(r.Inputs); err != nil {
+		return nil, err
 	}
-	m, ok := v.(*stdlib.Map)
-	if !ok {
-		return nil, fmt.Errorf("the recorded inputs are not an object")
-	}
-	given := map[string]starlark.Value{}
-	for _, k := range m.Keys() {
-		given[k], _ = m.Lookup(k)
-	}
-	return vm.BindInputs(g, given)
+	return in.Bind(g)
 }
 
 // followable refuses a reloaded flow that lacks a step the record has a

@@ -25,6 +25,7 @@ import (
 	"github.com/skeinlang/skein/engine/temporal"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/model"
@@ -249,7 +250,7 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 	given, err := opts.inputFlags.parse()
 	var inputs *stdlib.Map
 	if err == nil {
-		inputs, err = given.bind(g)
+		inputs, err = given.Bind(g)
 	}
 	if err != nil {
 		if opts.json {
@@ -535,38 +536,19 @@ func (f *inputFlags) define(fs *pflag.FlagSet, purpose string) {
 	fs.StringVar(&f.inputsFile, "inputs-file", "", "a JSON file with an object of inputs"+purpose)
 }
 
-// flagInputs are the inputs given on a command line: values from
-// --inputs-file (JSON, already typed) and texts from --input name=text,
-// which win and are converted by each input's declared type once the flow
-// is known.
-type flagInputs struct {
-	json  map[string]starlark.Value
-	text  map[string]string
-	order []string // names of text, in the order given
-}
-
-// parse reads --inputs-file and collects each --input name=value.
-func (f *inputFlags) parse() (*flagInputs, error) {
+// parse reads --inputs-file and collects each --input name=value: the
+// file's values already have their types; the texts, which win, are
+// converted by each input's declared type when the flow binds them.
+func (f *inputFlags) parse() (*frontend.Inputs, error) {
 	pairs, file := f.inputs, f.inputsFile
-	fi := &flagInputs{json: map[string]starlark.Value{}, text: map[string]string{}}
+	in := &frontend.Inputs{}
 	if file != "" {
 		data, err := lang.ReadFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("--inputs-file: %v", err)
 		}
-		v, err := stdlib.FromJSONUnique(data)
-		if errors.Is(err, stdlib.ErrTooBig) {
-			return nil, fmt.Errorf("--inputs-file %s: %v", file, err)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("--inputs-file %s: not valid JSON: %v", file, err)
-		}
-		m, ok := v.(*stdlib.Map)
-		if !ok {
-			return nil, fmt.Errorf("--inputs-file %s: want a JSON object, got %s", file, v.Type())
-		}
-		for _, k := range m.Keys() {
-			fi.json[k], _ = m.Lookup(k)
+		if err := in.SetJSON(data); err != nil {
+			return nil, fmt.Errorf("--inputs-file %s: %w", file, err)
 		}
 	}
 	for _, p := range pairs {
@@ -574,45 +556,9 @@ func (f *inputFlags) parse() (*flagInputs, error) {
 		if !ok || name == "" {
 			return nil, fmt.Errorf("--input %q: want name=value", p)
 		}
-		if err := fi.add(name, value); err != nil {
-			return nil, err
-		}
+		in.SetText(name, value)
 	}
-	return fi, nil
-}
-
-// add records --input name=text.
-func (fi *flagInputs) add(name, text string) error {
-	if _, dup := fi.text[name]; !dup {
-		fi.order = append(fi.order, name)
-	}
-	fi.text[name] = text
-	return nil
-}
-
-// bind converts the texts by the flow's declared input types (docs/language.md: a
-// string keeps the text exactly, an int must parse as one, ...) and binds
-// them with the file's values. A name the flow does not declare is
-// converted as "any" and left for [vm.BindInputs] to refuse with a
-// did-you-mean. Errors name the input, its type and its help.
-func (fi *flagInputs) bind(g *graphir.Graph) (*stdlib.Map, error) {
-	given := make(map[string]starlark.Value, len(fi.json)+len(fi.text))
-	for k, v := range fi.json {
-		given[k] = v
-	}
-	for _, name := range fi.order {
-		text := fi.text[name]
-		in := g.Input(name)
-		if in == nil {
-			in = &graphir.Input{Name: name, Type: "any"}
-		}
-		v, err := in.Parse(text)
-		if err != nil {
-			return nil, &graphir.Error{Code: "bad_input", Msg: err.Error(), Hint: in.Describe()}
-		}
-		given[name] = v
-	}
-	return vm.BindInputs(g, given)
+	return in, nil
 }
 
 // writeInvalid prints what run --json prints for a flow that does not

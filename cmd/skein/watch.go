@@ -29,6 +29,7 @@ import (
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/vm/store"
 )
 
@@ -133,7 +134,7 @@ type watchConfig struct {
 	root     string
 	run      bool
 	test     bool // run FLOW_test.star after each clean check
-	inputs   *flagInputs
+	inputs   *frontend.Inputs
 	store    string // --store; "" for the default place
 	noStore  bool
 	out, err io.Writer
@@ -398,11 +399,7 @@ func (w *watcher) watchDirs() {
 
 // startRun runs g in the background with progress, as `skein run` would.
 func (w *watcher) startRun(ctx context.Context, g *graphir.Graph) {
-	fi := w.cfg.inputs
-	if fi == nil {
-		fi = &flagInputs{}
-	}
-	inputs, err := fi.bind(g)
+	inputs, err := w.cfg.inputs.Bind(g) // a nil *Inputs gives none
 	if err != nil {
 		writeError(w.cfg.out, err)
 		fmt.Fprintln(w.cfg.out, "not run: fix the inputs and save again")

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/vm/store"
 )
 
@@ -386,7 +387,8 @@ func TestWatchRun(t *testing.T) {
 hi = step("hi", run = ["echo", "hi {{ inputs.who }}"])
 `}, func(c *watchConfig) {
 		c.run = true
-		c.inputs = &flagInputs{text: map[string]string{"who": "tests"}, order: []string{"who"}}
+		c.inputs = &frontend.Inputs{}
+		c.inputs.SetText("who", "tests")
 	})
 	w.next(`ok  `)
 	w.output(`(?m)^succeeded in .*\n  path:   hi\n  output: \{"stdout":"hi tests\\n"`)

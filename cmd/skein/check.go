@@ -12,7 +12,6 @@ import (
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/engine/temporal"
-	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/lang/frontend"
 )
@@ -71,7 +70,7 @@ func runCheck(_ context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintf(io.err, "skein check: %v\n", err)
 		return exitUsage
 	}
-	all, checked := set.check(frontend.Options{Root: opts.root, MaxSteps: opts.maxLoad, BudgetHint: budgetHint, LeanGC: true}, opts.engine)
+	all, checked := set.check(loadOptions(opts.root, opts.maxLoad), opts.engine)
 	all = check.Sort(all)
 	errs, warns := check.Count(all)
 	if opts.json {
@@ -204,14 +203,4 @@ func plural(n int, what string) string {
 		return fmt.Sprintf("1 %s", what)
 	}
 	return fmt.Sprintf("%d %ss", n, what)
-}
-
-// budgetHint is the hint of a flow whose load exceeds its step budget.
-const budgetHint = "a flow that generates this many steps can raise the budget with --max-load-steps"
-
-// loadAndCheck loads file and checks it; a load failure is returned as its
-// one diagnostic with a nil graph.
-func loadAndCheck(file string, lo lang.Options) (*graphir.Graph, []check.Diagnostic) {
-	f := frontend.Load(file, frontend.Options{Root: lo.Root, MaxSteps: lo.MaxSteps, ReadFile: lo.ReadFile, BudgetHint: budgetHint, LeanGC: true})
-	return f.Graph, f.Diagnostics
 }

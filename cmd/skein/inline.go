@@ -243,7 +243,7 @@ func newSessionRun(s *runSetup, g *graphir.Graph, inputs *stdlib.Map) *sessionRu
 		return nil
 	}
 	sr := &sessionRun{g: g, inputs: inputs, prog: newProgress(s.out, s.tty), setup: s}
-	sr.opts = vm.Options{OnEvent: sr.prog.event, LoadFlow: loadChild, ExitCtx: s.exitCtx}
+	sr.opts = vm.Options{OnEvent: sr.prog.event, LoadFlow: loadOptions("", 0).ChildLoader(nil), ExitCtx: s.exitCtx}
 	ap := &approver{inner: vm.Local{}}
 	if s.answers != nil {
 		ap.inline = &inlineAsker{out: s.out, read: s.answers, hold: sr.prog.hold, echo: s.echo, usual: s.usual}
@@ -323,7 +323,7 @@ func beginRecord(storeFlag string, g *graphir.Graph, file string, sources []stor
 func recordRun(opts *vm.Options, rec *store.Recorder, ap *approver) {
 	ap.rec, ap.st, ap.runID = rec, rec.Store(), rec.ID()
 	rec.Inner = ap
-	opts.RunID, opts.Effects, opts.LoadFlow = rec.ID(), rec, recordingLoader(rec)
+	opts.RunID, opts.Effects, opts.LoadFlow = rec.ID(), rec, loadOptions("", 0).ChildLoader(rec.AddSource)
 	opts.OnEvent = rec.Events(opts.OnEvent)
 }
 

@@ -110,7 +110,7 @@ func TestProgressPipedOrdered(t *testing.T) {
 	out := &recorder{}
 	p := newProgress(out, false)
 	p.start()
-	res := vm.Prepare(g).Run(context.Background(), nil, vm.Options{Parallel: 8, OnEvent: p.event, LoadFlow: loadChild})
+	res := vm.Prepare(g).Run(context.Background(), nil, vm.Options{Parallel: 8, OnEvent: p.event, LoadFlow: loadOptions("", 0).ChildLoader(nil)})
 	p.stop()
 	p.summary(res)
 	if res.Status != vm.Succeeded {

@@ -648,9 +648,8 @@ func (r *repl) run(args []string) {
 // it cannot rebuild the flow.
 func (r *repl) recordedAs(g *graphir.Graph) (string, []store.Source) {
 	if f := r.sess.File(); f != "" && absPath(f) == absPath(g.File) {
-		src := &sourceRecorder{}
-		if fresh, err := lang.Load(f, lang.Options{Root: r.root, ReadFile: src.readFile}); err == nil && graphir.Diff(fresh, g).Empty() {
-			return absPath(g.File), src.sources()
+		if fresh := frontend.Load(f, frontend.Options{Root: r.root}); fresh.Graph != nil && graphir.Diff(fresh.Graph, g).Empty() {
+			return absPath(g.File), fresh.Sources.List()
 		}
 	}
 	return absPath(filepath.Join(filepath.Dir(g.File), lang.ChunkFile)), diskSources(g)

@@ -15,7 +15,6 @@ import (
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/spell"
-	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
@@ -195,11 +194,12 @@ func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opt
 		fmt.Fprintf(io.err, "skein resume: %v\n", err)
 		return exitFail
 	}
-	src := &sourceRecorder{}
+	lo := loadOptions(r.Root, ropts.MaxLoadSteps)
 	if !opts.reload {
-		src = recordedSources(sources)
+		lo.Recorded = frontend.RecordedSources(sources)
 	}
-	g, ds := loadAndCheck(r.File, lang.Options{Root: r.Root, ReadFile: src.readFile, MaxSteps: ropts.MaxLoadSteps})
+	loaded := frontend.Load(r.File, lo)
+	g, ds := loaded.Graph, loaded.Diagnostics
 	if errs, _ := check.Count(ds); errs > 0 || g == nil {
 		check.WriteText(io.err, ds)
 		fmt.Fprintf(io.err, "skein: run %s not resumed: its flow has %s\n", r.ID, plural(max(errs, 1), "error"))
@@ -229,11 +229,11 @@ func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opt
 		started := time.Now()
 		resumedFrom = r.ID
 		rec, err = st.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: absPath(g.File), Root: absPath(g.Root),
-			Sources: src.sources(), Inputs: inputs, Started: started, Options: ropts, ResumedFrom: r.ID})
+			Sources: loaded.Sources.List(), Inputs: inputs, Started: started, Options: ropts, ResumedFrom: r.ID})
 	} else {
 		rec, err = st.Continue(r.ID, ropts)
 		if err == nil && opts.reload {
-			for _, s := range src.sources() {
+			for _, s := range loaded.Sources.List() {
 				if err = rec.AddSource(s); err != nil {
 					break
 				}
@@ -259,11 +259,10 @@ func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opt
 	}
 	ctx, exitCtx, stop := interrupts(ctx)
 	defer stop()
+	// A child flow the run loaded loads again from its record; one it
+	// never did (or any, with --reload) from the disk, recorded.
 	vopts := vm.Options{Parallel: ropts.Parallel, Timeout: ropts.Timeout, MaxTokens: ropts.MaxTokens, RunID: rec.ID(), Effects: replay, ExitCtx: exitCtx,
-		LoadFlow: budgetedRecordingLoader(rec, ropts.MaxLoadSteps)}
-	if !opts.reload {
-		vopts.LoadFlow = recordedLoader(src, rec, ropts.MaxLoadSteps)
-	}
+		LoadFlow: lo.ChildLoader(rec.AddSource)}
 	if ropts.Cassette != "" {
 		if vopts.Models, err = openCassette(ropts.Cassette, ropts.ReplayOnly); err != nil {
 			fmt.Fprintf(io.err, "skein resume: %v\n", err)
@@ -319,24 +318,4 @@ func isChildPath(path string) bool {
 	last := filepath.Base(path)
 	n := len(last)
 	return !(last[n-1] == ']' || strings.Contains(last, "#"))
-}
-
-// recordedLoader loads templated child flows from the run's recorded
-// sources, falling back to the disk (recording what it reads) for a child
-// the original run never loaded.
-func recordedLoader(src *sourceRecorder, rec *store.Recorder, maxSteps uint64) func(context.Context, string, string) (*graphir.Graph, error) {
-	disk := budgetedRecordingLoader(rec, maxSteps)
-	return func(ctx context.Context, path, root string) (*graphir.Graph, error) {
-		abs, _ := filepath.Abs(path)
-		if _, ok := src.from[abs]; !ok {
-			return disk(ctx, path, root)
-		}
-		g, ds := loadAndCheck(path, lang.Options{Root: root, ReadFile: src.readFile, MaxSteps: maxSteps})
-		for _, d := range ds {
-			if d.Severity == check.Error {
-				return nil, fmt.Errorf("%s", d.String())
-			}
-		}
-		return g, nil
-	}
 }

@@ -134,13 +134,13 @@ func runHelp(sio stdio, o any, args []string) int {
 		return exitOK
 	}
 	opts := o.(*runOptions)
-	g, err := lang.Load(args[0], lang.Options{Root: opts.root})
-	if err != nil {
+	f := frontend.Load(args[0], frontend.Options{Root: opts.root})
+	if f.Graph == nil {
 		fmt.Fprintf(sio.err, "skein run: cannot list the inputs of %s:\n", args[0])
-		check.WriteText(sio.err, []check.Diagnostic{check.FromError(graphir.AsError(err))})
+		check.WriteText(sio.err, f.Diagnostics)
 		return exitUsage
 	}
-	writeInputs(sio.out, g)
+	writeInputs(sio.out, f.Graph)
 	return exitOK
 }
 
@@ -232,8 +232,9 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintf(io.err, "skein run: --max-tokens must be at least 1, got %d\n", opts.maxTokens)
 		return exitUsage
 	}
-	src := &sourceRecorder{}
-	g, ds := loadAndCheck(args[0], lang.Options{Root: opts.root, ReadFile: src.readFile, MaxSteps: opts.maxLoad})
+	lo := loadOptions(opts.root, opts.maxLoad)
+	loaded := frontend.Load(args[0], lo)
+	g, ds := loaded.Graph, loaded.Diagnostics
 	errs, _ := check.Count(ds)
 	if errs > 0 || g == nil {
 		if opts.json {
@@ -263,7 +264,7 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 	if opts.engine == "temporal" {
 		ctx, exitCtx, stop := interrupts(ctx)
 		defer stop()
-		return runOnTemporal(ctx, exitCtx, io, opts, g, src, inputs)
+		return runOnTemporal(ctx, exitCtx, io, opts, g, loaded.Sources, inputs)
 	}
 
 	if !opts.dryRun && mayRunProcesses(g) {
@@ -281,7 +282,7 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 	ctx, exitCtx, stop := interrupts(ctx)
 	defer stop()
 
-	vopts := vm.Options{Parallel: opts.parallel, Timeout: opts.timeout, LoadFlow: childLoader(opts.maxLoad), ExitCtx: exitCtx, Models: models, MaxTokens: opts.maxTokens}
+	vopts := vm.Options{Parallel: opts.parallel, Timeout: opts.timeout, LoadFlow: lo.ChildLoader(nil), ExitCtx: exitCtx, Models: models, MaxTokens: opts.maxTokens}
 	var dry *dryRun
 	if opts.dryRun {
 		var err error
@@ -301,7 +302,7 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 			defer st.Close()
 			started := time.Now()
 			rec, err = st.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: absPath(g.File), Root: absPath(g.Root),
-				Sources: src.sources(), Inputs: inputs, Started: started,
+				Sources: loaded.Sources.List(), Inputs: inputs, Started: started,
 				Options: opts.recorded()})
 		}
 		if err != nil {
@@ -309,7 +310,7 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 			return exitFail
 		}
 		vopts.RunID, vopts.Effects = rec.ID(), rec
-		vopts.LoadFlow = budgetedRecordingLoader(rec, opts.maxLoad)
+		vopts.LoadFlow = lo.ChildLoader(rec.AddSource)
 	}
 	prompt := newPrompter(io, opts.noPrompt)
 	if rec != nil {
@@ -444,84 +445,25 @@ func newPrompter(io stdio, off bool) *prompter {
 	return &prompter{in: bufio.NewReader(in), out: io.out}
 }
 
-// loadChild loads and checks a child flow that a templated flow= path names
-// at run time, inside the parent's flow root.
-func loadChild(ctx context.Context, path, root string) (*graphir.Graph, error) {
-	return childLoader(0)(ctx, path, root)
-}
-
-// childLoader is loadChild with a load-time step budget (0: the default).
-func childLoader(maxSteps uint64) func(context.Context, string, string) (*graphir.Graph, error) {
-	return func(_ context.Context, path, root string) (*graphir.Graph, error) {
-		g, ds := loadAndCheck(path, lang.Options{Root: root, MaxSteps: maxSteps})
-		if err := childLoadError(ds); err != nil {
-			return nil, err
-		}
-		return g, nil
-	}
-}
-
-// childLoadError is the error of a templated child flow that does not
-// load or check, to go inside the step's error: its first error on one
-// line (where, what, the code) and how many more there are, or nil.
-func childLoadError(ds []check.Diagnostic) error {
-	var first *check.Diagnostic
-	n := 0
-	for i := range ds {
-		if ds[i].Severity == check.Error {
-			if first == nil {
-				first = &ds[i]
-			}
-			n++
-		}
-	}
-	if first == nil {
-		return nil
-	}
-	msg := first.Message + " [" + first.Code + "]"
-	if first.Pos.Line > 0 {
-		msg = first.Pos.String() + ": " + msg
-	}
-	if n > 1 {
-		msg += fmt.Sprintf(" (and %s)", plural(n-1, "more error"))
-	}
-	return errors.New(msg)
-}
-
 // defineMaxLoadSteps adds --max-load-steps, the load-time step budget.
 func defineMaxLoadSteps(fs *pflag.FlagSet, v *uint64) {
 	fs.Uint64Var(v, "max-load-steps", 0, fmt.Sprintf("Starlark steps loading the flow may take, for flows that generate very many steps (default %d)", lang.DefaultMaxSteps))
 }
+
+// loadOptions are the options skein loads flows with: in root (empty: each
+// flow's directory), with the load-time step budget (0: the default).
+func loadOptions(root string, maxSteps uint64) frontend.Options {
+	return frontend.Options{Root: root, MaxSteps: maxSteps, BudgetHint: budgetHint, LeanGC: true}
+}
+
+// budgetHint is the hint of a flow whose load exceeds its step budget.
+const budgetHint = "a flow that generates this many steps can raise the budget with --max-load-steps"
 
 func absPath(p string) string {
 	if abs, err := filepath.Abs(p); err == nil {
 		return abs
 	}
 	return p
-}
-
-// recordingLoader is loadChild recording the files it reads in the run's
-// sources.
-func recordingLoader(rec *store.Recorder) func(context.Context, string, string) (*graphir.Graph, error) {
-	return budgetedRecordingLoader(rec, 0)
-}
-
-// budgetedRecordingLoader is recordingLoader with a load-time step budget
-// (0: the default).
-func budgetedRecordingLoader(rec *store.Recorder, maxSteps uint64) func(context.Context, string, string) (*graphir.Graph, error) {
-	return func(_ context.Context, path, root string) (*graphir.Graph, error) {
-		src := &sourceRecorder{}
-		g, ds := loadAndCheck(path, lang.Options{Root: root, ReadFile: src.readFile, MaxSteps: maxSteps})
-		for _, s := range src.sources() {
-			if err := rec.AddSource(s); err != nil {
-				return nil, err
-			}
-		}
-		if err := childLoadError(ds); err != nil {
-			return nil, err
-		}
-		return g, nil
-	}
 }
 
 // inputFlags are --input and --inputs-file, shared by run and watch.

@@ -11,12 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -26,7 +24,6 @@ import (
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/spell"
-	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
@@ -109,77 +106,6 @@ func openStore(flag, path string) (*store.Store, error) {
 		}
 	}
 	return st, err
-}
-
-// sourceRecorder is a lang ReadFile that keeps what it read, so a run
-// records exactly the texts it was loaded from.
-type sourceRecorder struct {
-	mu    sync.Mutex
-	files []store.Source
-	seen  map[string]bool
-	// from serves recorded sources instead of the disk (resume).
-	from map[string][]byte
-	// named holds what was read by the name the loader read it under
-	// (files holds it by absolute path).
-	named map[string]string
-}
-
-func (s *sourceRecorder) readFile(name string) ([]byte, error) {
-	var b []byte
-	var err error
-	if s.from != nil {
-		var ok bool
-		abs, _ := filepath.Abs(name)
-		if b, ok = s.from[abs]; !ok {
-			err = &os.PathError{Op: "open", Path: name, Err: errors.New("not among the run's recorded sources")}
-		}
-	} else {
-		b, err = lang.ReadFile(name)
-	}
-	if err == nil {
-		s.mu.Lock()
-		if s.seen == nil {
-			s.seen = map[string]bool{}
-		}
-		clean := name
-		if abs, err := filepath.Abs(name); err == nil {
-			clean = abs
-		}
-		if !s.seen[clean] {
-			s.seen[clean] = true
-			s.files = append(s.files, store.Source{Path: clean, Text: b})
-		}
-		if s.named == nil {
-			s.named = map[string]string{}
-		}
-		s.named[name] = string(b)
-		s.mu.Unlock()
-	}
-	return b, err
-}
-
-// recordedSources is a sourceRecorder that serves sources instead of the
-// disk.
-func recordedSources(sources []store.Source) *sourceRecorder {
-	s := &sourceRecorder{from: make(map[string][]byte, len(sources))}
-	for _, src := range sources {
-		s.from[src.Path] = src.Text
-	}
-	return s
-}
-
-// byName is what was read, by the name the loader read it under (a run
-// on Temporal loads its flow again from these, under the same names).
-func (s *sourceRecorder) byName() map[string]string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return maps.Clone(s.named)
-}
-
-func (s *sourceRecorder) sources() []store.Source {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]store.Source(nil), s.files...)
 }
 
 // storeConflict refuses --store given with --no-store: the run would

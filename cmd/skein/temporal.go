@@ -22,6 +22,7 @@ import (
 
 	"github.com/skeinlang/skein/engine/temporal"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 )
@@ -242,7 +243,7 @@ func (l workerLog) WithGroup(name string) slog.Handler    { return workerLog{l.H
 // workflow and its child workflows as the run goes. The first Ctrl-C
 // cancels the workflow (its exit handler still runs there) and goes on
 // following it; a second one stops following.
-func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *graphir.Graph, src *sourceRecorder, inputs *stdlib.Map) int {
+func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *graphir.Graph, src *frontend.Sources, inputs *stdlib.Map) int {
 	c, err := opts.dial(context.Background())
 	if err != nil {
 		fmt.Fprintf(io.err, "skein run: %v\n", err)
@@ -270,7 +271,7 @@ func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *
 	id := vm.NewRunID(time.Now())
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: opts.taskQueue,
 		Memo: map[string]any{temporal.FileMemo: absPath(g.File), temporal.FlowMemo: g.Name}}, temporal.WorkflowName,
-		temporal.RunInput{Flow: g.File, Root: g.Root, Cwd: cwd, Sources: src.byName(), Inputs: in, Parallel: opts.parallel, Timeout: opts.timeout,
+		temporal.RunInput{Flow: g.File, Root: g.Root, Cwd: cwd, Sources: src.ByName(), Inputs: in, Parallel: opts.parallel, Timeout: opts.timeout,
 			HeartbeatTimeout: opts.heartbeat, ModelEnv: temporal.ModelEnv(os.Environ()), MaxTokens: opts.maxTokens})
 	if err != nil {
 		fmt.Fprintf(io.err, "skein run: cannot start the run on Temporal at %s: %v\n", opts.address, err)

@@ -246,18 +246,11 @@ func (w *watcher) reload(ctx context.Context, changed []string) {
 	if w.cfg.test {
 		record(testFileOf(w.cfg.file))
 	}
-	src := &sourceRecorder{}
-	g, err := lang.Load(w.cfg.file, lang.Options{Root: w.cfg.root, ReadFile: func(name string) ([]byte, error) {
-		record(name)
-		return src.readFile(name)
+	loaded := frontend.Load(w.cfg.file, frontend.Options{Root: w.cfg.root, ReadFile: func(name string) ([]byte, error) {
+		record(name) // watched even when it cannot be read
+		return lang.ReadFile(name)
 	}})
-	var ds []check.Diagnostic
-	if err != nil {
-		ds = []check.Diagnostic{check.FromError(graphir.AsError(err))}
-		g = nil
-	} else {
-		ds = check.Graph(g)
-	}
+	g, ds := loaded.Graph, loaded.Diagnostics
 	took := time.Since(start)
 	w.files = read
 	w.watchDirs()
@@ -290,7 +283,7 @@ func (w *watcher) reload(ctx context.Context, changed []string) {
 		}
 	}
 	w.good = g
-	w.sources = src.sources()
+	w.sources = loaded.Sources.List()
 	if w.cfg.test {
 		w.runTests(ctx)
 	}

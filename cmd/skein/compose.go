@@ -22,7 +22,7 @@ import (
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/docs"
 	"github.com/skeinlang/skein/graphir"
-	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/vm/model"
 )
 
@@ -240,11 +240,11 @@ func (c *composer) compose(ctx context.Context, description string) (*composeRes
 // checkDraft loads and checks a draft as if it were the file at path, and
 // applies the safety floor.
 func (c *composer) checkDraft(path, draft string) (*graphir.Graph, []check.Diagnostic) {
-	g, err := lang.LoadSource(path, []byte(draft), lang.Options{})
-	if err != nil {
-		return nil, []check.Diagnostic{check.FromError(graphir.AsError(err))}
+	loaded := frontend.LoadSource(path, []byte(draft), frontend.Options{})
+	g, ds := loaded.Graph, loaded.Diagnostics
+	if g == nil {
+		return nil, ds
 	}
-	ds := check.Graph(g)
 	ds = append(ds, c.floor.check(g)...)
 	ds = append(ds, c.floor.checkTools(g)...)
 	return g, check.Sort(ds)

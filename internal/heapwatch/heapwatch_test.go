@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
 )
 
 // spin runs Starlark that only counts until its thread is cancelled (or
@@ -15,7 +16,7 @@ func spin(t *testing.T, th *starlark.Thread) <-chan error {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() {
-		_, err := starlark.ExecFile(th, "spin.star", "def f():\n    for i in range(1 << 40):\n        pass\nf()\n", nil)
+		_, err := starlark.ExecFileOptions(&syntax.FileOptions{}, th, "spin.star", "def f():\n    for i in range(1 << 40):\n        pass\nf()\n", nil)
 		done <- err
 	}()
 	return done

@@ -2,8 +2,9 @@
 // the checker as the user types, hover, go to definition, completion,
 // document symbols and formatting, over JSON-RPC 2.0 on a pair of streams.
 //
-// It loads flows with lang (reading open buffers before the disk), checks
-// them with check, and knows nothing of terminals or flags.
+// It loads and checks flows through the one front end (lang/frontend),
+// reading open buffers before the disk, formats them with lang, and knows
+// nothing of terminals or flags.
 package lsp
 
 import (

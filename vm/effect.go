@@ -2,7 +2,7 @@ package vm
 
 // This file is the effect seam: the one interface through which the
 // deterministic core asks for the outcome of anything that comes from
-// outside it (a process, a child flow, later a model call, an approval, a
+// outside it (a process, a child flow, a model call, an approval, a
 // timer), and the local producer that does the work on this machine.
 
 import (
@@ -93,13 +93,13 @@ type EffectRequest struct {
 	// Waits: how long, from when the step started.
 	Wait time.Duration
 
-	// Child flows: the file and the bound-by-name inputs (the child binds
-	// them against its own declaration). ChildGraph is nil for a templated
-	// flow= path, which RunChild loads.
 	// Approvals: the rendered question. Timeout bounds the wait for the
 	// decision from when it was first asked, across parks.
 	Message string
 
+	// Child flows: the file and the bound-by-name inputs (the child binds
+	// them against its own declaration). ChildGraph is nil for a templated
+	// flow= path, which RunChild loads.
 	ChildPath   string
 	ChildGraph  *graphir.Graph
 	ChildInputs map[string]starlark.Value
@@ -204,7 +204,11 @@ type EffectCompletion struct {
 }
 
 // Local is the producer that does the work on this machine: tasks and
-// shells run as processes ([proc.Run]), child flows run as nested runs.
+// shells run as processes ([proc.Run]), child flows as nested runs, model
+// calls over HTTP ([EffectRequest.CallModel]) and waits as timers. An
+// approval parks (completes with Park set): nobody here can decide it, so
+// the run ends Waiting once nothing else can progress, to be resumed when
+// the decision is in.
 type Local struct{}
 
 // Start implements [EffectProducer].

@@ -1,7 +1,8 @@
 // Package vm runs frozen flow graphs (docs/language.md, docs/runs.md): tokens along edges,
-// conditions, joins, dead-path elimination, bounded back-edges, routers,
-// loops with until functions, maps, child flows, retries, timeouts and
-// cancellation, producing a stream of events and a [Result].
+// conditions, joins, dead-path elimination, bounded back-edges, routers
+// (by expression or by a model), loops with until functions or judge(),
+// maps, child flows, model and agent steps, approvals, waits, retries,
+// timeouts and cancellation, producing a stream of events and a [Result].
 //
 // The graph is never modified: all state of a run lives in a per-run value,
 // so any number of runs may share one graph. vm never loads files or checks
@@ -17,28 +18,34 @@
 // # Effects
 //
 // An effect is a step whose outcome comes from outside the deterministic
-// core: a task or shell process and a child flow today; a model call, an
-// approval or a timer as those kinds arrive. For each attempt of one, the
-// core builds an [EffectRequest] (where it is: flow chain, scope, step,
-// visit, attempt; and what to do, rendered: argv, env, dir and stdin of a
-// process, the path and inputs of a child flow) and hands it to
+// core: a task or shell process, a child flow, a model call (an llm= step,
+// an LLM router, a judge() verdict, an agent's turn or tool call), an
+// approval or a wait's timer. For each attempt of one, the core builds an
+// [EffectRequest] (where it is: flow chain, scope, step, visit, attempt;
+// and what to do, rendered: argv, env, dir and stdin of a process, the
+// path and inputs of a child flow, the chat request of a model call, the
+// question of an approval, the length of a wait) and hands it to
 // [Options.Effects], an [EffectProducer]. Later the producer reports an
 // [EffectCompletion] (ok or failed with a code and message, or cancelled;
-// a task's exit code and captured output; a child flow's result), and the
-// core acts on it as if it had done the work itself: it never knows who
-// produced it. Retries are the core's: a failed attempt with retries left
-// is followed, after its backoff, by a request for the next attempt.
+// a task's exit code and captured output; a child flow's result; a
+// model's reply; a decision), and the core acts on it as if it had done
+// the work itself: it never knows who produced it. Retries are the core's:
+// a failed attempt with retries left is followed, after its backoff, by a
+// request for the next attempt.
 //
 // fn steps, conditions, routers and until functions are not effects: they
 // are deterministic and computed again wherever a run is replayed.
 //
-// [Local], the default, runs processes and child flows on this machine.
-// Other producers wrap it or replace it: a journal that commits each
-// completion to the run store before passing it on; a replay that answers
-// from that journal and falls through to Local at the first effect it has
-// no record of (resume); a mock that answers from a script (flow tests and
-// dry runs); a remote engine that runs activities. Completions reach the
-// driver in the order the producer reports them.
+// [Local], the default, runs processes (package vm/proc), child flows,
+// model calls and waits on this machine, and parks approvals, which no one
+// here can decide. Other producers wrap it or replace it: a journal that
+// commits each completion to the run store before passing it on and a
+// replay that answers from that journal and falls through to Local at the
+// first effect it has no record of (resume), both in vm/store; a mock that
+// answers from a script (flowtest: flow tests and dry runs); the Temporal
+// engine, which runs effects as activities, child workflows, durable
+// timers and signals (engine/temporal). Completions reach the driver in
+// the order the producer reports them.
 package vm
 
 import (

@@ -1,8 +1,9 @@
 // Package temporal runs flows on Temporal: the VM's deciding half runs as
 // Temporal workflow code (the same code that decides for the local engine,
-// through vm's Runtime and EffectProducer seams), tasks and shells run as
-// activities on any worker of the task queue, child flows as child
-// workflows and waits as durable timers.
+// through vm's Runtime and EffectProducer seams), tasks, shells and model
+// calls run as activities on any worker of the task queue, child flows as
+// child workflows, waits as durable timers, and approvals wait for a
+// decision sent as a signal (approval.go).
 //
 // The flow's sources travel in the workflow input (every file its load
 // read, by path) and are loaded and checked in the workflow, so the same

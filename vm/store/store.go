@@ -1,8 +1,8 @@
 // Package store is the run store: a SQLite database that records every run
 // (its sources, inputs, status and final result) and every completion of an
-// effect (task, shell, child flow, approval, wait), each committed before
-// the run acts on it, so that runs can be looked at after they end and
-// resumed after they fail or crash.
+// effect (task, shell, model call, child flow, approval, wait), each
+// committed before the run acts on it, so that runs can be looked at after
+// they end and resumed after they fail or crash.
 //
 // It is pure Go (modernc.org/sqlite through database/sql) and safe for
 // several processes at once: WAL mode, a busy timeout, immediate write

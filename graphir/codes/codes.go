@@ -185,24 +185,23 @@ var table = []Info{
 	{NotAllowed, Usage, Error, "a draft skein compose got from a model breaks the safety floor (--allow-shell, --allow-run)"},
 }
 
-var byCode = func() map[Code]int {
-	m := make(map[Code]int, len(table))
-	for i, in := range table {
-		m[in.Code] = i
-	}
-	return m
-}()
-
 // All returns the table: every code, in the order of docs/codes.md.
 func All() []Info { return append([]Info(nil), table...) }
 
 // Lookup returns the row of code c, and whether c is in the table.
+//
+// It searches the table rather than an index: an index made when the
+// package is initialized would make this package's init run in the task
+// keeper too, before the keeper starts (cmd/skein's
+// TestKeeperStartsBeforeHeavyInits wants none of skein's inits there),
+// and the table is short.
 func Lookup(c Code) (Info, bool) {
-	i, ok := byCode[c]
-	if !ok {
-		return Info{}, false
+	for _, in := range table {
+		if in.Code == c {
+			return in, true
+		}
 	}
-	return table[i], true
+	return Info{}, false
 }
 
 // SeverityOf returns the default severity of code c: a warning's, or

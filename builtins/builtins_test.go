@@ -160,6 +160,7 @@ func TestStepBad(t *testing.T) {
 		{src: `step("x", run = ["t"], retries = 2, jitter = 1)`, frag: `step "x": jitter must be True or False, got int 1`},
 		{src: `step("x", run = ["t"], jitter = True)`, frag: `step "x": backoff_factor, max_backoff and jitter shape the delays of retries: give retries=N too`},
 		{src: `step("x", llm = "hi", max_backoff = "1m")`, frag: `step "x": max_backoff applies only to run=, shell=, fn= and flow= steps`},
+		{src: `tool("t", run = ["true"], final = 1)`, frag: `tool "t": final must be True or False, got int 1`},
 		{src: `step("x", join = "any")`, frag: `step "x": join must be one of "and", "or", "all", "done", got "any"`},
 		{src: `step("x", flow = "")`, frag: `step "x": flow must name the child flow file, got ""`},
 		{src: `step("x", args = ["-v"])`, frag: `step "x": args applies only to run= steps`},

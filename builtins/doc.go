@@ -167,6 +167,7 @@ var docs = []Doc{
 			{"help", `""`, "the description the model sees"},
 			{"fn", "None", "a Starlark function of one parameter args (the validated arguments: args.path); its result (text, or data sent as JSON) goes back to the model, and an error it raises is the tool's failure"},
 			{"flow", "None", "a literal path (relative to this file) of a child flow run once per call, the validated arguments as its inputs (each param a declared input of the child); its output goes back to the model, its failure is the tool's"},
+			{"final", "False", "a call of it that succeeds ends the agent step: its result (a fn's value, a child flow's output, a process's stdout) is the answer, the model not called again"},
 		}},
 	{Name: "edge", Positional: 2,
 		Summary: "Connects the end of src to the start of dst. src may be START; dst may be END or ABORT.",

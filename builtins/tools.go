@@ -37,7 +37,7 @@ const defaultMaxTurns = 8
 // flow(max_grants=).
 const defaultMaxGrants = 2
 
-// tool(name, *, run=None, shell=None, params={}, help="", fn=None, flow=None)
+// tool(name, *, run=None, shell=None, params={}, help="", fn=None, flow=None, final=False)
 func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	c, err := newCall(thread, fn)
 	if err != nil {
@@ -46,7 +46,7 @@ func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	var vals [7]starlark.Value
+	var vals [8]starlark.Value
 	if err := c.unpack(args, kwargs, toolParams, vals[:]); err != nil {
 		return nil, err
 	}
@@ -128,6 +128,13 @@ func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 			return nil, err
 		}
 	}
+	if final := vals[7]; !isNone(final) {
+		b, ok := final.(starlark.Bool)
+		if !ok {
+			return nil, c.errorf("final must be True or False, got %s", describe(final))
+		}
+		t.Final = bool(b)
+	}
 	if err := c.b.AddTool(t); err != nil {
 		return nil, c.errorf("%v", err)
 	}
@@ -170,4 +177,4 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-var toolParams = []string{"name", "run?", "shell?", "params?", "help?", "fn?", "flow?"}
+var toolParams = []string{"name", "run?", "shell?", "params?", "help?", "fn?", "flow?", "final?"}

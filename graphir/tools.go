@@ -31,6 +31,9 @@ type Tool struct {
 	Params []ToolParam       // in declaration order
 	Help   string
 	Pos    Pos
+	// Final (final=True): the tool's result, when a call succeeds, is the
+	// agent step's answer; the turn's other calls finish first.
+	Final bool
 
 	// flow= tools: the literal path of the child flow (relative to the
 	// flow's file), and what the loader made of it, as for child-flow

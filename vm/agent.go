@@ -80,6 +80,11 @@ type agentRun struct {
 	pending int             // tool calls of this turn still running
 	results []model.Message // this turn's tool results, by call
 	rec     *AgentRecord
+	// The answer a final=True tool gave this turn: the result of the
+	// first such call (in the reply's order) that succeeded.
+	final     starlark.Value
+	finalAt   int
+	finalTool string
 }
 
 // startAgent starts a visit of agent step n: its messages rendered, then
@@ -229,6 +234,7 @@ func (r *run) agentReplied(a *agentRun, ec *EffectCompletion) {
 	}
 	a.chat.Messages = append(a.chat.Messages, model.Message{Role: "assistant", Content: content, ToolCalls: calls})
 	a.results = make([]model.Message, len(calls))
+	a.final, a.finalAt = nil, len(calls)
 	offered := r.offered(n)
 	for i, call := range calls {
 		if call.ID == "" {
@@ -246,11 +252,56 @@ func (r *run) agentReplied(a *agentRun, ec *EffectCompletion) {
 	}
 }
 
-// agentNextTurn sends this turn's tool results back to the model.
+// agentNextTurn sends this turn's tool results back to the model, or ends
+// the step with a final tool's result.
 func (r *run) agentNextTurn(a *agentRun) {
 	a.chat.Messages = append(a.chat.Messages, a.results...)
 	a.results = nil
+	if a.final != nil {
+		r.agentFinal(a)
+		return
+	}
 	r.agentTurn(a)
+}
+
+// toolFinal notes that call number i of this turn, of tool t, succeeded
+// with out: if t is final=True and no earlier call of the turn was, out is
+// the agent's answer once the turn's calls are done.
+func (a *agentRun) toolFinal(t *graphir.Tool, i int, out starlark.Value) {
+	if t != nil && t.Final && i < a.finalAt {
+		a.final, a.finalAt, a.finalTool = out, i, t.Name
+	}
+}
+
+// agentFinal ends a visit with the result of a final=True tool, which the
+// model never sees: it is the answer (checked against the step's schema,
+// a mismatch failing the step, since no model reply is there to repair).
+func (r *run) agentFinal(a *agentRun) {
+	n, out := a.n, a.final
+	if n.Call.HasSchema {
+		g, err := stdlib.ToGo(out)
+		var b []byte
+		if err == nil {
+			if s, ok := out.(starlark.String); ok {
+				b = []byte(s)
+			} else {
+				b, err = json.Marshal(g)
+			}
+		}
+		var v any
+		if err == nil {
+			v, err = model.DecodeValid(n.Call.Schema, string(b))
+		}
+		if err == nil {
+			out, err = stdlib.FromGo(v)
+		}
+		if err != nil {
+			r.agentFail(a, "step_failed", fmt.Sprintf("agent %q: the result of final tool %q does not match the schema: %v", n.Name, a.finalTool, err))
+			return
+		}
+	}
+	r.keepConversation(a)
+	r.finish(a.f, a.n, &outcome{ok: true, value: out})
 }
 
 // agentAnswer ends a visit with the model's final answer: its text, or the
@@ -422,6 +473,9 @@ func (r *run) startToolCall(a *agentRun, i int, call model.ToolCall, offered []*
 			answer(false, "step_failed", "the tool failed: its result is not data: "+err.Error())
 			return
 		}
+		if out, err = stdlib.Data(out); err == nil {
+			a.toolFinal(t, i, out)
+		}
 		answer(true, "", clipBytes(s, maxToolResult))
 		return
 	}
@@ -548,6 +602,15 @@ func (r *run) toolDone(a *agentRun, req *EffectRequest, ec *EffectCompletion) {
 	r.recordToolCall(a, call, ok, code, text)
 	if i >= 0 {
 		a.results[i].Content = text
+		if ok {
+			// A final tool's answer: a child flow's output, a process's
+			// stdout.
+			var out starlark.Value = starlark.String(ec.Stdout)
+			if req.Kind == graphir.KindSubflow && ec.Output != nil {
+				out = ec.Output
+			}
+			a.toolFinal(r.g.Tool(req.Tool), i, out)
+		}
 	}
 	a.pending--
 	if a.pending == 0 {

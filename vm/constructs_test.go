@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/model/modeltest"
 )
 
 func TestMapEmptySkip(t *testing.T) {
@@ -57,4 +58,43 @@ w = step("w", wait_until = "{{ inputs.at }}")
 w = step("w", wait_until = "2999-01-01T00:00:00Z", timeout = "200ms")
 `, nil, vm.Options{})
 	check(t, res, want{status: vm.Failed, code: "timeout", step: "w"})
+}
+
+func TestToolFinal(t *testing.T) {
+	// A final tool's result is the answer: the model is not called again,
+	// and a failing call of it goes back to the model as any tool's.
+	s := modeltest.New(modeltest.Rule{Match: "search", Replies: []modeltest.Reply{
+		{ToolCalls: []modeltest.ToolCall{{ID: "c1", Name: "answer", Arguments: `{"text": ""}`}}},
+		{ToolCalls: []modeltest.ToolCall{{ID: "c2", Name: "note", Arguments: `{"text": "a"}`}, {ID: "c3", Name: "answer", Arguments: `{"text": "42"}`}}},
+		{Content: "never asked"},
+	}})
+	defer s.Close()
+	res := run(t, `
+def answer(args):
+    if args.text == "":
+        fail("empty answer")
+    return {"answer": args.text}
+note = tool("note", run = ["printf", "%s", "{{ args.text }}"], params = {"text": "string"})
+answer_tool = tool("answer", fn = answer, params = {"text": "string"}, final = True)
+a = step("a", agent = "search", tools = [note, answer_tool])
+chain(START, a, END)
+`, nil, modelOpts(s, nil))
+	check(t, res, want{status: vm.Succeeded, output: map[string]any{"answer": "42"}})
+	if n := len(s.Requests()); n != 2 {
+		t.Errorf("%d model calls, want 2 (the final tool ends the step)", n)
+	}
+	if calls := res.Step("a").Agent.ToolCalls; len(calls) != 3 || calls[0].OK || !calls[1].OK || !calls[2].OK {
+		t.Errorf("tool calls %+v; want the failed answer, then note and answer", calls)
+	}
+
+	// A process tool's stdout, checked against the step's schema.
+	s2 := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{
+		{ToolCalls: []modeltest.ToolCall{{ID: "c1", Name: "emit", Arguments: `{}`}}},
+	}})
+	defer s2.Close()
+	res = run(t, `
+emit = tool("emit", run = ["printf", '{"n": 3}'], final = True)
+a = step("a", agent = "go", tools = [emit], schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+`, nil, modelOpts(s2, nil))
+	check(t, res, want{status: vm.Succeeded, output: map[string]any{"n": 3.0}})
 }

@@ -14,8 +14,9 @@ package jsonschema
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/skeinlang/skein/internal/spell"
@@ -47,12 +48,7 @@ func checkSchema(m map[string]any, path string) error {
 		}
 		return path + "." + key
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !contains(schemaKeys, k) {
 			return fmt.Errorf("%s: keyword %q is not in the supported subset (%s)%s", orRoot(at(k)), k, strings.Join(schemaKeys, ", "), spell.Suggest(k, schemaKeys))
 		}
@@ -96,12 +92,7 @@ func checkSchema(m map[string]any, path string) error {
 		if props, ok = p.(map[string]any); !ok {
 			return fmt.Errorf("%s: properties must be a dict of schemas", at("properties"))
 		}
-		names := make([]string, 0, len(props))
-		for k := range props {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
+		for _, k := range slices.Sorted(maps.Keys(props)) {
 			sub, ok := props[k].(map[string]any)
 			if !ok {
 				return fmt.Errorf("%s: a property's schema must be a dict, got %s", at("properties."+k), jsonTypeName(props[k]))
@@ -198,12 +189,7 @@ func validate(s map[string]any, v any, path string) error {
 				}
 			}
 		}
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			if sub, ok := props[k].(map[string]any); ok {
 				if err := validate(sub, v[k], path+"."+k); err != nil {
 					return err

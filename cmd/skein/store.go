@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -224,14 +225,16 @@ Exit status: 0, 1 when the run or step is not found, 2 on bad usage.`,
 		summary: "delete old runs and compact the store",
 		long: `Deletes the ended runs that are both beyond the newest N (--keep, default
 100) and ended longer ago than D (--older-than, default 0: any age), then
-compacts the store. Runs still going, interrupted or waiting are never
-deleted.
+compacts the store. With --older-than it also deletes the runs left
+waiting or interrupted (their process gone) since longer ago than D:
+nobody came back for them. A run still going is never deleted. D is a
+duration (720h, 90m) or a number of days (30d).
 
 Exit status: 0, 1 when there is no store or it cannot be written, 2 on bad usage.`,
 		flags: func(fs *pflag.FlagSet) any {
 			o := &gcOptions{}
 			fs.IntVar(&o.keep, "keep", 100, "keep this many newest ended runs")
-			fs.DurationVar(&o.olderThan, "older-than", 0, "delete only runs that ended longer ago than this (e.g. 720h)")
+			fs.Var(ageFlag{&o.olderThan}, "older-than", "delete only runs that ended, or were left waiting or interrupted, longer ago than this (30d, 720h)")
 			storeFlag(fs, &o.store)
 			return o
 		},
@@ -827,6 +830,36 @@ func writeLog(w io.Writer, tty bool, where string, visit, attempt int, status, e
 		}
 	}
 }
+
+// ageFlag is --older-than: a duration, or a whole number of days ("30d"),
+// the unit a store's age is thought of in.
+type ageFlag struct{ d *time.Duration }
+
+func (a ageFlag) String() string {
+	if a.d == nil {
+		return "0s"
+	}
+	return a.d.String()
+}
+
+func (a ageFlag) Set(s string) error {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n > 1<<20 {
+			return fmt.Errorf("want a whole number of days such as 30d, or a duration such as 720h")
+		}
+		*a.d = time.Duration(n) * 24 * time.Hour
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 720h, or days such as 30d")
+	}
+	*a.d = d
+	return nil
+}
+
+func (a ageFlag) Type() string { return "duration" }
 
 func runGC(_ context.Context, io stdio, o any, args []string) int {
 	opts := o.(*gcOptions)

@@ -276,9 +276,12 @@ func (s *Store) Effects(id string, afterID int64) ([]*Effect, error) {
 
 // GC deletes the ended runs that are both beyond the newest keep (keep < 0:
 // no such limit) and ended longer than olderThan ago (0: no such limit),
-// then compacts the file. Runs that have not ended are never deleted. It
-// returns how many runs it deleted. It removes the live output that runs
-// no longer running left beside the store.
+// then compacts the file. With olderThan, it also deletes the runs left
+// waiting or interrupted (their process gone) that started, or last
+// parked, longer than olderThan ago: nobody came back for them. A run
+// still going is never deleted. It returns how many runs it deleted. It
+// removes the live output that runs no longer running left beside the
+// store.
 func (s *Store) GC(keep int, olderThan time.Duration) (int, error) {
 	s.sweepLive()
 	var conds []string
@@ -317,6 +320,13 @@ func (s *Store) GC(keep int, olderThan time.Duration) (int, error) {
 	if err := rows.Err(); err != nil {
 		return 0, s.fail(err)
 	}
+	if olderThan > 0 {
+		stale, err := staleRuns(tx, time.Now().Add(-olderThan))
+		if err != nil {
+			return 0, s.fail(err)
+		}
+		doomed = append(doomed, stale...)
+	}
 	for _, n := range doomed {
 		// A run's effects are one range of ids; its sources, approvals
 		// and waits go with it (ON DELETE CASCADE).
@@ -340,4 +350,28 @@ func (s *Store) GC(keep int, olderThan time.Duration) (int, error) {
 	}
 	s.db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 	return int(deleted), nil
+}
+
+// staleRuns returns the runs that were left waiting, or interrupted (their
+// process is gone), since before cutoff: when they parked or started.
+func staleRuns(tx *sql.Tx, cutoff time.Time) ([]int64, error) {
+	rows, err := tx.Query(`SELECT n, status, COALESCE(owner_pid, 0), COALESCE(owner_start, ''), COALESCE(owner_host, '')
+		FROM runs WHERE status IN ('running', 'waiting') AND COALESCE(ended, started) < ?`, nanos(cutoff))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var n int64
+		var pid int
+		var status, start, host string
+		if err := rows.Scan(&n, &status, &pid, &start, &host); err != nil {
+			return nil, err
+		}
+		if status == Waiting || !alive(pid, start, host) {
+			out = append(out, n)
+		}
+	}
+	return out, rows.Err()
 }

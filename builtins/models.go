@@ -6,10 +6,12 @@ package builtins
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/modelinfo"
 	"github.com/skeinlang/skein/stdlib"
 )
 
@@ -71,7 +73,8 @@ func (c *call) jsonValue(param string, v starlark.Value) (any, error) {
 }
 
 // model(name, *, model, base_url=None, api_key_env="OPENAI_API_KEY",
-// temperature=None, max_tokens=None)
+// temperature=None, max_tokens=None, provider=None, reasoning_effort=None,
+// reasoning=None)
 func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	c, err := newCall(thread, fn)
 	if err != nil {
@@ -80,11 +83,12 @@ func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	var vals [6]starlark.Value
+	var vals [9]starlark.Value
 	if err := c.unpack(args, kwargs, modelParams, vals[:]); err != nil {
 		return nil, err
 	}
 	name, id, baseURL, keyEnv, temp, maxTokens := vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]
+	provider, effort, reasoning := vals[6], vals[7], vals[8]
 	d := graphir.ModelDecl{Pos: c.pos}
 	if d.Name, err = c.str("name", name, false); err != nil {
 		return nil, err
@@ -101,12 +105,40 @@ func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 			return nil, err
 		}
 	}
+	if !isNone(provider) {
+		if d.Provider, err = c.str("provider", provider, false); err != nil {
+			return nil, err
+		}
+		if d.Provider != "openai" && d.Provider != "anthropic" {
+			return nil, c.errorf("provider must be \"openai\" or \"anthropic\", got %q", d.Provider)
+		}
+	}
 	if !isNone(keyEnv) {
 		if d.KeyEnv, err = c.str("api_key_env", keyEnv, true); err != nil {
 			return nil, err
 		}
+	} else if anthropicAPI(d.Provider, d.BaseURL) {
+		d.KeyEnv = "ANTHROPIC_API_KEY"
 	} else {
 		d.KeyEnv = "OPENAI_API_KEY"
+	}
+	if !isNone(effort) {
+		if d.ReasoningEffort, err = c.str("reasoning_effort", effort, false); err != nil {
+			return nil, err
+		}
+		switch d.ReasoningEffort {
+		case "none", "minimal", "low", "medium", "high", "xhigh", "max":
+		default:
+			return nil, c.errorf("reasoning_effort must be one of \"none\", \"minimal\", \"low\", \"medium\", \"high\", \"xhigh\" or \"max\", got %q", d.ReasoningEffort)
+		}
+	}
+	if !isNone(reasoning) {
+		b, ok := reasoning.(starlark.Bool)
+		if !ok {
+			return nil, c.errorf("reasoning must be True or False, got %s", describe(reasoning))
+		}
+		v := bool(b)
+		d.Reasoning = &v
 	}
 	if !isNone(temp) {
 		f, ok := starlark.AsFloat(temp)
@@ -124,6 +156,16 @@ func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 		return nil, c.errorf("%v", err)
 	}
 	return starlark.None, nil
+}
+
+// anthropicAPI reports whether a model declared with provider and baseURL
+// speaks Anthropic's Messages API (whose key is $ANTHROPIC_API_KEY).
+func anthropicAPI(provider, baseURL string) bool {
+	if provider != "" {
+		return provider == "anthropic"
+	}
+	u, err := url.Parse(baseURL)
+	return err == nil && modelinfo.AnthropicHost(u.Hostname())
 }
 
 // str unpacks a string parameter; empty is refused unless allowEmpty.
@@ -172,6 +214,6 @@ func judgeFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 }
 
 var (
-	modelParams = []string{"name", "model?", "base_url?", "api_key_env?", "temperature?", "max_tokens?"}
+	modelParams = []string{"name", "model?", "base_url?", "api_key_env?", "temperature?", "max_tokens?", "provider?", "reasoning_effort?", "reasoning?"}
 	judgeParams = []string{"condition", "model?"}
 )

@@ -143,7 +143,7 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		return nil, err
 	}
 	var name, run, shell, fnv, flow, argv, env, stdin, dir, inputs, maxVisits, retries, backoff, timeout, join starlark.Value
-	var vals [30]starlark.Value
+	var vals [31]starlark.Value
 	if err := c.unpack(args, kwargs, stepParams, vals[:]); err != nil {
 		return nil, err
 	}
@@ -153,6 +153,7 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	agent, tools, maxTurns := vals[23], vals[24], vals[25]
 	factor, maxBackoff, jitter := vals[26], vals[27], vals[28]
 	waitUntil := vals[29]
+	partial := vals[30]
 	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindNoop, Backoff: defaultBackoff}
 	if n.Name, err = c.name(name); err != nil {
 		return nil, err
@@ -264,6 +265,7 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		only("max_tokens", maxTokens, model, "llm= and agent="),
 		only("tools", tools, n.Kind == graphir.KindAgent, "agent="),
 		only("max_turns", maxTurns, n.Kind == graphir.KindAgent, "agent="),
+		only("partial", partial, model, "llm= and agent="),
 	} {
 		if chk != nil {
 			return nil, chk
@@ -338,6 +340,13 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if model {
 		if err := c.modelParams(n, system, modelName, schema, maxTokens); err != nil {
 			return nil, err
+		}
+		if !isNone(partial) {
+			b, ok := partial.(starlark.Bool)
+			if !ok {
+				return nil, c.errorf("partial must be True or False, got %s", describe(partial))
+			}
+			n.Call.Partial = bool(b)
 		}
 		n.Retries = defaultModelRetries
 	}
@@ -663,6 +672,6 @@ var (
 	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?", "on_exit?", "max_tokens?", "tools?", "max_grants?"}
 	stepParams = []string{"name", "run?", "shell?", "fn?", "flow?", "args?", "env?", "stdin?", "dir?", "inputs?", "max_visits?", "retries?", "backoff?", "timeout?", "join?",
 		"llm?", "system?", "model?", "schema?", "max_tokens?", "retry_when?", "wait?", "approve?", "agent?", "tools?", "max_turns?",
-		"backoff_factor?", "max_backoff?", "jitter?", "wait_until?"}
+		"backoff_factor?", "max_backoff?", "jitter?", "wait_until?", "partial?"}
 	edgeParams = []string{"src", "dst", "when?", "on?"}
 )

@@ -1,23 +1,26 @@
 package check
 
-// This file checks model calls (docs/models.md): model_unknown, routes_missing
-// and schema_invalid.
+// This file checks model calls (docs/models.md): model_unknown, routes_missing,
+// schema_invalid and model_param_ignored.
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/jsonschema"
 	"github.com/skeinlang/skein/internal/label"
+	"github.com/skeinlang/skein/internal/modelinfo"
 	"github.com/skeinlang/skein/internal/spell"
 )
 
 func checkModels(p *pass) {
 	g := p.g
 	var declared []string
-	for _, m := range g.Models {
-		declared = append(declared, m.Name)
+	for i := range g.Models {
+		declared = append(declared, g.Models[i].Name)
+		checkModelParams(p, &g.Models[i])
 	}
 	unknown := func(n *graphir.Node, name string, pos graphir.Pos) {
 		if name == "" || len(declared) == 0 || g.ModelDecl(name) != nil {
@@ -41,14 +44,50 @@ func checkModels(p *pass) {
 			unknown(n, n.Loop.Judge.Model, n.Loop.Judge.Pos)
 		}
 		if n.Call != nil && n.Call.HasSchema {
+			pos := n.Call.SchemaPos
+			if pos.Line == 0 {
+				pos = n.Pos
+			}
 			if err := jsonschema.Check(n.Call.Schema); err != nil {
-				p.report("schema_invalid", n, n.Pos, fmt.Sprintf("schema= of step %q: %v", n.Name, err),
-					"the supported subset: type (object, array, string, number, integer, boolean, null), properties, required, items, enum, description, additionalProperties")
+				p.report("schema_invalid", n, pos, fmt.Sprintf("schema= of step %q: %v", n.Name, err),
+					"the supported subset: type (object, array, string, number, integer, boolean, null, or a list adding null to one), properties, required, items, enum, description, additionalProperties, anyOf")
+			} else if _, err := jsonschema.Strict(n.Call.Schema); err != nil {
+				p.report("schema_invalid", n, pos, fmt.Sprintf("schema= of step %q: %v", n.Name, err),
+					"providers' structured outputs take a strict schema: an object at the top, no other properties than those listed (optional ones are fine: Skein makes them nullable)")
 			}
 		}
 		if n.Kind == graphir.KindRouter && n.Call != nil {
 			checkLLMRoutes(p, n)
 		}
+	}
+}
+
+// checkModelParams warns of a parameter a model() declares that its
+// provider or model cannot take, so it is never sent: temperature to a
+// reasoning model or to Anthropic's Messages API, reasoning_effort to a
+// chat model.
+func checkModelParams(p *pass, m *graphir.ModelDecl) {
+	anthropic := m.Provider == "anthropic"
+	if m.Provider == "" {
+		if u, err := url.Parse(m.BaseURL); err == nil && modelinfo.AnthropicHost(u.Hostname()) {
+			anthropic = true
+		}
+	}
+	reasoning := modelinfo.IsReasoning(m.Model, m.Reasoning)
+	ignored := func(param, why, hint string) {
+		p.report("model_param_ignored", nil, m.Pos, fmt.Sprintf("model %q: %s is not sent: %s", m.Name, param, why), hint)
+	}
+	switch {
+	case m.Temperature != nil && anthropic:
+		ignored("temperature", "Anthropic's Messages API, as its SDK speaks it, takes none",
+			`remove temperature, or use the OpenAI-compatible endpoint with provider = "openai"`)
+	case m.Temperature != nil && reasoning:
+		ignored("temperature", fmt.Sprintf("%q is a reasoning model, which takes only the default", m.Model),
+			"remove temperature, or say reasoning = False if this model takes one")
+	}
+	if m.ReasoningEffort != "" && !anthropic && !reasoning {
+		ignored("reasoning_effort", fmt.Sprintf("%q is not a known reasoning model", m.Model),
+			"say reasoning = True if it reasons (it then also gets max_completion_tokens and no temperature)")
 	}
 }
 

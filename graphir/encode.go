@@ -66,6 +66,7 @@ type jsonNode struct {
 	Model         string            `json:"model,omitempty"`
 	Schema        any               `json:"schema,omitempty"`
 	MaxTokens     int               `json:"max_tokens,omitempty"`
+	Partial       bool              `json:"partial,omitempty"`
 	By            string            `json:"by,omitempty"`
 	Routes        map[string]string `json:"routes,omitempty"`
 	Cases         []jsonCase        `json:"cases,omitempty"`
@@ -104,12 +105,15 @@ type jsonInput struct {
 }
 
 type jsonModel struct {
-	Name        string   `json:"name"`
-	Model       string   `json:"model"`
-	BaseURL     string   `json:"base_url,omitempty"`
-	APIKeyEnv   string   `json:"api_key_env,omitempty"`
-	Temperature *float64 `json:"temperature,omitempty"`
-	MaxTokens   int      `json:"max_tokens,omitempty"`
+	Name            string   `json:"name"`
+	Model           string   `json:"model"`
+	Provider        string   `json:"provider,omitempty"`
+	BaseURL         string   `json:"base_url,omitempty"`
+	APIKeyEnv       string   `json:"api_key_env,omitempty"`
+	Temperature     *float64 `json:"temperature,omitempty"`
+	MaxTokens       int      `json:"max_tokens,omitempty"`
+	ReasoningEffort string   `json:"reasoning_effort,omitempty"`
+	Reasoning       *bool    `json:"reasoning,omitempty"`
 }
 
 type jsonJudge struct {
@@ -157,7 +161,8 @@ func (g *Graph) jsonHeader() jsonGraph {
 	}
 	jg.MaxTokens = g.MaxTokens
 	for _, m := range g.Models {
-		jg.Models = append(jg.Models, jsonModel{Name: m.Name, Model: m.Model, BaseURL: m.BaseURL, APIKeyEnv: m.KeyEnv, Temperature: m.Temperature, MaxTokens: m.MaxTokens})
+		jg.Models = append(jg.Models, jsonModel{Name: m.Name, Model: m.Model, Provider: m.Provider, BaseURL: m.BaseURL, APIKeyEnv: m.KeyEnv,
+			Temperature: m.Temperature, MaxTokens: m.MaxTokens, ReasoningEffort: m.ReasoningEffort, Reasoning: m.Reasoning})
 	}
 	for _, t := range g.Tools {
 		jt := jsonTool{Name: t.Name, Kind: t.Kind.String(), Help: t.Help, Params: map[string]string{}}
@@ -313,7 +318,7 @@ func (g *Graph) jsonNode(n *Node) jsonNode {
 	if call.System != nil {
 		j.System = &call.System.Src
 	}
-	j.Model, j.Schema, j.MaxTokens = call.Model, call.Schema, call.MaxTokens
+	j.Model, j.Schema, j.MaxTokens, j.Partial = call.Model, call.Schema, call.MaxTokens, call.Partial
 	if lp.Judge != nil {
 		j.Judge = &jsonJudge{Condition: lp.Judge.Condition, Model: lp.Judge.Model}
 	}

@@ -195,6 +195,9 @@ type ModelCall struct {
 	HasSchema bool
 	SchemaPos Pos
 	MaxTokens int // max_tokens= of the call; 0 for the model's
+	// Partial is partial=True: a reply cut at the token limit is the
+	// step's output rather than a model_truncated failure.
+	Partial bool
 
 	// Agent steps: the tools offered, and the bound on model calls.
 	Tools    []ToolRef
@@ -243,13 +246,22 @@ type Judge struct {
 
 // ModelDecl is one model() declaration.
 type ModelDecl struct {
-	Name        string
-	Model       string
-	BaseURL     string // "" for the default chain
-	KeyEnv      string
-	Temperature *float64
-	MaxTokens   int
-	Pos         Pos
+	Name  string
+	Model string
+	// Provider is the API the model speaks: "anthropic" (Anthropic's
+	// Messages API), "openai" (OpenAI-compatible chat completions), or ""
+	// to infer it from BaseURL.
+	Provider string
+	BaseURL  string // "" for the default chain
+	KeyEnv   string // "" sends no key
+	// Temperature, MaxTokens and ReasoningEffort are sent with every
+	// call where the model takes them (docs/models.md).
+	Temperature     *float64
+	MaxTokens       int
+	ReasoningEffort string
+	// Reasoning overrides the table of reasoning models; nil uses it.
+	Reasoning *bool
+	Pos       Pos
 }
 
 // IsModelCall reports whether n calls a model: an llm= step, an LLM router

@@ -212,7 +212,8 @@ func ModelConfig(g *graphir.Graph, name string, getenv func(string) string) (mod
 		return model.Resolve(nil, getenv), nil
 	}
 	if d := g.ModelDecl(name); d != nil {
-		return model.Resolve(&model.Decl{Name: d.Name, Model: d.Model, BaseURL: d.BaseURL, KeyEnv: d.KeyEnv, Temperature: d.Temperature, MaxTokens: d.MaxTokens}, getenv), nil
+		return model.Resolve(&model.Decl{Name: d.Name, Model: d.Model, Provider: d.Provider, BaseURL: d.BaseURL, KeyEnv: d.KeyEnv,
+			Temperature: d.Temperature, MaxTokens: d.MaxTokens, ReasoningEffort: d.ReasoningEffort, Reasoning: d.Reasoning}, getenv), nil
 	}
 	if len(g.Models) == 0 {
 		c := model.Resolve(nil, getenv)
@@ -282,9 +283,14 @@ func (r *run) modelRequest(f *frame, n *graphir.Node, name string) (*EffectReque
 	if n.Call != nil && n.Call.MaxTokens > 0 {
 		chat.MaxTokens = n.Call.MaxTokens
 	}
+	if n.Call != nil {
+		chat.Partial = n.Call.Partial
+	}
 	req := r.request(f, n)
 	req.Chat = &chat
-	if n.Kind == graphir.KindLLM {
+	if n.Kind == graphir.KindLLM || n.Kind == graphir.KindAgent {
+		// Each attempt may take the step's whole timeout, longer or
+		// shorter than the client's default.
 		req.Timeout = n.Timeout
 	}
 	req.model = &modelRun{provider: r.opts.Models, budget: r.opts.budget, retries: n.Retries, backoff: n.Backoff}

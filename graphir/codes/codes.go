@@ -45,8 +45,11 @@ const (
 	ModelUnknown             Code = "model_unknown"
 	RoutesMissing            Code = "routes_missing"
 	SchemaInvalid            Code = "schema_invalid"
+	ModelParamIgnored        Code = "model_param_ignored"
 	MaxTurns                 Code = "max_turns"
 	ModelError               Code = "model_error"
+	ModelTruncated           Code = "model_truncated"
+	ModelFiltered            Code = "model_filtered"
 	BudgetExceeded           Code = "budget_exceeded"
 	ReplayMiss               Code = "replay_miss"
 	UnknownParam             Code = "unknown_param"
@@ -156,8 +159,11 @@ var table = []Info{
 	{ModelUnknown, Diagnostic, Error, "a step, LLM router or judge() names model = \"x\" and the flow declares models with model(), none called x"},
 	{RoutesMissing, Diagnostic, Error, "a router(llm=...) without routes=, or with labels empty or equal once normalized"},
 	{SchemaInvalid, Diagnostic, Error, "a schema= that is not a JSON Schema object of the supported subset"},
+	{ModelParamIgnored, Diagnostic, Warning, "a model() declares a parameter its provider or model cannot take (temperature for a reasoning model or the Messages API, reasoning_effort for a chat model), so it is not sent"},
 	{MaxTurns, Runtime, Error, "an agent step's model still called tools, or its answer did not match schema=, at its last allowed call"},
 	{ModelError, Runtime, Error, "a model call failed (transport, timeout, HTTP error, a reply not matching schema=) after its retries"},
+	{ModelTruncated, Runtime, Error, "a model's reply stopped at the token limit and the step does not accept partial text"},
+	{ModelFiltered, Runtime, Error, "the provider's content filter stopped a model's reply, or the model refused"},
 	{BudgetExceeded, Runtime, Error, "a model call would start after the run tree spent the tokens flow(max_tokens=) or --max-tokens allows"},
 	{ReplayMiss, Runtime, Error, "with --cassette --replay-only, a model request the cassette has no recorded answer for"},
 	{UnknownParam, Diagnostic, Error, "a tool's template reads args.x and the tool declares no parameter x in params="},

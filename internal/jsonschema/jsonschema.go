@@ -5,11 +5,13 @@
 // JSON as encoding/json decodes it into an any (map[string]any, []any,
 // string, float64, bool, nil) and name the offending path in their errors.
 //
-// It is not a general JSON Schema implementation: the subset is type,
-// properties, required, items, enum, description and additionalProperties
-// (docs/models.md); there is no $ref, format, pattern, numeric bound or
-// combinator, and Check rejects a schema that uses one rather than ignoring
-// it. It knows nothing of graphs, steps or models.
+// It is not a general JSON Schema implementation: the subset is type (one,
+// or one with null), properties, required, items, enum, description,
+// additionalProperties and anyOf (docs/models.md); there is no $ref,
+// format, pattern, numeric bound or other combinator, and Check rejects a
+// schema that uses one rather than ignoring it. [Strict] makes a schema of
+// the subset into the shape providers' strict mode requires. It knows
+// nothing of graphs, steps or models.
 package jsonschema
 
 import (
@@ -26,19 +28,40 @@ import (
 var schemaTypes = []string{"object", "array", "string", "number", "integer", "boolean", "null"}
 
 // schemaKeys are the keywords of the supported subset.
-var schemaKeys = []string{"type", "properties", "required", "items", "enum", "description", "additionalProperties"}
+var schemaKeys = []string{"type", "properties", "required", "items", "enum", "description", "additionalProperties", "anyOf"}
 
 // Check reports whether s, a JSON value (map[string]any, []any,
 // string, float64, bool, nil), is a schema of the supported subset: type
-// object/array/string/number/integer/boolean/null, properties, required,
-// items, enum, description, additionalProperties. The error names the path
-// of the offending part ("properties.patch.type").
+// object/array/string/number/integer/boolean/null (or a list of them, as
+// ["string", "null"]), properties, required, items, enum, description,
+// additionalProperties, anyOf. The error names the path of the offending
+// part ("properties.patch.type").
 func Check(s any) error {
 	m, ok := s.(map[string]any)
 	if !ok {
 		return fmt.Errorf("a schema must be a dict, got %s", jsonTypeName(s))
 	}
 	return checkSchema(m, "")
+}
+
+// schemaTypesOf returns the types a schema's type keyword names: one, or a
+// list of distinct ones; ok is false for anything else.
+func schemaTypesOf(t any) ([]string, bool) {
+	switch t := t.(type) {
+	case string:
+		return []string{t}, contains(schemaTypes, t)
+	case []any:
+		var out []string
+		for _, x := range t {
+			s, ok := x.(string)
+			if !ok || !contains(schemaTypes, s) || contains(out, s) {
+				return nil, false
+			}
+			out = append(out, s)
+		}
+		return out, len(out) > 0
+	}
+	return nil, false
 }
 
 func checkSchema(m map[string]any, path string) error {
@@ -54,15 +77,42 @@ func checkSchema(m map[string]any, path string) error {
 		}
 	}
 	t, hasType := m["type"]
+	var types []string
 	if hasType {
-		ts, ok := t.(string)
-		if !ok || !contains(schemaTypes, ts) {
-			return fmt.Errorf("%s: type must be one of %s, got %s", at("type"), strings.Join(schemaTypes, ", "), jsonRepr(t))
+		var ok bool
+		if types, ok = schemaTypesOf(t); !ok {
+			return fmt.Errorf("%s: type must be one of %s, or a list of distinct ones, got %s", at("type"), strings.Join(schemaTypes, ", "), jsonRepr(t))
 		}
 	} else if _, ok := m["enum"]; !ok {
-		return fmt.Errorf("%s: needs a type or an enum", orRoot(path))
+		if _, ok := m["anyOf"]; !ok {
+			return fmt.Errorf("%s: needs a type, an enum or anyOf", orRoot(path))
+		}
 	}
-	ts, _ := t.(string)
+	// ts is the one non-null type the keywords below apply to.
+	ts := ""
+	for _, x := range types {
+		if x != "null" {
+			ts = x
+		}
+	}
+	if len(types) > 2 || (len(types) == 2 && !contains(types, "null")) {
+		return fmt.Errorf("%s: a list of types may only add \"null\" to one type (use anyOf for more)", at("type"))
+	}
+	if a, ok := m["anyOf"]; ok {
+		l, ok := a.([]any)
+		if !ok || len(l) == 0 {
+			return fmt.Errorf("%s: anyOf must be a non-empty list of schemas", at("anyOf"))
+		}
+		for i, x := range l {
+			sub, ok := x.(map[string]any)
+			if !ok {
+				return fmt.Errorf("%s[%d]: a schema must be a dict, got %s", at("anyOf"), i, jsonTypeName(x))
+			}
+			if err := checkSchema(sub, fmt.Sprintf("%s[%d]", at("anyOf"), i)); err != nil {
+				return err
+			}
+		}
+	}
 	if d, ok := m["description"]; ok {
 		if _, ok := d.(string); !ok {
 			return fmt.Errorf("%s: description must be a string", at("description"))
@@ -74,8 +124,8 @@ func checkSchema(m map[string]any, path string) error {
 			return fmt.Errorf("%s: enum must be a non-empty list", at("enum"))
 		}
 		for i, v := range l {
-			if hasType && !typeMatches(ts, v) {
-				return fmt.Errorf("%s[%d]: %s is not of type %s", at("enum"), i, jsonRepr(v), ts)
+			if hasType && !anyTypeMatches(types, v) {
+				return fmt.Errorf("%s[%d]: %s is not of type %s", at("enum"), i, jsonRepr(v), strings.Join(types, " or "))
 			}
 		}
 	}
@@ -159,8 +209,25 @@ func validate(s map[string]any, v any, path string) error {
 	if s == nil {
 		return nil
 	}
-	if t, ok := s["type"].(string); ok && !typeMatches(t, v) {
-		return fmt.Errorf("%s: want %s %s, got %s", path, article(t), t, jsonRepr(v))
+	if types, ok := schemaTypesOf(s["type"]); ok && !anyTypeMatches(types, v) {
+		return fmt.Errorf("%s: want %s %s, got %s", path, article(types[0]), strings.Join(types, " or "), jsonRepr(v))
+	}
+	if alts, ok := s["anyOf"].([]any); ok {
+		var first error
+		for _, a := range alts {
+			sub, _ := a.(map[string]any)
+			err := validate(sub, v, path)
+			if err == nil {
+				first = nil
+				break
+			}
+			if first == nil {
+				first = err
+			}
+		}
+		if first != nil {
+			return fmt.Errorf("%s: matches none of anyOf (the first says %v)", path, first)
+		}
 	}
 	if e, ok := s["enum"].([]any); ok {
 		found := false
@@ -217,6 +284,15 @@ func validate(s map[string]any, v any, path string) error {
 		}
 	}
 	return nil
+}
+
+func anyTypeMatches(types []string, v any) bool {
+	for _, t := range types {
+		if typeMatches(t, v) {
+			return true
+		}
+	}
+	return false
 }
 
 func typeMatches(t string, v any) bool {

@@ -126,7 +126,7 @@ func (c *Cassette) Complete(ctx context.Context, req Request) (*Reply, error) {
 		c.used[k] = n + 1
 		raw := c.exchanges[idx[n]].Response
 		c.mu.Unlock()
-		return ParseResponse(req.Model, raw)
+		return parseReply(req, raw)
 	}
 	c.mu.Unlock()
 	if c.ReplayOnly || c.Inner == nil {

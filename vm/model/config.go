@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+
+	"github.com/skeinlang/skein/internal/modelinfo"
 )
 
 // Environment variables of the default model.
@@ -19,22 +21,35 @@ const (
 
 // Config is a resolved model: what a request names and where it goes.
 type Config struct {
-	Name        string // the model() name, "" for the default model
-	Model       string // the provider's model id
-	BaseURL     string
-	KeyEnv      string
-	Temperature *float64
-	MaxTokens   int
+	Name     string // the model() name, "" for the default model
+	Model    string // the provider's model id
+	Provider string // "" (OpenAI-compatible) or ProviderAnthropic
+	BaseURL  string
+	// KeyEnv is the variable holding the key; "" sends none.
+	KeyEnv          string
+	Temperature     *float64
+	MaxTokens       int
+	ReasoningEffort string
+	Reasoning       *bool
 }
 
 // Decl is a model() declaration, as the graph carries it.
 type Decl struct {
-	Name        string
-	Model       string
-	BaseURL     string // "" for the default chain
-	KeyEnv      string // "" for OPENAI_API_KEY
-	Temperature *float64
-	MaxTokens   int
+	Name string
+	// Model is the provider's model id.
+	Model string
+	// Provider is "" (OpenAI-compatible, unless BaseURL is Anthropic's
+	// API), ProviderOpenAI or ProviderAnthropic.
+	Provider string
+	BaseURL  string // "" for the default chain (Anthropic's API for provider anthropic)
+	// KeyEnv is the variable holding the key; "" sends none (model()
+	// fills in OPENAI_API_KEY or ANTHROPIC_API_KEY when api_key_env is
+	// not given).
+	KeyEnv          string
+	Temperature     *float64
+	MaxTokens       int
+	ReasoningEffort string
+	Reasoning       *bool
 }
 
 // Resolve returns the configuration for d, or for the default model when d
@@ -50,14 +65,32 @@ func Resolve(d *Decl, getenv func(string) string) Config {
 	if d == nil {
 		return Config{Model: getenv(EnvModel), BaseURL: base, KeyEnv: EnvKey}
 	}
-	c := Config{Name: d.Name, Model: d.Model, BaseURL: d.BaseURL, KeyEnv: d.KeyEnv, Temperature: d.Temperature, MaxTokens: d.MaxTokens}
+	c := Config{Name: d.Name, Model: d.Model, Provider: ProviderOf(d.Provider, d.BaseURL), BaseURL: d.BaseURL, KeyEnv: d.KeyEnv,
+		Temperature: d.Temperature, MaxTokens: d.MaxTokens, ReasoningEffort: d.ReasoningEffort, Reasoning: d.Reasoning}
 	if c.BaseURL == "" {
 		c.BaseURL = base
-	}
-	if c.KeyEnv == "" {
-		c.KeyEnv = EnvKey
+		if c.Provider == ProviderAnthropic {
+			c.BaseURL = AnthropicBaseURL
+		}
 	}
 	return c
+}
+
+// ProviderOf is the provider a model speaks: the declared one, else
+// Anthropic's native API when baseURL is Anthropic's host, else
+// OpenAI-compatible (""). provider = "openai" keeps a model at Anthropic's
+// host on its OpenAI-compatible endpoint.
+func ProviderOf(declared, baseURL string) string {
+	switch declared {
+	case ProviderAnthropic:
+		return ProviderAnthropic
+	case ProviderOpenAI:
+		return ""
+	}
+	if u, err := url.Parse(baseURL); err == nil && modelinfo.AnthropicHost(u.Hostname()) {
+		return ProviderAnthropic
+	}
+	return ""
 }
 
 // Usable reports what is missing before c can be called: a model id (for
@@ -75,7 +108,7 @@ func (c Config) Usable(getenv func(string) string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("model %s: base_url %q is not an http(s) URL", c.Label(), c.BaseURL)
 	}
-	if getenv(c.KeyEnv) == "" && !loopback(u.Hostname()) {
+	if c.KeyEnv != "" && getenv(c.KeyEnv) == "" && !loopback(u.Hostname()) {
 		return fmt.Errorf("model %s at %s: set %s to its API key", c.Label(), c.BaseURL, c.KeyEnv)
 	}
 	return nil
@@ -91,7 +124,8 @@ func (c Config) Label() string {
 
 // Request returns an empty request for c.
 func (c Config) Request() Request {
-	return Request{Endpoint: Endpoint{BaseURL: c.BaseURL, KeyEnv: c.KeyEnv}, Model: c.Model, Temperature: c.Temperature, MaxTokens: c.MaxTokens}
+	return Request{Endpoint: Endpoint{BaseURL: c.BaseURL, KeyEnv: c.KeyEnv}, Provider: c.Provider, Model: c.Model,
+		Temperature: c.Temperature, MaxTokens: c.MaxTokens, ReasoningEffort: c.ReasoningEffort, Reasoning: c.Reasoning}
 }
 
 func loopback(host string) bool {

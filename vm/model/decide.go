@@ -55,14 +55,15 @@ func RouteRequest(m Request, system, prompt string, labels []string) Request {
 // for a server that ignores schemas a JSON string or plain text. It returns
 // the matching label (as declared) and whether one matched.
 func ReadLabel(answer string, labels []string) (string, bool) {
+	answer = Unwrap(answer)
 	text := answer
 	var obj struct {
 		Label *string `json:"label"`
 	}
 	var s string
-	if json.Unmarshal([]byte(strings.TrimSpace(answer)), &obj) == nil && obj.Label != nil {
+	if json.Unmarshal([]byte(answer), &obj) == nil && obj.Label != nil {
 		text = *obj.Label
-	} else if json.Unmarshal([]byte(strings.TrimSpace(answer)), &s) == nil {
+	} else if json.Unmarshal([]byte(answer), &s) == nil {
 		text = s
 	}
 	want := Normalize(text)
@@ -138,7 +139,7 @@ func ReadVerdict(answer string) (verdict, reason string, ok bool) {
 		Verdict string `json:"verdict"`
 		Reason  any    `json:"reason"`
 	}
-	t := strings.TrimSpace(answer)
+	t := Unwrap(answer)
 	if json.Unmarshal([]byte(t), &obj) == nil {
 		v := strings.ToUpper(Normalize(obj.Verdict))
 		if v == Stop || v == Continue || v == Unrelated {
@@ -156,4 +157,31 @@ func ReadVerdict(answer string) (verdict, reason string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// Unwrap returns a model's answer without what surrounds the answer
+// itself: leading <think>...</think> blocks (reasoning models served by
+// Ollama, vLLM or llama.cpp write their thoughts into the content) and a
+// Markdown code fence around it (```json ... ```), trimmed. Schema
+// replies, routers and judges all read answers through it.
+func Unwrap(answer string) string {
+	t := strings.TrimSpace(answer)
+	for strings.HasPrefix(t, "<think>") {
+		end := strings.Index(t, "</think>")
+		if end < 0 {
+			break
+		}
+		t = strings.TrimSpace(t[end+len("</think>"):])
+	}
+	if strings.HasPrefix(t, "```") && strings.HasSuffix(t, "```") && len(t) >= 6 {
+		body := t[3 : len(t)-3]
+		// The fence's info string ("json") runs to the end of its line.
+		if nl := strings.IndexByte(body, '\n'); nl >= 0 && !strings.ContainsAny(body[:nl], "{[\"") {
+			body = body[nl+1:]
+		} else {
+			body = strings.TrimPrefix(body, "json")
+		}
+		t = strings.TrimSpace(body)
+	}
+	return t
 }

@@ -1,10 +1,11 @@
 // Package model calls language models for Skein's llm= steps, LLM routers
 // and judge() loops: one [Provider] interface (messages, an optional JSON
 // schema and parameters in; text or an object, token usage and the raw reply
-// out), one OpenAI-compatible chat-completions client ([Client]), retries
-// that honour Retry-After ([Call]), schema validation with one repair retry
-// ([Generate]), the prompts and readers for routers and judges, a run-wide
-// token [Budget], and record/replay cassettes ([Cassette]).
+// out), one [Client] that speaks OpenAI-compatible chat completions through
+// the openai-go SDK and Anthropic's Messages API through anthropic-sdk-go,
+// retries that honour Retry-After ([Call]), schema validation with one
+// repair retry ([Generate]), the prompts and readers for routers and judges,
+// a run-wide token [Budget], and record/replay cassettes ([Cassette]).
 //
 // The package knows nothing of graphs or runs; the VM builds a [Request]
 // from a step and hands the [Reply] back to its core. API keys are read from
@@ -17,7 +18,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -70,22 +70,52 @@ type Endpoint struct {
 	KeyEnv  string // e.g. OPENAI_API_KEY; "" sends no key
 }
 
-// Request is one chat completion request.
+// Providers a request can be sent to: the API it speaks.
+const (
+	// ProviderOpenAI is the OpenAI-compatible chat completions API
+	// (OpenAI, Azure's v1 API, vLLM, Ollama, llama.cpp, OpenRouter,
+	// Anthropic's compatibility endpoint), the default.
+	ProviderOpenAI = "openai"
+	// ProviderAnthropic is Anthropic's native Messages API.
+	ProviderAnthropic = "anthropic"
+)
+
+// Request is one chat completion request, in the provider's neutral form:
+// [Client] turns it into the wire request of its provider.
 type Request struct {
-	Endpoint    Endpoint  `json:"-"`
+	Endpoint Endpoint `json:"-"`
+	// Provider is the API the request is for: "" (OpenAI-compatible) or
+	// [ProviderAnthropic]. A cassette matches on it, since the wire and
+	// the recorded reply differ.
+	Provider    string    `json:"provider,omitempty"`
 	Model       string    `json:"model"`
 	Messages    []Message `json:"messages"`
 	Schema      any       `json:"schema,omitempty"`      // a JSON schema (decoded JSON); nil asks for text
 	SchemaName  string    `json:"schema_name,omitempty"` // response_format's name
 	Temperature *float64  `json:"temperature,omitempty"`
 	MaxTokens   int       `json:"max_tokens,omitempty"`
-	Tools       []ToolDef `json:"tools,omitempty"` // the functions the model may call (agent steps)
+	// ReasoningEffort is reasoning_effort= ("low", "medium", "high"...),
+	// sent to models that reason.
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	// Reasoning overrides the table of known models: true treats the
+	// model as a reasoning model (max_completion_tokens, no
+	// temperature), false as a chat model; nil asks the table.
+	Reasoning *bool     `json:"reasoning,omitempty"`
+	Tools     []ToolDef `json:"tools,omitempty"` // the functions the model may call (agent steps)
+	// Partial accepts a reply cut at the token limit as it is; without it
+	// such a reply fails with [CodeTruncated].
+	Partial bool `json:"partial,omitempty"`
 }
 
 // Usage is the token count of one or more calls.
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
+	// CachedTokens are the prompt tokens the provider read from its
+	// prompt cache; ReasoningTokens the completion tokens spent thinking.
+	// Both are parts of the counts above, not additions to them.
+	CachedTokens    int `json:"cached_tokens,omitempty"`
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
 }
 
 // Total is the tokens spent, prompt and completion.
@@ -93,7 +123,8 @@ func (u Usage) Total() int { return u.PromptTokens + u.CompletionTokens }
 
 // Add returns the sum of u and v.
 func (u Usage) Add(v Usage) Usage {
-	return Usage{u.PromptTokens + v.PromptTokens, u.CompletionTokens + v.CompletionTokens}
+	return Usage{u.PromptTokens + v.PromptTokens, u.CompletionTokens + v.CompletionTokens,
+		u.CachedTokens + v.CachedTokens, u.ReasoningTokens + v.ReasoningTokens}
 }
 
 // Reply is what a model answered.
@@ -107,6 +138,9 @@ type Reply struct {
 	// Cut says the reply stopped at the token limit (finish_reason
 	// "length"): its text is not all the model meant to write.
 	Cut bool
+	// Filtered says the provider's content filter stopped the reply
+	// (finish_reason "content_filter", Anthropic's "refusal").
+	Filtered bool
 }
 
 // Provider answers chat completion requests, one attempt per call.
@@ -123,11 +157,17 @@ const (
 	// reported as for any step kind; the client's own per-request bound
 	// is a transport error, CodeModel).
 	CodeTimeout = "timeout"
+	// CodeTruncated: the reply stopped at the token limit and the step
+	// did not accept partial text.
+	CodeTruncated = "model_truncated"
+	// CodeFiltered: the provider's content filter stopped the reply (or
+	// the model refused); asking again would be refused again.
+	CodeFiltered = "model_filtered"
 )
 
 // Error is a failed model call.
 type Error struct {
-	Code       string // CodeModel, CodeTimeout, CodeBudget or CodeReplay
+	Code       string // CodeModel, CodeTimeout, CodeBudget, CodeReplay, CodeTruncated or CodeFiltered
 	Msg        string
 	Status     int           // HTTP status, 0 if none
 	Retryable  bool          // a transport error, a timeout, 429 or 5xx
@@ -178,7 +218,7 @@ func Call(ctx context.Context, p Provider, req Request, pol Policy) (*Reply, err
 		rep, err := complete(ctx, p, req, pol.Timeout)
 		if err == nil {
 			pol.Budget.charge(rep.Usage)
-			return rep, nil
+			return rep, finished(req, rep)
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -203,6 +243,28 @@ func Call(ctx context.Context, p Provider, req Request, pol Policy) (*Reply, err
 		}
 		wait *= 2
 	}
+}
+
+// finished says why a reply that came back cannot be used as it is: the
+// content filter stopped it, or it was cut at the token limit and req does
+// not accept partial text. Neither is retried: the same request would end
+// the same way.
+func finished(req Request, rep *Reply) error {
+	switch {
+	case rep.Filtered:
+		return &Error{Code: CodeFiltered, Msg: fmt.Sprintf("model %q: the provider's content filter stopped the reply", req.Model)}
+	case rep.Cut && !req.Partial && len(rep.ToolCalls) == 0:
+		return &Error{Code: CodeTruncated, Msg: fmt.Sprintf("model %q: the reply was cut off at the token limit (%s): raise max_tokens, or accept partial text with partial = True", req.Model, limitName(req))}
+	}
+	return nil
+}
+
+// limitName says which limit cut a reply.
+func limitName(req Request) string {
+	if req.MaxTokens > 0 {
+		return fmt.Sprintf("max_tokens = %d", req.MaxTokens)
+	}
+	return "the provider's default"
 }
 
 // complete makes one attempt, bounded by timeout when it is set.
@@ -256,19 +318,16 @@ func Generate(ctx context.Context, p Provider, req Request, pol Policy) (*Reply,
 	return rep2, nil
 }
 
-// DecodeValid decodes text as JSON (a Markdown code fence around it is
-// tolerated) and validates it against schema.
+// DecodeValid decodes text as JSON (a Markdown code fence around it and
+// leading <think> blocks are tolerated: [Unwrap]) and validates it against
+// schema.
 func DecodeValid(schema any, text string) (any, error) { return decodeValid(schema, text) }
 
-// decodeValid decodes text as JSON (a Markdown code fence around it is
-// tolerated) and validates it against schema.
+// decodeValid decodes text as JSON (a Markdown code fence around it and
+// leading <think> blocks are tolerated: [Unwrap]) and validates it against
+// schema.
 func decodeValid(schema any, text string) (any, error) {
-	t := strings.TrimSpace(text)
-	if strings.HasPrefix(t, "```") {
-		t = strings.TrimPrefix(t, "```json")
-		t = strings.TrimPrefix(t, "```")
-		t = strings.TrimSuffix(strings.TrimSpace(t), "```")
-	}
+	t := Unwrap(text)
 	// Refuse a reply whose flow data would be over the bounds of flow
 	// data (size, nesting) before Go decodes it, into values that take a
 	// few times as much.
@@ -279,6 +338,9 @@ func decodeValid(schema any, text string) (any, error) {
 	if err := json.Unmarshal([]byte(t), &v); err != nil {
 		return nil, fmt.Errorf("the reply is not JSON (%v)", err)
 	}
+	// A strict schema made optional properties nullable: their null
+	// means the model left them out.
+	v = jsonschema.DropOptionalNulls(schema, v)
 	if err := jsonschema.Validate(schema, v); err != nil {
 		return nil, err
 	}

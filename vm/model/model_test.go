@@ -526,8 +526,9 @@ func TestParseResponseErrors(t *testing.T) {
 	}
 }
 
-// A schema reply cut off at the token limit says so: its broken JSON is
-// not the model's fault to repair.
+// A schema reply cut off at the token limit fails as model_truncated at
+// once: its broken JSON is not the model's fault to repair. With partial
+// text accepted it is repaired as before, and the error says it was cut.
 func TestRepairFailsCutOff(t *testing.T) {
 	cut := `{"id": "x", "choices": [{"index": 0, "message": {"role": "assistant", "content": "{\"file\": \"a."}, "finish_reason": "length"}]}`
 	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Raw: cut}, {Raw: cut}}})
@@ -535,6 +536,11 @@ func TestRepairFailsCutOff(t *testing.T) {
 	req := request(s, "fix")
 	req.Schema = schemaFile()
 	_, err := model.Generate(context.Background(), &model.Client{Getenv: env(nil)}, req, model.Policy{})
+	if code(err) != "model_truncated" || len(s.Requests()) != 1 {
+		t.Fatalf("got %v after %d requests, want model_truncated after 1", err, len(s.Requests()))
+	}
+	req.Partial = true
+	_, err = model.Generate(context.Background(), &model.Client{Getenv: env(nil)}, req, model.Policy{})
 	if code(err) != "model_error" || !strings.HasSuffix(err.Error(), "(the reply was cut off at the token limit: raise max_tokens)") {
 		t.Fatalf("got %v", err)
 	}

@@ -1,246 +1,208 @@
 package model
 
-// This file defines the OpenAI-compatible chat completions client.
+// This file defines the OpenAI-compatible side of [Client]: a [Request] as
+// openai-go's chat completion parameters (the provider's rules for
+// reasoning models applied), and a chat completion read back.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"strconv"
+	"net/url"
 	"strings"
-	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/skeinlang/skein/internal/jsonschema"
+	"github.com/skeinlang/skein/internal/modelinfo"
 )
 
 // DefaultBaseURL is OpenAI's API.
 const DefaultBaseURL = "https://api.openai.com/v1"
 
-// DefaultTimeout bounds one request when [Client.Timeout] is zero.
-const DefaultTimeout = 2 * time.Minute
-
-// maxBody bounds a response body read into memory.
-const maxBody = 8 << 20
-
-// Client speaks POST {base_url}/chat/completions. The zero value is ready to
-// use; it is safe for concurrent use.
-type Client struct {
-	HTTP    *http.Client            // nil: a client with no overall timeout (Timeout bounds each request)
-	Timeout time.Duration           // per request; 0: DefaultTimeout
-	Getenv  func(key string) string // nil: os.Getenv; read at each request, never kept
-}
-
-type wireRequest struct {
-	Model          string          `json:"model"`
-	Messages       []wireMessage   `json:"messages"`
-	Tools          []ToolDef       `json:"tools,omitempty"`
-	Temperature    *float64        `json:"temperature,omitempty"`
-	MaxTokens      int             `json:"max_tokens,omitempty"`
-	ResponseFormat *responseFormat `json:"response_format,omitempty"`
-}
-
-// wireMessage is a message as sent: an assistant message that only calls
-// tools has null content.
-type wireMessage struct {
-	Role       string     `json:"role"`
-	Content    *string    `json:"content"`
-	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string     `json:"tool_call_id,omitempty"`
-}
-
-type responseFormat struct {
-	Type       string      `json:"type"`
-	JSONSchema *jsonSchema `json:"json_schema,omitempty"`
-}
-
-type jsonSchema struct {
-	Name   string `json:"name"`
-	Strict bool   `json:"strict"`
-	Schema any    `json:"schema"`
-}
-
-type wireResponse struct {
-	Choices []struct {
-		Message struct {
-			Content   *string    `json:"content"`
-			Refusal   *string    `json:"refusal"`
-			ToolCalls []ToolCall `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *Usage `json:"usage"`
-	Error *struct {
-		Message string `json:"message"`
-	} `json:"error"`
+// sendOpenAI sends req as a chat completion. What the server answered is
+// left in the exchange mw keeps; the SDK's own reading of it is not used.
+func sendOpenAI(ctx context.Context, hc *http.Client, req Request, key string, mw option.Middleware) error {
+	params, err := openAIParams(req)
+	if err != nil {
+		return &badRequestError{err}
+	}
+	base := strings.TrimRight(req.Endpoint.BaseURL, "/")
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	if _, err := url.Parse(base); err != nil {
+		return &badRequestError{fmt.Errorf("bad base_url %q: %v", base, err)}
+	}
+	opts := []option.RequestOption{
+		option.WithHTTPClient(hc),
+		option.WithBaseURL(base),
+		option.WithMaxRetries(0),
+		option.WithMiddleware(mw),
+	}
+	if key != "" {
+		opts = append(opts, option.WithAPIKey(key))
+	}
+	svc := openai.NewChatCompletionService(opts...)
+	_, err = svc.New(ctx, params)
+	return err
 }
 
 // WireBody returns the JSON body [Client] sends for req.
 func WireBody(req Request) ([]byte, error) {
-	w := wireRequest{Model: req.Model, Temperature: req.Temperature, MaxTokens: req.MaxTokens, Tools: req.Tools}
-	w.Messages = make([]wireMessage, len(req.Messages))
-	for i, m := range req.Messages {
-		wm := wireMessage{Role: m.Role, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID}
-		if m.Content != "" || len(m.ToolCalls) == 0 {
-			c := m.Content
-			wm.Content = &c
+	if req.Provider == ProviderAnthropic {
+		p, err := anthropicParams(req)
+		if err != nil {
+			return nil, err
 		}
-		w.Messages[i] = wm
+		return json.Marshal(p)
+	}
+	p, err := openAIParams(req)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(p)
+}
+
+// openAIParams is req as a chat completion request. A reasoning model
+// (modelinfo's table, or req.Reasoning) takes max_completion_tokens and
+// reasoning_effort and no temperature, as OpenAI requires; any other takes
+// max_tokens, which every compatible server reads, and temperature.
+func openAIParams(req Request) (openai.ChatCompletionNewParams, error) {
+	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case "system":
+			p.Messages = append(p.Messages, openai.SystemMessage(m.Content))
+		case "user":
+			p.Messages = append(p.Messages, openai.UserMessage(m.Content))
+		case "assistant":
+			a := openai.ChatCompletionAssistantMessageParam{}
+			if m.Content != "" || len(m.ToolCalls) == 0 {
+				a.Content.OfString = openai.String(m.Content)
+			}
+			for _, tc := range m.ToolCalls {
+				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID: tc.ID, Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Function.Name, Arguments: tc.Function.Arguments}}})
+			}
+			p.Messages = append(p.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		case "tool":
+			p.Messages = append(p.Messages, openai.ToolMessage(m.Content, m.ToolCallID))
+		default:
+			return p, fmt.Errorf("a message with role %q", m.Role)
+		}
+	}
+	for _, t := range req.Tools {
+		params, err := jsonObject(t.Function.Parameters)
+		if err != nil {
+			return p, fmt.Errorf("tool %q: parameters: %v", t.Function.Name, err)
+		}
+		fd := shared.FunctionDefinitionParam{Name: t.Function.Name, Parameters: params}
+		if t.Function.Description != "" {
+			fd.Description = openai.String(t.Function.Description)
+		}
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fd))
+	}
+	reasoning := modelinfo.IsReasoning(req.Model, req.Reasoning)
+	if req.MaxTokens > 0 {
+		if reasoning {
+			p.MaxCompletionTokens = openai.Int(int64(req.MaxTokens))
+		} else {
+			p.MaxTokens = openai.Int(int64(req.MaxTokens))
+		}
+	}
+	if req.Temperature != nil && !reasoning {
+		p.Temperature = openai.Float(*req.Temperature)
+	}
+	if req.ReasoningEffort != "" && reasoning {
+		p.ReasoningEffort = shared.ReasoningEffort(req.ReasoningEffort)
 	}
 	if req.Schema != nil {
 		name := req.SchemaName
 		if name == "" {
 			name = "output"
 		}
-		w.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: &jsonSchema{Name: name, Strict: true, Schema: req.Schema}}
+		schema, isStrict := strictSchema(req.Schema)
+		p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
+			Name: name, Strict: openai.Bool(isStrict), Schema: schema}}
 	}
-	return json.Marshal(w)
+	return p, nil
 }
 
-// Complete sends one request.
-func (c *Client) Complete(ctx context.Context, req Request) (*Reply, error) {
-	body, err := WireBody(req)
+// strictSchema returns schema as strict mode wants it, and true; or, for a
+// schema strict mode cannot take (which the checker refuses, so a graph
+// built elsewhere), the schema as it is and false.
+func strictSchema(schema any) (any, bool) {
+	s, err := jsonschema.Strict(schema)
 	if err != nil {
-		return nil, &Error{Code: CodeModel, Msg: "encoding the request: " + err.Error()}
+		return schema, false
 	}
-	base := strings.TrimRight(req.Endpoint.BaseURL, "/")
-	if base == "" {
-		base = DefaultBaseURL
+	return s, true
+}
+
+// jsonObject returns v (decoded JSON, or anything that encodes to an
+// object) as a map.
+func jsonObject(v any) (map[string]any, error) {
+	if v == nil {
+		return nil, nil
 	}
-	timeout := c.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
+	if m, ok := v.(map[string]any); ok {
+		return m, nil
 	}
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/chat/completions", bytes.NewReader(body))
+	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: bad base_url %q: %v", req.Model, base, err)}
+		return nil, err
 	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "application/json")
-	if req.Endpoint.KeyEnv != "" {
-		getenv := c.Getenv
-		if getenv == nil {
-			getenv = os.Getenv
-		}
-		if key := getenv(req.Endpoint.KeyEnv); key != "" {
-			hr.Header.Set("Authorization", "Bearer "+key)
-		}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("not a JSON object")
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(hr)
-	if err != nil {
-		if parent.Err() != nil {
-			return nil, parent.Err()
-		}
-		if ctx.Err() != nil {
-			return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: no reply within %s", req.Model, timeout), Retryable: true}
-		}
-		// The URL error names the URL, never the key (it is in a header).
-		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: %v", req.Model, err), Retryable: true}
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	if err != nil {
-		if parent.Err() != nil {
-			return nil, parent.Err()
-		}
-		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: reading the reply: %v", req.Model, err), Retryable: true}
-	}
-	if len(raw) > maxBody {
-		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: reply larger than %d bytes", req.Model, maxBody)}
-	}
-	if resp.StatusCode != http.StatusOK {
-		e := &Error{Code: CodeModel, Status: resp.StatusCode,
-			Retryable:  resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500,
-			RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
-		e.Msg = fmt.Sprintf("model %q: HTTP %d%s", req.Model, resp.StatusCode, errorDetail(raw))
-		return nil, e
-	}
-	return ParseResponse(req.Model, raw)
+	return m, nil
 }
 
 // ParseResponse reads a chat completion response body.
 func ParseResponse(model string, raw []byte) (*Reply, error) {
-	var w wireResponse
-	if err := json.Unmarshal(raw, &w); err != nil {
-		// What the server sent says more than the decoder's error
-		// ("invalid character 'o' in literal null").
+	// A light look first: what the server sent says more than the
+	// decoder's error ("invalid character 'o' in literal null"), and the
+	// SDK's decoder accepts shapes that are no chat completion.
+	var shape struct {
+		Choices []json.RawMessage `json:"choices"`
+	}
+	if err := json.Unmarshal(raw, &shape); err != nil {
 		what := "is not JSON"
 		if json.Valid(raw) {
 			what = "is not a chat completion"
 		}
 		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: the reply %s%s", model, what, errorDetail(raw)), Retryable: true}
 	}
-	if len(w.Choices) == 0 {
+	if len(shape.Choices) == 0 {
 		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: the reply has no choices%s", model, errorDetail(raw)), Retryable: true}
 	}
-	m := w.Choices[0].Message
-	if m.Content == nil && len(m.ToolCalls) > 0 {
-		empty := ""
-		m.Content = &empty
+	var cc openai.ChatCompletion
+	if err := cc.UnmarshalJSON(raw); err != nil {
+		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: the reply is not a chat completion%s", model, errorDetail(raw)), Retryable: true}
 	}
-	if m.Content == nil {
-		if m.Refusal != nil {
-			return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q refused: %s", model, *m.Refusal)}
+	ch := cc.Choices[0]
+	m := ch.Message
+	rep := &Reply{Text: m.Content, Raw: json.RawMessage(raw), Cut: ch.FinishReason == "length", Filtered: ch.FinishReason == "content_filter"}
+	for _, tc := range m.ToolCalls {
+		typ := tc.Type
+		if typ == "" {
+			typ = "function"
+		}
+		rep.ToolCalls = append(rep.ToolCalls, ToolCall{ID: tc.ID, Type: typ, Function: FunctionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+	}
+	if !m.JSON.Content.Valid() && len(rep.ToolCalls) == 0 && !rep.Filtered {
+		if m.Refusal != "" {
+			return nil, &Error{Code: CodeFiltered, Msg: fmt.Sprintf("model %q refused: %s", model, m.Refusal)}
 		}
 		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: the reply has no content", model), Retryable: true}
 	}
-	rep := &Reply{Text: *m.Content, ToolCalls: m.ToolCalls, Raw: json.RawMessage(raw), Cut: w.Choices[0].FinishReason == "length"}
-	for i := range rep.ToolCalls {
-		if rep.ToolCalls[i].Type == "" {
-			rep.ToolCalls[i].Type = "function"
-		}
-	}
-	if w.Usage != nil {
-		rep.Usage = *w.Usage
-	}
+	u := cc.Usage
+	rep.Usage = Usage{PromptTokens: int(u.PromptTokens), CompletionTokens: int(u.CompletionTokens),
+		CachedTokens: int(u.PromptTokensDetails.CachedTokens), ReasoningTokens: int(u.CompletionTokensDetails.ReasoningTokens)}
 	return rep, nil
-}
-
-// errorDetail extracts an API error message from a body, briefly.
-func errorDetail(raw []byte) string {
-	var w struct {
-		Error *struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(raw, &w) == nil && w.Error != nil && w.Error.Message != "" {
-		return ": " + clip(w.Error.Message, 300)
-	}
-	s := strings.TrimSpace(string(raw))
-	if s == "" {
-		return ""
-	}
-	return ": " + clip(s, 200)
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
-}
-
-// retryAfter reads a Retry-After header: seconds, or an HTTP date.
-func retryAfter(h string) time.Duration {
-	h = strings.TrimSpace(h)
-	if h == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(h, 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		if d := time.Until(t); d > 0 {
-			return d
-		}
-	}
-	return 0
 }

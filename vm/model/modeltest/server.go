@@ -1,7 +1,10 @@
-// Package modeltest provides an in-process OpenAI-compatible chat
-// completions server for tests: real HTTP and JSON on the wire, answers
-// from a table, and faults on demand (429 with Retry-After, 5xx, slow
-// replies, malformed bodies). It records every request it receives.
+// Package modeltest provides in-process model servers for tests: an
+// OpenAI-compatible chat completions server ([New]) and an Anthropic
+// Messages API server ([NewAnthropic]), with real HTTP and JSON on the
+// wire, answers from a table, and faults on demand (429 with Retry-After
+// or retry-after-ms, 5xx, slow replies, malformed bodies, replies cut at
+// the token limit or stopped by a content filter). Each records every
+// request it receives.
 package modeltest
 
 import (
@@ -17,15 +20,21 @@ import (
 
 // Reply is one scripted answer.
 type Reply struct {
-	Content    string        // the message content
-	Status     int           // 0: 200
-	RetryAfter string        // the Retry-After header, if any
-	Raw        string        // a body sent verbatim instead of a completion (malformed JSON)
-	Delay      time.Duration // wait before answering (the client may give up first)
-	Prompt     int           // usage.prompt_tokens; 0: a count derived from the request
-	Completion int           // usage.completion_tokens; 0: a count derived from the content
+	Content    string // the message content
+	Status     int    // 0: 200
+	RetryAfter string // the Retry-After header, if any
+	// RetryAfterMs is the retry-after-ms header, if any.
+	RetryAfterMs string
+	Raw          string        // a body sent verbatim instead of a completion (malformed JSON)
+	Delay        time.Duration // wait before answering (the client may give up first)
+	Prompt       int           // usage.prompt_tokens; 0: a count derived from the request
+	Completion   int           // usage.completion_tokens; 0: a count derived from the content
 	// ToolCalls are tool calls the reply makes (content may then be "").
 	ToolCalls []ToolCall
+	// Finish is why the reply ended, in OpenAI's words: "" (stop, or
+	// tool_calls with ToolCalls), "length" or "content_filter". The
+	// Anthropic server says max_tokens and refusal.
+	Finish string
 }
 
 // ToolCall is one scripted tool call: the function's name and its
@@ -50,32 +59,50 @@ type Rule struct {
 type Request struct {
 	Path          string
 	Authorization string
+	Header        http.Header
 	Body          map[string]any // the decoded JSON body
 	Raw           string
 }
 
-// FirstUser returns the content of the request's first user message.
+// FirstUser returns the text of the request's first user message.
 func (r Request) FirstUser() string {
 	msgs, _ := r.Body["messages"].([]any)
 	for _, x := range msgs {
 		m, _ := x.(map[string]any)
 		if m["role"] == "user" {
-			s, _ := m["content"].(string)
-			return s
+			return text(m["content"])
 		}
 	}
 	return ""
 }
 
-// LastUser returns the content of the request's last user message.
+// LastUser returns the text of the request's last user message.
 func (r Request) LastUser() string {
 	msgs, _ := r.Body["messages"].([]any)
 	for i := len(msgs) - 1; i >= 0; i-- {
 		m, _ := msgs[i].(map[string]any)
 		if m["role"] == "user" {
-			s, _ := m["content"].(string)
-			return s
+			return text(m["content"])
 		}
+	}
+	return ""
+}
+
+// text is a message's content as text: a string (OpenAI) or the text of
+// its content blocks (Anthropic; a user message of tool results has none).
+func text(content any) string {
+	switch c := content.(type) {
+	case string:
+		return c
+	case []any:
+		var b strings.Builder
+		for _, x := range c {
+			if blk, ok := x.(map[string]any); ok && blk["type"] == "text" {
+				s, _ := blk["text"].(string)
+				b.WriteString(s)
+			}
+		}
+		return b.String()
 	}
 	return ""
 }
@@ -83,14 +110,22 @@ func (r Request) LastUser() string {
 // Server is the fake. Rules are tried in order.
 type Server struct {
 	*httptest.Server
-	mu       sync.Mutex
-	rules    []*Rule
-	requests []Request
+	anthropic bool
+	mu        sync.Mutex
+	rules     []*Rule
+	requests  []Request
 }
 
-// New starts a server answering from rules. Close it when done.
-func New(rules ...Rule) *Server {
-	s := &Server{}
+// New starts an OpenAI-compatible server answering from rules. Close it
+// when done.
+func New(rules ...Rule) *Server { return start(false, rules) }
+
+// NewAnthropic starts a server of Anthropic's Messages API (POST
+// /v1/messages) answering from rules. Close it when done.
+func NewAnthropic(rules ...Rule) *Server { return start(true, rules) }
+
+func start(anthropic bool, rules []Rule) *Server {
+	s := &Server{anthropic: anthropic}
 	for i := range rules {
 		r := rules[i]
 		s.rules = append(s.rules, &r)
@@ -111,8 +146,12 @@ func (s *Server) Requests() []Request {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
-	req := Request{Path: r.URL.Path, Authorization: r.Header.Get("Authorization"), Raw: string(raw)}
-	if err := json.Unmarshal(raw, &req.Body); err != nil || r.URL.Path != "/v1/chat/completions" || r.Method != http.MethodPost {
+	req := Request{Path: r.URL.Path, Authorization: r.Header.Get("Authorization"), Header: r.Header.Clone(), Raw: string(raw)}
+	path := "/v1/chat/completions"
+	if s.anthropic {
+		path = "/v1/messages"
+	}
+	if err := json.Unmarshal(raw, &req.Body); err != nil || r.URL.Path != path || r.Method != http.MethodPost {
 		http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
 		return
 	}
@@ -143,6 +182,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if rep.RetryAfter != "" {
 		w.Header().Set("Retry-After", rep.RetryAfter)
 	}
+	if rep.RetryAfterMs != "" {
+		w.Header().Set("Retry-After-Ms", rep.RetryAfterMs)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	if rep.Status != 0 && rep.Status != http.StatusOK {
 		w.WriteHeader(rep.Status)
@@ -165,6 +207,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		completion = len(rep.Content)/4 + 1
 	}
 	model, _ := req.Body["model"].(string)
+	if s.anthropic {
+		json.NewEncoder(w).Encode(anthropicMessage(rep, model, prompt, completion))
+		return
+	}
 	json.NewEncoder(w).Encode(map[string]any{
 		"id":      "chatcmpl-test",
 		"object":  "chat.completion",
@@ -201,8 +247,41 @@ func message(rep *Reply) map[string]any {
 }
 
 func finish(rep *Reply) string {
-	if len(rep.ToolCalls) > 0 {
+	switch {
+	case rep.Finish != "":
+		return rep.Finish
+	case len(rep.ToolCalls) > 0:
 		return "tool_calls"
 	}
 	return "stop"
+}
+
+// anthropicMessage is rep as a Messages API response.
+func anthropicMessage(rep *Reply, model string, prompt, completion int) map[string]any {
+	var content []any
+	if rep.Content != "" || len(rep.ToolCalls) == 0 {
+		content = append(content, map[string]any{"type": "text", "text": rep.Content})
+	}
+	for i, c := range rep.ToolCalls {
+		id := c.ID
+		if id == "" {
+			id = fmt.Sprintf("toolu_%d", i+1)
+		}
+		var input any
+		if err := json.Unmarshal([]byte(c.Arguments), &input); err != nil {
+			input = map[string]any{}
+		}
+		content = append(content, map[string]any{"type": "tool_use", "id": id, "name": c.Name, "input": input})
+	}
+	stop := map[string]string{"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens", "content_filter": "refusal"}[finish(rep)]
+	return map[string]any{
+		"id":            "msg_test",
+		"type":          "message",
+		"role":          "assistant",
+		"model":         model,
+		"content":       content,
+		"stop_reason":   stop,
+		"stop_sequence": nil,
+		"usage":         map[string]any{"input_tokens": prompt, "output_tokens": completion},
+	}
 }

@@ -507,12 +507,12 @@ func (r *run) startToolCall(a *agentRun, i int, call model.ToolCall, offered []*
 		r.startGated(a.f, n, req)
 		return
 	}
-	req.Dir, req.Env, req.Timeout, req.KillGrace, req.MaxOutput = r.p.dir, r.opts.Env, n.Timeout, r.opts.KillGrace, r.opts.MaxOutput
+	req.Dir, req.Env, req.Timeout, req.KillGrace, req.MaxOutput = r.p.dir, r.taskEnv, n.Timeout, r.opts.KillGrace, r.opts.MaxOutput
 	r.toolArgs = argv
 	defer func() { r.toolArgs = nil }()
 	if t.Kind == graphir.KindShell {
 		req.Argv = []string{"/bin/sh", "-c", t.Shell.Src}
-		req.Env = append([]string(nil), r.opts.Env...)
+		req.Env = append([]string(nil), r.taskEnv...)
 		m := args.(map[string]any)
 		keys := make([]string, 0, len(m))
 		for k := range m {

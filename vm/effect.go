@@ -253,9 +253,17 @@ func (req *EffectRequest) TaskJob() (proc.Job, bool) {
 
 // TaskCompletion is the completion of a task or shell request from the
 // outcome of its job (see [EffectRequest.TaskJob]), wherever it ran.
+//
+// Output holding the value of a model's key (a tool that prints a file
+// with it) is masked here, before the completion reaches the journal, the
+// record, the events or the model's next request.
 func (req *EffectRequest) TaskCompletion(o *proc.Outcome) *EffectCompletion {
-	return &EffectCompletion{OK: o.OK, Cancelled: o.Cancelled, Error: o.Error, Code: o.Code,
+	c := &EffectCompletion{OK: o.OK, Cancelled: o.Cancelled, Error: o.Error, Code: o.Code,
 		ExitCode: o.ExitCode, Stdout: o.Stdout, Stderr: o.Stderr, Truncated: o.Truncated}
+	if req.from != nil {
+		c.Stdout, c.Stderr, c.Error = req.from.mask(c.Stdout), req.from.mask(c.Stderr), req.from.mask(c.Error)
+	}
+	return c
 }
 
 // Sleep waits for d, or until ctx ends: the completion of a wait step on

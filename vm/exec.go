@@ -29,11 +29,17 @@ import (
 
 // run is the state of one run of a Program.
 type run struct {
-	p      *Program
-	g      *graphir.Graph
-	opts   Options
-	ctx    context.Context // the caller's, with the flow timeout
-	events bool
+	p    *Program
+	g    *graphir.Graph
+	opts Options
+	// taskEnv is opts.Env without the key variables of the flow's models:
+	// what tasks and tools start from (a step's env= may pass one back).
+	taskEnv []string
+	// secrets are the values of those key variables, masked in what
+	// tasks and tools print; each is "VALUE", "[masked $NAME]".
+	secrets []string
+	ctx     context.Context // the caller's, with the flow timeout
+	events  bool
 
 	// execCtx is the parent of every piece of async work; stopExec
 	// cancels it when the run ends.
@@ -178,6 +184,9 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 	}
 	r := &run{p: p, g: g, opts: opts, inputs: inputs, events: opts.OnEvent != nil,
 		timers: map[*completion]func() bool{}, rt: opts.Runtime}
+	keys := modelKeys(g)
+	r.taskEnv = withoutKeys(opts.Env, keys)
+	r.secrets = keyValues(r.getenv, keys)
 	r.idler, _ = opts.Effects.(EffectIdler)
 	r.pacer, _ = opts.Runtime.(Pacer)
 	if r.rt == nil {
@@ -951,7 +960,7 @@ func text(v starlark.Value) (string, error) {
 // taskRequest renders everything a task or shell step needs to start.
 func (r *run) taskRequest(f *frame, n *graphir.Node) (*EffectRequest, error) {
 	s := r.request(f, n)
-	s.Dir, s.Env, s.Timeout, s.KillGrace, s.MaxOutput = r.p.dir, r.opts.Env, n.Timeout, r.opts.KillGrace, r.opts.MaxOutput
+	s.Dir, s.Env, s.Timeout, s.KillGrace, s.MaxOutput = r.p.dir, r.taskEnv, n.Timeout, r.opts.KillGrace, r.opts.MaxOutput
 	if n.Kind == graphir.KindShell {
 		s.Argv = []string{"/bin/sh", "-c", n.Shell.Src}
 	} else {
@@ -968,7 +977,7 @@ func (r *run) taskRequest(f *frame, n *graphir.Node) (*EffectRequest, error) {
 		}
 	}
 	if len(n.Env) > 0 {
-		s.Env = append([]string(nil), r.opts.Env...)
+		s.Env = append([]string(nil), r.taskEnv...)
 		for _, e := range n.Env {
 			v, err := r.render(f, n, e.Value)
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -202,6 +203,95 @@ func lookupEnv(env []string, key string) string {
 		}
 	}
 	return ""
+}
+
+// modelKeys returns the key variables of the models g and its literal
+// child flows may call: each model()'s api_key_env, and the default
+// model's $OPENAI_API_KEY when any step calls a model. Tasks and tools do
+// not inherit them (docs/models.md).
+func modelKeys(g *graphir.Graph) map[string]bool {
+	keys := map[string]bool{}
+	seen := map[*graphir.Graph]bool{}
+	var walk func(g *graphir.Graph)
+	walk = func(g *graphir.Graph) {
+		if g == nil || seen[g] {
+			return
+		}
+		seen[g] = true
+		for _, m := range g.Models {
+			if m.KeyEnv != "" {
+				keys[m.KeyEnv] = true
+			}
+		}
+		for _, n := range g.Steps() {
+			if n.IsModelCall() {
+				keys[model.EnvKey] = true
+			}
+			if n.Subflow != nil {
+				walk(n.Subflow.Child)
+			}
+		}
+		for _, t := range g.Tools {
+			walk(t.Child)
+		}
+	}
+	walk(g)
+	return keys
+}
+
+// minSecret is the shortest key value masked: a shorter one would mask
+// ordinary words ("1", "test").
+const minSecret = 8
+
+// keyValues returns the old-new pairs of a [strings.Replacer] that masks
+// the values of keys, read with getenv; nil when none is set.
+func keyValues(getenv func(string) string, keys map[string]bool) []string {
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var pairs []string
+	for _, k := range names {
+		if v := getenv(k); len(v) >= minSecret {
+			pairs = append(pairs, v, "[masked $"+k+"]")
+		}
+	}
+	return pairs
+}
+
+// mask returns s with the value of every model key replaced by its
+// variable's name.
+func (r *run) mask(s string) string {
+	if len(r.secrets) == 0 || s == "" {
+		return s
+	}
+	return strings.NewReplacer(r.secrets...).Replace(s)
+}
+
+// withoutKeys returns env without the variables in keys (env itself when
+// it has none of them).
+func withoutKeys(env []string, keys map[string]bool) []string {
+	if len(keys) == 0 {
+		return env
+	}
+	var out []string
+	for i, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !keys[k] {
+			if out != nil {
+				out = append(out, kv)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]string, 0, len(env)), env[:i]...)
+		}
+	}
+	if out == nil {
+		return env
+	}
+	return out
 }
 
 // ModelConfig resolves the model named name ("" for the default) for a

@@ -5,6 +5,9 @@ package vm_test
 // child flows, loops, maps, waits and model calls.
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -208,5 +211,38 @@ edge(a, b, on = "failure")
 	}
 	if diff := cmp.Diff(first, delays()); diff != "" {
 		t.Errorf("the same run id waited differently (-first +second):\n%s", diff)
+	}
+}
+
+func TestLoopTimeoutAcrossRestore(t *testing.T) {
+	// A run that continues from a snapshot (Temporal's continue-as-new)
+	// arms its loop's timeout again, for what is left of it.
+	mark := filepath.Join(t.TempDir(), "ran")
+	g := load(t, map[string]string{"flow.star": `
+s = step("s", run = ["sh", "-c", "sleep 0.2; touch ` + mark + `"])
+l = loop("l", body = [s], until = lambda it: False, max_iterations = 20, timeout = "1s")
+`})
+	in, _ := vm.BindInputs(g, nil)
+	p := vm.Prepare(g)
+	res := p.Run(context.Background(), in, vm.Options{Parallel: 1, KillGrace: quickKill.KillGrace, Suspend: func() bool {
+		_, err := os.Stat(mark)
+		return err == nil
+	}})
+	if res.Status != vm.Suspended {
+		t.Fatalf("status %s, want suspended", res.Status)
+	}
+	b, err := res.Snapshot.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := p.DecodeSnapshot(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	res = p.Run(context.Background(), in, vm.Options{Parallel: 1, KillGrace: quickKill.KillGrace, Restore: snap})
+	check(t, res, want{status: vm.Failed, code: "timeout", step: "l"})
+	if took := time.Since(start); took > 2500*time.Millisecond {
+		t.Errorf("the restored run took %s: its loop's timeout was not armed again", took)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -61,6 +62,11 @@ func OpenCassette(path string, replayOnly bool, inner Provider) (*Cassette, erro
 	data, err := readCassette(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist) && !replayOnly:
+		// Refused now rather than after the first model call has been
+		// paid for and cannot be recorded.
+		if fi, derr := os.Stat(filepath.Dir(path)); derr != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("cassette: cannot record to %s: its folder %s does not exist", path, filepath.Dir(path))
+		}
 		return c, nil
 	case err != nil:
 		return nil, fmt.Errorf("cassette: %v", err)
@@ -93,6 +99,77 @@ func readCassette(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%s is %s", path, tl)
 	}
 	return b, err
+}
+
+// nearestDiff says how req differs from the recorded request nearest to
+// it (the same model, the most fields alike): "; nearest recording differs
+// in messages[1].content", or "" when nothing is recorded for its model,
+// or the nearest is the same request asked more often than recorded.
+func (c *Cassette) nearestDiff(req Request) string {
+	var best []string
+	found := false
+	for _, e := range c.exchanges {
+		if e.Request.Model != req.Model {
+			continue
+		}
+		d := requestDiff(e.Request, req)
+		if !found || len(d) < len(best) {
+			best, found = d, true
+		}
+	}
+	switch {
+	case !found:
+		return ""
+	case len(best) == 0:
+		return "; it was asked more often than the cassette recorded"
+	}
+	if len(best) > 3 {
+		best = append(best[:3], "...")
+	}
+	return "; the nearest recording differs in " + strings.Join(best, ", ")
+}
+
+// requestDiff lists the fields in which two requests differ, as paths.
+func requestDiff(a, b Request) []string {
+	var d []string
+	field := func(name string, x, y any) {
+		if !jsonSame(x, y) {
+			d = append(d, name)
+		}
+	}
+	field("provider", a.Provider, b.Provider)
+	if len(a.Messages) != len(b.Messages) {
+		d = append(d, fmt.Sprintf("the number of messages (%d recorded, %d asked)", len(a.Messages), len(b.Messages)))
+	}
+	for i := 0; i < min(len(a.Messages), len(b.Messages)); i++ {
+		ma, mb := a.Messages[i], b.Messages[i]
+		field(fmt.Sprintf("messages[%d].role", i), ma.Role, mb.Role)
+		field(fmt.Sprintf("messages[%d].content", i), ma.Content, mb.Content)
+		field(fmt.Sprintf("messages[%d].tool_calls", i), ma.ToolCalls, mb.ToolCalls)
+		field(fmt.Sprintf("messages[%d].tool_call_id", i), ma.ToolCallID, mb.ToolCallID)
+	}
+	field("schema", a.Schema, b.Schema)
+	field("schema_name", a.SchemaName, b.SchemaName)
+	field("temperature", a.Temperature, b.Temperature)
+	field("max_tokens", a.MaxTokens, b.MaxTokens)
+	field("reasoning_effort", a.ReasoningEffort, b.ReasoningEffort)
+	field("reasoning", a.Reasoning, b.Reasoning)
+	field("tools", a.Tools, b.Tools)
+	field("partial", a.Partial, b.Partial)
+	return d
+}
+
+// jsonSame reports whether x and y encode to the same canonical JSON.
+func jsonSame(x, y any) bool {
+	canon := func(v any) string {
+		b, _ := json.Marshal(v)
+		var g any
+		if json.Unmarshal(b, &g) == nil {
+			b, _ = json.Marshal(g)
+		}
+		return string(b)
+	}
+	return canon(x) == canon(y)
 }
 
 func (c *Cassette) add(e Exchange) {
@@ -130,7 +207,10 @@ func (c *Cassette) Complete(ctx context.Context, req Request) (*Reply, error) {
 	}
 	c.mu.Unlock()
 	if c.ReplayOnly || c.Inner == nil {
-		return nil, &Error{Code: CodeReplay, Msg: fmt.Sprintf("model %q: the cassette %s has no recorded answer for this request (%d message%s, last: %s)", req.Model, c.Path, len(req.Messages), plural(len(req.Messages)), lastMessage(req))}
+		c.mu.Lock()
+		why := c.nearestDiff(req)
+		c.mu.Unlock()
+		return nil, &Error{Code: CodeReplay, Msg: fmt.Sprintf("model %q: the cassette %s has no recorded answer for this request (%d message%s, last: %s)%s", req.Model, c.Path, len(req.Messages), plural(len(req.Messages)), lastMessage(req), why)}
 	}
 	rep, err := c.Inner.Complete(ctx, req)
 	if err != nil {

@@ -339,8 +339,16 @@ func TestCassette(t *testing.T) {
 	for _, r := range []model.Request{request(s, "three"), request(s, "one"), request(s, "one")} {
 		_, err = model.Call(context.Background(), rep2, r, model.Policy{Retries: 2})
 	}
-	if code(err) != "replay_miss" || !strings.Contains(err.Error(), `has no recorded answer for this request (2 messages, last: "one")`) {
+	if code(err) != "replay_miss" || !strings.Contains(err.Error(), `has no recorded answer for this request (2 messages, last: "one"); it was asked more often than the cassette recorded`) {
 		t.Errorf("got %v, want replay_miss", err)
+	}
+	rep3, _ := model.OpenCassette(path, true, nil)
+	_, err = model.Call(context.Background(), rep3, request(s, "three"), model.Policy{})
+	if code(err) != "replay_miss" || !strings.HasSuffix(err.Error(), "; the nearest recording differs in messages[1].content") {
+		t.Errorf("got %v, want the field that differs", err)
+	}
+	if _, err := model.OpenCassette(filepath.Join(t.TempDir(), "no", "such", "c.json"), false, nil); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("a cassette in a missing folder: %v", err)
 	}
 	if _, err := model.OpenCassette(filepath.Join(t.TempDir(), "missing.json"), true, nil); err == nil {
 		t.Error("replay-only with a missing cassette: no error")

@@ -73,6 +73,15 @@ func WireBody(req Request) ([]byte, error) {
 // max_tokens, which every compatible server reads, and temperature.
 func openAIParams(req Request) (openai.ChatCompletionNewParams, error) {
 	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
+	if req.Schema != nil && ignoresResponseFormat(req.Endpoint.BaseURL) {
+		// The server would not tell the model the shape: say it in the
+		// prompt, and validate (and repair) the reply as always.
+		b, err := json.Marshal(req.Schema)
+		if err != nil {
+			return p, fmt.Errorf("schema: %v", err)
+		}
+		p.Messages = append(p.Messages, openai.SystemMessage("Reply with only a JSON value that matches this JSON schema, without a code fence: "+string(b)))
+	}
 	for _, m := range req.Messages {
 		switch m.Role {
 		case "system":
@@ -130,6 +139,14 @@ func openAIParams(req Request) (openai.ChatCompletionNewParams, error) {
 			Name: name, Strict: openai.Bool(isStrict), Schema: schema}}
 	}
 	return p, nil
+}
+
+// ignoresResponseFormat reports whether the OpenAI-compatible server at
+// base ignores response_format: Anthropic's compatibility endpoint says so
+// in its documentation.
+func ignoresResponseFormat(base string) bool {
+	u, err := url.Parse(base)
+	return err == nil && modelinfo.AnthropicHost(u.Hostname())
 }
 
 // strictSchema returns schema as strict mode wants it, and true; or, for a

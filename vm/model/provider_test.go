@@ -139,6 +139,14 @@ func TestProviderWire(t *testing.T) {
 						errorf("chat model limits and sampling")
 					}
 				}
+				if p.name == "anthropic compat" && (kind == "schema" || kind == "router" || kind == "judge") {
+					// The endpoint ignores response_format: the schema is
+					// in the prompt too.
+					first := w["messages"].([]any)[0].(map[string]any)
+					if c, _ := first["content"].(string); first["role"] != "system" || !strings.Contains(c, "JSON schema") || !strings.Contains(c, `"properties"`) {
+						errorf("no schema in the prompt")
+					}
+				}
 				if p.name != "anthropic native" {
 					msgs := w["messages"].([]any)
 					if first := msgs[0].(map[string]any); first["role"] != "system" {

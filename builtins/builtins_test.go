@@ -68,7 +68,7 @@ func runBad(t *testing.T, cases []badCall) {
 			if tc.at != "" {
 				fmt.Sscanf(tc.at, "%d:%d", &want.Line, &want.Col)
 			}
-			got := where{d.Code, d.Pos.Line, d.Pos.Col, d.Severity.String()}
+			got := where{string(d.Code), d.Pos.Line, d.Pos.Col, d.Severity.String()}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("%s: %s\n(-want +got):\n%s", tc.src, d, diff)
 			}

@@ -24,11 +24,11 @@ const (
 // SeverityOf returns the severity of a diagnostic code: its default in
 // the table of codes (a warning's for maybe_unmet, unused_result, ...;
 // an error's for the others).
-func SeverityOf(code string) Severity { return codes.SeverityOf(codes.Code(code)) }
+func SeverityOf(code codes.Code) Severity { return codes.SeverityOf(code) }
 
 // Diagnostic is one finding: a code of docs/codes.md, where, and what to do.
 type Diagnostic struct {
-	Code     string
+	Code     codes.Code
 	Severity Severity
 	Message  string
 	Pos      graphir.Pos
@@ -41,7 +41,7 @@ type Diagnostic struct {
 func FromError(err *graphir.Error) Diagnostic {
 	code := err.Code
 	if code == "" {
-		code = "load_error"
+		code = codes.LoadError
 	}
 	return Diagnostic{Code: code, Severity: SeverityOf(code), Message: err.Msg, Pos: err.Pos,
 		Step: err.Step, Hint: err.Hint, Trace: err.Trace}
@@ -146,13 +146,13 @@ type pass struct {
 }
 
 // report adds a diagnostic about node n (nil for the flow as a whole).
-func (p *pass) report(code string, n *graphir.Node, pos graphir.Pos, msg, hint string) {
+func (p *pass) report(code codes.Code, n *graphir.Node, pos graphir.Pos, msg, hint string) {
 	p.diags = append(p.diags, p.diag(code, n, pos, msg, hint))
 }
 
 // diag builds a diagnostic about node n (nil for the flow as a whole); a
 // step's diagnostic names it and carries the trace of its creation.
-func (p *pass) diag(code string, n *graphir.Node, pos graphir.Pos, msg, hint string) Diagnostic {
+func (p *pass) diag(code codes.Code, n *graphir.Node, pos graphir.Pos, msg, hint string) Diagnostic {
 	d := Diagnostic{Code: code, Severity: SeverityOf(code), Message: msg, Pos: pos, Hint: hint}
 	if n != nil && n.IsStep() {
 		d.Step = n.Name
@@ -162,7 +162,7 @@ func (p *pass) diag(code string, n *graphir.Node, pos graphir.Pos, msg, hint str
 }
 
 // reportEdge adds a diagnostic about edge e.
-func (p *pass) reportEdge(code string, e *graphir.Edge, msg, hint string) {
+func (p *pass) reportEdge(code codes.Code, e *graphir.Edge, msg, hint string) {
 	d := Diagnostic{Code: code, Severity: SeverityOf(code), Message: msg, Pos: e.Pos, Hint: hint,
 		Step: p.g.Nodes[e.From].Name, Trace: e.Stack.Trace(e.Stack.UserFrame())}
 	p.diags = append(p.diags, d)

@@ -207,7 +207,7 @@ func TestAnnotatedFlows(t *testing.T) {
 						others[f] = parseWants(t, f, nil)
 					}
 					for _, w := range others[f] {
-						if check.SeverityOf(w.code) == check.Error {
+						if check.SeverityOf(codetable.Code(w.code)) == check.Error {
 							c := *w
 							ws = append(ws, &c)
 						}
@@ -239,7 +239,7 @@ func match(t *testing.T, file string, c chunk, diags []check.Diagnostic, ws []*w
 		}
 		found := false
 		for _, w := range ws {
-			if w.met || w.file != filepath.Clean(d.Pos.File) || w.line != d.Pos.Line || w.code != d.Code {
+			if w.met || w.file != filepath.Clean(d.Pos.File) || w.line != d.Pos.Line || w.code != string(d.Code) {
 				continue
 			}
 			if w.msg != nil && !w.msg.MatchString(d.Message+"\nhint: "+d.Hint) {

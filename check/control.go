@@ -10,6 +10,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/spell"
 )
 
@@ -22,12 +23,12 @@ func checkRouters(p *pass) {
 		}
 		to := g.Nodes[e.To].Name
 		if e.Implicit {
-			p.report("router_edge", r, r.Pos,
+			p.report(codes.RouterEdge, r, r.Pos,
 				fmt.Sprintf("router %q is followed by %q only because steps without edges run in order", r.Name, to),
 				fmt.Sprintf("a router's out-edges are its routes: route to %q, or declare the edges around it", to))
 			continue
 		}
-		p.reportEdge("router_edge", e,
+		p.reportEdge(codes.RouterEdge, e,
 			fmt.Sprintf("edge from router %q to %q: a router's out-edges are exactly its routes, cases and default", r.Name, to),
 			fmt.Sprintf("add %q to the routes or cases of %q, or make it the default", to, r.Name))
 	}
@@ -47,15 +48,15 @@ func checkRouters(p *pass) {
 				if near := spell.Nearest(t.Name, names); near != "" {
 					hint = fmt.Sprintf("did you mean %q?", near)
 				}
-				p.report("route_unknown", r, t.Pos,
+				p.report(codes.RouteUnknown, r, t.Pos,
 					fmt.Sprintf("%s of router %q goes to %q, which is not a step", what, r.Name, t.Name), hint)
 			case t.ID == graphir.End && r.Parent != graphir.None:
-				p.report("route_unknown", r, t.Pos,
+				p.report(codes.RouteUnknown, r, t.Pos,
 					fmt.Sprintf("%s of router %q goes to END from inside %s", what, r.Name, describeScope(g, r.Parent)),
 					"a body ends when its last step finishes: route to a step of the body that has no edge out")
 			case t.ID != graphir.Abort && t.ID != graphir.End && g.Nodes[t.ID].Parent != r.Parent:
 				n := g.Nodes[t.ID]
-				p.report("route_unknown", r, t.Pos,
+				p.report(codes.RouteUnknown, r, t.Pos,
 					fmt.Sprintf("%s of router %q goes to step %q in %s, outside %s", what, r.Name, n.Name,
 						describeScope(g, n.Parent), describeScope(g, r.Parent)),
 					"a router chooses among the steps of its own scope, END and ABORT")
@@ -70,7 +71,7 @@ func checkRouters(p *pass) {
 		if r.Router.Default != nil {
 			check("default", r.Router.Default)
 		} else if !catchAll(r) {
-			p.report("router_no_default", r, r.Pos,
+			p.report(codes.RouterNoDefault, r, r.Pos,
 				fmt.Sprintf("router %q has no default", r.Name),
 				"add default = <step>: without one, a run where nothing matches fails with no_route")
 		}
@@ -97,7 +98,7 @@ func checkUntil(p *pass) {
 		case n.Loop.Judge != nil:
 			// judge(): a model decides (checked in models.go).
 		case n.Loop.UntilBad != "":
-			p.report("until_invalid", n, n.Loop.UntilPos,
+			p.report(codes.UntilInvalid, n, n.Loop.UntilPos,
 				fmt.Sprintf("until= of loop %q must be a function of one argument or the name of one, got %s", n.Name, n.Loop.UntilBad),
 				"def done(it): return it.output[\"ok\"]  then  until = done")
 		case n.Loop.Until == nil && n.Loop.UntilName != "":
@@ -107,10 +108,10 @@ func checkUntil(p *pass) {
 			} else if near := spell.Nearest(n.Loop.UntilName, g.Funcs); near != "" {
 				hint = fmt.Sprintf("did you mean %q?", near)
 			}
-			p.report("until_invalid", n, n.Loop.UntilPos,
+			p.report(codes.UntilInvalid, n, n.Loop.UntilPos,
 				fmt.Sprintf("until= of loop %q names %q, which is not a function defined in the flow", n.Name, n.Loop.UntilName), hint)
 		case n.Loop.Until == nil:
-			p.report("until_invalid", n, n.Loop.UntilPos,
+			p.report(codes.UntilInvalid, n, n.Loop.UntilPos,
 				fmt.Sprintf("loop %q has no until= function", n.Name),
 				"give until = a function of one argument that returns True when the loop is done")
 		default:
@@ -123,7 +124,7 @@ func checkUntil(p *pass) {
 				if f.HasVarargs() || f.HasKwargs() {
 					desc = "variadic parameters"
 				}
-				p.report("until_invalid", n, n.Loop.UntilPos,
+				p.report(codes.UntilInvalid, n, n.Loop.UntilPos,
 					fmt.Sprintf("until= of loop %q is %s, which takes %s; want exactly one", n.Name, funcName(f), desc),
 					"the VM calls until(it) with one value: the iteration just finished")
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 )
 
 // components labels the strongly connected components of sg restricted to
@@ -194,7 +195,7 @@ func checkCycles(p *pass) {
 			from, to := p.sc.local[e.From], p.sc.local[e.To]
 			path := cyclePath(sg, comp, int32(c), from, to, parent)
 			head := g.Nodes[e.To]
-			p.diags = append(p.diags, Diagnostic{Code: "loop_unbounded", Severity: Error,
+			p.diags = append(p.diags, Diagnostic{Code: codes.LoopUnbounded, Severity: Error,
 				Message: fmt.Sprintf("cycle %s has no visit bound", formatCycle(g, sg, path)),
 				Pos:     e.Pos, Step: head.Name, Trace: e.Stack.Trace(e.Stack.UserFrame()),
 				Hint: fmt.Sprintf("give one of its steps max_visits=N, e.g. step(%q, ..., max_visits = 5), or set flow(max_visits = N)", head.Name)})
@@ -213,7 +214,7 @@ func checkJoins(p *pass) {
 		// join="done" with one in-edge still means something: run
 		// whether that edge arrives live or dead.
 		if fwd := forwardIn(g, n); fwd < 2 && !(fwd == 1 && n.Join == graphir.JoinDone) {
-			p.report("join_single", n, n.Pos,
+			p.report(codes.JoinSingle, n, n.Pos,
 				fmt.Sprintf("step %q sets join=%q but has %s", n.Name, n.Join, plural(fwd, "forward in-edge")),
 				"join= matters only where two or more forward edges meet (back-edges always trigger); remove it")
 		}
@@ -266,7 +267,7 @@ func checkJoins(p *pass) {
 					}
 				}
 			}
-			p.report("join_in_cycle", n, n.Pos,
+			p.report(codes.JoinInCycle, n, n.Pos,
 				fmt.Sprintf("step %q waits for all its forward in-edges (join=%q) but is in the cycle%s and has one from %q outside it, which arrives only once",
 					n.Name, n.Join, cycle, g.Nodes[outside.From].Name),
 				fmt.Sprintf(`give %q join = "or" so that any arrival runs it`, n.Name))

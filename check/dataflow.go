@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 )
 
 func checkDataflow(p *pass) {
@@ -398,7 +399,7 @@ func (p *pass) checkUnmet() {
 			}
 		}
 		warned[key{r.site, r.step}] = true
-		p.diags = append(p.diags, p.siteDiag(s, "maybe_unmet", r.pos, msg,
+		p.diags = append(p.diags, p.siteDiag(s, codes.MaybeUnmet, r.pos, msg,
 			fmt.Sprintf("a read of a step that has not run fails with dependency_unmet; read it only where it surely ran, or guard it: visits(%q) > 0 and ...", step.Name)))
 	}
 }
@@ -543,7 +544,7 @@ func (p *pass) checkUnused() {
 				}
 			}
 			if !read {
-				p.report("unused_result", n, n.Pos,
+				p.report(codes.UnusedResult, n, n.Pos,
 					fmt.Sprintf("the result of fn step %q is never read", n.Name),
 					"a fn step has no effect but its result: read it in an expression or a later fn step, connect it to END, or remove it")
 			}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/spell"
 )
 
@@ -22,12 +23,12 @@ func checkExitHandler(p *pass) {
 		if near := spell.Nearest(g.OnExitName, g.StepNames()); near != "" {
 			hint = fmt.Sprintf("did you mean %q?", near)
 		}
-		p.report("unknown_name", nil, g.OnExitPos, fmt.Sprintf("on_exit names %q, which is not a step", g.OnExitName), hint)
+		p.report(codes.UnknownName, nil, g.OnExitPos, fmt.Sprintf("on_exit names %q, which is not a step", g.OnExitName), hint)
 		return
 	}
 	h := g.Nodes[g.OnExit]
 	if h.Parent != graphir.None {
-		p.report("exit_handler_edge", h, g.OnExitPos,
+		p.report(codes.ExitHandlerEdge, h, g.OnExitPos,
 			fmt.Sprintf("the exit handler %q is inside %s, whose steps are joined by edges", h.Name, describeScope(g, h.Parent)),
 			"name a top-level step that no edge touches, e.g. a fn step or a child flow doing the cleanup")
 		return
@@ -40,10 +41,10 @@ func checkExitHandler(p *pass) {
 			g.Nodes[e.From].Name, g.Nodes[e.To].Name, h.Name)
 		hint := "remove the edge; to run a step on failure inside the run, route to another step with on = \"failure\""
 		if e.Router {
-			p.report("exit_handler_edge", g.Nodes[e.From], e.Pos, msg, hint)
+			p.report(codes.ExitHandlerEdge, g.Nodes[e.From], e.Pos, msg, hint)
 			continue
 		}
-		p.reportEdge("exit_handler_edge", e, msg, hint)
+		p.reportEdge(codes.ExitHandlerEdge, e, msg, hint)
 	}
 }
 

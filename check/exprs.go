@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/spell"
 )
 
@@ -103,7 +104,7 @@ func (p *pass) exprs() *exprIndex {
 			}
 			if t.Err != nil && !holeErr(t) {
 				// An unclosed {{: no hole carries the error.
-				ix.problems = append(ix.problems, p.diag("expr_syntax", n, t.Err.Pos,
+				ix.problems = append(ix.problems, p.diag(codes.ExprSyntax, n, t.Err.Pos,
 					fmt.Sprintf("invalid template in %s: %s", describeField(n, field, key, index), t.Err.Msg),
 					`write a literal "{{" as {{ "{{" }}`))
 			}
@@ -178,7 +179,7 @@ func holeErr(t *graphir.Template) bool {
 func (p *pass) resolveSite(ix *exprIndex, si int32) {
 	s := &ix.sites[si]
 	if s.x.Err != nil {
-		ix.problems = append(ix.problems, p.siteDiag(s, "expr_syntax", s.x.Err.Pos,
+		ix.problems = append(ix.problems, p.siteDiag(s, codes.ExprSyntax, s.x.Err.Pos,
 			fmt.Sprintf("invalid expression in %s: %s", p.describe(s), s.x.Err.Msg), syntaxHint(s.x.Src)))
 		return
 	}
@@ -204,7 +205,7 @@ func (p *pass) resolveRef(ix *exprIndex, si int32, r graphir.Ref) {
 	switch r.Name {
 	case "inputs":
 		if name := r.Attr + r.Key; name != "" && g.Input(name) == nil {
-			ix.problems = append(ix.problems, p.siteDiag(s, "unknown_input", r.Pos,
+			ix.problems = append(ix.problems, p.siteDiag(s, codes.UnknownInput, r.Pos,
 				fmt.Sprintf("unknown input %q in %s", name, p.describe(s)), p.inputHint(name)))
 		}
 		return
@@ -212,7 +213,7 @@ func (p *pass) resolveRef(ix *exprIndex, si int32, r graphir.Ref) {
 		return
 	case "run":
 		if !p.inExitHandler(s.at) {
-			ix.problems = append(ix.problems, p.siteDiag(s, "unknown_name", r.Pos,
+			ix.problems = append(ix.problems, p.siteDiag(s, codes.UnknownName, r.Pos,
 				fmt.Sprintf("run is only defined in the exit handler (in %s)", p.describe(s)),
 				"run.status and run.error say how the run ended; read them in the step named by flow(on_exit=...)"))
 		}
@@ -237,7 +238,7 @@ func (p *pass) resolveRef(ix *exprIndex, si int32, r graphir.Ref) {
 		} else if owner.Kind == graphir.KindLoop {
 			hint += " (the last iteration's result), or look at it in the loop's until"
 		}
-		ix.problems = append(ix.problems, p.siteDiag(s, "body_read", r.Pos,
+		ix.problems = append(ix.problems, p.siteDiag(s, codes.BodyRead, r.Pos,
 			fmt.Sprintf("%s reads step %q, which is inside %s: a body step cannot be read from outside its body", p.describe(s), n.Name, describeScope(g, n.Parent)),
 			hint))
 		return
@@ -249,7 +250,7 @@ func (p *pass) resolveRef(ix *exprIndex, si int32, r graphir.Ref) {
 		if near := spell.Nearest(field, taskFields); near != "" {
 			hint = fmt.Sprintf("did you mean %q?", near)
 		}
-		ix.problems = append(ix.problems, p.siteDiag(s, "unknown_output", r.Pos,
+		ix.problems = append(ix.problems, p.siteDiag(s, codes.UnknownOutput, r.Pos,
 			fmt.Sprintf("step %q is a %s: its output has no field %q (in %s)", n.Name, n.Kind, field, p.describe(s)), hint))
 	}
 }
@@ -280,7 +281,7 @@ func (p *pass) resolveUntilRef(ix *exprIndex, s *site, r graphir.Ref) {
 	switch field := r.Attr + r.Key; r.Name {
 	case "inputs":
 		if field != "" && g.Input(field) == nil {
-			ix.problems = append(ix.problems, p.siteDiag(s, "unknown_input", r.Pos,
+			ix.problems = append(ix.problems, p.siteDiag(s, codes.UnknownInput, r.Pos,
 				fmt.Sprintf("unknown input %q in %s", field, p.describe(s)), p.inputHint(field)))
 		}
 		return
@@ -300,7 +301,7 @@ func (p *pass) resolveUntilRef(ix *exprIndex, s *site, r graphir.Ref) {
 			if near := spell.Nearest(field, body); near != "" {
 				hint = fmt.Sprintf("did you mean %q?", near)
 			}
-			ix.problems = append(ix.problems, p.siteDiag(s, "unknown_name", r.Pos,
+			ix.problems = append(ix.problems, p.siteDiag(s, codes.UnknownName, r.Pos,
 				fmt.Sprintf("%s.result has no step %q in %s", param, field, p.describe(s)), hint))
 			return
 		}
@@ -319,7 +320,7 @@ func (p *pass) resolveUntilRef(ix *exprIndex, s *site, r graphir.Ref) {
 	} else {
 		hint = fmt.Sprintf("until's argument has %s", strings.Join(untilFields, ", "))
 	}
-	ix.problems = append(ix.problems, p.siteDiag(s, "unknown_name", r.Pos, msg, hint))
+	ix.problems = append(ix.problems, p.siteDiag(s, codes.UnknownName, r.Pos, msg, hint))
 }
 
 // scopeVar reports whether name is bound by a loop or map around scope:
@@ -392,7 +393,7 @@ func (p *pass) unknownName(s *site, r graphir.Ref) Diagnostic {
 			}
 		}
 	}
-	return p.siteDiag(s, "unknown_name", r.Pos, msg, hint)
+	return p.siteDiag(s, codes.UnknownName, r.Pos, msg, hint)
 }
 
 // visibleSteps lists the names of the steps an expression in scope may
@@ -461,7 +462,7 @@ func describeField(n *graphir.Node, field, key string, index int) string {
 
 // siteDiag builds a diagnostic about an expression: an edge's condition
 // points at the edge() call's stack, anything else at its step's.
-func (p *pass) siteDiag(s *site, code string, pos graphir.Pos, msg, hint string) Diagnostic {
+func (p *pass) siteDiag(s *site, code codes.Code, pos graphir.Pos, msg, hint string) Diagnostic {
 	d := p.diag(code, p.g.Nodes[s.at], pos, msg, hint)
 	if s.kind == siteWhen {
 		st := p.g.Edges[s.edge].Stack
@@ -491,7 +492,7 @@ func checkExprs(p *pass) {
 			if part.X == nil {
 				continue
 			}
-			p.report("shell_interpolation", n, part.X.Pos,
+			p.report(codes.ShellInterpolation, n, part.X.Pos,
 				fmt.Sprintf("shell= of step %q contains the template {{ %s }}: its value would be parsed by the shell", n.Name, part.X.Src),
 				fmt.Sprintf(`pass the value through env (env = {"%s": "{{ %s }}"}) and write "$%s" in the script`,
 					envName(part.X), part.X.Src, envName(part.X)))

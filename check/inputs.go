@@ -5,7 +5,11 @@ package check
 // (input_type). What a parent passes to a child flow is checked in
 // subflows.go.
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/skeinlang/skein/graphir/codes"
+)
 
 func checkInputs(p *pass) {
 	for i := range p.g.Inputs {
@@ -18,7 +22,7 @@ func checkInputs(p *pass) {
 			if !pos.IsValid() {
 				pos = p.flowPos()
 			}
-			p.report("input_type", nil, pos,
+			p.report(codes.InputType, nil, pos,
 				fmt.Sprintf("the default of input %q does not fit its declaration: %v", in.Name, err),
 				fmt.Sprintf("give a default of type %s, or change type= to match it", in.TypeName()))
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 )
 
 // interpreters maps a program to the flags after which its next argument
@@ -280,7 +281,7 @@ func checkInterpreters(p *pass) {
 				if c.read == "" {
 					hint = fmt.Sprintf(`send it as data instead: stdin = "{{ %s }}", read on the other side (read -r %s)`, part.X.Src, v)
 				}
-				p.report("interpreter_interpolation", n, part.X.Pos,
+				p.report(codes.InterpreterInterpolation, n, part.X.Pos,
 					fmt.Sprintf("run= of step %q passes the template {{ %s }} inside the code given to %s: its value would run as code", n.Name, part.X.Src, c.what), hint)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/jsonschema"
 	"github.com/skeinlang/skein/internal/label"
 	"github.com/skeinlang/skein/internal/modelinfo"
@@ -30,7 +31,7 @@ func checkModels(p *pass) {
 		if near := spell.Nearest(name, declared); near != "" {
 			hint = fmt.Sprintf("did you mean %q?", near)
 		}
-		p.report("model_unknown", n, pos, fmt.Sprintf("step %q names model %q, which no model() declares", n.Name, name), hint)
+		p.report(codes.ModelUnknown, n, pos, fmt.Sprintf("step %q names model %q, which no model() declares", n.Name, name), hint)
 	}
 	for _, n := range g.Steps() {
 		if call := n.Call; call != nil {
@@ -49,10 +50,10 @@ func checkModels(p *pass) {
 				pos = n.Pos
 			}
 			if err := jsonschema.Check(n.Call.Schema); err != nil {
-				p.report("schema_invalid", n, pos, fmt.Sprintf("schema= of step %q: %v", n.Name, err),
+				p.report(codes.SchemaInvalid, n, pos, fmt.Sprintf("schema= of step %q: %v", n.Name, err),
 					"the supported subset: type (object, array, string, number, integer, boolean, null, or a list adding null to one), properties, required, items, enum, description, additionalProperties, anyOf")
 			} else if _, err := jsonschema.Strict(n.Call.Schema); err != nil {
-				p.report("schema_invalid", n, pos, fmt.Sprintf("schema= of step %q: %v", n.Name, err),
+				p.report(codes.SchemaInvalid, n, pos, fmt.Sprintf("schema= of step %q: %v", n.Name, err),
 					"providers' structured outputs take a strict schema: an object at the top, no other properties than those listed (optional ones are fine: Skein makes them nullable)")
 			}
 		}
@@ -75,7 +76,7 @@ func checkModelParams(p *pass, m *graphir.ModelDecl) {
 	}
 	reasoning := modelinfo.IsReasoning(m.Model, m.Reasoning)
 	ignored := func(param, why, hint string) {
-		p.report("model_param_ignored", nil, m.Pos, fmt.Sprintf("model %q: %s is not sent: %s", m.Name, param, why), hint)
+		p.report(codes.ModelParamIgnored, nil, m.Pos, fmt.Sprintf("model %q: %s is not sent: %s", m.Name, param, why), hint)
 	}
 	switch {
 	case m.Temperature != nil && anthropic:
@@ -95,7 +96,7 @@ func checkModelParams(p *pass, m *graphir.ModelDecl) {
 // that is empty or that another label equals once both are normalized.
 func checkLLMRoutes(p *pass, n *graphir.Node) {
 	if len(n.Router.Routes) == 0 {
-		p.report("routes_missing", n, n.Pos, fmt.Sprintf("router %q has llm= but no routes= to choose from", n.Name),
+		p.report(codes.RoutesMissing, n, n.Pos, fmt.Sprintf("router %q has llm= but no routes= to choose from", n.Name),
 			`give routes = {"label": step, ...}: the model picks one of the labels`)
 		return
 	}
@@ -107,12 +108,12 @@ func checkLLMRoutes(p *pass, n *graphir.Node) {
 			pos = n.Pos
 		}
 		if norm == "" {
-			p.report("routes_missing", n, pos, fmt.Sprintf("router %q: label %q is empty once trimmed of spaces and punctuation", n.Name, r.Label),
+			p.report(codes.RoutesMissing, n, pos, fmt.Sprintf("router %q: label %q is empty once trimmed of spaces and punctuation", n.Name, r.Label),
 				"labels are compared with the model's answer trimmed, lower-cased and without surrounding punctuation: use a word")
 			continue
 		}
 		if prev, ok := seen[norm]; ok {
-			p.report("routes_missing", n, pos, fmt.Sprintf("router %q: labels %q and %q are the same once normalized (%q)", n.Name, prev, r.Label, norm),
+			p.report(codes.RoutesMissing, n, pos, fmt.Sprintf("router %q: labels %q and %q are the same once normalized (%q)", n.Name, prev, r.Label, norm),
 				"labels are compared trimmed, lower-cased and without surrounding punctuation: make them differ in letters")
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 )
 
 func checkNames(p *pass) {
@@ -20,7 +21,7 @@ func checkNames(p *pass) {
 	}
 	for _, n := range p.g.Steps() {
 		if prev := first(n.Name); prev != n {
-			p.report("duplicate_step", n, n.Pos,
+			p.report(codes.DuplicateStep, n, n.Pos,
 				fmt.Sprintf("step %q is already declared at %s", n.Name, prev.Pos),
 				"step names are unique in the whole flow, loop and map bodies included")
 			continue
@@ -31,10 +32,10 @@ func checkNames(p *pass) {
 			if s := suggestName(n.Name); s != "" && first(s) == nil {
 				hint = fmt.Sprintf("did you mean %q?", s)
 			}
-			p.report("invalid_name", n, n.Pos,
+			p.report(codes.InvalidName, n, n.Pos,
 				fmt.Sprintf("step name %q must match [a-z_][a-z0-9_]*", n.Name), hint)
 		case graphir.Reserved(n.Name):
-			p.report("reserved_name", n, n.Pos,
+			p.report(codes.ReservedName, n, n.Pos,
 				fmt.Sprintf("step name %q is reserved: %s", n.Name, reservedWhy(n.Name)),
 				fmt.Sprintf("rename it, e.g. %q", n.Name+"_step"))
 		}
@@ -47,10 +48,10 @@ func checkNames(p *pass) {
 		hint := fmt.Sprintf("name the element otherwise, e.g. item_var = %q", iv+"_item")
 		switch {
 		case graphir.Reserved(iv):
-			p.report("reserved_name", n, n.Pos,
+			p.report(codes.ReservedName, n, n.Pos,
 				fmt.Sprintf("item_var %q of map %q is reserved: %s", iv, n.Name, reservedWhy(iv)), hint)
 		case first(iv) != nil:
-			p.report("reserved_name", n, n.Pos,
+			p.report(codes.ReservedName, n, n.Pos,
 				fmt.Sprintf("item_var %q of map %q is also a step's name: in the body, %s would be the element, not step %q", iv, n.Name, iv, iv), hint)
 		}
 	}

@@ -57,7 +57,7 @@ type jsonReport struct {
 func WriteJSON(w io.Writer, ds []Diagnostic) error {
 	r := jsonReport{Diagnostics: []jsonDiag{}}
 	for _, d := range ds {
-		r.Diagnostics = append(r.Diagnostics, jsonDiag{Code: d.Code, Severity: d.Severity.String(),
+		r.Diagnostics = append(r.Diagnostics, jsonDiag{Code: string(d.Code), Severity: d.Severity.String(),
 			Message: d.Message, File: d.Pos.File, Line: d.Pos.Line, Col: d.Pos.Col, Step: d.Step,
 			Hint: d.Hint, Trace: d.Trace})
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 )
 
 func checkReachability(p *pass) {
@@ -107,7 +108,7 @@ func (p *pass) reachScope(s graphir.NodeID) {
 				break
 			}
 		}
-		p.report("exit_unreachable", nil, p.flowPos(), "END cannot be reached from START", hint)
+		p.report(codes.ExitUnreachable, nil, p.flowPos(), "END cannot be reached from START", hint)
 	}
 	for _, id := range steps {
 		n := g.Nodes[id]
@@ -125,7 +126,7 @@ func (p *pass) reachScope(s graphir.NodeID) {
 			} else if s == graphir.None {
 				hint = fmt.Sprintf("no edge leads to it: add one, e.g. edge(START, %s) or from the step before it", n.Name)
 			}
-			p.report("unreachable_step", n, n.Pos, fmt.Sprintf("step %q is not reachable from %s", n.Name, where), hint)
+			p.report(codes.UnreachableStep, n, n.Pos, fmt.Sprintf("step %q is not reachable from %s", n.Name, where), hint)
 			continue
 		}
 		if !exits.has(id) && (s != graphir.None || reached.has(graphir.End)) {
@@ -135,7 +136,7 @@ func (p *pass) reachScope(s graphir.NodeID) {
 				target = "the end of the body nor ABORT"
 				hint = "give the cycle it is in a way out"
 			}
-			p.report("dead_end", n, n.Pos, fmt.Sprintf("step %q leads nowhere: neither %s can be reached from it", n.Name, target), hint)
+			p.report(codes.DeadEnd, n, n.Pos, fmt.Sprintf("step %q leads nowhere: neither %s can be reached from it", n.Name, target), hint)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 )
 
 // scopeOf returns the scope holding node id: the loop or map whose body
@@ -219,7 +220,7 @@ func checkScopes(p *pass) {
 				src.Name, describeScope(g, from), dst.Name, describeScope(g, to))
 			hint = "connect the loops or maps themselves; each body is a unit of its own"
 		}
-		d := Diagnostic{Code: "edge_crosses_scope", Severity: Error, Message: msg, Pos: e.Pos, Hint: hint,
+		d := Diagnostic{Code: codes.EdgeCrossesScope, Severity: Error, Message: msg, Pos: e.Pos, Hint: hint,
 			Step: step.Name, Trace: e.Stack.Trace(e.Stack.UserFrame())}
 		p.diags = append(p.diags, d)
 	}

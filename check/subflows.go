@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/spell"
 )
 
@@ -96,7 +97,7 @@ func (p *pass) checkChild(n *graphir.Node, what string, child *graphir.Graph, lo
 		p.deepest = cc.chain
 	}
 	if len(cc.chain) > MaxSubflowDepth {
-		p.report("subflow_depth", n, at,
+		p.report(codes.SubflowDepth, n, at,
 			fmt.Sprintf("child flows nest %d deep through %s, more than %d: %s", len(cc.chain), what,
 				MaxSubflowDepth, strings.Join(append([]string{p.g.File}, cc.chain...), " -> ")),
 			"flatten the chain: run some of these flows side by side instead of inside each other")
@@ -125,12 +126,12 @@ func (p *pass) checkToolInputs(t *graphir.Tool) {
 			if near := spell.Nearest(prm.Name, names); near != "" {
 				hint = fmt.Sprintf("did you mean %q?", near)
 			}
-			p.report("unknown_input", nil, pos,
+			p.report(codes.UnknownInput, nil, pos,
 				fmt.Sprintf("tool %q has parameter %q, which child flow %s does not declare as an input", t.Name, prm.Name, c.Name), hint)
 			continue
 		}
 		if !graphir.InputFits(prm.Type, decl.TypeName()) {
-			p.report("input_type", nil, pos,
+			p.report(codes.InputType, nil, pos,
 				fmt.Sprintf("tool %q declares parameter %q as %q, which does not fit input %q of child flow %s", t.Name, prm.Name, prm.Type, prm.Name, c.Name),
 				fmt.Sprintf("child flow %s declares %s; give the parameter the matching JSON type", c.Name, decl.Describe()))
 		}
@@ -144,7 +145,7 @@ func (p *pass) checkToolInputs(t *graphir.Tool) {
 		if !at.IsValid() {
 			at = t.Pos
 		}
-		p.report("input_missing", nil, at,
+		p.report(codes.InputMissing, nil, at,
 			fmt.Sprintf("tool %q runs child flow %s without its required input %q", t.Name, c.Name, decl.Name),
 			fmt.Sprintf("add it to params (params = {%q: %q}); child flow %s declares %s", decl.Name, paramType(decl.TypeName()), c.Name, decl.Describe()))
 	}
@@ -188,7 +189,7 @@ func (p *pass) checkChildInputs(n *graphir.Node) {
 		if decl := c.Input(in.Name); decl != nil {
 			if in.Literal != nil {
 				if _, err := decl.Check(in.Literal); err != nil {
-					p.report("input_type", n, pos,
+					p.report(codes.InputType, n, pos,
 						fmt.Sprintf("step %q passes %s to child flow %s: %v", n.Name, graphir.ValueString(in.Literal), c.Name, err),
 						fmt.Sprintf("child flow %s declares %s", c.Name, decl.Describe()))
 				}
@@ -199,7 +200,7 @@ func (p *pass) checkChildInputs(n *graphir.Node) {
 		if near := spell.Nearest(in.Name, names); near != "" {
 			hint = fmt.Sprintf("did you mean %q?", near)
 		}
-		p.report("unknown_input", n, pos,
+		p.report(codes.UnknownInput, n, pos,
 			fmt.Sprintf("step %q passes input %q, which child flow %s does not declare", n.Name, in.Name, c.Name), hint)
 	}
 	for i := range c.Inputs {
@@ -207,7 +208,7 @@ func (p *pass) checkChildInputs(n *graphir.Node) {
 		if !decl.Required || passed[decl.Name] {
 			continue
 		}
-		p.report("input_missing", n, p.flowArgPos(n),
+		p.report(codes.InputMissing, n, p.flowArgPos(n),
 			fmt.Sprintf("step %q runs child flow %s without its required input %q", n.Name, c.Name, decl.Name),
 			fmt.Sprintf("pass it: inputs = {%q: ...}; child flow %s declares %s", decl.Name, c.Name, decl.Describe()))
 	}

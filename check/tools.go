@@ -14,6 +14,7 @@ import (
 	"fmt"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/spell"
 )
 
@@ -26,7 +27,7 @@ func checkTools(p *pass) {
 		if t.Shell != nil {
 			for _, part := range t.Shell.Parts {
 				if part.X != nil {
-					p.report("shell_interpolation", nil, part.X.Pos,
+					p.report(codes.ShellInterpolation, nil, part.X.Pos,
 						fmt.Sprintf("shell= of tool %q contains the template {{ %s }}: its value would be parsed by the shell", t.Name, part.X.Src),
 						"a shell tool's arguments reach the script as environment variables: write \"$ARG_NAME\" (quoted), or use run= for an argv")
 				}
@@ -50,7 +51,7 @@ func checkTools(p *pass) {
 		} else if pos.Line == 0 {
 			pos = p.flowPos()
 		}
-		p.report("unknown_tool", n, pos, fmt.Sprintf("%s names tool %q, which no tool() declares", where, r.Name), hint)
+		p.report(codes.UnknownTool, n, pos, fmt.Sprintf("%s names tool %q, which no tool() declares", where, r.Name), hint)
 	}
 	for _, n := range g.Steps() {
 		if n.Call == nil {
@@ -72,7 +73,7 @@ func (p *pass) checkToolTemplate(t *graphir.Tool, tm *graphir.Template, field st
 	}
 	where := fmt.Sprintf("%s of tool %q", field, t.Name)
 	if tm.Err != nil && !holeErr(tm) {
-		p.report("expr_syntax", nil, tm.Err.Pos, fmt.Sprintf("invalid template in %s: %s", where, tm.Err.Msg), `write a literal "{{" as {{ "{{" }}`)
+		p.report(codes.ExprSyntax, nil, tm.Err.Pos, fmt.Sprintf("invalid template in %s: %s", where, tm.Err.Msg), `write a literal "{{" as {{ "{{" }}`)
 	}
 	for _, part := range tm.Parts {
 		x := part.X
@@ -80,7 +81,7 @@ func (p *pass) checkToolTemplate(t *graphir.Tool, tm *graphir.Template, field st
 			continue
 		}
 		if x.Err != nil {
-			p.report("expr_syntax", nil, x.Err.Pos, fmt.Sprintf("invalid expression in %s: %s", where, x.Err.Msg), syntaxHint(x.Src))
+			p.report(codes.ExprSyntax, nil, x.Err.Pos, fmt.Sprintf("invalid expression in %s: %s", where, x.Err.Msg), syntaxHint(x.Src))
 			continue
 		}
 		for _, r := range x.Refs {
@@ -94,17 +95,17 @@ func (p *pass) checkToolTemplate(t *graphir.Tool, tm *graphir.Template, field st
 				if near := spell.Nearest(name, t.ParamNames()); near != "" {
 					hint = fmt.Sprintf("did you mean %q?", near)
 				}
-				p.report("unknown_param", nil, r.Pos, fmt.Sprintf("tool %q has no parameter %q (in %s)", t.Name, name, where), hint)
+				p.report(codes.UnknownParam, nil, r.Pos, fmt.Sprintf("tool %q has no parameter %q (in %s)", t.Name, name, where), hint)
 			case "inputs":
 				if name := r.Attr + r.Key; name != "" && p.g.Input(name) == nil {
-					p.report("unknown_input", nil, r.Pos, fmt.Sprintf("unknown input %q in %s", name, where), p.inputHint(name))
+					p.report(codes.UnknownInput, nil, r.Pos, fmt.Sprintf("unknown input %q in %s", name, where), p.inputHint(name))
 				}
 			default:
 				hint := "a tool's templates read its arguments (args.NAME) and the flow's inputs (inputs.NAME); pass a step's output to the agent in its prompt"
 				if near := spell.Nearest(r.Name, []string{"args", "inputs"}); near != "" {
 					hint = fmt.Sprintf("did you mean %q?", near)
 				}
-				p.report("unknown_name", nil, r.Pos, fmt.Sprintf("unknown name %q in %s", r.Name, where), hint)
+				p.report(codes.UnknownName, nil, r.Pos, fmt.Sprintf("unknown name %q in %s", r.Name, where), hint)
 			}
 		}
 	}

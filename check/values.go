@@ -14,6 +14,7 @@ import (
 	"go.starlark.net/syntax"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 )
 
 // known is what the checker knows an expression gives: its type, as
@@ -55,7 +56,7 @@ func checkOver(p *pass) {
 		case k.typ == "none" && k.step != nil:
 			hint = "map over a list another step computes, e.g. a fn step's result"
 		}
-		p.report("over_type", n, n.Map.Over.Pos,
+		p.report(codes.OverType, n, n.Map.Over.Pos,
 			fmt.Sprintf("over= of map %q gives %s, not a list", n.Name, k.what), hint)
 	}
 }
@@ -81,7 +82,7 @@ func checkConditions(p *pass) {
 		case k.input != "":
 			hint = fmt.Sprintf(`compare it (inputs.%s == ...), or declare it a bool: input(False)`, k.input)
 		}
-		p.report("condition_type", n, x.Pos, fmt.Sprintf("%s gives %s, not True or False", where, k.what), hint)
+		p.report(codes.ConditionType, n, x.Pos, fmt.Sprintf("%s gives %s, not True or False", where, k.what), hint)
 	}
 	for _, e := range g.Edges {
 		if e.When != nil && !e.Router {

@@ -29,6 +29,7 @@ import (
 	"go.starlark.net/syntax"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/stdlib"
@@ -203,7 +204,7 @@ func RunFile(ctx context.Context, file string, opts Options) *FileResult {
 	}
 	absFile, err := filepath.Abs(file)
 	if err != nil {
-		fr.Err = &graphir.Error{Code: "load_error", Msg: err.Error(), Pos: graphir.Pos{File: file}}
+		fr.Err = &graphir.Error{Code: codes.LoadError, Msg: err.Error(), Pos: graphir.Pos{File: file}}
 		return fr
 	}
 	l := &loader{root: root, cache: map[string]*loadEntry{}, display: map[string]string{absFile: file}}
@@ -306,7 +307,7 @@ func (l *loader) show(file string) string {
 func (l *loader) load(from *starlark.Thread, file string) (starlark.StringDict, *graphir.Error) {
 	if e, ok := l.cache[file]; ok {
 		if e.loading {
-			return nil, &graphir.Error{Code: "load_error", Msg: fmt.Sprintf("load cycle through %s", l.show(file))}
+			return nil, &graphir.Error{Code: codes.LoadError, Msg: fmt.Sprintf("load cycle through %s", l.show(file))}
 		}
 		return e.globals, e.err
 	}
@@ -346,7 +347,7 @@ func (l *loader) load(from *starlark.Thread, file string) (starlark.StringDict, 
 	if err != nil {
 		var se syntax.Error
 		if errors.As(err, &se) {
-			e.err = &graphir.Error{Code: "parse_error", Msg: se.Msg,
+			e.err = &graphir.Error{Code: codes.ParseError, Msg: se.Msg,
 				Pos: graphir.Pos{File: l.show(se.Pos.Filename()), Line: int(se.Pos.Line), Col: int(se.Pos.Col)}}
 			return nil, e.err
 		}
@@ -354,12 +355,12 @@ func (l *loader) load(from *starlark.Thread, file string) (starlark.StringDict, 
 		if errors.As(err, &rerrs) && len(rerrs) > 0 {
 			// An undefined name, as skein check reports one in a flow.
 			p := rerrs[0].Pos
-			e.err = &graphir.Error{Code: "parse_error", Msg: rerrs[0].Msg,
+			e.err = &graphir.Error{Code: codes.ParseError, Msg: rerrs[0].Msg,
 				Pos: graphir.Pos{File: l.show(p.Filename()), Line: int(p.Line), Col: int(p.Col)}}
 			return nil, e.err
 		}
 		ge := l.failure(err, graphir.Pos{File: l.show(file)})
-		e.err = &graphir.Error{Code: "load_error", Msg: ge.Msg, Pos: ge.Pos, Trace: ge.Trace}
+		e.err = &graphir.Error{Code: codes.LoadError, Msg: ge.Msg, Pos: ge.Pos, Trace: ge.Trace}
 		return nil, e.err
 	}
 	e.globals = g

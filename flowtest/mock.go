@@ -16,6 +16,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
@@ -29,7 +30,7 @@ type Outcome struct {
 	Stderr   string
 	ExitCode int
 	Output   starlark.Value // ok: a non-task step's output; answer: the answer
-	Code     string         // fail
+	Code     codes.Code     // fail
 	Error    string         // fail, reject
 	By       string         // approve
 	Reason   starlark.Value // approve, reject
@@ -55,7 +56,7 @@ func (o *Outcome) Attr(name string) (starlark.Value, error) {
 var OK = &Outcome{Kind: "ok", Output: starlark.None}
 
 // Fail is a failed effect, as `--mock STEP=fail` gives.
-var Fail = &Outcome{Kind: "fail", Code: "step_failed", Error: "mocked failure", ExitCode: 1}
+var Fail = &Outcome{Kind: "fail", Code: codes.StepFailed, Error: "mocked failure", ExitCode: 1}
 
 // completion turns an outcome into the completion of the effect req asked
 // for.
@@ -76,7 +77,7 @@ func (o *Outcome) completion(req *vm.EffectRequest, now time.Time) *vm.EffectCom
 		if s, ok := o.Reason.(starlark.String); ok && s != "" {
 			msg += ": " + string(s)
 		}
-		return &vm.EffectCompletion{Code: "rejected", Error: msg}
+		return &vm.EffectCompletion{Code: codes.Rejected, Error: msg}
 	case "approve":
 		reason := o.Reason
 		if reason == nil {
@@ -209,7 +210,7 @@ func (m *Mocks) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.
 			}
 			m.problem(msg)
 			m.mu.Unlock()
-			done(&vm.EffectCompletion{Code: "step_failed", Error: "no mock in a strict test"})
+			done(&vm.EffectCompletion{Code: codes.StepFailed, Error: "no mock in a strict test"})
 			return
 		}
 		m.mu.Unlock()
@@ -239,7 +240,7 @@ func (m *Mocks) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.
 			msg := fmt.Sprintf("mock of %s %q: %v", what, key, err)
 			m.problem(msg)
 			m.mu.Unlock()
-			done(&vm.EffectCompletion{Code: "step_failed", Error: msg})
+			done(&vm.EffectCompletion{Code: codes.StepFailed, Error: msg})
 			return
 		}
 	} else {

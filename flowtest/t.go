@@ -15,6 +15,7 @@ import (
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/lang/frontend"
@@ -302,10 +303,12 @@ func (t *tester) ok(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 }
 
 func (t *tester) fail(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	o := &Outcome{Kind: "fail", Code: "step_failed", ExitCode: 1}
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "code?", &o.Code, "error?", &o.Error, "exit_code?", &o.ExitCode, "stderr?", &o.Stderr, "stdout?", &o.Stdout); err != nil {
+	o := &Outcome{Kind: "fail", ExitCode: 1}
+	code := string(codes.StepFailed) // UnpackArgs takes a *string, not a *codes.Code
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "code?", &code, "error?", &o.Error, "exit_code?", &o.ExitCode, "stderr?", &o.Stderr, "stdout?", &o.Stdout); err != nil {
 		return nil, err
 	}
+	o.Code = codes.Code(code)
 	if o.Code == "" {
 		return nil, fmt.Errorf("%s: code must not be empty", b.Name())
 	}

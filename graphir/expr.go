@@ -24,6 +24,7 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/stdlib"
 )
 
@@ -265,7 +266,7 @@ func offsetPos(base Pos, exact bool, rel Pos) Pos {
 // compile does the work of Expr for one source string.
 func compile(src string) *compiled {
 	if strings.TrimSpace(src) == "" {
-		return &compiled{err: &Error{Code: "expr_syntax", Msg: "empty expression"}}
+		return &compiled{err: &Error{Code: codes.ExprSyntax, Msg: "empty expression"}}
 	}
 	x, err := FileOptions.ParseExpr("<expr>", src, 0)
 	if err != nil {
@@ -388,7 +389,7 @@ func syntaxError(err error) *compiled {
 			msg, at = e[0].Msg, Pos{Line: int(e[0].Pos.Line), Col: int(e[0].Pos.Col)}
 		}
 	}
-	return &compiled{err: &Error{Code: "expr_syntax", Msg: msg}, errAt: at}
+	return &compiled{err: &Error{Code: codes.ExprSyntax, Msg: msg}, errAt: at}
 }
 
 // SyntaxErrorStart returns where a parse error should point. The Starlark
@@ -574,7 +575,7 @@ func (c *Compiler) template(src string, pos Pos, exact bool) *Template {
 		}
 		if x == nil {
 			at := offsetPos(pos, exact, relPos(src, off+i))
-			t.Err = &Error{Code: "expr_syntax", Pos: at, Msg: fmt.Sprintf("unclosed {{ in template %q", src)}
+			t.Err = &Error{Code: codes.ExprSyntax, Pos: at, Msg: fmt.Sprintf("unclosed {{ in template %q", src)}
 			t.Parts = append(t.Parts, TemplatePart{Lit: rest[i:]})
 			return t
 		}

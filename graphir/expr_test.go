@@ -105,7 +105,7 @@ func TestExprSyntax(t *testing.T) {
 			t.Errorf("%q: no error", tc.src)
 			continue
 		}
-		got := []string{x.Err.Code, x.Err.Pos.String(), x.Err.Msg}
+		got := []string{string(x.Err.Code), x.Err.Pos.String(), x.Err.Msg}
 		if diff := cmp.Diff([]string{"expr_syntax", tc.pos, tc.msg}, got); diff != "" {
 			t.Errorf("%q (-want +got):\n%s", tc.src, diff)
 		}
@@ -265,7 +265,7 @@ func TestTemplateErrors(t *testing.T) {
 			t.Errorf("%q: no error", tc.src)
 			continue
 		}
-		got := []string{tm.Err.Code, tm.Err.Pos.String()}
+		got := []string{string(tm.Err.Code), tm.Err.Pos.String()}
 		if diff := cmp.Diff([]string{"expr_syntax", tc.pos}, got); diff != "" {
 			t.Errorf("%q (-want +got):\n%s", tc.src, diff)
 		}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/skeinlang/skein/graphir/codes"
 )
 
 // Pos is a position in a source file, as editors print it: 1-based line and
@@ -90,13 +92,13 @@ func (s Stack) Trace(user int) []string {
 // people, and where it applies (a position, a step, a trace). Load errors,
 // check diagnostics and runtime failures all carry one.
 type Error struct {
-	Code  string   // a code of docs/codes.md, docs/cli.md, e.g. "load_error", "step_failed"
-	Msg   string   // lower-case, names the thing
-	Pos   Pos      // where, when known
-	Step  string   // the step it concerns, if any
-	Hint  string   // e.g. `did you mean "publish"?`
-	Trace []string // further frames, innermost first
-	Err   error    // the underlying error, if any
+	Code  codes.Code // a code of the table (docs/codes.md), e.g. codes.LoadError
+	Msg   string     // lower-case, names the thing
+	Pos   Pos        // where, when known
+	Step  string     // the step it concerns, if any
+	Hint  string     // e.g. `did you mean "publish"?`
+	Trace []string   // further frames, innermost first
+	Err   error      // the underlying error, if any
 	// Cause is the step failure that began the path to this error, when
 	// that failure was routed on (say to a step that then went to ABORT).
 	Cause *Error
@@ -113,7 +115,7 @@ func AsError(err error) *Error {
 	if errors.As(err, &ge) {
 		return ge
 	}
-	return &Error{Code: "load_error", Msg: err.Error()}
+	return &Error{Code: codes.LoadError, Msg: err.Error()}
 }
 
 func (e *Error) Error() string {

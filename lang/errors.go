@@ -16,6 +16,7 @@ import (
 
 	"github.com/skeinlang/skein/builtins"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/spell"
 )
 
@@ -59,7 +60,7 @@ func convert(err error, loc graphir.Locator) *graphir.Error {
 	var serr syntax.Error
 	if errors.As(err, &serr) {
 		msg, hint := splitHint(serr.Msg)
-		return &graphir.Error{Code: "parse_error", Pos: pos(serr.Pos), Msg: msg, Hint: hint, Err: err}
+		return &graphir.Error{Code: codes.ParseError, Pos: pos(serr.Pos), Msg: msg, Hint: hint, Err: err}
 	}
 	var rerrs resolve.ErrorList
 	if errors.As(err, &rerrs) && len(rerrs) > 0 {
@@ -67,7 +68,7 @@ func convert(err error, loc graphir.Locator) *graphir.Error {
 		if hint == "" {
 			hint = predeclaredHint(msg)
 		}
-		e := &graphir.Error{Code: "parse_error", Pos: pos(rerrs[0].Pos), Msg: msg, Hint: hint, Err: err}
+		e := &graphir.Error{Code: codes.ParseError, Pos: pos(rerrs[0].Pos), Msg: msg, Hint: hint, Err: err}
 		for _, more := range rerrs[1:] {
 			e.Trace = append(e.Trace, pos(more.Pos).String()+": "+more.Msg)
 		}
@@ -77,7 +78,7 @@ func convert(err error, loc graphir.Locator) *graphir.Error {
 	if errors.As(err, &eval) {
 		return convertEval(eval, loc)
 	}
-	return &graphir.Error{Code: "load_error", Msg: err.Error(), Err: err}
+	return &graphir.Error{Code: codes.LoadError, Msg: err.Error(), Err: err}
 }
 
 // predeclaredHint suggests a builtin for "undefined: NAME": the resolver
@@ -135,7 +136,7 @@ func convertEval(eval *starlark.EvalError, loc graphir.Locator) *graphir.Error {
 	if hinted := (*graphir.Error)(nil); hint == "" && errors.As(eval.Unwrap(), &hinted) {
 		hint = hinted.Hint // a builtin's (or the loader's) advice
 	}
-	e := &graphir.Error{Code: "load_error", Msg: msg, Hint: hint, Err: eval}
+	e := &graphir.Error{Code: codes.LoadError, Msg: msg, Hint: hint, Err: eval}
 	// Point at the innermost frame in a file the user wrote: an error
 	// inside an @std helper is the caller's to fix.
 	at := -1

@@ -12,6 +12,7 @@ import (
 	"go.starlark.net/syntax"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 )
 
 // formatRewrites are the buildifier rewrites Format applies: the ones that
@@ -39,7 +40,7 @@ func Format(file string, src []byte) ([]byte, error) {
 	}
 	f, err := build.ParseDefault(file, src)
 	if err != nil {
-		e := &graphir.Error{Code: "parse_error", Pos: graphir.Pos{File: file}, Msg: err.Error(), Err: err}
+		e := &graphir.Error{Code: codes.ParseError, Pos: graphir.Pos{File: file}, Msg: err.Error(), Err: err}
 		if pe, ok := err.(build.ParseError); ok {
 			e.Pos = graphir.Pos{File: file, Line: pe.Pos.Line, Col: pe.Pos.LineRune}
 			e.Msg = pe.Message

@@ -21,6 +21,7 @@ import (
 
 	"github.com/skeinlang/skein/builtins"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
@@ -410,24 +411,24 @@ func (l *loader) loadChildren(file string, chain []string) {
 func (l *loader) loadChild(file string, chain []string, ref *graphir.Template, step string) (string, *graphir.Graph, *graphir.Error) {
 	rel := ref.Src
 	path := filepath.Join(filepath.Dir(file), rel)
-	fail := func(code, format string, args ...any) *graphir.Error {
+	fail := func(code codes.Code, format string, args ...any) *graphir.Error {
 		return &graphir.Error{Code: code, Pos: ref.Pos, Step: step, Msg: fmt.Sprintf(format, args...)}
 	}
 	if filepath.IsAbs(rel) {
-		return path, nil, fail("subflow_not_found", "child flow %q: absolute paths are not allowed", rel)
+		return path, nil, fail(codes.SubflowNotFound, "child flow %q: absolute paths are not allowed", rel)
 	}
 	if err := l.s.confine(path); err != nil {
-		e := fail("subflow_not_found", "child flow %q: %v", rel, err)
+		e := fail(codes.SubflowNotFound, "child flow %q: %v", rel, err)
 		e.Hint = rootHint(path)
 		return path, nil, e
 	}
 	clean := filepath.Clean(path)
 	if i := indexOf(chain, clean); i >= 0 {
 		cycle := append(append([]string(nil), chain[i:]...), clean)
-		return path, nil, fail("subflow_cycle", "flow %s reaches itself: %s", clean, strings.Join(cycle, " -> "))
+		return path, nil, fail(codes.SubflowCycle, "flow %s reaches itself: %s", clean, strings.Join(cycle, " -> "))
 	}
 	if len(chain) > MaxChildDepth {
-		return path, nil, fail("subflow_depth", "child flows nest deeper than %d: %s", MaxChildDepth, strings.Join(append(chain, clean), " -> "))
+		return path, nil, fail(codes.SubflowDepth, "child flows nest deeper than %d: %s", MaxChildDepth, strings.Join(append(chain, clean), " -> "))
 	}
 	c, ok := l.s.children[clean]
 	if !ok {
@@ -437,10 +438,10 @@ func (l *loader) loadChild(file string, chain []string, ref *graphir.Template, s
 			var pe *fs.PathError
 			switch {
 			case errors.As(err, &pe) && errors.Is(pe.Err, fs.ErrNotExist):
-				c.err = &graphir.Error{Code: "subflow_not_found", Msg: fmt.Sprintf("child flow %s does not exist", path)}
+				c.err = &graphir.Error{Code: codes.SubflowNotFound, Msg: fmt.Sprintf("child flow %s does not exist", path)}
 			case errors.As(err, &pe):
 				// A directory, say: still the step's flow= that is wrong.
-				c.err = &graphir.Error{Code: "subflow_not_found", Msg: fmt.Sprintf("child flow %s cannot be read: %v", path, pe.Err), Err: err}
+				c.err = &graphir.Error{Code: codes.SubflowNotFound, Msg: fmt.Sprintf("child flow %s cannot be read: %v", path, pe.Err), Err: err}
 			default:
 				c.err = FileError(path, err)
 			}
@@ -453,14 +454,14 @@ func (l *loader) loadChild(file string, chain []string, ref *graphir.Template, s
 		}
 		// A child whose load met a cycle is not cached: another parent
 		// chain may reach it without one.
-		if c.err == nil || c.err.Code != "subflow_cycle" {
+		if c.err == nil || c.err.Code != codes.SubflowCycle {
 			l.s.children[clean] = c
 		}
 	}
 	var cerr *graphir.Error
 	if c.err != nil {
 		e := *c.err
-		if e.Code == "subflow_not_found" {
+		if e.Code == codes.SubflowNotFound {
 			e.Pos, e.Step = ref.Pos, step
 		}
 		cerr = &e

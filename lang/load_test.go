@@ -69,7 +69,7 @@ func wantError(t *testing.T, err *graphir.Error, code, pos string, frags ...stri
 	if strings.Count(pos, ":") == 1 {
 		got = graphir.Pos{File: err.Pos.File, Line: err.Pos.Line}.String()
 	}
-	if err.Code != code || got != pos {
+	if string(err.Code) != code || got != pos {
 		t.Errorf("got %s at %s (%s), want %s at %s", err.Code, err.Pos, err.Msg, code, pos)
 	}
 	for _, f := range frags {
@@ -564,7 +564,7 @@ chain(START, a, b, c, d, e, f, END)
 		n := g.Node(tc.step)
 		var got *childErr
 		if n.Subflow.ChildErr != nil {
-			got = &childErr{n.Subflow.ChildErr.Code, n.Subflow.ChildErr.Pos.String(), n.Subflow.ChildErr.Step}
+			got = &childErr{string(n.Subflow.ChildErr.Code), n.Subflow.ChildErr.Pos.String(), n.Subflow.ChildErr.Step}
 			if !strings.Contains(n.Subflow.ChildErr.Msg, tc.frag) {
 				t.Errorf("%s: message %q does not contain %q", tc.step, n.Subflow.ChildErr.Msg, tc.frag)
 			}

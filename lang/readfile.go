@@ -13,6 +13,7 @@ import (
 	"os"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/stdlib"
 )
 
@@ -53,5 +54,5 @@ func FileError(file string, err error) *graphir.Error {
 	if errors.As(err, &pe) {
 		msg = fmt.Sprintf("cannot read %s: %v", file, pe.Err)
 	}
-	return &graphir.Error{Code: "load_error", Pos: graphir.Pos{File: file}, Msg: msg, Err: err}
+	return &graphir.Error{Code: codes.LoadError, Pos: graphir.Pos{File: file}, Msg: msg, Err: err}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/skeinlang/skein/builtins"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
 )
@@ -172,7 +173,7 @@ func (s *Session) loadBindings(file string, src []byte) starlark.StringDict {
 // and child flows are read again).
 func (s *Session) Reload() error {
 	if s.last == "" {
-		return &graphir.Error{Code: "load_error", Msg: "no file loaded yet"}
+		return &graphir.Error{Code: codes.LoadError, Msg: "no file loaded yet"}
 	}
 	return s.LoadFile(s.last)
 }
@@ -183,7 +184,7 @@ func (s *Session) Reload() error {
 func (s *Session) Drop(name string) ([]string, error) {
 	gone, err := s.l.b.Drop(name)
 	if err != nil {
-		return nil, &graphir.Error{Code: "load_error", Msg: err.Error()}
+		return nil, &graphir.Error{Code: codes.LoadError, Msg: err.Error()}
 	}
 	return gone, nil
 }

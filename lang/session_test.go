@@ -156,7 +156,7 @@ func TestSessionErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		err := execErr(t, s, c.chunk)
-		if err.Code != c.code || err.Pos.String() != c.pos || !strings.Contains(err.Msg, c.msg) || err.Hint != c.hint {
+		if string(err.Code) != c.code || err.Pos.String() != c.pos || !strings.Contains(err.Msg, c.msg) || err.Hint != c.hint {
 			t.Errorf("Exec(%q) = %s (hint %q), want %s: %s [%s] (hint %q)", c.chunk, err, err.Hint, c.pos, c.msg, c.code, c.hint)
 		}
 	}

@@ -502,7 +502,7 @@ func toDiagnostic(t *text, dg check.Diagnostic, line, col int, msg string) diagn
 	if dg.Severity == check.Warning {
 		sev = 2
 	}
-	return diagnostic{Range: wordRange(t, line, col), Severity: sev, Code: dg.Code, Source: "skein", Message: msg}
+	return diagnostic{Range: wordRange(t, line, col), Severity: sev, Code: string(dg.Code), Source: "skein", Message: msg}
 }
 
 // wordRange is the range of the word or string that starts at line:col of

@@ -22,6 +22,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/jsonschema"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
@@ -54,13 +55,13 @@ type AgentRecord struct {
 
 // ToolCallRecord is one tool call an agent's model made.
 type ToolCallRecord struct {
-	Turn   int    `json:"turn"`
-	ID     string `json:"id"`
-	Tool   string `json:"tool"`
-	Args   string `json:"arguments"`
-	OK     bool   `json:"ok"`
-	Result string `json:"result"` // bounded
-	Code   string `json:"code,omitempty"`
+	Turn   int        `json:"turn"`
+	ID     string     `json:"id"`
+	Tool   string     `json:"tool"`
+	Args   string     `json:"arguments"`
+	OK     bool       `json:"ok"`
+	Result string     `json:"result"` // bounded
+	Code   codes.Code `json:"code,omitempty"`
 }
 
 // Grant is a tool of the flow's pool granted to agents during a run.
@@ -189,7 +190,7 @@ func (r *run) agentDone(c *completion) {
 }
 
 // agentFail ends the visit of a with a failure.
-func (r *run) agentFail(a *agentRun, code, msg string) {
+func (r *run) agentFail(a *agentRun, code codes.Code, msg string) {
 	r.keepConversation(a)
 	r.finish(a.f, a.n, failure(code, msg))
 }
@@ -229,7 +230,7 @@ func (r *run) agentReplied(a *agentRun, ec *EffectCompletion) {
 	}
 	if a.turn >= n.Call.MaxTurns {
 		a.chat.Messages = append(a.chat.Messages, model.Message{Role: "assistant", Content: content, ToolCalls: calls})
-		r.agentFail(a, "max_turns", fmt.Sprintf("agent %q still calling tools after max_turns %d model calls", n.Name, n.Call.MaxTurns))
+		r.agentFail(a, codes.MaxTurns, fmt.Sprintf("agent %q still calling tools after max_turns %d model calls", n.Name, n.Call.MaxTurns))
 		return
 	}
 	a.chat.Messages = append(a.chat.Messages, model.Message{Role: "assistant", Content: content, ToolCalls: calls})
@@ -330,7 +331,7 @@ func (r *run) agentAnswer(a *agentRun, content string, obj starlark.Value) {
 		if err != nil {
 			a.chat.Messages = append(a.chat.Messages, model.Message{Role: "assistant", Content: content})
 			if a.turn >= n.Call.MaxTurns {
-				r.agentFail(a, "max_turns", fmt.Sprintf("agent %q: the final answer does not match the schema after max_turns %d model calls: %v", n.Name, n.Call.MaxTurns, err))
+				r.agentFail(a, codes.MaxTurns, fmt.Sprintf("agent %q: the final answer does not match the schema after max_turns %d model calls: %v", n.Name, n.Call.MaxTurns, err))
 				return
 			}
 			a.chat.Messages = append(a.chat.Messages, model.Message{Role: "user",
@@ -417,7 +418,7 @@ func envelope(rep *model.Reply) starlark.Value {
 func (r *run) startToolCall(a *agentRun, i int, call model.ToolCall, offered []*graphir.Tool) {
 	n := a.n
 	name := call.Function.Name
-	answer := func(ok bool, code, text string) {
+	answer := func(ok bool, code codes.Code, text string) {
 		a.results[i].Content = text
 		r.recordToolCall(a, call, ok, code, text)
 	}
@@ -439,7 +440,7 @@ func (r *run) startToolCall(a *agentRun, i int, call model.ToolCall, offered []*
 		}
 		msg := fmt.Sprintf("error: there is no tool %q here; the tools are: %s", name, strings.Join(names, ", "))
 		msg += spell.Suggest(name, names)
-		answer(false, "unknown_tool", msg)
+		answer(false, codes.UnknownTool, msg)
 		return
 	}
 	var args any
@@ -465,12 +466,12 @@ func (r *run) startToolCall(a *agentRun, i int, call model.ToolCall, offered []*
 		// A function of its arguments alone: evaluated here, like until.
 		out, err := r.evaluate(a.f, n, t.Fn, starlark.Tuple{argv}, nil, 0, nil)
 		if err != nil {
-			answer(false, "step_failed", "the tool failed: "+evalMessage(err))
+			answer(false, codes.StepFailed, "the tool failed: "+evalMessage(err))
 			return
 		}
 		s, err := text(out)
 		if err != nil {
-			answer(false, "step_failed", "the tool failed: its result is not data: "+err.Error())
+			answer(false, codes.StepFailed, "the tool failed: its result is not data: "+err.Error())
 			return
 		}
 		if out, err = stdlib.Data(out); err == nil {
@@ -556,19 +557,19 @@ func (r *run) toolDone(a *agentRun, req *EffectRequest, ec *EffectCompletion) {
 	}
 	var b strings.Builder
 	ok := ec.OK
-	code := ""
+	var code codes.Code
 	switch {
 	case ec.Park:
 		// A child flow waiting for a person: an agent's turn cannot wait.
-		ok, code = false, "step_failed"
+		ok, code = false, codes.StepFailed
 		fmt.Fprintf(&b, "the tool failed: its child flow %s waits for a person's decision, which a tool's child flow cannot do", req.ChildPath)
 	case !ok && req.Kind == graphir.KindSubflow:
-		code = failCodeOr(ec.Code, "step_failed")
+		code = failCodeOr(ec.Code, codes.StepFailed)
 		fmt.Fprintf(&b, "the tool failed (%s)\n", code)
 	case !ok:
-		code = failCodeOr(ec.Code, "step_failed")
+		code = failCodeOr(ec.Code, codes.StepFailed)
 		fmt.Fprintf(&b, "the tool failed (exit code %d", ec.ExitCode)
-		if ec.Code != "" && ec.Code != "step_failed" {
+		if ec.Code != "" && ec.Code != codes.StepFailed {
 			fmt.Fprintf(&b, ", %s", ec.Code)
 		}
 		b.WriteString(")\n")
@@ -641,7 +642,7 @@ func childFailure(res *Result) string {
 }
 
 // recordToolCall adds a tool call to the record and reports it.
-func (r *run) recordToolCall(a *agentRun, call model.ToolCall, ok bool, code, result string) {
+func (r *run) recordToolCall(a *agentRun, call model.ToolCall, ok bool, code codes.Code, result string) {
 	tr := ToolCallRecord{Turn: a.turn, ID: call.ID, Tool: call.Function.Name, Args: call.Function.Arguments, OK: ok,
 		Result: clipBytes(result, maxRecordResult), Code: code}
 	a.rec.ToolCalls = append(a.rec.ToolCalls, tr)

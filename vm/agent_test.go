@@ -169,7 +169,7 @@ chain(START, a, END)
 	oks := map[string]bool{}
 	codes := map[string]string{}
 	for _, c := range rec.ToolCalls {
-		oks[c.ID], codes[c.ID] = c.OK, c.Code
+		oks[c.ID], codes[c.ID] = c.OK, string(c.Code)
 	}
 	if !oks["a"] || oks["b"] || oks["c"] || codes["c"] != "invalid_arguments" || codes["e"] != "unknown_tool" {
 		t.Errorf("records %+v", rec.ToolCalls)

@@ -9,6 +9,7 @@ import (
 
 	"go.starlark.net/starlark"
 
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/stdlib"
 )
 
@@ -21,7 +22,7 @@ func ApprovalDecision(approved bool, by, reason string, at time.Time) *EffectCom
 		if reason != "" {
 			msg += ": " + reason
 		}
-		return &EffectCompletion{Code: "rejected", Error: msg}
+		return &EffectCompletion{Code: codes.Rejected, Error: msg}
 	}
 	return &EffectCompletion{OK: true, Output: stdlib.NewMap([]string{"approved", "by", "reason", "at"},
 		[]starlark.Value{starlark.True, starlark.String(by), starlark.String(reason), starlark.String(at.UTC().Format(time.RFC3339))})}
@@ -30,5 +31,5 @@ func ApprovalDecision(approved bool, by, reason string, at time.Time) *EffectCom
 // ApprovalTimedOut is the completion of an approval that got no decision
 // within its step's timeout.
 func ApprovalTimedOut(timeout time.Duration) *EffectCompletion {
-	return &EffectCompletion{Code: "timeout", Error: fmt.Sprintf("no decision within %s", timeout)}
+	return &EffectCompletion{Code: codes.Timeout, Error: fmt.Sprintf("no decision within %s", timeout)}
 }

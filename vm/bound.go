@@ -16,6 +16,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 )
 
 // bound is one armed timeout.
@@ -113,14 +114,14 @@ func (r *run) boundFired(b *bound) {
 			bf.cancelExec()
 		}
 	}
-	r.finish(b.f, n, &outcome{ok: false, value: starlark.None, code: "timeout",
+	r.finish(b.f, n, &outcome{ok: false, value: starlark.None, code: codes.Timeout,
 		err: fmt.Sprintf("%s %q: timed out after %s", n.Kind, n.Name, n.Timeout)})
 }
 
 // expiredOutcome is the failure of an effect attempt that its timeout
 // cancelled, keeping what it produced (a child flow's run).
 func expiredOutcome(n *graphir.Node, o *outcome) *outcome {
-	return &outcome{ok: false, value: starlark.None, code: "timeout", child: o.child,
+	return &outcome{ok: false, value: starlark.None, code: codes.Timeout, child: o.child,
 		err: fmt.Sprintf("timed out after %s", n.Timeout)}
 }
 

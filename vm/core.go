@@ -17,6 +17,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/stdlib"
 )
 
@@ -172,7 +173,7 @@ type outcome struct {
 	ok        bool
 	value     starlark.Value // the output; for tasks also when they fail
 	err       string         // the failure's message
-	code      string         // the failure's code: "step_failed" unless e.g. "timeout"
+	code      codes.Code     // the failure's code: codes.StepFailed unless e.g. codes.Timeout
 	task      bool           // value holds task fields
 	trunc     bool           // task output was cut to its tail
 	via       graphir.EdgeID // routers: the edge taken
@@ -185,7 +186,7 @@ type outcome struct {
 }
 
 // failure is a step that failed with code and message, and no output.
-func failure(code, msg string) *outcome {
+func failure(code codes.Code, msg string) *outcome {
 	return &outcome{ok: false, value: starlark.None, code: code, err: msg}
 }
 
@@ -197,11 +198,11 @@ func (o *outcome) errAt() string {
 	return o.err
 }
 
-// failCode is the code a failure carries: its own (e.g. "timeout"), else
+// failCode is the code a failure carries: its own (e.g. codes.Timeout), else
 // "step_failed".
-func (o *outcome) failCode() string {
+func (o *outcome) failCode() codes.Code {
 	if o.code == "" {
-		return "step_failed"
+		return codes.StepFailed
 	}
 	return o.code
 }
@@ -289,7 +290,7 @@ func (r *run) enter(t task) {
 	f, n := t.f, t.n
 	st := f.state(r, n.ID)
 	if bound := r.p.info[n.ID].bound; bound > 0 && st.visits >= bound {
-		r.stop(&graphir.Error{Code: "max_visits_exceeded", Step: n.Name,
+		r.stop(&graphir.Error{Code: codes.MaxVisitsExceeded, Step: n.Name,
 			Msg: fmt.Sprintf("step %q: max_visits %d exceeded", n.Name, bound)})
 		return
 	}
@@ -388,7 +389,7 @@ func (r *run) startWait(f *frame, n *graphir.Node) {
 		if n.WaitUntil {
 			what = "wait_until: "
 		}
-		r.finish(f, n, failure("step_failed", what+err.Error()))
+		r.finish(f, n, failure(codes.StepFailed, what+err.Error()))
 		return
 	}
 	req := r.request(f, n)
@@ -575,7 +576,7 @@ func (r *run) arrive(f *frame, from *graphir.Node, e *edgeInfo, live bool) {
 		return
 	case graphir.Abort:
 		if live {
-			err := &graphir.Error{Code: "aborted", Step: from.Name, Msg: fmt.Sprintf("step %q routed the run to ABORT", from.Name)}
+			err := &graphir.Error{Code: codes.Aborted, Step: from.Name, Msg: fmt.Sprintf("step %q routed the run to ABORT", from.Name)}
 			if c := r.cause; c != nil {
 				err.Cause = c
 				if c.Step == from.Name {
@@ -764,7 +765,7 @@ func (r *run) complete() {
 			msg = fmt.Sprintf("the run ended without reaching END: the last live branches stopped at %s%s, where no out-edge fired",
 				quoteList(r.stopped), more)
 		}
-		r.stop(&graphir.Error{Code: "no_route", Step: step, Msg: msg})
+		r.stop(&graphir.Error{Code: codes.NoRoute, Step: step, Msg: msg})
 		return
 	}
 	if r.g.Output != nil {
@@ -775,7 +776,7 @@ func (r *run) complete() {
 		}
 		d, err := stdlib.Data(v)
 		if err != nil {
-			r.stop(&graphir.Error{Code: "expr_error", Msg: fmt.Sprintf("flow output %s: %v", quoteExpr(r.g.Output), err)})
+			r.stop(&graphir.Error{Code: codes.ExprError, Msg: fmt.Sprintf("flow output %s: %v", quoteExpr(r.g.Output), err)})
 			return
 		}
 		r.res.Output = d
@@ -823,7 +824,7 @@ func (r *run) evalFailed(f *frame, n *graphir.Node, what string, err error) {
 	}
 	var unmet *unmetError
 	if errors.As(err, &unmet) {
-		r.failedAt(f, n, &graphir.Error{Code: "dependency_unmet", Step: name,
+		r.failedAt(f, n, &graphir.Error{Code: codes.DependencyUnmet, Step: name,
 			Msg: fmt.Sprintf("%s reads %q, which has not completed on the path taken", subject, unmet.step), Trace: errTrace(err)})
 		return
 	}
@@ -834,7 +835,7 @@ func (r *run) evalFailed(f *frame, n *graphir.Node, what string, err error) {
 	}
 	// The step's record says it without the position, which its trace
 	// has, as a failing fn step's does.
-	r.failedAtMsg(f, n, &graphir.Error{Code: "expr_error", Step: name, Msg: fmt.Sprintf("%s: %s", subject, located(err)), Trace: errTrace(err)},
+	r.failedAtMsg(f, n, &graphir.Error{Code: codes.ExprError, Step: name, Msg: fmt.Sprintf("%s: %s", subject, located(err)), Trace: errTrace(err)},
 		strings.TrimPrefix(what+": "+evalMessage(err), ": "))
 }
 
@@ -944,7 +945,7 @@ func (r *run) route(f *frame, n *graphir.Node) {
 			// The run's error says where by= is written; the step's
 			// record says it without the position, as for other errors.
 			msg := fmt.Sprintf("by %s must give a string label, got %s %s", quoteExpr(n.Router.By), v.Type(), shortValue(v))
-			r.failedAtMsg(f, n, &graphir.Error{Code: "expr_error", Step: n.Name,
+			r.failedAtMsg(f, n, &graphir.Error{Code: codes.ExprError, Step: n.Name,
 				Msg: fmt.Sprintf("router %q: %s%s", n.Name, exprAt(n.Router.By), msg)}, msg)
 			return
 		}
@@ -980,7 +981,7 @@ func (r *run) route(f *frame, n *graphir.Node) {
 		if n.Router.By != nil {
 			msg = fmt.Sprintf("router %q: no route for label %q and there is no default", n.Name, label)
 		}
-		r.failedAt(f, n, &graphir.Error{Code: "no_route", Step: n.Name, Msg: msg})
+		r.failedAt(f, n, &graphir.Error{Code: codes.NoRoute, Step: n.Name, Msg: msg})
 		return
 	}
 	r.finish(f, n, &outcome{ok: true, value: starlark.String(label), via: via})
@@ -1008,7 +1009,7 @@ func (r *run) iterationDone(lf *frame) {
 	stop, reason, err := r.callUntil(lf, out)
 	if err != nil {
 		if r.ctx.Err() == nil {
-			r.failedAtMsg(lf.parent, n, &graphir.Error{Code: "until_error", Step: n.Name, Msg: fmt.Sprintf("loop %q: until: %s", n.Name, located(err)), Trace: errTrace(err)},
+			r.failedAtMsg(lf.parent, n, &graphir.Error{Code: codes.UntilError, Step: n.Name, Msg: fmt.Sprintf("loop %q: until: %s", n.Name, located(err)), Trace: errTrace(err)},
 				"until: "+evalMessage(err))
 		}
 		return
@@ -1043,7 +1044,7 @@ func (r *run) untilDecided(lf *frame, out starlark.Value, stop bool, reason star
 			if n.Loop.ExhaustFail {
 				// exhausted="fail": a failure like any other, which
 				// on="failure" edges can route.
-				o = &outcome{ok: false, value: out, code: "exhausted",
+				o = &outcome{ok: false, value: out, code: codes.Exhausted,
 					err: fmt.Sprintf("loop %q: exhausted after %d iterations without until holding", n.Name, lf.iteration)}
 			}
 		}
@@ -1066,7 +1067,7 @@ func (r *run) startMap(f *frame, n *graphir.Node) {
 	seq, ok := v.(starlark.Iterable)
 	if _, isStr := v.(starlark.String); !ok || isStr {
 		msg := fmt.Sprintf("over %s must give a list, got %s %s", quoteExpr(n.Map.Over), v.Type(), shortValue(v))
-		r.failedAtMsg(f, n, &graphir.Error{Code: "expr_error", Step: n.Name,
+		r.failedAtMsg(f, n, &graphir.Error{Code: codes.ExprError, Step: n.Name,
 			Msg: fmt.Sprintf("map %q: %s%s", n.Name, exprAt(n.Map.Over), msg)}, msg)
 		return
 	}
@@ -1077,7 +1078,7 @@ func (r *run) startMap(f *frame, n *graphir.Node) {
 		d, err := stdlib.Data(x)
 		if err != nil {
 			it.Done()
-			r.failedAt(f, n, &graphir.Error{Code: "expr_error", Step: n.Name, Msg: fmt.Sprintf("map %q: item %d: %v", n.Name, len(items), err)})
+			r.failedAt(f, n, &graphir.Error{Code: codes.ExprError, Step: n.Name, Msg: fmt.Sprintf("map %q: item %d: %v", n.Name, len(items), err)})
 			return
 		}
 		items = append(items, d)

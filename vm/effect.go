@@ -15,6 +15,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/vm/model"
 	"github.com/skeinlang/skein/vm/proc"
 )
@@ -175,7 +176,7 @@ type EffectCompletion struct {
 	// Error and Code describe a failure; Code is "step_failed" unless e.g.
 	// "timeout".
 	Error string
-	Code  string
+	Code  codes.Code
 	// Tasks and shells.
 	ExitCode  int
 	Stdout    string
@@ -235,7 +236,7 @@ func (Local) Start(ctx context.Context, req *EffectRequest, done func(*EffectCom
 		// Nobody here can decide: park.
 		done(&EffectCompletion{Park: true})
 	default:
-		done(&EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("step %q: %s steps cannot run here", req.Step, req.Kind)})
+		done(&EffectCompletion{Code: codes.StepFailed, Error: fmt.Sprintf("step %q: %s steps cannot run here", req.Step, req.Kind)})
 	}
 }
 
@@ -292,23 +293,23 @@ type childRun struct {
 // the parent's.
 func (req *EffectRequest) RunChild(ctx context.Context) *EffectCompletion {
 	if req.child == nil {
-		return &EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("step %q is not a child flow", req.Step)}
+		return &EffectCompletion{Code: codes.StepFailed, Error: fmt.Sprintf("step %q is not a child flow", req.Step)}
 	}
 	r, path := req.child.r, req.ChildPath
 	g := req.ChildGraph
 	if g == nil {
 		if r.opts.LoadFlow == nil {
-			return &EffectCompletion{Code: "step_failed",
+			return &EffectCompletion{Code: codes.StepFailed,
 				Error: fmt.Sprintf("cannot load child flow %s: templated child flows need a loader", path)}
 		}
 		var err error
 		if g, err = r.opts.LoadFlow(ctx, path, r.g.Root); err != nil {
-			return &EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("child flow %s: %v", path, err)}
+			return &EffectCompletion{Code: codes.StepFailed, Error: fmt.Sprintf("child flow %s: %v", path, err)}
 		}
 	}
 	in, err := BindInputs(g, req.ChildInputs)
 	if err != nil {
-		return &EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("child flow %s: %v", path, graphir.AsError(err).Msg)}
+		return &EffectCompletion{Code: codes.StepFailed, Error: fmt.Sprintf("child flow %s: %v", path, graphir.AsError(err).Msg)}
 	}
 	res := Prepare(g).Run(ctx, in, req.child.opts)
 	switch res.Status {
@@ -326,15 +327,15 @@ func (req *EffectRequest) RunChild(ctx context.Context) *EffectCompletion {
 	if res.Error != nil {
 		msg = res.Error.Msg
 	}
-	return &EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("child flow %s failed: %s", g.Name, msg), Child: res}
+	return &EffectCompletion{Code: codes.StepFailed, Error: fmt.Sprintf("child flow %s failed: %s", g.Name, msg), Child: res}
 }
 
 // stopsParent reports whether a child run failing with code ends its
 // parent too: the nesting guards, and the run tree's token budget and
 // replay-only cassette, which bind the whole tree.
-func stopsParent(code string) bool {
+func stopsParent(code codes.Code) bool {
 	switch code {
-	case "subflow_depth", "subflow_cycle", "budget_exceeded", "replay_miss":
+	case codes.SubflowDepth, codes.SubflowCycle, codes.BudgetExceeded, codes.ReplayMiss:
 		return true
 	}
 	return false
@@ -385,7 +386,7 @@ func effectOutcome(n *graphir.Node, c *EffectCompletion) *outcome {
 		}
 	}
 	if !o.ok && o.code == "" && !o.cancelled {
-		o.code = "step_failed"
+		o.code = codes.StepFailed
 	}
 	return o
 }

@@ -12,6 +12,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 )
@@ -96,7 +97,7 @@ func TestEventJSON(t *testing.T) {
 		events = append(events, vm.Event{
 			Type: types[i%len(types)], Time: at.Add(time.Duration(i) * time.Millisecond),
 			Flow: []string{s, "child"}, Scope: []string{"l#2", s}, Step: s, Kind: "fn", Visit: i,
-			Attempt: i % 3, Status: s, Code: s, Error: s, Duration: time.Duration(i) * 1234567,
+			Attempt: i % 3, Status: s, Code: codes.Code(s), Error: s, Duration: time.Duration(i) * 1234567,
 			Message: s, Output: starlark.NewList([]starlark.Value{starlark.String(s), starlark.MakeInt(i)}),
 			RunID: s, FlowName: s, Index: i, Stop: i%2 == 0,
 		})
@@ -349,10 +350,10 @@ out = step("out", fn = lambda r: fail("no <" + r.inputs.w))
 	}
 	s := hostile[len(hostile)-1]
 	results = append(results, &vm.Result{RunID: s, Flow: s, File: s, Status: vm.Failed,
-		Error: &graphir.Error{Code: s, Step: s, Msg: s, Trace: hostile, Cause: &graphir.Error{Code: s, Step: s, Msg: s, Trace: hostile}}, Output: starlark.String(s), Path: hostile, PathTotal: 99,
+		Error: &graphir.Error{Code: codes.Code(s), Step: s, Msg: s, Trace: hostile, Cause: &graphir.Error{Code: codes.Code(s), Step: s, Msg: s, Trace: hostile}}, Output: starlark.String(s), Path: hostile, PathTotal: 99,
 		Duration: 1500 * time.Microsecond,
 		Steps: []*vm.StepRecord{
-			{Name: s, Kind: graphir.KindLoop, Status: vm.StepFailed, Error: s, Code: s, Log: hostile, Truncated: true, Trace: hostile},
+			{Name: s, Kind: graphir.KindLoop, Status: vm.StepFailed, Error: s, Code: codes.Code(s), Log: hostile, Truncated: true, Trace: hostile},
 			{Name: "nil-output", Kind: graphir.KindMap, Items: 3},
 			{Name: "child", Kind: graphir.KindSubflow, Child: &vm.Result{Output: starlark.None}},
 		}})

@@ -11,6 +11,7 @@ import (
 
 	"go.starlark.net/starlark"
 
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm/model"
 )
@@ -49,7 +50,7 @@ type Event struct {
 	Visit    int
 	Attempt  int           // step_retrying: the attempt about to start (2 = first retry)
 	Status   string        // step_finished, run_finished
-	Code     string        // the error code, when failed
+	Code     codes.Code    // the error code, when failed
 	Error    string        // the error message, when failed
 	Trace    []string      // step_finished: the backtrace of a runtime error in Starlark
 	Duration time.Duration // step_finished, run_finished; step_retrying: the backoff before the attempt
@@ -200,7 +201,7 @@ func (enc *EventEncoder) Append(b []byte, e *Event) []byte {
 		b = appendMember(b, "status", e.Status)
 	}
 	if e.Code != "" {
-		b = appendMember(b, "code", e.Code)
+		b = appendMember(b, "code", string(e.Code))
 	}
 	if e.Error != "" {
 		b = appendMember(b, "error", e.Error)
@@ -362,7 +363,7 @@ type jsonEvent struct {
 	Stop       bool            `json:"stop"`
 	Exhausted  bool            `json:"exhausted"`
 	Status     string          `json:"status"`
-	Code       string          `json:"code"`
+	Code       codes.Code      `json:"code"`
 	Error      string          `json:"error"`
 	Trace      []string        `json:"trace"`
 	Model      string          `json:"model"`

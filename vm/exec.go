@@ -21,6 +21,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/internal/heapwatch"
 	"github.com/skeinlang/skein/stdlib"
@@ -321,7 +322,7 @@ func (r *run) exitHandler(n *graphir.Node) {
 		// error, or cancellation.
 		rec.Error, rec.Code, rec.Trace = e.Msg, e.Code, e.Trace
 		rec.Status = StepFailed
-		if e.Code == "cancelled" {
+		if e.Code == codes.Cancelled {
 			rec.Status = StepCancelled
 		}
 	}
@@ -584,7 +585,7 @@ func (r *run) cancelledStep(c *completion, o *outcome) {
 			rec.Child = o.child
 		}
 		if o.task {
-			if output = failedTask(o.value, "cancelled", "cancelled"); output == nil {
+			if output = failedTask(o.value, "cancelled", codes.Cancelled); output == nil {
 				output = o.value
 			}
 			rec.Output, rec.Truncated = output, o.trunc
@@ -638,7 +639,7 @@ func (r *run) interrupted() {
 		if context.Cause(r.ctx) == errGraceOver {
 			msg = fmt.Sprintf("the exit handler did not finish within its grace period of %s after the run was stopped", r.opts.ExitGrace)
 		}
-		r.end(Cancelled, &graphir.Error{Code: "cancelled", Step: r.g.Nodes[r.g.OnExit].Name, Msg: msg})
+		r.end(Cancelled, &graphir.Error{Code: codes.Cancelled, Step: r.g.Nodes[r.g.OnExit].Name, Msg: msg})
 		return
 	}
 	if context.Cause(r.ctx) == errFlowTimeout {
@@ -646,10 +647,10 @@ func (r *run) interrupted() {
 		if timeout == 0 {
 			timeout = r.g.Timeout
 		}
-		r.stop(&graphir.Error{Code: "flow_timeout", Msg: fmt.Sprintf("flow %s did not finish within its timeout of %s", r.g.Name, timeout)})
+		r.stop(&graphir.Error{Code: codes.FlowTimeout, Msg: fmt.Sprintf("flow %s did not finish within its timeout of %s", r.g.Name, timeout)})
 		return
 	}
-	r.end(Cancelled, &graphir.Error{Code: "cancelled", Msg: "the run was cancelled"})
+	r.end(Cancelled, &graphir.Error{Code: codes.Cancelled, Msg: "the run was cancelled"})
 }
 
 // drain stops whatever still runs after the run ended and waits for it, so
@@ -805,9 +806,9 @@ func (r *run) fnDone(f *frame, n *graphir.Node, attempt int, out starlark.Value,
 		r.evalFailed(f, n, "", err)
 		return
 	}
-	msg, code := evalMessage(err), "step_failed"
+	msg, code := evalMessage(err), codes.StepFailed
 	if errors.Is(err, errEvalTimeout) {
-		msg, code = fmt.Sprintf("timed out after %s", n.Timeout), "timeout"
+		msg, code = fmt.Sprintf("timed out after %s", n.Timeout), codes.Timeout
 	} else if strings.Contains(msg, "step budget") {
 		msg = fmt.Sprintf("exceeded its step budget of %d steps", r.opts.EvalSteps)
 	}
@@ -1023,7 +1024,7 @@ func (r *run) startSubflow(f *frame, n *graphir.Node) {
 		}
 		if err != nil {
 			// Like any failure of the step, this can be routed.
-			r.finish(f, n, failure("step_failed", err.Error()))
+			r.finish(f, n, failure(codes.StepFailed, err.Error()))
 			return
 		}
 	}
@@ -1086,7 +1087,7 @@ func coreRetried(n *graphir.Node) bool {
 // subflow_depth or subflow_cycle.
 func (r *run) nestable(f *frame, n *graphir.Node, what, path string) bool {
 	if r.opts.depth+1 > MaxDepth {
-		r.failedAt(f, n, &graphir.Error{Code: "subflow_depth", Step: n.Name,
+		r.failedAt(f, n, &graphir.Error{Code: codes.SubflowDepth, Step: n.Name,
 			Msg: fmt.Sprintf("%s: child flows nest deeper than %d: %s", what, MaxDepth, strings.Join(append(r.flowChain(), path), " -> "))})
 		return false
 	}
@@ -1094,7 +1095,7 @@ func (r *run) nestable(f *frame, n *graphir.Node, what, path string) bool {
 	abs, _ := filepath.Abs(path)
 	for _, p := range chain {
 		if pa, _ := filepath.Abs(p); pa == abs {
-			r.failedAt(f, n, &graphir.Error{Code: "subflow_cycle", Step: n.Name,
+			r.failedAt(f, n, &graphir.Error{Code: codes.SubflowCycle, Step: n.Name,
 				Msg: fmt.Sprintf("%s: flow %s is already running in this chain: %s", what, path, strings.Join(append(chain, path), " -> "))})
 			return false
 		}

@@ -19,6 +19,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm/model"
 )
@@ -43,7 +44,7 @@ type modelRun struct {
 func (req *EffectRequest) CallModel(ctx context.Context) *EffectCompletion {
 	mc, ok := req.ModelJob()
 	if !ok {
-		return &EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("step %q is not a model call", req.Step)}
+		return &EffectCompletion{Code: codes.StepFailed, Error: fmt.Sprintf("step %q is not a model call", req.Step)}
 	}
 	return mc.call(ctx, req.model.provider, req.model.budget, req.model.onRetry).completion(req.Step, req.Kind)
 }
@@ -70,10 +71,10 @@ type ModelJob struct {
 
 // ModelOutcome is how a model call ended, as plain data.
 type ModelOutcome struct {
-	OK        bool   `json:",omitempty"`
-	Cancelled bool   `json:",omitempty"`
-	Code      string `json:",omitempty"`
-	Error     string `json:",omitempty"`
+	OK        bool       `json:",omitempty"`
+	Cancelled bool       `json:",omitempty"`
+	Code      codes.Code `json:",omitempty"`
+	Error     string     `json:",omitempty"`
 	// Model is the model id; Answer the reply's text.
 	Model    string
 	Answer   string        `json:",omitempty"`
@@ -501,15 +502,15 @@ func (r *run) routed(f *frame, n *graphir.Node, c *EffectCompletion) {
 		label = r.g.Nodes[n.Router.Default.ID].Name
 	}
 	if via < 0 {
-		r.failedAt(f, n, &graphir.Error{Code: "no_route", Step: n.Name,
+		r.failedAt(f, n, &graphir.Error{Code: codes.NoRoute, Step: n.Name,
 			Msg: fmt.Sprintf("router %q: the model answered %q, which is none of %s, and there is no default", n.Name, clipText(answer, 80), quoteList(routeLabels(n)))})
 		return
 	}
 	r.finish(f, n, &outcome{ok: true, value: starlark.String(label), via: via})
 }
 
-func failCodeOr(code, def string) string {
-	if code == "" || code == "step_failed" {
+func failCodeOr(code, def codes.Code) codes.Code {
+	if code == "" || code == codes.StepFailed {
 		return def
 	}
 	return code

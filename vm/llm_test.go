@@ -223,7 +223,7 @@ func TestLLMRouter(t *testing.T) {
 			}
 			pick := res.Step("pick")
 			if tc.code != "" {
-				if res.Error.Code != tc.code || !strings.Contains(res.Error.Msg, `the model answered "spam", which is none of "urgent", "routine"`) {
+				if string(res.Error.Code) != tc.code || !strings.Contains(res.Error.Msg, `the model answered "spam", which is none of "urgent", "routine"`) {
 					t.Errorf("error %v", res.Error)
 				}
 			} else {

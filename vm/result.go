@@ -16,6 +16,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm/model"
 )
@@ -170,7 +171,7 @@ func (e *resultEncoder) strings(level int, name string, ss []string) {
 func (e *resultEncoder) runError(err *graphir.Error, level int) {
 	l := level + 1
 	e.open()
-	e.str(l, "code", err.Code)
+	e.str(l, "code", string(err.Code))
 	e.str(l, "step", err.Step)
 	e.str(l, "message", err.Msg)
 	if len(err.Trace) > 0 {
@@ -312,7 +313,7 @@ func (e *resultEncoder) step(s *StepRecord, level int) error {
 		e.null(sl, "error")
 	} else {
 		e.str(sl, "error", s.Error)
-		e.str(sl, "code", s.Code)
+		e.str(sl, "code", string(s.Code))
 	}
 	if e.soFar {
 		if e.timed {
@@ -368,7 +369,7 @@ func (e *resultEncoder) step(s *StepRecord, level int) error {
 }
 
 type jsonError struct {
-	Code    string     `json:"code"`
+	Code    codes.Code `json:"code"`
 	Step    string     `json:"step"`
 	Message string     `json:"message"`
 	Trace   []string   `json:"trace"`
@@ -412,7 +413,7 @@ type jsonStep struct {
 	Visits        int             `json:"visits"`
 	Output        json.RawMessage `json:"output"`
 	Error         *string         `json:"error"`
-	Code          string          `json:"code"`
+	Code          codes.Code      `json:"code"`
 	Trace         []string        `json:"trace"`
 	DurationMS    float64         `json:"duration_ms"`
 	Truncated     bool            `json:"truncated"`

@@ -27,6 +27,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm/model"
 )
@@ -98,7 +99,7 @@ type snapStep struct {
 	Visits        int           `json:",omitempty"`
 	Output        sv            // nil when it never completed
 	Error         string        `json:",omitempty"`
-	Code          string        `json:",omitempty"`
+	Code          codes.Code    `json:",omitempty"`
 	Duration      time.Duration `json:",omitempty"`
 	Truncated     bool          `json:",omitempty"`
 	Log           []string      `json:",omitempty"`
@@ -115,7 +116,7 @@ type snapStep struct {
 }
 
 type snapError struct {
-	Code  string
+	Code  codes.Code
 	Msg   string
 	Step  string      `json:",omitempty"`
 	Hint  string      `json:",omitempty"`

@@ -91,7 +91,7 @@ edge(a, END, when = ok)
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := run(t, tc.src, nil, vm.Options{})
-			if res.Status != vm.Failed || res.Error == nil || res.Error.Code != tc.code {
+			if res.Status != vm.Failed || res.Error == nil || string(res.Error.Code) != tc.code {
 				t.Fatalf("status %s, error %+v; want failed with %s", res.Status, res.Error, tc.code)
 			}
 			if got := baseNames([]string{res.Error.Msg})[0]; !strings.Contains(got, tc.msg) {

@@ -11,6 +11,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
 )
@@ -217,7 +218,7 @@ func outcomeValue(o *outcome) starlark.Value {
 // failedTask is task output v with its error and code set, or nil if v is
 // not a task's output map. A task that did not succeed carries why in its
 // output, for expressions and in the result alike.
-func failedTask(v starlark.Value, err, code string) starlark.Value {
+func failedTask(v starlark.Value, err string, code codes.Code) starlark.Value {
 	m, isMap := v.(*stdlib.Map)
 	if !isMap {
 		return nil

@@ -62,6 +62,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/heapwatch"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
@@ -328,7 +329,7 @@ type StepRecord struct {
 	Visits    int
 	Output    starlark.Value // nil when it never completed
 	Error     string
-	Code      string // the failure's code, e.g. "timeout"
+	Code      codes.Code // the failure's code, e.g. codes.Timeout
 	Duration  time.Duration
 	Truncated bool     // a task's output was cut to its tail
 	Log       []string // print() output of fn steps
@@ -373,7 +374,7 @@ func BindInputs(g *graphir.Graph, given map[string]starlark.Value) (*stdlib.Map,
 	}
 	sort.Strings(unknown)
 	if len(unknown) > 0 {
-		e := &graphir.Error{Code: "bad_input", Msg: fmt.Sprintf("flow %s has no input %q; it declares %s", g.Name, unknown[0], describeInputs(g))}
+		e := &graphir.Error{Code: codes.BadInput, Msg: fmt.Sprintf("flow %s has no input %q; it declares %s", g.Name, unknown[0], describeInputs(g))}
 		if n := spell.Nearest(unknown[0], declared); n != "" {
 			e.Hint = fmt.Sprintf("did you mean %q?", n)
 		}
@@ -388,10 +389,10 @@ func BindInputs(g *graphir.Graph, given map[string]starlark.Value) (*stdlib.Map,
 		case ok:
 			d, err := stdlib.Data(v)
 			if err != nil {
-				return nil, &graphir.Error{Code: "bad_input", Msg: fmt.Sprintf("input %q: %v", in.Name, err)}
+				return nil, &graphir.Error{Code: codes.BadInput, Msg: fmt.Sprintf("input %q: %v", in.Name, err)}
 			}
 			if d, err = in.Check(d); err != nil {
-				return nil, &graphir.Error{Code: "bad_input", Msg: err.Error(), Hint: in.Describe()}
+				return nil, &graphir.Error{Code: codes.BadInput, Msg: err.Error(), Hint: in.Describe()}
 			}
 			v = d
 		case in.Required:
@@ -404,7 +405,7 @@ func BindInputs(g *graphir.Graph, given map[string]starlark.Value) (*stdlib.Map,
 		vals = append(vals, v)
 	}
 	if len(missing) > 0 {
-		return nil, &graphir.Error{Code: "bad_input",
+		return nil, &graphir.Error{Code: codes.BadInput,
 			Msg:  fmt.Sprintf("flow %s needs input %s; it declares %s", g.Name, quoteList(missing), describeInputs(g)),
 			Hint: fmt.Sprintf("pass it with --input %s=VALUE", missing[0])}
 	}

@@ -106,7 +106,7 @@ func check(t *testing.T, res *vm.Result, w want) {
 	}
 	code, step, msg := "", "", ""
 	if res.Error != nil {
-		code, step, msg = res.Error.Code, res.Error.Step, res.Error.Msg
+		code, step, msg = string(res.Error.Code), res.Error.Step, res.Error.Msg
 	}
 	if code != w.code {
 		t.Errorf("error code = %q, want %q (message %q)", code, w.code, msg)
@@ -1262,10 +1262,10 @@ edge(c, END)
 			}})
 			check(t, res, want{status: vm.Failed, code: tc.code, step: tc.step})
 			rec := res.Step(tc.step)
-			if rec.Status != vm.StepFailed || rec.Code != tc.code || rec.Error != tc.error {
+			if rec.Status != vm.StepFailed || string(rec.Code) != tc.code || rec.Error != tc.error {
 				t.Errorf("record of %q: status %s code %q error %q; want failed, %q, %q", tc.step, rec.Status, rec.Code, rec.Error, tc.code, tc.error)
 			}
-			if ev := finished[tc.step]; ev.Status != "failed" || ev.Code != tc.code || ev.Error != tc.error {
+			if ev := finished[tc.step]; ev.Status != "failed" || string(ev.Code) != tc.code || ev.Error != tc.error {
 				t.Errorf("step_finished of %q: status %q code %q error %q", tc.step, ev.Status, ev.Code, ev.Error)
 			}
 			for _, name := range tc.cancelled {

@@ -146,7 +146,7 @@ func frozen(t *testing.T, file, src string, opts lang.Options) (any, []check.Dia
 	g, err := lang.LoadSource(file, []byte(src), opts)
 	if err != nil {
 		e := graphir.AsError(err)
-		return "error " + e.Code + ": " + positionInText.ReplaceAllString(e.Msg, "POS"), []check.Diagnostic{check.FromError(e)}
+		return "error " + string(e.Code) + ": " + positionInText.ReplaceAllString(e.Msg, "POS"), []check.Diagnostic{check.FromError(e)}
 	}
 	b, err := json.Marshal(g)
 	if err != nil {
@@ -192,7 +192,7 @@ func wantLines(ds []check.Diagnostic, file, src string) []string {
 		if comment != "" {
 			annotated++
 		}
-		out = append(out, d.Code+" "+comment)
+		out = append(out, string(d.Code)+" "+comment)
 	}
 	sort.Strings(out)
 	return out

@@ -24,6 +24,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
@@ -603,7 +604,7 @@ func partialResult(r *store.Run, effects []*store.Effect, held []*store.Approval
 	res := &vm.Result{RunID: r.ID, Flow: r.Flow, File: r.File, Status: vm.Status(r.Status), ResumedFrom: r.ResumedFrom, Path: []string{}}
 	if r.ErrorCode != "" {
 		// A run that ended without its result recorded (it did not fit).
-		res.Error = &graphir.Error{Code: r.ErrorCode, Step: r.ErrorStep, Msg: r.ErrorMsg}
+		res.Error = &graphir.Error{Code: codes.Code(r.ErrorCode), Step: r.ErrorStep, Msg: r.ErrorMsg}
 	}
 	// The approvals held open, in the shape of a waiting run's, in the
 	// order they were asked.
@@ -652,7 +653,7 @@ func partialResult(r *store.Run, effects []*store.Effect, held []*store.Approval
 			s.Output = nil
 		}
 		if e.Status == "failed" {
-			s.Error, s.Code = e.Error, e.Code
+			s.Error, s.Code = e.Error, codes.Code(e.Code)
 		}
 	}
 	return res, nil

@@ -457,7 +457,7 @@ func (e *engineFlags) runRecord(ctx context.Context, c client.Client, ex *workfl
 			r.File = res.File
 		}
 		if res.Error != nil {
-			r.ErrorCode, r.ErrorStep, r.ErrorMsg = res.Error.Code, res.Error.Step, res.Error.Msg
+			r.ErrorCode, r.ErrorStep, r.ErrorMsg = string(res.Error.Code), res.Error.Step, res.Error.Msg
 		}
 	}
 	return r

@@ -177,7 +177,7 @@ edge(recover, END)
 		t.Fatal(err)
 	}
 	res := decode(t, out.Result)
-	if res.Status != "succeeded" || res.Steps["ask"].Code != model.CodeModel || !strings.Contains(res.Output.(string), "set SKEIN_TEST_KEY") {
+	if res.Status != "succeeded" || res.Steps["ask"].Code != string(model.CodeModel) || !strings.Contains(res.Output.(string), "set SKEIN_TEST_KEY") {
 		t.Errorf("status %s, ask %+v, output %v", res.Status, res.Steps["ask"], res.Output)
 	}
 }
@@ -187,7 +187,7 @@ func TestModelNotConfigured(t *testing.T) {
 	g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": `ask = step("ask", llm = "hello")`}})
 	out, _ := runContinuedWith(t, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1}, &Activities{})
 	res := decode(t, out.Result)
-	if res.Status != "failed" || !strings.Contains(res.Steps["ask"].Code, model.CodeModel) {
+	if res.Status != "failed" || !strings.Contains(res.Steps["ask"].Code, string(model.CodeModel)) {
 		t.Fatalf("status %s, ask %+v", res.Status, res.Steps["ask"])
 	}
 	var full struct {

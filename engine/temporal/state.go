@@ -14,6 +14,7 @@ import (
 	"go.starlark.net/starlark"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/vm"
 )
 
@@ -126,7 +127,7 @@ type liveStep struct {
 	visits   int
 	output   starlark.Value
 	err      string
-	code     string
+	code     codes.Code
 	duration time.Duration
 }
 
@@ -170,7 +171,7 @@ type CarriedStep struct {
 	Status   vm.StepStatus
 	Visits   int           `json:",omitempty"`
 	Error    string        `json:",omitempty"`
-	Code     string        `json:",omitempty"`
+	Code     codes.Code    `json:",omitempty"`
 	Duration time.Duration `json:",omitempty"`
 }
 

@@ -30,6 +30,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
@@ -210,19 +211,19 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 	load := in.frontend().ChildLoader(nil)
 	g, err := load(context.Background(), in.Flow, in.Root)
 	if err != nil {
-		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "load_error", nil)
+		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), string(codes.LoadError), nil)
 	}
 	var given frontend.Inputs
 	for k, raw := range in.Inputs {
 		v, err := stdlib.FromStoredJSON(raw)
 		if err != nil {
-			return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("input %q: %v", k, err), "bad_input", nil)
+			return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("input %q: %v", k, err), string(codes.BadInput), nil)
 		}
 		given.Set(k, v)
 	}
 	bound, err := given.Bind(g)
 	if err != nil {
-		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "bad_input", nil)
+		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), string(codes.BadInput), nil)
 	}
 
 	// The VM's context: cancelled when the workflow is.
@@ -336,7 +337,7 @@ func (p *producer) Start(ctx context.Context, req *vm.EffectRequest, done func(*
 	case graphir.KindApproval:
 		p.approve(ctx, req, done)
 	default:
-		done(&vm.EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("step %q: %s steps cannot run on the temporal engine", req.Step, req.Kind)})
+		done(&vm.EffectCompletion{Code: codes.StepFailed, Error: fmt.Sprintf("step %q: %s steps cannot run on the temporal engine", req.Step, req.Kind)})
 	}
 }
 
@@ -394,7 +395,7 @@ func (p *producer) task(ctx context.Context, req *vm.EffectRequest, done func(*v
 			// output it wrote until then stays in the record, as locally.
 			out.Cancelled = out.Cancelled || !out.OK
 		case err != nil:
-			return &vm.EffectCompletion{Code: "step_failed", ExitCode: -1, Error: "the task's activity failed: " + activityError(err)}
+			return &vm.EffectCompletion{Code: codes.StepFailed, ExitCode: -1, Error: "the task's activity failed: " + activityError(err)}
 		}
 		if !out.OK && !out.Cancelled {
 			p.st.attemptFailed(&FailedAttempt{Flow: req.Flow, Scope: req.Scope, Step: req.Step, Visit: req.Visit, Attempt: req.Attempt,
@@ -457,7 +458,7 @@ func (p *producer) model(ctx context.Context, req *vm.EffectRequest, done func(*
 		case cancelled:
 			return &vm.EffectCompletion{Cancelled: true}
 		case err != nil:
-			return &vm.EffectCompletion{Code: "model_error", Model: job.Chat.Model, Error: "the model call's activity failed: " + activityError(err)}
+			return &vm.EffectCompletion{Code: codes.ModelError, Model: job.Chat.Model, Error: "the model call's activity failed: " + activityError(err)}
 		}
 		return req.ModelCompletion(&out)
 	}, done)
@@ -477,7 +478,7 @@ func (p *producer) wait(ctx context.Context, req *vm.EffectRequest, done func(*v
 func (p *producer) child(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
 	inputs, err := EncodeInputs(req.ChildInputs)
 	if err != nil {
-		done(&vm.EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("child flow %s: %v", req.ChildPath, err)})
+		done(&vm.EffectCompletion{Code: codes.StepFailed, Error: fmt.Sprintf("child flow %s: %v", req.ChildPath, err)})
 		return
 	}
 	nest := req.Nesting()
@@ -516,7 +517,7 @@ func (p *producer) child(ctx context.Context, req *vm.EffectRequest, done func(*
 			return &vm.EffectCompletion{Cancelled: true}
 		}
 		if err != nil {
-			return &vm.EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("child flow %s: %s", req.ChildPath, childError(err))}
+			return &vm.EffectCompletion{Code: codes.StepFailed, Error: fmt.Sprintf("child flow %s: %s", req.ChildPath, childError(err))}
 		}
 		cc := childCompletion(&out)
 		if cc.Child != nil {
@@ -541,7 +542,7 @@ func childError(err error) string {
 func childCompletion(out *RunOutput) *vm.EffectCompletion {
 	res, err := vm.DecodeResult(out.Result)
 	if err != nil {
-		return &vm.EffectCompletion{Code: "step_failed", Error: "child flow " + err.Error()}
+		return &vm.EffectCompletion{Code: codes.StepFailed, Error: "child flow " + err.Error()}
 	}
 	res.ModelCalls = out.ModelCalls
 	switch res.Status {
@@ -554,7 +555,7 @@ func childCompletion(out *RunOutput) *vm.EffectCompletion {
 	}
 	if res.Error != nil {
 		switch res.Error.Code {
-		case "subflow_depth", "subflow_cycle", "budget_exceeded", "replay_miss":
+		case codes.SubflowDepth, codes.SubflowCycle, codes.BudgetExceeded, codes.ReplayMiss:
 			return &vm.EffectCompletion{Stop: res.Error, Child: res}
 		}
 	}
@@ -562,5 +563,5 @@ func childCompletion(out *RunOutput) *vm.EffectCompletion {
 	if res.Error != nil {
 		msg = res.Error.Msg
 	}
-	return &vm.EffectCompletion{Code: "step_failed", Error: fmt.Sprintf("child flow %s failed: %s", res.Flow, msg), Child: res}
+	return &vm.EffectCompletion{Code: codes.StepFailed, Error: fmt.Sprintf("child flow %s failed: %s", res.Flow, msg), Child: res}
 }

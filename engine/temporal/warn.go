@@ -5,6 +5,7 @@ import (
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/vm"
 )
 
@@ -29,7 +30,7 @@ func Warnings(g *graphir.Graph, evalSteps uint64) []check.Diagnostic {
 		seen[g] = true
 		for _, n := range g.Steps() {
 			if n.Kind == graphir.KindFn && n.Timeout > 0 {
-				ds = append(ds, check.Diagnostic{Code: "fn_timeout_ignored", Severity: check.Warning, Pos: n.Pos, Step: n.Name,
+				ds = append(ds, check.Diagnostic{Code: codes.FnTimeoutIgnored, Severity: check.Warning, Pos: n.Pos, Step: n.Name,
 					Message: fmt.Sprintf("fn step %q has timeout = %s, which the temporal engine does not apply: fn steps run as workflow code, which Temporal replays, and a wall-clock bound cannot be replayed", n.Name, n.Timeout),
 					Hint:    fmt.Sprintf("its evaluation step budget (%d Starlark steps) bounds it instead; for a bound in time, do the work in a task step (run=), whose timeout holds on Temporal", evalSteps)})
 			}

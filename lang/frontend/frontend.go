@@ -110,7 +110,7 @@ func (e *Error) Error() string {
 	if first == nil {
 		return fmt.Sprintf("flow %s does not load", e.File)
 	}
-	msg := first.Message + " [" + first.Code + "]"
+	msg := first.Message + " [" + string(first.Code) + "]"
 	if first.Pos.Line > 0 {
 		msg = first.Pos.String() + ": " + msg
 	}

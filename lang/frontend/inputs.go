@@ -10,6 +10,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 )
@@ -106,7 +107,7 @@ func (in *Inputs) Bind(g *graphir.Graph) (*stdlib.Map, error) {
 		}
 		v, err := decl.Parse(text)
 		if err != nil {
-			return nil, &graphir.Error{Code: "bad_input", Msg: err.Error(), Hint: decl.Describe()}
+			return nil, &graphir.Error{Code: codes.BadInput, Msg: err.Error(), Hint: decl.Describe()}
 		}
 		given[name] = v
 	}

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/jsonschema"
 	"github.com/skeinlang/skein/stdlib"
 )
@@ -150,24 +151,24 @@ type Provider interface {
 
 // Error codes of [Error].
 const (
-	CodeModel  = "model_error"
-	CodeBudget = "budget_exceeded"
-	CodeReplay = "replay_miss"
+	CodeModel  = codes.ModelError
+	CodeBudget = codes.BudgetExceeded
+	CodeReplay = codes.ReplayMiss
 	// CodeTimeout: no reply within the step's timeout= (a step's bound,
 	// reported as for any step kind; the client's own per-request bound
 	// is a transport error, CodeModel).
-	CodeTimeout = "timeout"
+	CodeTimeout = codes.Timeout
 	// CodeTruncated: the reply stopped at the token limit and the step
 	// did not accept partial text.
-	CodeTruncated = "model_truncated"
+	CodeTruncated = codes.ModelTruncated
 	// CodeFiltered: the provider's content filter stopped the reply (or
 	// the model refused); asking again would be refused again.
-	CodeFiltered = "model_filtered"
+	CodeFiltered = codes.ModelFiltered
 )
 
 // Error is a failed model call.
 type Error struct {
-	Code       string // CodeModel, CodeTimeout, CodeBudget, CodeReplay, CodeTruncated or CodeFiltered
+	Code       codes.Code // CodeModel, CodeTimeout, CodeBudget, CodeReplay, CodeTruncated or CodeFiltered
 	Msg        string
 	Status     int           // HTTP status, 0 if none
 	Retryable  bool          // a transport error, a timeout, 429 or 5xx
@@ -178,13 +179,13 @@ func (e *Error) Error() string { return e.Msg }
 
 // CodeOf returns the code of err: an [Error]'s own, "cancelled" for a
 // cancelled context, else CodeModel.
-func CodeOf(err error) string {
+func CodeOf(err error) codes.Code {
 	var me *Error
 	switch {
 	case errors.As(err, &me):
 		return me.Code
 	case errors.Is(err, context.Canceled):
-		return "cancelled"
+		return codes.Cancelled
 	}
 	return CodeModel
 }

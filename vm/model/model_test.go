@@ -35,7 +35,7 @@ func request(s *modeltest.Server, user string) model.Request {
 func code(err error) string {
 	var me *model.Error
 	if errors.As(err, &me) {
-		return me.Code
+		return string(me.Code)
 	}
 	return ""
 }
@@ -480,7 +480,7 @@ func TestPolicyTimeout(t *testing.T) {
 	s2 := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "late", Delay: time.Hour}}})
 	defer s2.Close()
 	_, err = model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s2, "x"), model.Policy{Timeout: timeout})
-	if code(err) != model.CodeTimeout || !strings.Contains(err.Error(), "no reply within the step's timeout of 3s") {
+	if code(err) != string(model.CodeTimeout) || !strings.Contains(err.Error(), "no reply within the step's timeout of 3s") {
 		t.Fatalf("got %v", err)
 	}
 }

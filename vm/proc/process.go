@@ -29,6 +29,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/skeinlang/skein/graphir/codes"
 )
 
 // Job is one attempt of a task or shell step, rendered: everything its
@@ -72,8 +74,8 @@ type Outcome struct {
 	Cancelled bool `json:",omitempty"`
 	// Error and Code describe a failure: Code is "step_failed", or
 	// "timeout" when Job.Timeout ran out.
-	Error string `json:",omitempty"`
-	Code  string `json:",omitempty"`
+	Error string     `json:",omitempty"`
+	Code  codes.Code `json:",omitempty"`
 	// ExitCode is the exit status; -1 when a signal ended the process,
 	// 127 when it could not start.
 	ExitCode int
@@ -103,7 +105,7 @@ func Run(ctx context.Context, job *Job, stdout, stderr io.Writer) *Outcome {
 	}
 	if len(job.Argv) == 0 {
 		const msg = "cannot start a task without a command (its argv is empty)"
-		return &Outcome{Code: "step_failed", Error: msg, Stderr: msg, ExitCode: 127}
+		return &Outcome{Code: codes.StepFailed, Error: msg, Stderr: msg, ExitCode: 127}
 	}
 	outBuf, errBuf := &tailBuffer{max: job.MaxOutput}, &tailBuffer{max: job.MaxOutput}
 	var outW, errW io.Writer = outBuf, errBuf
@@ -113,7 +115,7 @@ func Run(ctx context.Context, job *Job, stdout, stderr io.Writer) *Outcome {
 	p, err := startProcess(job, outW, errW)
 	if err != nil {
 		msg := startFailure(job, err)
-		return &Outcome{Code: "step_failed", Error: msg, Stderr: msg, ExitCode: 127}
+		return &Outcome{Code: codes.StepFailed, Error: msg, Stderr: msg, ExitCode: 127}
 	}
 	pgid := p.pid()
 	exited := make(chan struct{})
@@ -153,11 +155,11 @@ func Run(ctx context.Context, job *Job, stdout, stderr io.Writer) *Outcome {
 		o.Cancelled = true
 		o.Error = "cancelled"
 	case actx.Err() != nil:
-		o.Code, o.Error = "timeout", fmt.Sprintf("timed out after %s", job.Timeout)
+		o.Code, o.Error = codes.Timeout, fmt.Sprintf("timed out after %s", job.Timeout)
 	case ws.Exited() && code == 0 && (err == nil || errors.Is(err, exec.ErrWaitDelay)):
 		o.OK = true
 	default:
-		o.Code = "step_failed"
+		o.Code = codes.StepFailed
 		switch {
 		case ws.Signaled():
 			o.Error = fmt.Sprintf("killed by signal %s", ws.Signal())

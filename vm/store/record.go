@@ -23,6 +23,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 )
@@ -744,7 +745,7 @@ func (rec *Recorder) tell() {
 }
 
 func (rec *Recorder) storeStop(err error) *vm.EffectCompletion {
-	return &vm.EffectCompletion{Stop: &graphir.Error{Code: "store_error",
+	return &vm.EffectCompletion{Stop: &graphir.Error{Code: codes.StoreError,
 		Msg: fmt.Sprintf("cannot record the run in %s: %v", rec.s.path, storeErr(err))}}
 }
 
@@ -760,9 +761,11 @@ func (rec *Recorder) queueEnd(id int64, req *vm.EffectRequest, c *vm.EffectCompl
 	case c.Park:
 		status = Waiting
 	}
-	code, msg := c.Code, c.Error
+	// The journal's columns and the side journal's values are plain
+	// strings.
+	code, msg := string(c.Code), c.Error
 	if c.Stop != nil {
-		code, msg = c.Stop.Code, c.Stop.Msg
+		code, msg = string(c.Stop.Code), c.Stop.Msg
 	}
 	var output any
 	task := req.Kind == graphir.KindTask || req.Kind == graphir.KindShell
@@ -845,7 +848,7 @@ func (rec *Recorder) endRow(res *vm.Result) (*write, error) {
 	}
 	var code, step, msg any
 	if res.Error != nil {
-		code, step, msg = res.Error.Code, res.Error.Step, res.Error.Msg
+		code, step, msg = string(res.Error.Code), res.Error.Step, res.Error.Msg
 	}
 	var ended any = nanos(res.Started.Add(res.Duration))
 	if res.Status == vm.Waiting {
@@ -857,7 +860,7 @@ func (rec *Recorder) endRow(res *vm.Result) (*write, error) {
 // storeFailed makes res a run stopped because its record could not be
 // written, unless it already is one.
 func (rec *Recorder) storeFailed(res *vm.Result, err error) {
-	if res.Error != nil && res.Error.Code == "store_error" {
+	if res.Error != nil && res.Error.Code == codes.StoreError {
 		return
 	}
 	res.Status = vm.Failed

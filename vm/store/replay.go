@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
@@ -144,7 +145,7 @@ func (p *Replay) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm
 	p.mu.Unlock()
 
 	if diverged != "" {
-		done(&vm.EffectCompletion{Stop: &graphir.Error{Code: "resume_diverged", Step: req.Step,
+		done(&vm.EffectCompletion{Stop: &graphir.Error{Code: codes.ResumeDiverged, Step: req.Step,
 			Msg: diverged + ": the flow or its inputs changed since (resume --from an earlier step, or run it afresh)"}})
 		return
 	}
@@ -254,7 +255,7 @@ func (p *Replay) deliver(out []*held) {
 	for _, h := range out {
 		c, err := completionOf(h.req, h.e)
 		if err != nil {
-			c = &vm.EffectCompletion{Stop: &graphir.Error{Code: "resume_diverged", Step: h.req.Step,
+			c = &vm.EffectCompletion{Stop: &graphir.Error{Code: codes.ResumeDiverged, Step: h.req.Step,
 				Msg: fmt.Sprintf("step %q: cannot read back its recorded output: %v", h.req.Step, err)}}
 		} else if p.CopyTo != nil {
 			if err := p.CopyTo.record(h.req, h.req.Attempt, c); err != nil {

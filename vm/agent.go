@@ -297,7 +297,7 @@ func (r *run) agentFinal(a *agentRun) {
 			out, err = stdlib.FromGo(v)
 		}
 		if err != nil {
-			r.agentFail(a, "step_failed", fmt.Sprintf("agent %q: the result of final tool %q does not match the schema: %v", n.Name, a.finalTool, err))
+			r.agentFail(a, codes.StepFailed, fmt.Sprintf("agent %q: the result of final tool %q does not match the schema: %v", n.Name, a.finalTool, err))
 			return
 		}
 	}

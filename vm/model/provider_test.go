@@ -248,7 +248,7 @@ func TestUnusableReplies(t *testing.T) {
 			c := &model.Client{Getenv: env(nil)}
 			pol := model.Policy{Retries: 2, Backoff: time.Millisecond}
 			_, err := model.Call(context.Background(), c, srv.req(s, "cut"), pol)
-			if code(err) != model.CodeTruncated || !strings.Contains(err.Error(), "cut off at the token limit") {
+			if code(err) != string(model.CodeTruncated) || !strings.Contains(err.Error(), "cut off at the token limit") {
 				t.Errorf("cut: %v", err)
 			}
 			partial := srv.req(s, "cut")
@@ -257,7 +257,7 @@ func TestUnusableReplies(t *testing.T) {
 				t.Errorf("partial: %v %v", rep, err)
 			}
 			_, err = model.Call(context.Background(), c, srv.req(s, "filter"), pol)
-			if code(err) != model.CodeFiltered || !strings.Contains(err.Error(), "content filter") {
+			if code(err) != string(model.CodeFiltered) || !strings.Contains(err.Error(), "content filter") {
 				t.Errorf("filter: %v", err)
 			}
 			if n := len(s.Requests()); n != 3 {

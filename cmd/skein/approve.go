@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
@@ -276,7 +277,7 @@ func (a *approver) Idle(flow []string) {
 func (a *approver) fromStore(req *vm.EffectRequest) (*vm.EffectCompletion, *store.Approval, time.Time) {
 	ap, err := a.rec.Ask(req)
 	if err != nil {
-		return &vm.EffectCompletion{Stop: &graphir.Error{Code: "store_error", Msg: err.Error()}}, nil, time.Time{}
+		return &vm.EffectCompletion{Stop: &graphir.Error{Code: codes.StoreError, Msg: err.Error()}}, nil, time.Time{}
 	}
 	var deadline time.Time
 	if req.Timeout > 0 {
@@ -287,7 +288,7 @@ func (a *approver) fromStore(req *vm.EffectRequest) (*vm.EffectCompletion, *stor
 	}
 	if !deadline.IsZero() && !time.Now().Before(deadline) {
 		if ap, err = a.st.Expire(a.runID, ap, deadline); err != nil {
-			return &vm.EffectCompletion{Stop: &graphir.Error{Code: "store_error", Msg: err.Error()}}, nil, time.Time{}
+			return &vm.EffectCompletion{Stop: &graphir.Error{Code: codes.StoreError, Msg: err.Error()}}, nil, time.Time{}
 		}
 		if c := outcome(req, ap, deadline); c != nil {
 			return c, ap, deadline
@@ -320,7 +321,7 @@ func (a *approver) decide(ctx context.Context, req *vm.EffectRequest) (*vm.Effec
 			return &vm.EffectCompletion{Cancelled: true, Error: "cancelled"}, time.Time{}
 		}
 		if !ok {
-			return &vm.EffectCompletion{Code: "step_failed",
+			return &vm.EffectCompletion{Code: codes.StepFailed,
 				Error: fmt.Sprintf("approval %q needs a decision: run on a terminal, or with the run store (without --no-store) to park the run", req.Step)}, time.Time{}
 		}
 		return vm.ApprovalDecision(approved, currentUser(), reason, time.Now()), time.Time{}
@@ -349,7 +350,7 @@ func (a *approver) decide(ctx context.Context, req *vm.EffectRequest) (*vm.Effec
 	by := currentUser()
 	if err := a.st.Decide(a.runID, ap, approved, by, reason); err != nil {
 		if !errors.Is(err, store.ErrDecided) && !errors.Is(err, store.ErrTimedOut) {
-			return &vm.EffectCompletion{Stop: &graphir.Error{Code: "store_error", Msg: err.Error()}}, deadline
+			return &vm.EffectCompletion{Stop: &graphir.Error{Code: codes.StoreError, Msg: err.Error()}}, deadline
 		}
 		// Decided meanwhile by skein approve, or the deadline passed
 		// while the answer was recorded: the store's outcome stands.

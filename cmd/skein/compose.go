@@ -22,6 +22,7 @@ import (
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/docs"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/vm/model"
 )
@@ -293,7 +294,7 @@ func (f floor) check(g *graphir.Graph) []check.Diagnostic {
 func (f floor) checkTools(g *graphir.Graph) []check.Diagnostic {
 	var ds []check.Diagnostic
 	refuse := func(t *graphir.Tool, msg, hint string) {
-		ds = append(ds, check.FromError(&graphir.Error{Code: "not_allowed", Msg: msg, Hint: hint, Pos: t.Pos}))
+		ds = append(ds, check.FromError(&graphir.Error{Code: codes.NotAllowed, Msg: msg, Hint: hint, Pos: t.Pos}))
 	}
 	g.EachGraph(func(c *graphir.Graph) {
 		for _, t := range c.Tools {
@@ -320,7 +321,7 @@ func (f floor) checkTools(g *graphir.Graph) []check.Diagnostic {
 }
 
 func notAllowed(n *graphir.Node, msg, hint string) check.Diagnostic {
-	return check.FromError(&graphir.Error{Code: "not_allowed", Msg: msg, Hint: hint, Step: n.Name, Pos: n.Pos})
+	return check.FromError(&graphir.Error{Code: codes.NotAllowed, Msg: msg, Hint: hint, Step: n.Name, Pos: n.Pos})
 }
 
 // literalText is the text of a template without holes.

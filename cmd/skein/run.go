@@ -24,6 +24,7 @@ import (
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/engine/temporal"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
@@ -273,7 +274,7 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 	models, err := opts.models(g)
 	if err != nil {
 		if opts.json {
-			writeInvalid(io.out, args[0], append(ds, check.Diagnostic{Code: "model_config", Severity: check.Error, Message: err.Error()}))
+			writeInvalid(io.out, args[0], append(ds, check.Diagnostic{Code: codes.ModelConfig, Severity: check.Error, Message: err.Error()}))
 		}
 		fmt.Fprintf(io.err, "skein: %s not run: %v\n", args[0], err)
 		return exitUsage
@@ -369,7 +370,7 @@ func execute(ctx context.Context, io stdio, g *graphir.Graph, inputs *stdlib.Map
 			return exitFail
 		}
 	}
-	if rec != nil && res.Error != nil && res.Error.Code == "store_error" {
+	if rec != nil && res.Error != nil && res.Error.Code == codes.StoreError {
 		fmt.Fprintf(io.err, "skein: run %s stopped: its record could not be written; once the store can be written again, continue it with:\n  skein resume %s\n", res.RunID, res.RunID)
 	}
 	if res.Status == vm.Waiting && rec != nil {
@@ -516,7 +517,7 @@ func writeInvalid(w io.Writer, file string, ds []check.Diagnostic) {
 
 // inputDiagnostic turns an input error into a diagnostic for writeInvalid.
 func inputDiagnostic(err error) check.Diagnostic {
-	d := check.Diagnostic{Code: "bad_input", Severity: check.Error, Message: err.Error()}
+	d := check.Diagnostic{Code: codes.BadInput, Severity: check.Error, Message: err.Error()}
 	var ge *graphir.Error
 	if errors.As(err, &ge) {
 		d.Message, d.Hint, d.Pos = ge.Msg, ge.Hint, ge.Pos

@@ -639,7 +639,7 @@ func partialResult(r *store.Run, effects []*store.Effect, held []*store.Approval
 			case "failed":
 				errMsg, code = starlark.String(e.Error), starlark.String(e.Code)
 			case "cancelled":
-				errMsg, code = starlark.String("cancelled"), starlark.String("cancelled")
+				errMsg, code = starlark.String("cancelled"), starlark.String(codes.Cancelled)
 			}
 			s.Output = stdlib.NewMap([]string{"stdout", "stderr", "exit_code", "error", "code"},
 				[]starlark.Value{starlark.String(e.Stdout), starlark.String(e.Stderr), starlark.MakeInt(e.ExitCode), errMsg, code})

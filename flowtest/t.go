@@ -14,13 +14,14 @@ import (
 	"go.starlark.net/syntax"
 
 	"github.com/skeinlang/skein/check"
+	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
-	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/store"
 )
 
 // tester is the `t` of one test function.
@@ -146,9 +147,14 @@ func (t *tester) run(th *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", b.Name(), graphir.AsError(err).Msg)
 	}
-	// A templated child flow loads and checks as the flow did.
-	opts := vm.Options{Parallel: parallel, Effects: m, LoadFlow: frontend.Options{}.ChildLoader(nil)}
-	res := vm.Prepare(g).Run(t.ctx, in, opts)
+	// Run through the run service, as every front end runs a flow: the
+	// mocks produce every effect, nothing is recorded, and a templated
+	// child flow loads and checks as the flow did.
+	run, err := (&runs.Service{}).Start(&runs.Spec{Graph: g, Inputs: in, Options: store.RunOptions{Parallel: parallel}, Effects: m})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	res, _ := run.Run(t.ctx) // its error is the record's: there is none
 	for _, p := range m.Problems() {
 		t.failf(th, "%s", p)
 	}

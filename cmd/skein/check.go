@@ -43,20 +43,16 @@ fn step's timeout= that is not applied there (fn_timeout_ignored).
 
 Exit status: 0 when no flow has errors (warnings are fine), 1 when one has,
 2 on bad usage.`,
-		flags: func(fs *pflag.FlagSet) any {
-			o := &checkOptions{}
+		flags: withOptions(func(fs *pflag.FlagSet, o *checkOptions) {
 			fs.StringVar(&o.engine, "engine", "local", "the engine the flows will run on: local, or temporal (adds the warnings that hold only there)")
 			fs.BoolVar(&o.json, "json", false, `print {"diagnostics": [...], "errors": N, "warnings": N}`)
 			fs.StringVar(&o.root, "root", "", "flow root that load() and child flows may not leave (default: each flow's directory)")
 			defineMaxLoadSteps(fs, &o.maxLoad)
-			return o
-		},
-		run: runCheck,
+		}, runCheck, nil),
 	})
 }
 
-func runCheck(_ context.Context, io stdio, o any, args []string) int {
-	opts := o.(*checkOptions)
+func runCheck(_ context.Context, io stdio, opts *checkOptions, args []string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(io.err, "skein check: no flow given\nusage: skein check PATH... [--json]")
 		return exitUsage

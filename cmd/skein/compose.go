@@ -33,9 +33,8 @@ type composeOptions struct {
 	maxRepairs int
 	allowRun   []string
 	allowShell bool
-	cassette   string
-	replayOnly bool
-	force      bool
+	cassetteFlags
+	force bool
 }
 
 func init() {
@@ -63,24 +62,19 @@ The model is --model (a model id), else $SKEIN_MODEL, at $SKEIN_BASE_URL
 
 Exit status: 0 written, 1 no draft checked within the rounds, 2 usage or no
 usable model.`,
-		flags: func(fs *pflag.FlagSet) any {
-			o := &composeOptions{}
+		flags: withOptions(func(fs *pflag.FlagSet, o *composeOptions) {
 			fs.StringVarP(&o.output, "output", "o", "flow.star", "the file to write")
 			fs.StringVar(&o.model, "model", "", "the model id (default $SKEIN_MODEL)")
 			fs.IntVar(&o.maxRepairs, "max-repairs", 3, "repair rounds after the first draft")
 			fs.StringSliceVar(&o.allowRun, "allow-run", nil, "the only commands tasks may run (comma-separated; default: any)")
 			fs.BoolVar(&o.allowShell, "allow-shell", false, "allow shell= steps")
-			fs.StringVar(&o.cassette, "cassette", "", "record model exchanges into this file, and answer from it when it has them")
-			fs.BoolVar(&o.replayOnly, "replay-only", false, "with --cassette: answer only from the cassette")
+			o.cassetteFlags.define(fs, cassetteHelp, "with --cassette: answer only from the cassette")
 			fs.BoolVar(&o.force, "force", false, "overwrite FILE if it exists")
-			return o
-		},
-		run: runCompose,
+		}, runCompose, nil),
 	})
 }
 
-func runCompose(ctx context.Context, io stdio, o any, args []string) int {
-	opts := o.(*composeOptions)
+func runCompose(ctx context.Context, io stdio, opts *composeOptions, args []string) int {
 	if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
 		fmt.Fprintln(io.err, `skein compose: want one description, in quotes: skein compose "build, test, and deploy on success"`)
 		return exitUsage

@@ -38,18 +38,14 @@ A file that does not parse is reported as file:line:col and left untouched.
 
 Exit status: 0 when all is well, 1 when --check found files to format, 2 on
 bad usage or a file that does not parse.`,
-		flags: func(fs *pflag.FlagSet) any {
-			o := &fmtOptions{}
+		flags: withOptions(func(fs *pflag.FlagSet, o *fmtOptions) {
 			fs.BoolVarP(&o.write, "write", "w", false, "rewrite the files that are not formatted")
 			fs.BoolVar(&o.check, "check", false, "list the files that are not formatted and exit 1 if there are any")
-			return o
-		},
-		run: runFmt,
+		}, runFmt, nil),
 	})
 }
 
-func runFmt(_ context.Context, io stdio, o any, args []string) int {
-	opts := o.(*fmtOptions)
+func runFmt(_ context.Context, io stdio, opts *fmtOptions, args []string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(io.err, "skein fmt: no file or directory given\nusage: skein fmt [-w | --check] PATH...")
 		return exitUsage

@@ -28,47 +28,45 @@ blue, routers diamonds, and loop and map bodies clusters.
 
 The graph is drawn even when the checker would find errors, so you can see
 them; a flow that does not load exits 2.`,
-		flags: func(fs *pflag.FlagSet) any {
-			o := &graphOptions{}
+		flags: withOptions(func(fs *pflag.FlagSet, o *graphOptions) {
 			fs.StringVarP(&o.format, "format", "f", "dot", "output format: dot, mermaid or json")
 			fs.StringVar(&o.root, "root", "", "flow root (default: the flow's directory)")
-			return o
-		},
-		run: func(_ context.Context, io stdio, o any, args []string) int {
-			opts := o.(*graphOptions)
-			if len(args) != 1 {
-				fmt.Fprintln(io.err, "skein graph: want exactly one flow\nusage: skein graph FLOW [--format dot|mermaid|json]")
-				return exitUsage
-			}
-			switch opts.format {
-			case "dot", "mermaid", "json":
-			default:
-				fmt.Fprintf(io.err, "skein graph: unknown format %q: want dot, mermaid or json\n", opts.format)
-				return exitUsage
-			}
-			// Drawn whatever the checker finds: only a load error stops it.
-			f := frontend.Load(args[0], frontend.Options{Root: opts.root})
-			g := f.Graph
-			if g == nil {
-				check.WriteText(io.err, f.Diagnostics)
-				return exitUsage
-			}
-			switch opts.format {
-			case "dot":
-				fmt.Fprint(io.out, g.DOT())
-			case "mermaid":
-				fmt.Fprint(io.out, g.Mermaid())
-			case "json":
-				b, err := json.MarshalIndent(g, "", "  ")
-				if err != nil {
-					fmt.Fprintf(io.err, "skein graph: %v\n", err)
-					return exitUsage
-				}
-				fmt.Fprintf(io.out, "%s\n", unescapeHTML(b))
-			}
-			return exitOK
-		},
+		}, runGraph, nil),
 	})
+}
+
+func runGraph(_ context.Context, io stdio, opts *graphOptions, args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(io.err, "skein graph: want exactly one flow\nusage: skein graph FLOW [--format dot|mermaid|json]")
+		return exitUsage
+	}
+	switch opts.format {
+	case "dot", "mermaid", "json":
+	default:
+		fmt.Fprintf(io.err, "skein graph: unknown format %q: want dot, mermaid or json\n", opts.format)
+		return exitUsage
+	}
+	// Drawn whatever the checker finds: only a load error stops it.
+	f := frontend.Load(args[0], frontend.Options{Root: opts.root})
+	g := f.Graph
+	if g == nil {
+		check.WriteText(io.err, f.Diagnostics)
+		return exitUsage
+	}
+	switch opts.format {
+	case "dot":
+		fmt.Fprint(io.out, g.DOT())
+	case "mermaid":
+		fmt.Fprint(io.out, g.Mermaid())
+	case "json":
+		b, err := json.MarshalIndent(g, "", "  ")
+		if err != nil {
+			fmt.Fprintf(io.err, "skein graph: %v\n", err)
+			return exitUsage
+		}
+		fmt.Fprintf(io.out, "%s\n", unescapeHTML(b))
+	}
+	return exitOK
 }
 
 // unescapeHTML undoes encoding/json's escaping of <, > and & in the JSON

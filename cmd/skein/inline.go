@@ -1,7 +1,7 @@
 package main
 
 // This file is what the REPL's :run and watch --run share with skein run:
-// recording the run in the store, asking for approvals inline (approve, or
+// starting the run through the run service, asking for approvals inline (approve, or
 // reject with an optional reason) and reading the answer in a way that a
 // cancelled run can stop.
 
@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/stdlib"
@@ -113,18 +114,10 @@ func (a *inlineAsker) readLine(ctx context.Context) (string, error) {
 	return line, err
 }
 
-// ask asks for a decision inline, through the REPL's or watch's asker or
-// skein run's prompt; ok is false when there is no way to ask, or the
-// input ended, and the run should park.
-func (a *approver) ask(ctx context.Context, req *vm.EffectRequest, deadline time.Time) (approved bool, reason string, ok bool) {
-	switch {
-	case a.inline != nil:
-		return a.inline.ask(ctx, req, deadline)
-	case a.prompt != nil:
-		approved, reason := a.prompt.ask(ctx, req, deadline)
-		return approved, reason, true
-	}
-	return false, "", false
+// Ask implements [runs.Asker].
+func (a *inlineAsker) Ask(ctx context.Context, req *vm.EffectRequest, deadline time.Time) (runs.Decision, bool) {
+	approved, reason, ok := a.ask(ctx, req, deadline)
+	return runs.Decision{Approved: approved, By: currentUser(), Reason: reason}, ok
 }
 
 // chanLines reads the lines of in on a goroutine of its own, so that a
@@ -205,12 +198,10 @@ func fdLine(fd int) lineReader {
 // skein run builds one: progress, approvals asked inline when there are
 // answers to read, child flows loaded from disk, and a record in the store.
 type sessionRun struct {
-	g      *graphir.Graph
-	inputs *stdlib.Map
-	opts   vm.Options
-	prog   *progress
-	rec    *store.Recorder // nil: not recorded
-	setup  *runSetup
+	run   *runs.Run
+	prog  *progress
+	st    *store.Store // nil: not recorded
+	setup *runSetup
 }
 
 // runSetup is what the REPL and watch each decide about their runs.
@@ -242,23 +233,32 @@ func newSessionRun(s *runSetup, g *graphir.Graph, inputs *stdlib.Map) *sessionRu
 	if !modelsCallable(s.errw, g) {
 		return nil
 	}
-	sr := &sessionRun{g: g, inputs: inputs, prog: newProgress(s.out, s.tty), setup: s}
-	sr.opts = vm.Options{OnEvent: sr.prog.event, LoadFlow: loadOptions("", 0).ChildLoader(nil), ExitCtx: s.exitCtx}
-	ap := &approver{inner: vm.Local{}}
+	sr := &sessionRun{prog: newProgress(s.out, s.tty), setup: s}
+	spec := &runs.Spec{Graph: g, Inputs: inputs, File: s.file, Sources: s.sources, NoDecision: noDecision}
 	if s.answers != nil {
-		ap.inline = &inlineAsker{out: s.out, read: s.answers, hold: sr.prog.hold, echo: s.echo, usual: s.usual}
+		spec.Ask = &inlineAsker{out: s.out, read: s.answers, hold: sr.prog.hold, echo: s.echo, usual: s.usual}
 	}
-	sr.opts.Effects = ap
+	svc := &runs.Service{Load: loadOptions("", 0)}
+	var err error
 	if s.record {
-		rec, err := beginRecord(s.store, g, s.file, s.sources, inputs)
+		// The store the flow's root finds (--store, $SKEIN_STORE, the
+		// nearest .skein), closed once the run is finished.
+		if sr.st, err = openStore(s.store, storePathFor(s.store, g.Root)); err == nil {
+			svc.Store = sr.st
+			if sr.run, err = svc.Start(spec); err != nil {
+				sr.st.Close()
+			}
+		}
 		if err != nil {
 			writeError(s.errw, err)
 			fmt.Fprintf(s.errw, "not run: the run store cannot be written (%s runs without it)\n", s.noStoreFlag)
 			return nil
 		}
-		recordRun(&sr.opts, rec, ap)
-		sr.rec = rec
+	} else if sr.run, err = svc.Start(spec); err != nil {
+		writeError(s.errw, err) // not recorded: nothing to fail
+		return nil
 	}
+	sr.run.OnEvent, sr.run.ExitCtx = sr.prog.event, s.exitCtx
 	return sr
 }
 
@@ -268,12 +268,12 @@ func (sr *sessionRun) start(ctx context.Context) <-chan *vm.Result {
 	sr.prog.start()
 	done := make(chan *vm.Result, 1)
 	go func() {
-		res := vm.Prepare(sr.g).Run(ctx, sr.inputs, sr.opts)
-		if sr.rec != nil {
-			if err := sr.rec.Finish(res); err != nil {
-				writeError(sr.setup.errw, err)
-			}
-			sr.rec.Store().Close()
+		res, err := sr.run.Run(ctx)
+		if err != nil {
+			writeError(sr.setup.errw, err)
+		}
+		if sr.st != nil {
+			sr.st.Close()
 		}
 		done <- res
 	}()
@@ -285,7 +285,7 @@ func (sr *sessionRun) start(ctx context.Context) <-chan *vm.Result {
 func (sr *sessionRun) report(res *vm.Result) {
 	sr.prog.stop()
 	sr.prog.summary(res)
-	if sr.rec == nil {
+	if sr.st == nil {
 		return
 	}
 	out := sr.setup.out
@@ -297,34 +297,6 @@ func (sr *sessionRun) report(res *vm.Result) {
 		}
 		fmt.Fprintf(out, "waiting: skein approve %s %s --resume\n", res.RunID, approveArg(store.EffectPath(&vm.EffectRequest{Flow: p.Flow, Scope: p.Scope}), p.Step))
 	}
-}
-
-// beginRecord opens the store for g (storeFlag, else $SKEIN_STORE, else
-// the nearest .skein at or above the flow root) and begins the record of a
-// run of g from file (recorded as the run's file) and sources. The caller
-// closes rec.Store() once the run is finished.
-func beginRecord(storeFlag string, g *graphir.Graph, file string, sources []store.Source, inputs *stdlib.Map) (*store.Recorder, error) {
-	st, err := openStore(storeFlag, storePathFor(storeFlag, g.Root))
-	if err != nil {
-		return nil, err
-	}
-	started := time.Now()
-	rec, err := st.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: file, Root: absPath(g.Root),
-		Sources: sources, Inputs: inputs, Started: started})
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	return rec, nil
-}
-
-// recordRun makes a run with opts recorded by rec, its approvals decided
-// through ap and recorded as skein approve records them.
-func recordRun(opts *vm.Options, rec *store.Recorder, ap *approver) {
-	ap.rec, ap.st, ap.runID = rec, rec.Store(), rec.ID()
-	rec.Inner = ap
-	opts.RunID, opts.Effects, opts.LoadFlow = rec.ID(), rec, loadOptions("", 0).ChildLoader(rec.AddSource)
-	opts.OnEvent = rec.Events(opts.OnEvent)
 }
 
 // modelsCallable checks g's models before a run (vm.CheckModels), as skein

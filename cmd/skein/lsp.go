@@ -24,7 +24,7 @@ Exit status: 0 after the editor's shutdown and exit, 1 otherwise.`,
 	})
 }
 
-func runLSP(_ context.Context, io stdio, _ any, args []string) int {
+func runLSP(_ context.Context, io stdio, args []string) int {
 	if len(args) > 0 {
 		fmt.Fprintln(io.err, "skein lsp: takes no arguments\nusage: skein lsp")
 		return exitUsage

@@ -46,12 +46,35 @@ type command struct {
 	args    string // usage after the name, e.g. "FLOW..."
 	summary string
 	long    string
-	flags   func(fs *pflag.FlagSet) any // defines flags, returns the options they fill
-	run     func(ctx context.Context, io stdio, opts any, args []string) int
+	// flags defines the command's flags and returns the command bound to
+	// the options they fill ([withOptions]); nil for a command without
+	// flags, which run runs.
+	flags func(fs *pflag.FlagSet) *bound
+	run   func(ctx context.Context, io stdio, args []string) int
+}
+
+// bound is a command bound to the options its flags fill.
+type bound struct {
+	run func(ctx context.Context, io stdio, args []string) int
 	// help, if set, adds to the help that --help prints (on io.out), given
 	// the arguments before it (run lists the inputs of FLOW); it returns
 	// the exit status.
-	help func(io stdio, opts any, args []string) int
+	help func(io stdio, args []string) int
+}
+
+// withOptions is the flags of a command whose options are an O: define
+// adds the flags that fill one, run runs the command with it, and help,
+// when not nil, adds to what --help prints.
+func withOptions[O any](define func(fs *pflag.FlagSet, o *O), run func(ctx context.Context, io stdio, o *O, args []string) int, help func(io stdio, o *O, args []string) int) func(*pflag.FlagSet) *bound {
+	return func(fs *pflag.FlagSet) *bound {
+		o := new(O)
+		define(fs, o)
+		b := &bound{run: func(ctx context.Context, io stdio, args []string) int { return run(ctx, io, o, args) }}
+		if help != nil {
+			b.help = func(io stdio, args []string) int { return help(io, o, args) }
+		}
+		return b
+	}
 }
 
 var commands = map[string]*command{}
@@ -92,21 +115,21 @@ func Main(ctx context.Context, args []string, io stdio) int {
 	// is returned, not printed), and help asked for goes to stdout, as
 	// 'skein help COMMAND' does: skein run --help | less works.
 	fs.Usage = func() { printCommandHelp(io.out, c, fs) }
-	var opts any
+	b := &bound{run: c.run}
 	if c.flags != nil {
-		opts = c.flags(fs)
+		b = c.flags(fs)
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			if c.help != nil {
-				return c.help(io, opts, helpArgs(fs.Args(), args[1:]))
+			if b.help != nil {
+				return b.help(io, helpArgs(fs.Args(), args[1:]))
 			}
 			return exitOK
 		}
 		fmt.Fprintf(io.err, "skein %s: %v%s\n", c.name, err, suggestFlag(fs, err))
 		return exitUsage
 	}
-	return c.run(ctx, io, opts, fs.Args())
+	return b.run(ctx, io, fs.Args())
 }
 
 // helpArgs returns the arguments --help was given with: those parsed
@@ -197,7 +220,7 @@ func init() {
 		name:    "help",
 		args:    "[COMMAND | BUILTIN]",
 		summary: "show help for skein, one command or one builtin",
-		run: func(_ context.Context, io stdio, _ any, args []string) int {
+		run: func(_ context.Context, io stdio, args []string) int {
 			if len(args) == 0 {
 				printHelp(io.out)
 				return exitOK

@@ -34,9 +34,8 @@ import (
 )
 
 type replOptions struct {
+	recordFlags
 	root     string
-	store    string
-	noStore  bool
 	noPrompt bool
 }
 
@@ -73,15 +72,11 @@ recorded, but skein resume cannot rebuild its flow.
 When stdin is not a terminal, lines are read plainly and no prompt is shown,
 so a session can be scripted: printf 'step("a")\n:check\n' | skein repl; an
 approval's answer is then the next line.`, replCommandList()),
-		flags: func(fs *pflag.FlagSet) any {
-			o := &replOptions{}
+		flags: withOptions(func(fs *pflag.FlagSet, o *replOptions) {
 			fs.StringVar(&o.root, "root", "", "flow root that load() and child flows may not leave (default: the flow's directory)")
-			fs.StringVar(&o.store, "store", "", "record :run's runs in this store (default: $SKEIN_STORE, else .skein/runs.db at or above the flow root)")
-			fs.BoolVar(&o.noStore, "no-store", false, "do not record :run's runs")
+			o.recordFlags.define(fs, ":run's runs", "$SKEIN_STORE, else .skein/runs.db at or above the flow root")
 			fs.BoolVar(&o.noPrompt, "no-prompt", false, "never ask for approvals: park the run instead (it needs the store)")
-			return o
-		},
-		run: runRepl,
+		}, runRepl, nil),
 	})
 }
 
@@ -131,13 +126,12 @@ type repl struct {
 	usual func() (restore func(), err error)
 }
 
-func runRepl(ctx context.Context, sio stdio, o any, args []string) int {
-	opts := o.(*replOptions)
+func runRepl(ctx context.Context, sio stdio, opts *replOptions, args []string) int {
 	if len(args) > 1 {
 		fmt.Fprintln(sio.err, "skein repl: want at most one flow\nusage: skein repl [FLOW]")
 		return exitUsage
 	}
-	if err := storeConflict("repl", opts.store, opts.noStore); err != nil {
+	if err := opts.recordFlags.conflict("repl"); err != nil {
 		fmt.Fprintln(sio.err, err)
 		return exitUsage
 	}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +21,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/check"
+	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/engine/temporal"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/graphir/codes"
@@ -30,32 +30,24 @@ import (
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/model"
-	"github.com/skeinlang/skein/vm/proc"
 	"github.com/skeinlang/skein/vm/store"
 )
 
 type runOptions struct {
 	inputFlags
 	engineFlags
+	limitFlags
+	outputFlags
+	recordFlags
+	cassetteFlags
 	detach bool
 	// heartbeat is --heartbeat-timeout, for --engine temporal.
 	heartbeat time.Duration
-	parallel  int
-	timeout   time.Duration
-	json      bool
-	events    bool
 	root      string
 	fs        *pflag.FlagSet // to tell a flag given as 0 from one not given
-	store     string
-	noStore   bool
 	noPrompt  bool
 	dryRun    bool
 	mocks     []string
-
-	cassette   string
-	replayOnly bool
-	maxTokens  int
-	maxLoad    uint64
 }
 
 func init() {
@@ -102,39 +94,29 @@ bounds the tokens the run's model calls may spend, child flows included
 
 Exit status: 0 succeeded, 1 failed or cancelled, 2 usage, load or check
 errors, 3 waiting for an approval.`, vm.DefaultParallel),
-		flags: func(fs *pflag.FlagSet) any {
-			o := &runOptions{fs: fs}
+		flags: withOptions(func(fs *pflag.FlagSet, o *runOptions) {
+			o.fs = fs
 			o.inputFlags.define(fs, "")
-			fs.IntVarP(&o.parallel, "parallel", "p", 0, fmt.Sprintf("task, shell and model-call steps run at once in the whole run tree (default %d)", vm.DefaultParallel))
-			fs.DurationVar(&o.timeout, "timeout", 0, "stop the run after this long (overrides the flow's timeout)")
-			fs.BoolVar(&o.json, "json", false, "print only the result, as JSON, when the run ends")
-			fs.BoolVar(&o.events, "events", false, "print one JSON object per event per line as the run goes")
+			o.limitFlags.define(fs, false)
+			o.outputFlags.define(fs)
 			fs.StringVar(&o.root, "root", "", "flow root that load() and child flows may not leave (default: the flow's directory)")
-			fs.StringVar(&o.store, "store", "", "record the run in this store (default: $SKEIN_STORE, else .skein/runs.db at or above the flow root)")
-			fs.BoolVar(&o.noStore, "no-store", false, "do not record the run")
+			o.recordFlags.define(fs, "the run", "$SKEIN_STORE, else .skein/runs.db at or above the flow root")
 			fs.BoolVar(&o.noPrompt, "no-prompt", false, "never ask for approvals on the terminal: park the run instead (exit 3)")
 			fs.BoolVar(&o.dryRun, "dry-run", false, "execute no effect: tasks, shells, child flows, model calls, approvals and waits succeed with empty output and print what they would do (not recorded)")
 			fs.StringArrayVar(&o.mocks, "mock", nil, "with --dry-run, STEP=ok or STEP=fail: the outcome of that step's effects (repeatable)")
-			fs.StringVar(&o.cassette, "cassette", "", "record model exchanges into this file, and answer from it when it has them")
-			fs.BoolVar(&o.replayOnly, "replay-only", false, "with --cassette: answer model calls only from the cassette (a missing one is replay_miss)")
-			fs.IntVar(&o.maxTokens, "max-tokens", 0, "bound the tokens the run's model calls may spend (overrides flow(max_tokens=))")
-			defineMaxLoadSteps(fs, &o.maxLoad)
+			o.cassetteFlags.define(fs, cassetteHelp, replayOnlyHelp)
 			o.engineFlags.define(fs)
 			fs.BoolVar(&o.detach, "detach", false, "with --engine temporal, print the run's workflow id and return without waiting")
 			fs.DurationVar(&o.heartbeat, "heartbeat-timeout", temporal.DefaultHeartbeatTimeout, "with --engine temporal, how long a running task may go without a heartbeat before its worker counts as lost and the task runs again on another")
-			return o
-		},
-		run:  runRun,
-		help: runHelp,
+		}, runRun, runHelp),
 	})
 }
 
 // runHelp lists the inputs of the flow named before --help.
-func runHelp(sio stdio, o any, args []string) int {
+func runHelp(sio stdio, opts *runOptions, args []string) int {
 	if len(args) == 0 {
 		return exitOK
 	}
-	opts := o.(*runOptions)
 	f := frontend.Load(args[0], frontend.Options{Root: opts.root})
 	if f.Graph == nil {
 		fmt.Fprintf(sio.err, "skein run: cannot list the inputs of %s:\n", args[0])
@@ -177,25 +159,20 @@ func writeInputs(w io.Writer, g *graphir.Graph) {
 	tw.Flush()
 }
 
-func runRun(ctx context.Context, io stdio, o any, args []string) int {
-	opts := o.(*runOptions)
+func runRun(ctx context.Context, io stdio, opts *runOptions, args []string) int {
 	if len(args) != 1 {
 		fmt.Fprintln(io.err, "skein run: want exactly one flow\nusage: skein run FLOW [--input k=v]... [--json | --events]")
 		return exitUsage
 	}
-	if opts.parallel < 1 && opts.fs.Changed("parallel") {
-		fmt.Fprintf(io.err, "skein run: --parallel must be at least 1, got %d\n", opts.parallel)
+	if err := opts.limitFlags.check(opts.fs); err != nil {
+		fmt.Fprintf(io.err, "skein run: %v\n", err)
 		return exitUsage
 	}
-	if opts.timeout < 0 {
-		fmt.Fprintf(io.err, "skein run: --timeout must not be negative, got %s\n", opts.timeout)
+	if err := opts.outputFlags.check(); err != nil {
+		fmt.Fprintf(io.err, "skein run: %v\n", err)
 		return exitUsage
 	}
-	if opts.json && opts.events {
-		fmt.Fprintln(io.err, "skein run: --json and --events do not go together: --json prints one object when the run ends, --events one line per event as it goes")
-		return exitUsage
-	}
-	if err := storeConflict("run", opts.store, opts.noStore); err != nil {
+	if err := opts.recordFlags.conflict("run"); err != nil {
 		fmt.Fprintln(io.err, err)
 		return exitUsage
 	}
@@ -227,10 +204,6 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 	}
 	if opts.replayOnly && opts.cassette == "" {
 		fmt.Fprintln(io.err, "skein run: --replay-only needs --cassette FILE, the recorded exchanges to answer from")
-		return exitUsage
-	}
-	if opts.maxTokens < 0 || (opts.maxTokens == 0 && opts.fs.Changed("max-tokens")) {
-		fmt.Fprintf(io.err, "skein run: --max-tokens must be at least 1, got %d\n", opts.maxTokens)
 		return exitUsage
 	}
 	lo := loadOptions(opts.root, opts.maxLoad)
@@ -268,9 +241,6 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 		return runOnTemporal(ctx, exitCtx, io, opts, g, loaded.Sources, inputs)
 	}
 
-	if !opts.dryRun && mayRunProcesses(g) {
-		proc.WarmKeeper() // while the store opens and the run is recorded
-	}
 	models, err := opts.models(g)
 	if err != nil {
 		if opts.json {
@@ -283,7 +253,7 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 	ctx, exitCtx, stop := interrupts(ctx)
 	defer stop()
 
-	vopts := vm.Options{Parallel: opts.parallel, Timeout: opts.timeout, LoadFlow: lo.ChildLoader(nil), ExitCtx: exitCtx, Models: models, MaxTokens: opts.maxTokens}
+	spec := &runs.Spec{Graph: g, Inputs: inputs, Options: opts.recorded(), Models: models, NoDecision: noDecision}
 	var dry *dryRun
 	if opts.dryRun {
 		var err error
@@ -291,51 +261,52 @@ func runRun(ctx context.Context, io stdio, o any, args []string) int {
 			fmt.Fprintf(io.err, "skein run: %v\n", err)
 			return exitUsage
 		}
-		vopts.Effects = dry.producer
+		spec.Effects = dry.producer
 	} else if len(opts.mocks) > 0 {
 		fmt.Fprintln(io.err, "skein run: --mock needs --dry-run")
 		return exitUsage
 	}
-	var rec *store.Recorder
+	svc := &runs.Service{Load: lo}
 	if !opts.noStore && dry == nil {
 		st, err := openStore(opts.store, storePathFor(opts.store, g.Root))
-		if err == nil {
-			defer st.Close()
-			started := time.Now()
-			rec, err = st.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: absPath(g.File), Root: absPath(g.Root),
-				Sources: loaded.Sources.List(), Inputs: inputs, Started: started,
-				Options: opts.recorded()})
-		}
 		if err != nil {
 			fmt.Fprintf(io.err, "skein run: %v\nskein: %s not run (--no-store runs it without recording)\n", err, args[0])
 			return exitFail
 		}
-		vopts.RunID, vopts.Effects = rec.ID(), rec
-		vopts.LoadFlow = lo.ChildLoader(rec.AddSource)
+		defer st.Close()
+		svc.Store = st
 	}
 	prompt := newPrompter(io, opts.noPrompt)
-	if rec != nil {
-		rec.Inner = &approver{inner: vm.Local{}, rec: rec, st: rec.Store(), runID: rec.ID(), prompt: prompt}
-	} else if dry == nil {
-		vopts.Effects = &approver{inner: vm.Local{}, prompt: prompt}
+	if prompt != nil {
+		spec.Ask = prompt
 	}
-	return execute(ctx, io, g, inputs, vopts, rec, runHooks{dry: dry, prompt: prompt}, "", opts.json, opts.events)
+	spec.Sources = loaded.Sources.List()
+	run, err := svc.Start(spec)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein run: %v\nskein: %s not run (--no-store runs it without recording)\n", err, args[0])
+		return exitFail
+	}
+	run.ExitCtx = exitCtx
+	return execute(ctx, io, svc, run, runHooks{dry: dry, prompt: prompt}, opts.json, opts.events)
 }
 
-// execute runs g, showing progress, events or the result as asked, and
-// records how it ended when rec is not nil. dry is the producer of a dry
-// run, if it is one; resumedFrom names the run a resumed one continues.
-func execute(ctx context.Context, io stdio, g *graphir.Graph, inputs *stdlib.Map, vopts vm.Options, rec *store.Recorder, hooks runHooks, resumedFrom string, asJSON, events bool) int {
+// noDecision is why an approval fails in a run without a store when
+// nobody can decide it.
+const noDecision = "run on a terminal, or with the run store (without --no-store) to park the run"
+
+// execute runs run, showing progress, events or the result as asked.
+func execute(ctx context.Context, io stdio, svc *runs.Service, run *runs.Run, hooks runHooks, asJSON, events bool) int {
 	dry := hooks.dry
+	recorded := run.ID != ""
 	var prog *progress
 	switch {
 	case events:
 		enc := newEventWriter(io.out)
-		vopts.OnEvent = enc.write
+		run.OnEvent = enc.write
 		defer enc.close()
 	case !asJSON:
 		prog = newProgress(io.out, isTerminal(io.out))
-		vopts.OnEvent = prog.event
+		run.OnEvent = prog.event
 		prog.start()
 		if hooks.prompt != nil {
 			hooks.prompt.note = prog.note
@@ -345,20 +316,14 @@ func execute(ctx context.Context, io stdio, g *graphir.Graph, inputs *stdlib.Map
 			prog.note("dry run: no effect is executed")
 		}
 	}
-	if rec != nil {
-		vopts.OnEvent = rec.Events(vopts.OnEvent)
-	}
-	res := vm.Prepare(g).Run(ctx, inputs, vopts)
-	res.ResumedFrom = resumedFrom
-	if rec != nil {
-		if err := rec.Finish(res); err != nil {
-			fmt.Fprintf(io.err, "skein: %v\n", err)
-		}
+	res, err := run.Run(ctx)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein: %v\n", err)
 	}
 	if prog != nil {
 		prog.stop()
 		prog.summary(res)
-		if rec != nil {
+		if recorded {
 			// The id skein show, logs, resume and approve take, as the
 			// REPL and watch print it.
 			fmt.Fprintf(io.out, "  run:    %s\n", res.RunID)
@@ -370,20 +335,33 @@ func execute(ctx context.Context, io stdio, g *graphir.Graph, inputs *stdlib.Map
 			return exitFail
 		}
 	}
-	if rec != nil && res.Error != nil && res.Error.Code == codes.StoreError {
+	if recorded && res.Error != nil && res.Error.Code == codes.StoreError {
 		fmt.Fprintf(io.err, "skein: run %s stopped: its record could not be written; once the store can be written again, continue it with:\n  skein resume %s\n", res.RunID, res.RunID)
 	}
-	if res.Status == vm.Waiting && rec != nil {
-		open, decided := openApprovals(rec.Store(), res)
+	if res.Status == vm.Waiting && recorded {
+		open, closed := svc.Parked(res)
 		if len(open) > 0 {
 			fmt.Fprintf(io.err, "run %s is waiting for a decision; decide with:\n", res.RunID)
 			for _, p := range open {
 				fmt.Fprintf(io.err, "  skein approve %s %s\n", res.RunID, approveArg(store.EffectPath(&vm.EffectRequest{Flow: p.Flow, Scope: p.Scope}), p.Step))
 			}
 		}
-		if len(decided) > 0 {
+		if len(closed) > 0 {
 			// skein approve decided just as the run parked (a run still
 			// going takes the decision): approving again is refused.
+			var decided []string
+			for _, a := range closed {
+				if !a.Expired.IsZero() {
+					// Its timer timed it out just as the run parked.
+					decided = append(decided, fmt.Sprintf("%q timed out", a.Step))
+					continue
+				}
+				what := "rejected"
+				if a.Approved {
+					what = "approved"
+				}
+				decided = append(decided, fmt.Sprintf("%q %s by %s", a.Step, what, a.By))
+			}
 			fmt.Fprintf(io.err, "run %s parked, but a decision came while it went on (%s); continue it with:\n  skein resume %s\n",
 				res.RunID, strings.Join(decided, ", "), res.RunID)
 		}
@@ -393,37 +371,6 @@ func execute(ctx context.Context, io stdio, g *graphir.Graph, inputs *stdlib.Map
 		return exitFail
 	}
 	return exitOK
-}
-
-// openApprovals splits the approvals a parked run waits for into those
-// still to decide and those (named) that the store has a decision for: a
-// skein approve made while the run went on.
-func openApprovals(st *store.Store, res *vm.Result) (open []*vm.Pending, decided []string) {
-	all, err := st.Approvals(res.RunID)
-	if err != nil {
-		return res.Pending, nil
-	}
-	for _, p := range res.Pending {
-		path := store.EffectPath(&vm.EffectRequest{Flow: p.Flow, Scope: p.Scope})
-		i := slices.IndexFunc(all, func(a *store.Approval) bool {
-			return a.Path == path && a.Step == p.Step && a.Visit == p.Visit && (!a.Decided.IsZero() || !a.Expired.IsZero())
-		})
-		if i < 0 {
-			open = append(open, p)
-			continue
-		}
-		if !all[i].Expired.IsZero() {
-			// Its timer timed it out just as the run parked.
-			decided = append(decided, fmt.Sprintf("%q timed out", p.Step))
-			continue
-		}
-		what := "rejected"
-		if all[i].Approved {
-			what = "approved"
-		}
-		decided = append(decided, fmt.Sprintf("%q %s by %s", p.Step, what, all[i].By))
-	}
-	return open, decided
 }
 
 // runHooks are what execute wires to the progress display: a dry run's
@@ -444,11 +391,6 @@ func newPrompter(io stdio, off bool) *prompter {
 		return nil
 	}
 	return &prompter{in: bufio.NewReader(in), out: io.out}
-}
-
-// defineMaxLoadSteps adds --max-load-steps, the load-time step budget.
-func defineMaxLoadSteps(fs *pflag.FlagSet, v *uint64) {
-	fs.Uint64Var(v, "max-load-steps", 0, fmt.Sprintf("Starlark steps loading the flow may take, for flows that generate very many steps (default %d)", lang.DefaultMaxSteps))
 }
 
 // loadOptions are the options skein loads flows with: in root (empty: each
@@ -696,33 +638,5 @@ func (o *runOptions) models(g *graphir.Graph) (model.Provider, error) {
 			return nil, err
 		}
 	}
-	if o.cassette == "" {
-		return nil, nil
-	}
-	return openCassette(o.cassette, o.replayOnly)
-}
-
-// openCassette opens the cassette at path, recording through a live client
-// unless replayOnly (skein run, resume, worker and compose's --cassette).
-func openCassette(path string, replayOnly bool) (model.Provider, error) {
-	var live model.Provider
-	if !replayOnly {
-		live = &model.Client{}
-	}
-	c, err := model.OpenCassette(path, replayOnly, live)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// mayRunProcesses reports whether a run of g may start a process: it has
-// a task or shell step, or a child flow or an agent, which may.
-func mayRunProcesses(g *graphir.Graph) bool {
-	for _, n := range g.Nodes {
-		if n.Kind.IsProcess() || n.Kind == graphir.KindSubflow || n.Kind == graphir.KindAgent {
-			return true
-		}
-	}
-	return false
+	return o.cassetteFlags.open()
 }

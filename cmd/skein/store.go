@@ -20,13 +20,11 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"go.starlark.net/starlark"
 	"go.temporal.io/sdk/client"
 
+	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/graphir"
-	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/spell"
-	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
 )
@@ -110,20 +108,6 @@ func openStore(flag, path string) (*store.Store, error) {
 	return st, err
 }
 
-// storeConflict refuses --store given with --no-store: the run would
-// otherwise go unrecorded although a store was named.
-func storeConflict(cmd, store string, noStore bool) error {
-	if store != "" && noStore {
-		return fmt.Errorf("skein %s: --store and --no-store do not go together: --store PATH records the run in PATH, --no-store records nothing", cmd)
-	}
-	return nil
-}
-
-// storeFlag defines --store on a command that names no flow.
-func storeFlag(fs *pflag.FlagSet, p *string) {
-	fs.StringVar(p, "store", "", "the run store (default: $SKEIN_STORE, else the nearest .skein/runs.db at or above the current directory)")
-}
-
 type runsOptions struct {
 	engineFlags
 	store, flow, status string
@@ -161,17 +145,14 @@ With --engine temporal, lists the runs on the Temporal namespace instead
 (child flows' workflows are not runs of their own).
 
 Exit status: 0, 1 when there is no store, 2 on bad usage.`,
-		flags: func(fs *pflag.FlagSet) any {
-			o := &runsOptions{}
+		flags: withOptions(func(fs *pflag.FlagSet, o *runsOptions) {
 			fs.StringVar(&o.flow, "flow", "", "only runs of the flow with this name")
 			fs.StringVar(&o.status, "status", "", "only runs with this status (succeeded, failed, cancelled, running, waiting, interrupted)")
 			fs.IntVarP(&o.limit, "limit", "n", 20, "at most this many runs (0 for all)")
 			fs.BoolVar(&o.json, "json", false, "print a JSON array of run objects")
 			storeFlag(fs, &o.store)
 			o.defineConn(fs, "whose runs to list: local (the run store) or temporal (a Temporal namespace)")
-			return o
-		},
-		run: runRuns,
+		}, runRuns, nil),
 	})
 	register(&command{
 		name:    "show",
@@ -189,14 +170,11 @@ latest events left them, the approvals it waits for), an ended one with its
 result; the steps of child flows are listed under their step.
 
 Exit status: 0, 1 when the run is not found, 2 on bad usage.`,
-		flags: func(fs *pflag.FlagSet) any {
-			o := &showOptions{}
+		flags: withOptions(func(fs *pflag.FlagSet, o *showOptions) {
 			fs.BoolVar(&o.json, "json", false, "print the result object as JSON")
 			storeFlag(fs, &o.store)
 			o.defineConn(fs, "where the run runs: local (the run store) or temporal (RUN is the workflow id)")
-			return o
-		},
-		run: runShow,
+		}, runShow, nil),
 	})
 	register(&command{
 		name:    "logs",
@@ -211,14 +189,11 @@ next task's, until the run is no longer running. With --engine temporal,
 reads a run on Temporal from its event log.
 
 Exit status: 0, 1 when the run or step is not found, 2 on bad usage.`,
-		flags: func(fs *pflag.FlagSet) any {
-			o := &logsOptions{}
+		flags: withOptions(func(fs *pflag.FlagSet, o *logsOptions) {
 			fs.BoolVarP(&o.follow, "follow", "f", false, "keep printing until the run ends")
 			storeFlag(fs, &o.store)
 			o.defineConn(fs, "where the run is: local (the run store) or temporal (a Temporal namespace)")
-			return o
-		},
-		run: runLogs,
+		}, runLogs, nil),
 	})
 	register(&command{
 		name:    "gc",
@@ -232,19 +207,15 @@ nobody came back for them. A run still going is never deleted. D is a
 duration (720h, 90m) or a number of days (30d).
 
 Exit status: 0, 1 when there is no store or it cannot be written, 2 on bad usage.`,
-		flags: func(fs *pflag.FlagSet) any {
-			o := &gcOptions{}
+		flags: withOptions(func(fs *pflag.FlagSet, o *gcOptions) {
 			fs.IntVar(&o.keep, "keep", 100, "keep this many newest ended runs")
 			fs.Var(ageFlag{&o.olderThan}, "older-than", "delete only runs that ended, or were left waiting or interrupted, longer ago than this (30d, 720h)")
 			storeFlag(fs, &o.store)
-			return o
-		},
-		run: runGC,
+		}, runGC, nil),
 	})
 }
 
-func runRuns(ctx context.Context, io stdio, o any, args []string) int {
-	opts := o.(*runsOptions)
+func runRuns(ctx context.Context, io stdio, opts *runsOptions, args []string) int {
 	if len(args) != 0 {
 		fmt.Fprintln(io.err, "skein runs: takes no arguments\nusage: skein runs [--flow NAME] [--status S] [--limit N] [--json]")
 		return exitUsage
@@ -259,7 +230,7 @@ func runRuns(ctx context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintln(io.err, err)
 		return exitUsage
 	}
-	var runs []*store.Run
+	var list []*store.Run
 	var st *store.Store // the local engine's
 	if opts.engine == "temporal" {
 		c, err := dialRuns(ctx, &opts.engineFlags)
@@ -269,7 +240,7 @@ func runRuns(ctx context.Context, io stdio, o any, args []string) int {
 		}
 		defer c.Close()
 		var cut bool
-		if runs, cut, err = opts.listRuns(ctx, c, store.Filter{Flow: opts.flow, Status: opts.status, Limit: opts.limit}); err != nil {
+		if list, cut, err = opts.listRuns(ctx, c, store.Filter{Flow: opts.flow, Status: opts.status, Limit: opts.limit}); err != nil {
 			fmt.Fprintf(io.err, "skein runs: %v\n", err)
 			return exitFail
 		}
@@ -283,21 +254,21 @@ func runRuns(ctx context.Context, io stdio, o any, args []string) int {
 			return exitFail
 		}
 		defer st.Close()
-		if runs, err = st.Runs(store.Filter{Flow: opts.flow, Status: opts.status, Limit: opts.limit}); err != nil {
+		if list, err = (&runs.Service{Store: st}).List(store.Filter{Flow: opts.flow, Status: opts.status, Limit: opts.limit}); err != nil {
 			fmt.Fprintf(io.err, "skein runs: %v\n", err)
 			return exitFail
 		}
 	}
 	if opts.json {
-		list := make([]any, len(runs))
-		for i, r := range runs {
-			list[i] = runObject(r)
+		objs := make([]any, len(list))
+		for i, r := range list {
+			objs[i] = runObject(r)
 		}
-		b, _ := json.MarshalIndent(list, "", "  ")
+		b, _ := json.MarshalIndent(objs, "", "  ")
 		fmt.Fprintf(io.out, "%s\n", b)
 		return exitOK
 	}
-	if len(runs) == 0 {
+	if len(list) == 0 {
 		if opts.engine == "temporal" {
 			fmt.Fprintf(io.err, "no runs on Temporal at %s (namespace %s)\n", opts.address, opts.namespace)
 		} else if opts.flow != "" || opts.status != "" {
@@ -323,7 +294,7 @@ func runRuns(ctx context.Context, io stdio, o any, args []string) int {
 	}
 	tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tFLOW\tSTATUS\tSTARTED\tDURATION\tSTEP")
-	for _, r := range runs {
+	for _, r := range list {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Flow, r.Status, r.Started.Local().Format("2006-01-02 15:04:05"), runDuration(r), r.ErrorStep)
 	}
 	tw.Flush()
@@ -396,8 +367,7 @@ func getRun(io stdio, cmd, storeFlag, ref string) (*store.Store, *store.Run, boo
 	return st, r, true
 }
 
-func runShow(ctx context.Context, io stdio, o any, args []string) int {
-	opts := o.(*showOptions)
+func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) int {
 	if len(args) != 1 {
 		fmt.Fprintln(io.err, "skein show: want one run (an id, a prefix of one, or last)\nusage: skein show RUN [--json]")
 		return exitUsage
@@ -409,25 +379,21 @@ func runShow(ctx context.Context, io stdio, o any, args []string) int {
 	if opts.engine == "temporal" {
 		return showOnTemporal(ctx, io, opts, args[0])
 	}
-	st, r, ok := getRun(io, "show", opts.store, args[0])
-	if !ok {
+	st, err := openExistingStore(opts.store)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein show: %v\n", err)
 		return exitFail
 	}
 	defer st.Close()
-	effects, err := st.Effects(r.ID, 0)
+	rec, err := (&runs.Service{Store: st}).Record(args[0])
 	if err != nil {
 		fmt.Fprintf(io.err, "skein show: %v\n", err)
 		return exitFail
 	}
-	approvals, err := st.Approvals(r.ID)
-	if err != nil {
-		fmt.Fprintf(io.err, "skein show: %v\n", err)
-		return exitFail
-	}
-	held := heldOpen(r, effects, approvals)
+	r, effects, approvals := rec.Run, rec.Effects, rec.Approvals
 	if opts.json {
 		var buf bytes.Buffer
-		if err := showJSON(&buf, r, effects, held); err != nil {
+		if err := showJSON(&buf, rec); err != nil {
 			fmt.Fprintf(io.err, "skein show: %v\n", err)
 			return exitFail
 		}
@@ -466,16 +432,13 @@ func runShow(ctx context.Context, io stdio, o any, args []string) int {
 			if e.Status == "succeeded" && e.Output != nil {
 				detail = string(e.Output)
 			}
-			status := effectStatus(r, e, effects[i+1:])
-			if isHeld(held, e.Path, e.Step, e.Visit) {
-				status = store.Waiting
-			}
+			status := rec.EffectStatus(i)
 			switch status {
 			case store.Waiting:
 				detail = "waiting for a decision"
-			case stInterrupted:
+			case runs.Interrupted:
 				detail = "running when the run's process died"
-			case stUnrecorded:
+			case runs.Unrecorded:
 				detail = "its completion was not recorded"
 			}
 			fmt.Fprintf(tw, "  %s\t%s\tvisit %d\tattempt %d\t%s\t%s\t%s\n", where(e), e.Kind, e.Visit, e.Attempt, status, took, oneLine(detail, 60))
@@ -488,7 +451,7 @@ func runShow(ctx context.Context, io stdio, o any, args []string) int {
 		fmt.Fprintln(io.out, "approvals:")
 		tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
 		for _, a := range approvals {
-			step := approvalPlace(a.Path, a.Step)
+			step := runs.Place(a.Path, a.Step)
 			var decision string
 			switch {
 			case !a.Decided.IsZero():
@@ -504,7 +467,7 @@ func runShow(ctx context.Context, io stdio, o any, args []string) int {
 				decision = "timed out at " + a.Expired.Local().Format("2006-01-02 15:04:05")
 			case !a.Expired.IsZero() || !a.Pending(time.Now()):
 				decision = "no decision within " + graphir.FormatDuration(a.Timeout)
-			case r.Status == store.Waiting || r.Status == store.Interrupted || isHeld(held, a.Path, a.Step, a.Visit):
+			case r.Status == store.Waiting || r.Status == store.Interrupted || rec.IsHeld(a.Path, a.Step, a.Visit):
 				decision = "waiting: skein approve " + r.ID + " " + approveArg(a.Path, a.Step)
 			default:
 				decision = "not decided"
@@ -514,70 +477,6 @@ func runShow(ctx context.Context, io stdio, o any, args []string) int {
 		tw.Flush()
 	}
 	return exitOK
-}
-
-// How show and logs name an attempt that the journal still has as running
-// but that is not running any more.
-const (
-	// stInterrupted: the run's process died while the attempt ran (the
-	// run is interrupted, or was resumed and ran the attempt again).
-	stInterrupted = "interrupted"
-	// stUnrecorded: the run ended without recording how the attempt
-	// ended (the store could not be written).
-	stUnrecorded = "unrecorded"
-)
-
-// effectStatus is the status to show for attempt e of run r: its recorded
-// one, except for an attempt recorded as running that is not running: its
-// run's process is gone (the run is interrupted), a later attempt of the
-// same visit was started (the run was resumed after its process died), or
-// the run has ended. later are the effects recorded after e.
-func effectStatus(r *store.Run, e *store.Effect, later []*store.Effect) string {
-	if e.Status != store.Running {
-		return e.Status
-	}
-	if r.Status == store.Interrupted {
-		return stInterrupted
-	}
-	for _, l := range later {
-		if l.Path == e.Path && l.Step == e.Step && l.Visit == e.Visit && l.Attempt > e.Attempt {
-			return stInterrupted
-		}
-	}
-	if r.HasEnded() {
-		return stUnrecorded
-	}
-	return store.Running
-}
-
-// heldOpen returns the approvals of run r that wait for a decision while
-// the run goes on (other steps still work), in the order they were asked:
-// the run is running, the approval's effect is still running and it has
-// neither a decision nor a timeout.
-func heldOpen(r *store.Run, effects []*store.Effect, approvals []*store.Approval) []*store.Approval {
-	if r.Status != store.Running {
-		return nil
-	}
-	var out []*store.Approval
-	now := time.Now()
-	for _, a := range approvals {
-		if !a.Pending(now) {
-			continue
-		}
-		for i, e := range effects {
-			if e.Kind == "approval" && e.Path == a.Path && e.Step == a.Step && e.Visit == a.Visit && effectStatus(r, e, effects[i+1:]) == store.Running {
-				out = append(out, a)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// isHeld reports whether the approval at path, step and visit is among
-// held.
-func isHeld(held []*store.Approval, path, step string, visit int) bool {
-	return slices.ContainsFunc(held, func(a *store.Approval) bool { return a.Path == path && a.Step == step && a.Visit == visit })
 }
 
 // where is an effect's step with its scope: "per_file[2] › lint".
@@ -596,76 +495,14 @@ func oneLine(s string, max int) string {
 	return s
 }
 
-// partialResult is the result object of a run that has not ended (or whose
-// result was not recorded), from its journal: the run's fields, the path of
-// effects started, and each effect step's latest attempt. fn steps are not
-// recorded and do not appear.
-func partialResult(r *store.Run, effects []*store.Effect, held []*store.Approval) (*vm.Result, error) {
-	res := &vm.Result{RunID: r.ID, Flow: r.Flow, File: r.File, Status: vm.Status(r.Status), ResumedFrom: r.ResumedFrom, Path: []string{}}
-	if r.ErrorCode != "" {
-		// A run that ended without its result recorded (it did not fit).
-		res.Error = &graphir.Error{Code: codes.Code(r.ErrorCode), Step: r.ErrorStep, Msg: r.ErrorMsg}
-	}
-	// The approvals held open, in the shape of a waiting run's, in the
-	// order they were asked.
-	for _, a := range held {
-		scope := []string{}
-		if a.Path != "" {
-			scope = strings.Split(a.Path, "/")
-		}
-		res.Pending = append(res.Pending, &vm.Pending{Step: a.Step, Scope: scope, Visit: a.Visit, Message: a.Message})
-	}
-	for i, e := range effects {
-		s := res.Step(e.Step)
-		if s == nil {
-			s = &vm.StepRecord{Name: e.Step}
-			res.Steps = append(res.Steps, s)
-		}
-		if e.Attempt == 1 {
-			res.Path = append(res.Path, e.Step)
-		}
-		s.Visits = max(s.Visits, e.Visit)
-		s.Status, s.Error, s.Code = vm.StepStatus(effectStatus(r, e, effects[i+1:])), "", ""
-		if isHeld(held, e.Path, e.Step, e.Visit) {
-			s.Status = vm.StepWaiting
-		}
-		switch {
-		case e.Kind == "task" || e.Kind == "shell":
-			// The shape of a task's output in a result: error and code
-			// say why it failed, as in the step's own, and are null
-			// while it has not.
-			var errMsg, code starlark.Value = starlark.None, starlark.None
-			switch e.Status {
-			case "failed":
-				errMsg, code = starlark.String(e.Error), starlark.String(e.Code)
-			case "cancelled":
-				errMsg, code = starlark.String("cancelled"), starlark.String(codes.Cancelled)
-			}
-			s.Output = stdlib.NewMap([]string{"stdout", "stderr", "exit_code", "error", "code"},
-				[]starlark.Value{starlark.String(e.Stdout), starlark.String(e.Stderr), starlark.MakeInt(e.ExitCode), errMsg, code})
-		case e.Output != nil:
-			v, err := stdlib.FromStoredJSON(e.Output)
-			if err != nil {
-				return nil, fmt.Errorf("the recorded output of step %s is not valid JSON: %v", e.Step, err)
-			}
-			s.Output = v
-		default:
-			s.Output = nil
-		}
-		if e.Status == "failed" {
-			s.Error, s.Code = e.Error, codes.Code(e.Code)
-		}
-	}
-	return res, nil
-}
-
 // showJSON writes the result object of run r indented, with the store's
 // status (a run recorded as running may have been interrupted since) and
 // resumed_from: its recorded result, or for a run without one what its
 // journal has so far.
-func showJSON(w io.Writer, r *store.Run, effects []*store.Effect, held []*store.Approval) error {
+func showJSON(w io.Writer, rec *runs.Record) error {
+	r := rec.Run
 	if r.Result == nil {
-		res, err := partialResult(r, effects, held)
+		res, err := rec.SoFar()
 		if err != nil {
 			return err
 		}
@@ -699,8 +536,7 @@ func showJSON(w io.Writer, r *store.Run, effects []*store.Effect, held []*store.
 	return res.WriteJSON(w, "  ")
 }
 
-func runLogs(ctx context.Context, io stdio, o any, args []string) int {
-	opts := o.(*logsOptions)
+func runLogs(ctx context.Context, io stdio, opts *logsOptions, args []string) int {
 	if len(args) < 1 || len(args) > 2 {
 		fmt.Fprintln(io.err, "skein logs: want a run and optionally a step\nusage: skein logs RUN [STEP] [--follow]")
 		return exitUsage
@@ -754,7 +590,7 @@ func runLogs(ctx context.Context, io stdio, o any, args []string) int {
 				last = e.ID // nothing of it is printed
 				continue
 			}
-			status := effectStatus(cur, e, effects[i+1:])
+			status := runs.EffectStatus(cur, e, effects[i+1:])
 			if status == store.Running && live {
 				// Printed as it goes; what comes after it waits, to
 				// print in order.
@@ -862,8 +698,7 @@ func (a ageFlag) Set(s string) error {
 
 func (a ageFlag) Type() string { return "duration" }
 
-func runGC(_ context.Context, io stdio, o any, args []string) int {
-	opts := o.(*gcOptions)
+func runGC(_ context.Context, io stdio, opts *gcOptions, args []string) int {
 	if len(args) != 0 {
 		fmt.Fprintln(io.err, "skein gc: takes no arguments\nusage: skein gc [--keep N] [--older-than D]")
 		return exitUsage

@@ -131,10 +131,9 @@ func shortErr(err error) string {
 
 type workerOptions struct {
 	engineFlags
-	dir        string
-	parallel   int
-	cassette   string
-	replayOnly bool
+	cassetteFlags
+	dir      string
+	parallel int
 }
 
 func init() {
@@ -152,21 +151,16 @@ Model calls read their API keys from this worker's environment;
 them (--replay-only: only from it). --parallel bounds the activities
 running at once. Ctrl-C stops the worker; Temporal hands its unfinished
 work to the other workers.`,
-		flags: func(fs *pflag.FlagSet) any {
-			o := &workerOptions{}
-			o.define(fs)
+		flags: withOptions(func(fs *pflag.FlagSet, o *workerOptions) {
+			o.engineFlags.define(fs)
 			fs.StringVar(&o.dir, "dir", "", "where this worker keeps the flows' files (default: the paths as given)")
 			fs.IntVar(&o.parallel, "parallel", vm.DefaultParallel, "activities (tasks, shells, model calls) running at once")
-			fs.StringVar(&o.cassette, "cassette", "", "record model exchanges into this file, and answer from it when it has them")
-			fs.BoolVar(&o.replayOnly, "replay-only", false, "with --cassette: answer model calls only from the cassette (a missing one is replay_miss)")
-			return o
-		},
-		run: runWorker,
+			o.cassetteFlags.define(fs, cassetteHelp, replayOnlyHelp)
+		}, runWorker, nil),
 	})
 }
 
-func runWorker(ctx context.Context, io stdio, o any, args []string) int {
-	opts := o.(*workerOptions)
+func runWorker(ctx context.Context, io stdio, opts *workerOptions, args []string) int {
 	if len(args) != 0 {
 		fmt.Fprintln(io.err, "skein worker: takes no arguments\nusage: skein worker --engine temporal [--address HOST:PORT]")
 		return exitUsage

@@ -47,20 +47,16 @@ Prints "ok  FILE  N tests  TIME" per passing file and "--- FAIL: test_name
 
 Exit status: 0 all passed, 1 a test failed, 2 usage or a test file that does
 not load.`,
-		flags: func(fs *pflag.FlagSet) any {
-			o := &testOptions{}
+		flags: withOptions(func(fs *pflag.FlagSet, o *testOptions) {
 			fs.StringVar(&o.run, "run", "", "run only the tests whose names match this regular expression")
 			fs.BoolVarP(&o.verbose, "verbose", "v", false, "print every test, and what tests print")
 			fs.BoolVar(&o.json, "json", false, "print one JSON object per test")
 			fs.StringVar(&o.root, "root", "", "root that test files and the flows they run may not leave (default: each test file's directory)")
-			return o
-		},
-		run: runTest,
+		}, runTest, nil),
 	})
 }
 
-func runTest(ctx context.Context, io stdio, o any, args []string) int {
-	opts := o.(*testOptions)
+func runTest(ctx context.Context, io stdio, opts *testOptions, args []string) int {
 	topts := flowtest.Options{Root: opts.root}
 	if opts.run != "" {
 		re, err := regexp.Compile(opts.run)

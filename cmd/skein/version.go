@@ -14,7 +14,7 @@ func init() {
 	register(&command{
 		name:    "version",
 		summary: "print the version of skein",
-		run: func(_ context.Context, io stdio, _ any, args []string) int {
+		run: func(_ context.Context, io stdio, args []string) int {
 			if len(args) > 0 {
 				fmt.Fprintf(io.err, "skein version: takes no arguments, got %q\nusage: skein version\n", args[0])
 				return exitUsage

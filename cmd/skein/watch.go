@@ -41,9 +41,8 @@ type watchFlags struct {
 	run  bool
 	test bool
 	inputFlags
+	recordFlags
 	root     string
-	store    string
-	noStore  bool
 	noPrompt bool
 }
 
@@ -76,28 +75,23 @@ says how to decide it (skein approve RUN STEP --resume).
 Ctrl-C stops watching (exit status 0). A run cancelled by Ctrl-C or by a
 save gives its exit handler (flow(on_exit=)) 30s, as skein run does; a
 Ctrl-C meanwhile stops the handler at once.`,
-		flags: func(fs *pflag.FlagSet) any {
-			o := &watchFlags{}
+		flags: withOptions(func(fs *pflag.FlagSet, o *watchFlags) {
 			fs.BoolVar(&o.run, "run", false, "run the flow after each clean check")
 			fs.BoolVar(&o.test, "test", false, "run the flow's tests (FLOW_test.star) after each clean check, and on changes to them")
 			o.inputFlags.define(fs, " for --run")
 			fs.StringVar(&o.root, "root", "", "flow root that load() and child flows may not leave (default: the flow's directory)")
-			fs.StringVar(&o.store, "store", "", "record --run's runs in this store (default: as skein run)")
-			fs.BoolVar(&o.noStore, "no-store", false, "do not record --run's runs")
+			o.recordFlags.define(fs, "--run's runs", "as skein run")
 			fs.BoolVar(&o.noPrompt, "no-prompt", false, "never ask for approvals on the terminal: park the run instead")
-			return o
-		},
-		run: runWatch,
+		}, runWatch, nil),
 	})
 }
 
-func runWatch(ctx context.Context, sio stdio, o any, args []string) int {
-	opts := o.(*watchFlags)
+func runWatch(ctx context.Context, sio stdio, opts *watchFlags, args []string) int {
 	if len(args) != 1 {
 		fmt.Fprintln(sio.err, "skein watch: want exactly one flow\nusage: skein watch FLOW [--run] [--input k=v]...")
 		return exitUsage
 	}
-	if err := storeConflict("watch", opts.store, opts.noStore); err != nil {
+	if err := opts.recordFlags.conflict("watch"); err != nil {
 		fmt.Fprintln(sio.err, err)
 		return exitUsage
 	}

@@ -1,0 +1,191 @@
+package runs
+
+// This file reads runs back from the store: the list, and one run's
+// record with what became of each attempt of its effects.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
+	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/store"
+)
+
+// List returns the recorded runs f selects, newest first.
+func (s *Service) List(f store.Filter) ([]*store.Run, error) {
+	return s.Store.Runs(f)
+}
+
+// Record is what the store knows of one run.
+type Record struct {
+	Run *store.Run
+	// Effects are every attempt of its effects, in the order they
+	// started.
+	Effects []*store.Effect
+	// Approvals are its approvals in the order they were asked; Held
+	// those of them that wait for a decision while the run goes on
+	// (other steps still work).
+	Approvals []*store.Approval
+	Held      []*store.Approval
+}
+
+// Record reads back the run ref names (an id, a unique prefix of one, or
+// "last").
+func (s *Service) Record(ref string) (*Record, error) {
+	r, err := s.Store.Get(ref)
+	if err != nil {
+		return nil, err
+	}
+	rec := &Record{Run: r}
+	if rec.Effects, err = s.Store.Effects(r.ID, 0); err != nil {
+		return nil, err
+	}
+	if rec.Approvals, err = s.Store.Approvals(r.ID); err != nil {
+		return nil, err
+	}
+	rec.Held = heldOpen(r, rec.Effects, rec.Approvals)
+	return rec, nil
+}
+
+// EffectStatus is the status of the i'th attempt of rec.Effects: as
+// [EffectStatus] says, and [store.Waiting] for a held approval.
+func (rec *Record) EffectStatus(i int) string {
+	e := rec.Effects[i]
+	if rec.IsHeld(e.Path, e.Step, e.Visit) {
+		return store.Waiting
+	}
+	return EffectStatus(rec.Run, e, rec.Effects[i+1:])
+}
+
+// IsHeld reports whether the approval at path, step and visit is held
+// open while the run goes on.
+func (rec *Record) IsHeld(path, step string, visit int) bool {
+	return slices.ContainsFunc(rec.Held, func(a *store.Approval) bool { return a.Path == path && a.Step == step && a.Visit == visit })
+}
+
+// How an attempt that the journal still has as running, but that is not
+// running any more, is named.
+const (
+	// Interrupted: the run's process died while the attempt ran (the run
+	// is interrupted, or was resumed and ran the attempt again).
+	Interrupted = "interrupted"
+	// Unrecorded: the run ended without recording how the attempt ended
+	// (the store could not be written).
+	Unrecorded = "unrecorded"
+)
+
+// EffectStatus is the status of attempt e of run r: its recorded one,
+// except for an attempt recorded as running that is not running: its
+// run's process is gone (the run is interrupted), a later attempt of the
+// same visit was started (the run was resumed after its process died), or
+// the run has ended. later are the effects recorded after e.
+func EffectStatus(r *store.Run, e *store.Effect, later []*store.Effect) string {
+	if e.Status != store.Running {
+		return e.Status
+	}
+	if r.Status == store.Interrupted {
+		return Interrupted
+	}
+	for _, l := range later {
+		if l.Path == e.Path && l.Step == e.Step && l.Visit == e.Visit && l.Attempt > e.Attempt {
+			return Interrupted
+		}
+	}
+	if r.HasEnded() {
+		return Unrecorded
+	}
+	return store.Running
+}
+
+// heldOpen returns the approvals of run r that wait for a decision while
+// the run goes on (other steps still work), in the order they were asked:
+// the run is running, the approval's effect is still running and it has
+// neither a decision nor a timeout.
+func heldOpen(r *store.Run, effects []*store.Effect, approvals []*store.Approval) []*store.Approval {
+	if r.Status != store.Running {
+		return nil
+	}
+	var out []*store.Approval
+	now := time.Now()
+	for _, a := range approvals {
+		if !a.Pending(now) {
+			continue
+		}
+		for i, e := range effects {
+			if e.Kind == "approval" && e.Path == a.Path && e.Step == a.Step && e.Visit == a.Visit && EffectStatus(r, e, effects[i+1:]) == store.Running {
+				out = append(out, a)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// SoFar is the result of a run that has not ended (or whose result was
+// not recorded), from its journal: the run's fields, the path of effects
+// started, each effect step's latest attempt and the approvals held open.
+// fn steps are not recorded and do not appear. (A run that ended has its
+// result in Run.Result.)
+func (rec *Record) SoFar() (*vm.Result, error) {
+	r, effects, held := rec.Run, rec.Effects, rec.Held
+	res := &vm.Result{RunID: r.ID, Flow: r.Flow, File: r.File, Status: vm.Status(r.Status), ResumedFrom: r.ResumedFrom, Path: []string{}}
+	if r.ErrorCode != "" {
+		// A run that ended without its result recorded (it did not fit).
+		res.Error = &graphir.Error{Code: codes.Code(r.ErrorCode), Step: r.ErrorStep, Msg: r.ErrorMsg}
+	}
+	// The approvals held open, in the shape of a waiting run's, in the
+	// order they were asked.
+	for _, a := range held {
+		scope := []string{}
+		if a.Path != "" {
+			scope = strings.Split(a.Path, "/")
+		}
+		res.Pending = append(res.Pending, &vm.Pending{Step: a.Step, Scope: scope, Visit: a.Visit, Message: a.Message})
+	}
+	for i, e := range effects {
+		s := res.Step(e.Step)
+		if s == nil {
+			s = &vm.StepRecord{Name: e.Step}
+			res.Steps = append(res.Steps, s)
+		}
+		if e.Attempt == 1 {
+			res.Path = append(res.Path, e.Step)
+		}
+		s.Visits = max(s.Visits, e.Visit)
+		s.Status, s.Error, s.Code = vm.StepStatus(rec.EffectStatus(i)), "", ""
+		switch {
+		case e.Kind == "task" || e.Kind == "shell":
+			// The shape of a task's output in a result: error and code
+			// say why it failed, as in the step's own, and are null
+			// while it has not.
+			var errMsg, code starlark.Value = starlark.None, starlark.None
+			switch e.Status {
+			case "failed":
+				errMsg, code = starlark.String(e.Error), starlark.String(e.Code)
+			case "cancelled":
+				errMsg, code = starlark.String("cancelled"), starlark.String(codes.Cancelled)
+			}
+			s.Output = stdlib.NewMap([]string{"stdout", "stderr", "exit_code", "error", "code"},
+				[]starlark.Value{starlark.String(e.Stdout), starlark.String(e.Stderr), starlark.MakeInt(e.ExitCode), errMsg, code})
+		case e.Output != nil:
+			v, err := stdlib.FromStoredJSON(e.Output)
+			if err != nil {
+				return nil, fmt.Errorf("the recorded output of step %s is not valid JSON: %v", e.Step, err)
+			}
+			s.Output = v
+		default:
+			s.Output = nil
+		}
+		if e.Status == "failed" {
+			s.Error, s.Code = e.Error, codes.Code(e.Code)
+		}
+	}
+	return res, nil
+}

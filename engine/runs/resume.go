@@ -1,0 +1,196 @@
+package runs
+
+// This file is resuming a recorded run: its flow loaded again from the
+// recorded sources (or the disk), its journal replayed, and the first
+// effect without a successful record run for real.
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/skeinlang/skein/check"
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/spell"
+	"github.com/skeinlang/skein/lang/frontend"
+	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/model"
+	"github.com/skeinlang/skein/vm/store"
+)
+
+// ResumeSpec is what a resume continues, and how.
+type ResumeSpec struct {
+	// Run is the recorded run to continue: an interrupted or waiting one
+	// continues under its own id; an ended one (failed, cancelled,
+	// succeeded) is never changed: a new run continues it and names it
+	// in its resumed_from.
+	Run *store.Run
+	// From, when set, runs that step again, and everything that
+	// completed after it.
+	From string
+	// Reload loads the flow's files from the disk instead of the sources
+	// recorded with the run; the run then fails with resume_diverged when
+	// the changed flow asks for something its record cannot answer.
+	Reload bool
+	// Options are the resumed run's: the recorded ones, or others given.
+	Options store.RunOptions
+	// Models, Ask and NoDecision are as in [Spec].
+	Models     model.Provider
+	Ask        Asker
+	NoDecision string
+}
+
+// ErrStillRunning is returned (wrapped) for a resume of a run that is
+// still running.
+var ErrStillRunning = errors.New("still running")
+
+// ErrNothingLeft is returned (wrapped) for a resume of a succeeded run
+// with neither From nor Reload: it would replay every step and end as it
+// did.
+var ErrNothingLeft = errors.New("succeeded: there is nothing left to run")
+
+// ErrReloadDiverged is returned (wrapped) when the flow on the disk lacks
+// a step the record has a completion for, or has it as another kind of
+// step (ResumeSpec.Reload).
+var ErrReloadDiverged = errors.New("the flow on disk differs from the record")
+
+// InvalidFlowError is returned when a run's flow, loaded again, does not
+// load or check; its diagnostics are returned beside it.
+type InvalidFlowError struct {
+	Run    string
+	Errors int
+}
+
+func (e *InvalidFlowError) Error() string {
+	if e.Errors == 1 {
+		return fmt.Sprintf("run %s not resumed: its flow has 1 error", e.Run)
+	}
+	return fmt.Sprintf("run %s not resumed: its flow has %d errors", e.Run, e.Errors)
+}
+
+// Resumable says why run r cannot be resumed (with from and reload as in
+// [ResumeSpec]), or nil.
+func Resumable(r *store.Run, from string, reload bool) error {
+	switch {
+	case r.Status == store.Running:
+		return fmt.Errorf("run %s is %w", r.ID, ErrStillRunning)
+	case r.Status == string(vm.Succeeded) && from == "" && !reload:
+		return fmt.Errorf("run %s %w", r.ID, ErrNothingLeft)
+	}
+	return nil
+}
+
+// Resume prepares the resume of spec.Run: its flow loaded again and
+// checked (the diagnostics are returned, warnings included, whatever the
+// error), its inputs bound again, and its record taken over (or a new
+// run begun). Nothing runs until [Run.Run].
+func (s *Service) Resume(spec *ResumeSpec) (*Run, []check.Diagnostic, error) {
+	r, ropts := spec.Run, spec.Options
+	if err := Resumable(r, spec.From, spec.Reload); err != nil {
+		return nil, nil, err
+	}
+	sources, err := s.Store.Sources(r.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	lo := s.Load
+	lo.Root, lo.MaxSteps = r.Root, ropts.MaxLoadSteps
+	if !spec.Reload {
+		lo.Recorded = frontend.RecordedSources(sources)
+	}
+	f := frontend.Load(r.File, lo)
+	g, ds := f.Graph, f.Diagnostics
+	if n := f.Errors(); n > 0 {
+		return nil, ds, &InvalidFlowError{Run: r.ID, Errors: n}
+	}
+	if spec.Reload {
+		if err := followable(s.Store, r.ID, g); err != nil {
+			return nil, ds, err
+		}
+	}
+	given := &frontend.Inputs{}
+	err = given.SetRecorded(r.Inputs)
+	var inputs *stdlib.Map
+	if err == nil {
+		inputs, err = given.Bind(g)
+	}
+	if err != nil {
+		return nil, ds, fmt.Errorf("run %s: %v", r.ID, err)
+	}
+	replay, err := s.Store.Replay(r.ID, spec.From)
+	if err != nil {
+		return nil, ds, err
+	}
+	run := &Run{g: g, inputs: inputs}
+	var rec *store.Recorder
+	if r.HasEnded() {
+		started := time.Now()
+		run.ResumedFrom = r.ID
+		rec, err = s.Store.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: absPath(g.File), Root: absPath(g.Root),
+			Sources: f.Sources.List(), Inputs: inputs, Started: started, Options: ropts, ResumedFrom: r.ID})
+	} else {
+		rec, err = s.Store.Continue(r.ID, ropts)
+		if err == nil && spec.Reload {
+			for _, src := range f.Sources.List() {
+				if err = rec.AddSource(src); err != nil {
+					break
+				}
+			}
+		}
+	}
+	if err != nil {
+		return nil, ds, err
+	}
+	run.opts = vm.Options{Parallel: ropts.Parallel, Timeout: ropts.Timeout, MaxTokens: ropts.MaxTokens, Models: spec.Models}
+	run.record(rec, &approvals{inner: vm.Local{}, ask: spec.Ask, noDecision: spec.NoDecision}, replay)
+	run.opts.LoadFlow = s.childLoader(rec, lo.Recorded, ropts.MaxLoadSteps)
+	return run, ds, nil
+}
+
+// followable refuses a reloaded flow that lacks a step the record has a
+// completion for, or has it as a different kind of step.
+func followable(st *store.Store, id string, g *graphir.Graph) error {
+	effects, err := st.Effects(id, 0)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, n := range g.Steps() {
+		names = append(names, n.Name)
+	}
+	for _, e := range effects {
+		if e.Status != "succeeded" || isChildPath(e.Path) {
+			continue
+		}
+		n := g.Node(e.Step)
+		if n == nil {
+			msg := fmt.Sprintf("the flow on disk has no step %q, which run %s completed", e.Step, id)
+			msg += spell.Suggest(e.Step, names)
+			return &divergedError{msg + "; run it afresh instead"}
+		}
+		if n.Kind.String() != e.Kind {
+			return &divergedError{fmt.Sprintf("step %q is a %s step on disk but was a %s step in run %s; run it afresh instead", e.Step, n.Kind, e.Kind, id)}
+		}
+	}
+	return nil
+}
+
+// divergedError is an [ErrReloadDiverged] that says how.
+type divergedError struct{ msg string }
+
+func (e *divergedError) Error() string        { return e.msg }
+func (e *divergedError) Is(target error) bool { return target == ErrReloadDiverged }
+
+// isChildPath reports whether a journal path is inside a child flow: its
+// last element is a step name rather than a loop iteration or map item.
+func isChildPath(path string) bool {
+	if path == "" {
+		return false
+	}
+	last := filepath.Base(path)
+	n := len(last)
+	return !(last[n-1] == ']' || strings.Contains(last, "#"))
+}

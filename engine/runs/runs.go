@@ -1,0 +1,234 @@
+// Package runs is the run service: it starts, resumes, cancels, approves,
+// lists and shows the runs of a flow on a run store, for every front end
+// that runs flows (the skein command, its REPL and watch, a web service).
+//
+// A run's effects go through one stack of producers, built in one place
+// (see [Service.Start] and [Service.Resume]): the local producer (tasks,
+// shells, child flows, model calls on this machine), the approvals
+// (decided from the store, asked through the front end's [Asker], or held
+// open and parked), the store's recorder (the journal, and the live
+// output tees that skein logs --follow reads), and for a resumed run the
+// replay of its record. [Service.Record] reads a run back from the store.
+//
+// The package knows no terminal and no flag: a front end says how to ask
+// a person ([Asker]), what to call a flow it loads ([Loader]) and what to
+// show; the service returns values and errors for it to show as it likes.
+// It does not load the flow a run starts with (the front end loads and
+// checks it, and binds its inputs, through lang/frontend); it loads the
+// child flows that a templated flow= path names at run time, and a
+// recorded run's flow when it resumes it, through lang/frontend too.
+package runs
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/lang/frontend"
+	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/model"
+	"github.com/skeinlang/skein/vm/proc"
+	"github.com/skeinlang/skein/vm/store"
+)
+
+// Service runs flows and reads their records on one store.
+type Service struct {
+	// Store records the runs the service starts; nil runs them
+	// unrecorded (and nothing can be resumed, approved later or shown).
+	Store *store.Store
+	// Load is how the service loads the flows it loads itself (through
+	// [frontend.Load]): the child flows that templated flow= paths name
+	// at run time, and a recorded run's flow on resume. Root, MaxSteps
+	// and Recorded are set for each load; a front end sets the rest
+	// (BudgetHint, LeanGC, Print).
+	Load frontend.Options
+}
+
+// Spec is what a run starts with, and how its front end follows it.
+type Spec struct {
+	// Graph is the flow, loaded and checked; Inputs its bound inputs.
+	Graph  *graphir.Graph
+	Inputs *stdlib.Map
+	// File is what the run is recorded as having been loaded from ("":
+	// Graph's file), and Sources the texts it was loaded from, which a
+	// resume loads it from again.
+	File    string
+	Sources []store.Source
+	// Options bound the run, and are recorded with it for a resume to
+	// reuse. Cassette and ReplayOnly are only recorded: Models answers.
+	Options store.RunOptions
+	// Models answers the run's model calls (nil: the VM's own client).
+	Models model.Provider
+	// Effects, when set, produces every effect of the run instead of the
+	// local producer and the approvals (a dry run, a flow test's mocks),
+	// and the run is not recorded.
+	Effects vm.EffectProducer
+	// Ask asks a person for the decisions of approval steps (nil:
+	// nobody is asked: with a store the approval is held open and
+	// parked, without one the step fails, saying NoDecision).
+	Ask        Asker
+	NoDecision string
+}
+
+// Run is one run the service started or resumed: call [Run.Run] (or
+// [Run.Cancel]) once.
+type Run struct {
+	// ID is the run's id in the store ("" when it is not recorded: the VM
+	// gives it one, in its result).
+	ID string
+	// ResumedFrom names the ended run a resume continues as this new one
+	// ("" for a run resumed under its own id, or not resumed).
+	ResumedFrom string
+
+	// OnEvent, set before [Run.Run], receives the run's events (with a
+	// store, once what they report is recorded).
+	OnEvent func(*vm.Event)
+	// ExitCtx, set before [Run.Run], stops the flow's exit handler at
+	// once when done (a second interrupt); nil for never.
+	ExitCtx context.Context
+
+	g      *graphir.Graph
+	inputs *stdlib.Map
+	opts   vm.Options
+	rec    *store.Recorder // nil: not recorded
+
+	mu       sync.Mutex
+	cancel   context.CancelFunc
+	canceled bool
+}
+
+// Start prepares a run of spec.Graph: with a store, the run is recorded
+// as running (a store that cannot be written fails here, before anything
+// runs), and its effects are journaled. Nothing runs until [Run.Run].
+func (s *Service) Start(spec *Spec) (*Run, error) {
+	g := spec.Graph
+	r := &Run{g: g, inputs: spec.Inputs}
+	o := spec.Options
+	r.opts = vm.Options{Parallel: o.Parallel, Timeout: o.Timeout, MaxTokens: o.MaxTokens, Models: spec.Models,
+		LoadFlow: s.childLoader(nil, nil, o.MaxLoadSteps)}
+	if spec.Effects != nil {
+		r.opts.Effects = spec.Effects
+		return r, nil
+	}
+	if mayRunProcesses(g) {
+		proc.WarmKeeper() // while the run is recorded
+	}
+	ap := &approvals{inner: vm.Local{}, ask: spec.Ask, noDecision: spec.NoDecision}
+	if s.Store == nil {
+		r.opts.Effects = ap
+		return r, nil
+	}
+	file := spec.File
+	if file == "" {
+		file = absPath(g.File)
+	}
+	started := time.Now()
+	rec, err := s.Store.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: file, Root: absPath(g.Root),
+		Sources: spec.Sources, Inputs: spec.Inputs, Started: started, Options: o})
+	if err != nil {
+		return nil, err
+	}
+	r.record(rec, ap, nil)
+	r.opts.LoadFlow = s.childLoader(rec, nil, o.MaxLoadSteps)
+	return r, nil
+}
+
+// record makes the run recorded by rec: the one stack of producers every
+// recorded run's effects go through, outermost first: the replay of the
+// record being resumed (if any), the recorder (journal and live tees),
+// the approvals, the local producer.
+func (r *Run) record(rec *store.Recorder, ap *approvals, replay *store.Replay) {
+	ap.rec, ap.st, ap.runID = rec, rec.Store(), rec.ID()
+	rec.Inner = ap
+	r.rec, r.ID = rec, rec.ID()
+	r.opts.RunID, r.opts.Effects = rec.ID(), rec
+	if replay != nil {
+		replay.Inner = rec
+		if r.ResumedFrom != "" {
+			replay.CopyTo = rec
+		}
+		r.opts.Effects = replay
+	}
+}
+
+// Run runs the run until it ends, or ctx is done (it is then cancelled:
+// running tasks are signalled and waited for, the exit handler runs), and
+// records how it ended. The result is never nil; the error says that the
+// end could not be recorded.
+func (r *Run) Run(ctx context.Context) (*vm.Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.mu.Lock()
+	if r.canceled {
+		cancel()
+	}
+	r.cancel = cancel
+	r.mu.Unlock()
+	opts := r.opts
+	opts.OnEvent, opts.ExitCtx = r.OnEvent, r.ExitCtx
+	if r.rec != nil {
+		opts.OnEvent = r.rec.Events(opts.OnEvent)
+	}
+	res := vm.Prepare(r.g).Run(ctx, r.inputs, opts)
+	res.ResumedFrom = r.ResumedFrom
+	if r.rec != nil {
+		if err := r.rec.Finish(res); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// Cancel cancels the run, as ctx ending does: from another goroutine
+// while [Run.Run] runs, or before it (it then ends at once, cancelled).
+func (r *Run) Cancel() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.canceled = true
+	if r.cancel != nil {
+		r.cancel()
+	}
+}
+
+// childLoader loads and checks a child flow that a templated flow= path
+// names at run time, inside the parent's flow root, with the load-time
+// step budget maxSteps (0: the default). With rec, the files it reads are
+// recorded in the run's sources; with recorded, a file among them is read
+// from there (a resumed run), and one not among them from the disk.
+func (s *Service) childLoader(rec *store.Recorder, recorded frontend.Recorded, maxSteps uint64) func(context.Context, string, string) (*graphir.Graph, error) {
+	lo := s.Load
+	lo.MaxSteps, lo.Recorded = maxSteps, recorded
+	if rec == nil {
+		return lo.ChildLoader(nil)
+	}
+	return lo.ChildLoader(rec.AddSource)
+}
+
+// mayRunProcesses reports whether a run of g may start a process: it has
+// a task or shell step, or a child flow or an agent, which may.
+func mayRunProcesses(g *graphir.Graph) bool {
+	for _, n := range g.Nodes {
+		if n.Kind.IsProcess() || n.Kind == graphir.KindSubflow || n.Kind == graphir.KindAgent {
+			return true
+		}
+	}
+	return false
+}
+
+// LoadChild loads and checks a child flow that a templated flow= path
+// names at run time, inside the parent's flow root (a [vm.Options]
+// LoadFlow for a run the service does not start).
+func (s *Service) LoadChild(ctx context.Context, path, root string) (*graphir.Graph, error) {
+	return s.childLoader(nil, nil, 0)(ctx, path, root)
+}
+
+// absPath is p made absolute, if it can be.
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}

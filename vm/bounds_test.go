@@ -6,7 +6,6 @@ package vm_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -224,23 +223,9 @@ l = loop("l", body = [s], until = lambda it: False, max_iterations = 20, timeout
 `})
 	in, _ := vm.BindInputs(g, nil)
 	p := vm.Prepare(g)
-	res := p.Run(context.Background(), in, vm.Options{Parallel: 1, KillGrace: quickKill.KillGrace, Suspend: func() bool {
-		_, err := os.Stat(mark)
-		return err == nil
-	}})
-	if res.Status != vm.Suspended {
-		t.Fatalf("status %s, want suspended", res.Status)
-	}
-	b, err := res.Snapshot.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := p.DecodeSnapshot(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := suspendAtMark(t, p, in, vm.Options{Parallel: 1, KillGrace: quickKill.KillGrace}, mark)
 	start := time.Now()
-	res = p.Run(context.Background(), in, vm.Options{Parallel: 1, KillGrace: quickKill.KillGrace, Restore: snap})
+	res := p.Run(context.Background(), in, vm.Options{Parallel: 1, KillGrace: quickKill.KillGrace, Restore: snap})
 	check(t, res, want{status: vm.Failed, code: "timeout", step: "l"})
 	if took := time.Since(start); took > 2500*time.Millisecond {
 		t.Errorf("the restored run took %s: its loop's timeout was not armed again", took)

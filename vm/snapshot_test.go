@@ -14,6 +14,7 @@ import (
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
+	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 )
 
@@ -191,22 +192,8 @@ out = step("out", fn = lambda r: [type(r.a[k]) for k in r.a] + [type(r.a["l"][2]
 	if err := os.Remove(mark); err != nil {
 		t.Fatal(err)
 	}
-	res := p.Run(context.Background(), in, vm.Options{Parallel: 1, Suspend: func() bool {
-		_, err := os.Stat(mark)
-		return err == nil
-	}})
-	if res.Status != vm.Suspended {
-		t.Fatalf("status %s, want suspended", res.Status)
-	}
-	b, err := res.Snapshot.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := p.DecodeSnapshot(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res = p.Run(context.Background(), in, vm.Options{Parallel: 1, Restore: snap})
+	snap := suspendAtMark(t, p, in, vm.Options{Parallel: 1}, mark)
+	res := p.Run(context.Background(), in, vm.Options{Parallel: 1, Restore: snap})
 	if res.Status != vm.Succeeded {
 		t.Fatalf("restored run %s: %v", res.Status, res.Error)
 	}
@@ -219,6 +206,29 @@ out = step("out", fn = lambda r: [type(r.a[k]) for k in r.a] + [type(r.a["l"][2]
 	if got, want := res.Output.String(), straight.Output.String(); got != want {
 		t.Errorf("straight %s\nrestored %s", want, got)
 	}
+}
+
+// suspendAtMark runs p with opts until the file mark exists, then
+// suspends it, and returns its snapshot after a trip through its encoding.
+func suspendAtMark(t *testing.T, p *vm.Program, in *stdlib.Map, opts vm.Options, mark string) *vm.Snapshot {
+	t.Helper()
+	opts.Suspend = func() bool {
+		_, err := os.Stat(mark)
+		return err == nil
+	}
+	res := p.Run(context.Background(), in, opts)
+	if res.Status != vm.Suspended {
+		t.Fatalf("status %s, want suspended", res.Status)
+	}
+	b, err := res.Snapshot.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := p.DecodeSnapshot(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
 }
 
 func TestSnapshotOfAnotherFlow(t *testing.T) {

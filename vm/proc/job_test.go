@@ -2,6 +2,7 @@ package proc_test
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -37,11 +38,7 @@ func roundTrip[T any](t *testing.T, v T, fields []string) {
 	if err := json.Unmarshal(b, &names); err != nil {
 		t.Fatal(err)
 	}
-	got := make([]string, 0, len(names))
-	for k := range names {
-		got = append(got, k)
-	}
-	slices.Sort(got)
+	got := slices.Sorted(maps.Keys(names))
 	if diff := cmp.Diff(fields, got); diff != "" {
 		t.Errorf("%T's JSON fields (-want +got):\n%s\n%s", v, diff, b)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/skeinlang/skein/builtins"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/stdlib"
 )
@@ -542,7 +543,7 @@ func (c *cursor) inputDecl(name string) graphir.Pos {
 // locationOf is the location of a Skein position, as a range over the word
 // or string that starts there.
 func (s *Server) locationOf(p graphir.Pos) *location {
-	path := filepath.Clean(absPath(p.File))
+	path := filepath.Clean(confine.Abs(p.File))
 	src, err := s.readFile(path)
 	if err != nil {
 		src = nil
@@ -713,7 +714,7 @@ func symbols(g *graphir.Graph, file string, t *text) []documentSymbol {
 		out := []documentSymbol{}
 		for _, id := range g.Scope(scope) {
 			n := g.Nodes[id]
-			if filepath.Clean(absPath(n.Pos.File)) != file {
+			if filepath.Clean(confine.Abs(n.Pos.File)) != file {
 				continue
 			}
 			start := t.toLSP(n.Pos.Line, n.Pos.Col)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/lang/frontend"
 )
@@ -390,17 +391,10 @@ func (s *Server) current(d *document) {
 // readFile reads a file for the loader: an open buffer's contents, else
 // the disk. It is called with s.mu held.
 func (s *Server) readFile(name string) ([]byte, error) {
-	if d, ok := s.docs[filepath.Clean(absPath(name))]; ok {
+	if d, ok := s.docs[filepath.Clean(confine.Abs(name))]; ok {
 		return []byte(d.text.src), nil
 	}
 	return lang.ReadFile(name) // bounded, as the loader's own reads are
-}
-
-func absPath(p string) string {
-	if abs, err := filepath.Abs(p); err == nil {
-		return abs
-	}
-	return p
 }
 
 // checkDoc loads and checks one buffer, records the analysis and publishes
@@ -433,7 +427,7 @@ func (s *Server) checkDoc(d *document) {
 			}
 			file, line, col = d.path, 1, 1
 		}
-		file = filepath.Clean(absPath(file))
+		file = filepath.Clean(confine.Abs(file))
 		t, ok := texts[file]
 		if !ok {
 			b, err := s.readFile(file)
@@ -471,7 +465,7 @@ func (s *Server) checkDoc(d *document) {
 	}
 	if g != nil {
 		for _, f := range g.Files {
-			f = filepath.Clean(absPath(f))
+			f = filepath.Clean(confine.Abs(f))
 			if _, ok := byFile[f]; !ok && f != d.path && !strings.HasPrefix(f, graphir.StdPrefix) {
 				files = append(files, f)
 			}

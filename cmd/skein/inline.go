@@ -18,6 +18,7 @@ import (
 
 	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
@@ -315,7 +316,7 @@ func diskSources(g *graphir.Graph) []store.Source {
 	var sources []store.Source
 	for _, f := range g.Files {
 		if text, err := lang.ReadFile(f); err == nil {
-			sources = append(sources, store.Source{Path: absPath(f), Text: text})
+			sources = append(sources, store.Source{Path: confine.Abs(f), Text: text})
 		}
 	}
 	return sources

@@ -26,6 +26,7 @@ import (
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/lang/frontend"
@@ -641,12 +642,12 @@ func (r *repl) run(args []string) {
 // record keeps the texts of g's files for reference, and skein resume says
 // it cannot rebuild the flow.
 func (r *repl) recordedAs(g *graphir.Graph) (string, []store.Source) {
-	if f := r.sess.File(); f != "" && absPath(f) == absPath(g.File) {
+	if f := r.sess.File(); f != "" && confine.Abs(f) == confine.Abs(g.File) {
 		if fresh := frontend.Load(f, frontend.Options{Root: r.root}); fresh.Graph != nil && graphir.Diff(fresh.Graph, g).Empty() {
-			return absPath(g.File), fresh.Sources.List()
+			return confine.Abs(g.File), fresh.Sources.List()
 		}
 	}
-	return absPath(filepath.Join(filepath.Dir(g.File), lang.ChunkFile)), diskSources(g)
+	return confine.Abs(filepath.Join(filepath.Dir(g.File), lang.ChunkFile)), diskSources(g)
 }
 
 // show prints the last run's summary, or the record of one of its steps.

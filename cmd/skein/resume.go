@@ -12,6 +12,7 @@ import (
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/engine/runs"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/vm/store"
 )
 
@@ -135,7 +136,7 @@ func (o *resumeOptions) runOptions(rec store.RunOptions) (store.RunOptions, erro
 		rec.MaxTokens = o.maxTokens
 	}
 	if o.changed("cassette") {
-		rec.Cassette = absPath(o.cassette)
+		rec.Cassette = confine.Abs(o.cassette)
 	}
 	if o.changed("replay-only") {
 		rec.ReplayOnly = o.replayOnly

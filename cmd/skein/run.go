@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +24,7 @@ import (
 	"github.com/skeinlang/skein/engine/temporal"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/graphir/codes"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
@@ -402,13 +402,6 @@ func loadOptions(root string, maxSteps uint64) frontend.Options {
 // budgetHint is the hint of a flow whose load exceeds its step budget.
 const budgetHint = "a flow that generates this many steps can raise the budget with --max-load-steps"
 
-func absPath(p string) string {
-	if abs, err := filepath.Abs(p); err == nil {
-		return abs
-	}
-	return p
-}
-
 // inputFlags are --input and --inputs-file, shared by run and watch.
 type inputFlags struct {
 	inputs     []string
@@ -623,7 +616,7 @@ func interrupts(parent context.Context) (run, exit context.Context, stop func())
 func (o *runOptions) recorded() store.RunOptions {
 	ro := store.RunOptions{Parallel: o.parallel, Timeout: o.timeout, MaxLoadSteps: o.maxLoad, MaxTokens: o.maxTokens, ReplayOnly: o.replayOnly}
 	if o.cassette != "" {
-		ro.Cassette = absPath(o.cassette)
+		ro.Cassette = confine.Abs(o.cassette)
 	}
 	return ro
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/skeinlang/skein/engine/temporal"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
@@ -264,7 +265,7 @@ func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *
 	}
 	id := vm.NewRunID(time.Now())
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: opts.taskQueue,
-		Memo: map[string]any{temporal.FileMemo: absPath(g.File), temporal.FlowMemo: g.Name}}, temporal.WorkflowName,
+		Memo: map[string]any{temporal.FileMemo: confine.Abs(g.File), temporal.FlowMemo: g.Name}}, temporal.WorkflowName,
 		temporal.RunInput{Flow: g.File, Root: g.Root, Cwd: cwd, Sources: src.ByName(), Inputs: in, Parallel: opts.parallel, Timeout: opts.timeout,
 			HeartbeatTimeout: opts.heartbeat, ModelEnv: temporal.ModelEnv(os.Environ()), MaxTokens: opts.maxTokens})
 	if err != nil {

@@ -394,7 +394,7 @@ func (w *watcher) startRun(ctx context.Context, g *graphir.Graph) {
 	}
 	exitCtx, cancelExit := context.WithCancel(context.Background())
 	sr := newSessionRun(&runSetup{out: w.cfg.out, errw: w.cfg.out, tty: w.cfg.tty, answers: w.cfg.answers, exitCtx: exitCtx,
-		record: !w.cfg.noStore, store: w.cfg.store, noStoreFlag: "--no-store", file: absPath(g.File), sources: w.sources}, g, inputs)
+		record: !w.cfg.noStore, store: w.cfg.store, noStoreFlag: "--no-store", file: confine.Abs(g.File), sources: w.sources}, g, inputs)
 	if sr == nil {
 		cancelExit()
 		return

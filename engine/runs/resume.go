@@ -13,6 +13,7 @@ import (
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
@@ -129,7 +130,7 @@ func (s *Service) Resume(spec *ResumeSpec) (*Run, []check.Diagnostic, error) {
 	if r.HasEnded() {
 		started := time.Now()
 		run.ResumedFrom = r.ID
-		rec, err = s.Store.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: absPath(g.File), Root: absPath(g.Root),
+		rec, err = s.Store.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: confine.Abs(g.File), Root: confine.Abs(g.Root),
 			Sources: f.Sources.List(), Inputs: inputs, Started: started, Options: ropts, ResumedFrom: r.ID})
 	} else {
 		rec, err = s.Store.Continue(r.ID, ropts)

@@ -21,11 +21,11 @@ package runs
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
@@ -123,10 +123,10 @@ func (s *Service) Start(spec *Spec) (*Run, error) {
 	}
 	file := spec.File
 	if file == "" {
-		file = absPath(g.File)
+		file = confine.Abs(g.File)
 	}
 	started := time.Now()
-	rec, err := s.Store.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: file, Root: absPath(g.Root),
+	rec, err := s.Store.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: file, Root: confine.Abs(g.Root),
 		Sources: spec.Sources, Inputs: spec.Inputs, Started: started, Options: o})
 	if err != nil {
 		return nil, err
@@ -223,12 +223,4 @@ func mayRunProcesses(g *graphir.Graph) bool {
 // LoadFlow for a run the service does not start).
 func (s *Service) LoadChild(ctx context.Context, path, root string) (*graphir.Graph, error) {
 	return s.childLoader(nil, nil, 0)(ctx, path, root)
-}
-
-// absPath is p made absolute, if it can be.
-func absPath(p string) string {
-	if abs, err := filepath.Abs(p); err == nil {
-		return abs
-	}
-	return p
 }

@@ -13,6 +13,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
@@ -66,7 +67,7 @@ func bind(t *testing.T, g *graphir.Graph, kv ...string) *Spec {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sources = append(sources, store.Source{Path: absPath(f), Text: text})
+		sources = append(sources, store.Source{Path: confine.Abs(f), Text: text})
 	}
 	return &Spec{Graph: g, Inputs: in, Sources: sources}
 }

@@ -81,3 +81,13 @@ func resolvePath(path string) (string, error) {
 		p = parent
 	}
 }
+
+// Abs returns path made absolute, or path as it is when the working
+// directory cannot be read: the form under which a run records its files
+// and the front ends compare them.
+func Abs(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
+}

@@ -92,3 +92,16 @@ func TestRel(t *testing.T) {
 		}
 	}
 }
+
+func TestAbs(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := Abs("a/b.star"), filepath.Join(wd, "a", "b.star"); got != want {
+		t.Errorf("Abs(a/b.star) = %q, want %q", got, want)
+	}
+	if got := Abs("/x/../y.star"); got != "/y.star" {
+		t.Errorf("Abs(/x/../y.star) = %q, want /y.star", got)
+	}
+}

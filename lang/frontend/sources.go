@@ -8,10 +8,10 @@ import (
 	"errors"
 	"maps"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/confine"
 )
 
 // Sources are the files a load read, each once: by absolute path in the
@@ -43,7 +43,7 @@ func (s *Sources) add(name string, b []byte) {
 	if s.seen == nil {
 		s.seen, s.named = map[string]bool{}, map[string]string{}
 	}
-	abs := absPath(name)
+	abs := confine.Abs(name)
 	if !s.seen[abs] {
 		s.seen[abs] = true
 		s.files = append(s.files, graphir.Source{Path: abs, Text: b})
@@ -84,22 +84,15 @@ func RecordedSources(list []graphir.Source) Recorded {
 
 // Has reports whether the file named is among the sources.
 func (r Recorded) Has(name string) bool {
-	_, ok := r[absPath(name)]
+	_, ok := r[confine.Abs(name)]
 	return ok
 }
 
 // ReadFile reads a file from the sources.
 func (r Recorded) ReadFile(name string) ([]byte, error) {
-	b, ok := r[absPath(name)]
+	b, ok := r[confine.Abs(name)]
 	if !ok {
 		return nil, &os.PathError{Op: "open", Path: name, Err: errors.New("not among the run's recorded sources")}
 	}
 	return b, nil
-}
-
-func absPath(p string) string {
-	if abs, err := filepath.Abs(p); err == nil {
-		return abs
-	}
-	return p
 }

@@ -36,9 +36,10 @@ type run struct {
 	// taskEnv is opts.Env without the key variables of the flow's models:
 	// what tasks and tools start from (a step's env= may pass one back).
 	taskEnv []string
-	// secrets are the values of those key variables, masked in what
-	// tasks and tools print; each is "VALUE", "[masked $NAME]".
-	secrets []string
+	// secrets masks the values of those key variables in what tasks and
+	// tools print ("[masked $NAME]"); nil when none is set. Built once per
+	// run: mask runs on every completion.
+	secrets *strings.Replacer
 	ctx     context.Context // the caller's, with the flow timeout
 	events  bool
 
@@ -187,7 +188,9 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 		timers: map[*completion]func() bool{}, rt: opts.Runtime}
 	keys := modelKeys(g)
 	r.taskEnv = withoutKeys(opts.Env, keys)
-	r.secrets = keyValues(r.getenv, keys)
+	if pairs := keyValues(r.getenv, keys); len(pairs) > 0 {
+		r.secrets = strings.NewReplacer(pairs...)
+	}
 	r.idler, _ = opts.Effects.(EffectIdler)
 	r.pacer, _ = opts.Runtime.(Pacer)
 	if r.rt == nil {

@@ -264,10 +264,10 @@ func keyValues(getenv func(string) string, keys map[string]bool) []string {
 // mask returns s with the value of every model key replaced by its
 // variable's name.
 func (r *run) mask(s string) string {
-	if len(r.secrets) == 0 || s == "" {
+	if r.secrets == nil || s == "" {
 		return s
 	}
-	return strings.NewReplacer(r.secrets...).Replace(s)
+	return r.secrets.Replace(s)
 }
 
 // withoutKeys returns env without the variables in keys (env itself when

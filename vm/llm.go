@@ -212,13 +212,7 @@ func lookupEnv(env []string, key string) string {
 // not inherit them (docs/models.md).
 func modelKeys(g *graphir.Graph) map[string]bool {
 	keys := map[string]bool{}
-	seen := map[*graphir.Graph]bool{}
-	var walk func(g *graphir.Graph)
-	walk = func(g *graphir.Graph) {
-		if g == nil || seen[g] {
-			return
-		}
-		seen[g] = true
+	g.EachGraph(func(g *graphir.Graph) {
 		for _, m := range g.Models {
 			if m.KeyEnv != "" {
 				keys[m.KeyEnv] = true
@@ -228,15 +222,8 @@ func modelKeys(g *graphir.Graph) map[string]bool {
 			if n.IsModelCall() {
 				keys[model.EnvKey] = true
 			}
-			if n.Subflow != nil {
-				walk(n.Subflow.Child)
-			}
 		}
-		for _, t := range g.Tools {
-			walk(t.Child)
-		}
-	}
-	walk(g)
+	})
 	return keys
 }
 

@@ -63,14 +63,7 @@ func strict(m map[string]any, path string) (map[string]any, error) {
 			return nil, fmt.Errorf("%s: strict mode: additionalProperties must be false, not a schema (list the properties instead)", at("additionalProperties"))
 		}
 		props, _ := m["properties"].(map[string]any)
-		required := map[string]bool{}
-		if r, ok := m["required"].([]any); ok {
-			for _, x := range r {
-				if s, ok := x.(string); ok {
-					required[s] = true
-				}
-			}
-		}
+		required := requiredSet(m)
 		names := make([]string, 0, len(props))
 		for k := range props {
 			names = append(names, k)
@@ -166,14 +159,7 @@ func dropNulls(s map[string]any, v any) {
 	switch v := v.(type) {
 	case map[string]any:
 		props, _ := s["properties"].(map[string]any)
-		required := map[string]bool{}
-		if r, ok := s["required"].([]any); ok {
-			for _, x := range r {
-				if n, ok := x.(string); ok {
-					required[n] = true
-				}
-			}
-		}
+		required := requiredSet(s)
 		for k, x := range v {
 			sub, _ := props[k].(map[string]any)
 			if x == nil && !required[k] && sub != nil && validate(sub, nil, "") != nil {
@@ -188,4 +174,16 @@ func dropNulls(s map[string]any, v any) {
 			dropNulls(it, x)
 		}
 	}
+}
+
+// requiredSet returns the names in schema s's "required" list.
+func requiredSet(s map[string]any) map[string]bool {
+	required := map[string]bool{}
+	r, _ := s["required"].([]any)
+	for _, x := range r {
+		if n, ok := x.(string); ok {
+			required[n] = true
+		}
+	}
+	return required
 }

@@ -418,3 +418,31 @@ func TestStrictSchemaOnTheWire(t *testing.T) {
 		t.Errorf("schema (-want +got):\n%s", diff)
 	}
 }
+
+// TestAnthropicDefaults: the Messages API gets max_tokens 4096 when
+// neither the model nor the step gives one, and a base URL's trailing /v1
+// is dropped, since the SDK adds it (docs/models.md).
+func TestAnthropicDefaults(t *testing.T) {
+	cfg := model.Resolve(&model.Decl{Name: "p", Model: "claude-sonnet-4-5", Provider: "anthropic"}, env(nil))
+	req := cfg.Request()
+	req.Messages = []model.Message{{Role: "user", Content: "hi"}}
+	b, err := model.WireBody(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w map[string]any
+	if err := json.Unmarshal(b, &w); err != nil {
+		t.Fatal(err)
+	}
+	if w["max_tokens"] != 4096.0 {
+		t.Errorf("max_tokens %v, want 4096", w["max_tokens"])
+	}
+	for base, want := range map[string]string{
+		"": model.AnthropicBaseURL, "https://api.anthropic.com/v1/": "https://api.anthropic.com",
+		"https://proxy.example/v1": "https://proxy.example", "https://proxy.example": "https://proxy.example",
+	} {
+		if got := model.AnthropicRoot(base); got != want {
+			t.Errorf("AnthropicRoot(%q) = %q, want %q", base, got, want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/vm/store"
 )
 
@@ -27,7 +28,7 @@ type liveFollow struct {
 
 // followLive starts following attempt e, printing its header.
 func followLive(w io.Writer, st *store.Store, runID string, e *store.Effect, show func(string) string) *liveFollow {
-	lf := &liveFollow{id: e.ID, tail: st.TailLive(runID, e.ID), where: where(e), visit: e.Visit, try: e.Attempt, show: show, lineStart: true}
+	lf := &liveFollow{id: e.ID, tail: st.TailLive(runID, e.ID), where: runs.Place(e.Path, e.Step), visit: e.Visit, try: e.Attempt, show: show, lineStart: true}
 	fmt.Fprintf(w, "==> %s (visit %d, attempt %d) %s <==\n", lf.where, lf.visit, lf.try, store.Running)
 	return lf
 }

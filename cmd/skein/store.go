@@ -441,7 +441,7 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 			case runs.Unrecorded:
 				detail = "its completion was not recorded"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\tvisit %d\tattempt %d\t%s\t%s\t%s\n", where(e), e.Kind, e.Visit, e.Attempt, status, took, oneLine(detail, 60))
+			fmt.Fprintf(tw, "  %s\t%s\tvisit %d\tattempt %d\t%s\t%s\t%s\n", runs.Place(e.Path, e.Step), e.Kind, e.Visit, e.Attempt, status, took, oneLine(detail, 60))
 		}
 		tw.Flush()
 	}
@@ -477,14 +477,6 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 		tw.Flush()
 	}
 	return exitOK
-}
-
-// where is an effect's step with its scope: "per_file[2] › lint".
-func where(e *store.Effect) string {
-	if e.Path == "" {
-		return e.Step
-	}
-	return strings.ReplaceAll(e.Path, "/", " › ") + " › " + e.Step
 }
 
 func oneLine(s string, max int) string {
@@ -616,7 +608,7 @@ func runLogs(ctx context.Context, io stdio, opts *logsOptions, args []string) in
 				t.Close()
 				stdout, stderr = string(out), string(errOut)
 			}
-			writeLog(io.out, tty, where(e), e.Visit, e.Attempt, status, e.Error, stdout, stderr)
+			writeLog(io.out, tty, runs.Place(e.Path, e.Step), e.Visit, e.Attempt, status, e.Error, stdout, stderr)
 		}
 		if !live {
 			// Not following, or the run is no longer running: what was

@@ -217,10 +217,3 @@ func mayRunProcesses(g *graphir.Graph) bool {
 	}
 	return false
 }
-
-// LoadChild loads and checks a child flow that a templated flow= path
-// names at run time, inside the parent's flow root (a [vm.Options]
-// LoadFlow for a run the service does not start).
-func (s *Service) LoadChild(ctx context.Context, path, root string) (*graphir.Graph, error) {
-	return s.childLoader(nil, nil, 0)(ctx, path, root)
-}

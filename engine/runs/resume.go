@@ -45,8 +45,15 @@ type ResumeSpec struct {
 }
 
 // ErrStillRunning is returned (wrapped) for a resume of a run that is
-// still running.
+// still running: its process runs it, or another resume has just taken
+// it over (one resume per run); the message names the process.
 var ErrStillRunning = errors.New("still running")
+
+// stillRunning is the [ErrStillRunning] of run id, held by process pid
+// on host.
+func stillRunning(id string, pid int, host string) error {
+	return fmt.Errorf("run %s is %w (process %d on %s holds it)", id, ErrStillRunning, pid, host)
+}
 
 // ErrNothingLeft is returned (wrapped) for a resume of a succeeded run
 // with neither From nor Reload: it would replay every step and end as it
@@ -77,7 +84,7 @@ func (e *InvalidFlowError) Error() string {
 func Resumable(r *store.Run, from string, reload bool) error {
 	switch {
 	case r.Status == store.Running:
-		return fmt.Errorf("run %s is %w", r.ID, ErrStillRunning)
+		return stillRunning(r.ID, r.OwnerPID, r.OwnerHost)
 	case r.Status == string(vm.Succeeded) && from == "" && !reload:
 		return fmt.Errorf("run %s %w", r.ID, ErrNothingLeft)
 	}
@@ -134,6 +141,10 @@ func (s *Service) Resume(spec *ResumeSpec) (*Run, []check.Diagnostic, error) {
 			Sources: f.Sources.List(), Inputs: inputs, Started: started, Options: ropts, ResumedFrom: r.ID})
 	} else {
 		rec, err = s.Store.Continue(r.ID, ropts)
+		var held *store.HeldError
+		if errors.As(err, &held) {
+			return nil, ds, stillRunning(r.ID, held.PID, held.Host)
+		}
 		if err == nil && spec.Reload {
 			for _, src := range f.Sources.List() {
 				if err = rec.AddSource(src); err != nil {

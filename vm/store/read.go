@@ -26,6 +26,10 @@ type Run struct {
 	Ended       time.Time // zero while it has not ended
 	ResumedFrom string
 	Options     RunOptions
+	// OwnerPID and OwnerHost name the process that runs a Running run
+	// (or last ran an Interrupted one).
+	OwnerPID  int
+	OwnerHost string
 	// Only from Get.
 	Inputs json.RawMessage
 	Result json.RawMessage // the result object; nil until the run ends
@@ -70,6 +74,7 @@ func scanRun(sc scanner, extra ...any) (*Run, error) {
 		r.Ended = fromNanos(ended)
 	}
 	json.Unmarshal([]byte(opts), &r.Options)
+	r.OwnerPID, r.OwnerHost = pid, host
 	if r.Status == Running && !alive(pid, start, host) {
 		r.Status = Interrupted
 	}

@@ -256,9 +256,23 @@ func (rec *Recorder) AddSource(src Source) error {
 	return rec.s.fail(tx.Commit())
 }
 
+// HeldError is returned by [Store.Continue] for a run another live
+// process owns: it runs it, or continues it (one resume per run).
+type HeldError struct {
+	Run  string
+	PID  int
+	Host string
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("run %s is held by process %d on %s", e.Run, e.PID, e.Host)
+}
+
 // Continue takes over a run that has not ended (interrupted or waiting)
 // to continue it under its own id: it becomes running, owned by this
-// process, with opts as its options.
+// process, with opts as its options. A run that another live process
+// owns (it runs it, or has just taken it over) is not taken:
+// [HeldError] says which process holds it.
 func (s *Store) Continue(id string, opts RunOptions) (*Recorder, error) {
 	optsJSON, _ := json.Marshal(opts)
 	pid, start, host := owner()
@@ -284,8 +298,17 @@ func (s *Store) Continue(id string, opts RunOptions) (*Recorder, error) {
 	defer tx.Rollback()
 	var n int64
 	var done sql.NullInt64
-	if err := tx.QueryRow(`SELECT n FROM runs WHERE id = ?`, id).Scan(&n); err != nil {
+	var status, oStart, oHost string
+	var oPID int
+	// The transaction is immediate (the store's _txlock): of two
+	// processes continuing the run at once, the second reads the owner
+	// the first wrote, alive, and stops here.
+	if err := tx.QueryRow(`SELECT n, status, COALESCE(owner_pid, 0), COALESCE(owner_start, ''), COALESCE(owner_host, '') FROM runs WHERE id = ?`, id).
+		Scan(&n, &status, &oPID, &oStart, &oHost); err != nil {
 		return nil, s.fail(err)
+	}
+	if status == Running && oPID > 0 && (oPID != pid || oStart != start || oHost != host) && isAlive(oPID, oStart, oHost) {
+		return nil, &HeldError{Run: id, PID: oPID, Host: oHost}
 	}
 	lo, hi := effectIDs(n)
 	last := lo
@@ -915,8 +938,11 @@ func toJSON(v starlark.Value) ([]byte, error) {
 }
 
 // owner identifies this process: its pid, its start time (so that a
-// reused pid is not mistaken for it) and the host.
-func owner() (int, string, string) {
+// reused pid is not mistaken for it) and the host. (A variable for tests,
+// which play a second process.)
+var owner = thisProcess
+
+func thisProcess() (int, string, string) {
 	pid := os.Getpid()
 	host, _ := os.Hostname()
 	return pid, procStart(pid), host

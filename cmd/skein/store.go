@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,83 +28,41 @@ import (
 	"github.com/skeinlang/skein/vm/store"
 )
 
-// storeDir is the directory name that holds a project's store.
-const storeDir = ".skein"
-
-// storePathFor is where the runs of a flow whose root is root are
-// recorded: flag, else $SKEIN_STORE, else .skein/runs.db in the nearest
-// directory at or above root that has a .skein folder, else in root.
-func storePathFor(flag, root string) string {
-	if flag != "" {
-		return flag
-	}
-	if env := os.Getenv("SKEIN_STORE"); env != "" {
-		return env
-	}
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		abs = root
-	}
-	if dir, ok := findStoreDir(abs); ok {
-		return filepath.Join(dir, storeDir, store.FileName)
-	}
-	return filepath.Join(abs, storeDir, store.FileName)
-}
-
-// findStoreDir returns the nearest directory at or above dir with a .skein
-// folder.
-func findStoreDir(dir string) (string, bool) {
-	for {
-		if fi, err := os.Stat(filepath.Join(dir, storeDir)); err == nil && fi.IsDir() {
-			return dir, true
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
-	}
-}
-
 // openExistingStore opens the store a command that names no flow uses:
 // flag, else $SKEIN_STORE, else the nearest .skein/runs.db at or above the
-// current directory. It never creates one.
+// current directory (runs.FindStore). It never creates one.
 func openExistingStore(flag string) (*store.Store, error) {
-	path := flag
-	if path == "" {
-		path = os.Getenv("SKEIN_STORE")
-	}
-	if path == "" {
-		wd, _ := os.Getwd()
-		dir, ok := findStoreDir(wd)
-		if !ok {
-			return nil, fmt.Errorf("no run store here: no %s folder in %s or above (runs are recorded beside the flow; pass --store PATH)", storeDir, wd)
-		}
-		path = filepath.Join(dir, storeDir, store.FileName)
-	}
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("no run store at %s", path)
-	}
-	return openStore(flag, path)
+	wd, _ := os.Getwd()
+	st, err := runs.OpenExistingStore(flag, wd)
+	return st, explainStoreErr(flag, err)
 }
 
 // openStore opens the store at path, which flag (--store), else
-// $SKEIN_STORE, else the search for .skein named; a path that is not a
-// run store gets an error that says what to do about whichever named it.
+// $SKEIN_STORE, else the search for .skein named (runs.StorePath).
 func openStore(flag, path string) (*store.Store, error) {
 	st, err := store.Open(path)
+	return st, explainStoreErr(flag, err)
+}
+
+// explainStoreErr adds to err what to do about it: where to name a store
+// when none was found, and for a path that is not a run store what to do
+// about whichever named it.
+func explainStoreErr(flag string, err error) error {
+	var none *runs.NoStoreError
 	var ns *store.NotStoreError
-	if err != nil && errors.As(err, &ns) {
-		switch {
-		case flag != "":
-			err = fmt.Errorf("%w; --store names the store: give it a run store's file, such as .skein/runs.db, or leave it out", err)
-		case os.Getenv("SKEIN_STORE") != "":
-			err = fmt.Errorf("%w; $SKEIN_STORE names the store: set it to a run store's file, such as .skein/runs.db, or unset it", err)
-		default:
-			err = fmt.Errorf("%w; move it away (the next skein run makes a new store there), or name another store with --store PATH", err)
-		}
+	switch {
+	case errors.As(err, &none):
+		return fmt.Errorf("%w (runs are recorded beside the flow; pass --store PATH)", err)
+	case !errors.As(err, &ns):
+		return err
 	}
-	return st, err
+	switch runs.StoreOrigin(flag) {
+	case runs.Named:
+		return fmt.Errorf("%w; --store names the store: give it a run store's file, such as .skein/runs.db, or leave it out", err)
+	case runs.FromEnv:
+		return fmt.Errorf("%w; $SKEIN_STORE names the store: set it to a run store's file, such as .skein/runs.db, or unset it", err)
+	}
+	return fmt.Errorf("%w; move it away (the next skein run makes a new store there), or name another store with --store PATH", err)
 }
 
 type runsOptions struct {

@@ -661,7 +661,11 @@ func (r *run) interrupted() {
 		r.stop(&graphir.Error{Code: codes.FlowTimeout, Msg: fmt.Sprintf("flow %s did not finish within its timeout of %s", r.g.Name, timeout)})
 		return
 	}
-	r.end(Cancelled, &graphir.Error{Code: codes.Cancelled, Msg: "the run was cancelled"})
+	msg := "the run was cancelled"
+	if c := context.Cause(r.ctx); c != nil && c != context.Canceled && c != context.DeadlineExceeded {
+		msg = c.Error() // who cancelled it and why (engine/runs)
+	}
+	r.end(Cancelled, &graphir.Error{Code: codes.Cancelled, Msg: msg})
 }
 
 // drain stops whatever still runs after the run ended and waits for it, so

@@ -1,12 +1,32 @@
-package temporal
+// Package limits is what a front end needs to know of the Temporal engine
+// without linking it (Temporal's SDK and gRPC): what holds of a flow only
+// when it runs there ([Warnings], which skein check --engine temporal
+// reports) and the defaults and bounds of a run's options there. It is
+// not the engine: that is engine/temporal, which a skein built with
+// -tags temporal links.
+package limits
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/vm"
+)
+
+// DefaultTaskQueue is the task queue workers serve, and runs are started
+// on, unless told otherwise.
+const DefaultTaskQueue = "skein"
+
+// DefaultHeartbeatTimeout is how long Temporal waits for a running task's
+// heartbeat (every second) before it declares the worker lost, unless the
+// run says otherwise; MinHeartbeatTimeout is the least a run may ask for,
+// a few heartbeats.
+const (
+	DefaultHeartbeatTimeout = 10 * time.Second
+	MinHeartbeatTimeout     = 2 * time.Second
 )
 
 // Warnings are what holds of flow g only when it runs on Temporal, as

@@ -77,8 +77,8 @@ func TestDocsIndex(t *testing.T) {
 // section named here, else the page named here.
 var flagDocs = map[string]string{
 	"runs": "## The run store", "show": "## The run store", "logs": "## The run store",
-	"gc": "## The run store", "resume": "## The run store", "approve": "## The run store", "cancel": "## The run store",
-	"compose": "compose.md",
+	"gc": "## The run store", "resume": "## The run store", "approve": "## The run store",
+	"compose": "compose.md", "serve": "serve.md",
 }
 
 // TestDocsFlags keeps docs/cli.md and the commands in step: every command

@@ -1,5 +1,3 @@
-//go:build temporal
-
 package main
 
 import (

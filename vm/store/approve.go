@@ -31,6 +31,8 @@ type Approval struct {
 	// recorded that it saw no decision by then ([Store.Expire]); zero
 	// otherwise. An approval has a decision or expires, never both.
 	Expired time.Time
+
+	run string // the run's id
 }
 
 // Pending reports whether the approval still waits for a decision: none
@@ -64,9 +66,25 @@ func (s *Store) Approvals(id string) ([]*Approval, error) {
 	return s.approvals(`a.run = (SELECT n FROM runs WHERE id = ?)`, id)
 }
 
+// Undecided returns the approvals of every run still to be decided (no
+// decision, not recorded as timed out), with the id of each one's run,
+// in the order they were asked. The runs may have ended since (a run that
+// ended while one of its approvals was held open): the caller looks at
+// their status.
+func (s *Store) Undecided() (approvals []*Approval, runIDs []string, err error) {
+	out, err := s.approvals(`a.decided IS NULL AND a.expired IS NULL AND r.status IN ('running', 'waiting')`)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, a := range out {
+		runIDs = append(runIDs, a.run)
+	}
+	return out, runIDs, nil
+}
+
 func (s *Store) approvals(where string, args ...any) ([]*Approval, error) {
-	rows, err := s.db.Query(`SELECT a.path, a.step, a.visit, a.message, a.requested, COALESCE(a.timeout, -1), COALESCE(a.decided, 0), COALESCE(a.approved, 0),
-		COALESCE(a.by, ''), COALESCE(a.reason, ''), COALESCE(a.expired, 0) FROM approvals a WHERE `+where+` ORDER BY a.requested`, args...)
+	rows, err := s.db.Query(`SELECT r.id, a.path, a.step, a.visit, a.message, a.requested, COALESCE(a.timeout, -1), COALESCE(a.decided, 0), COALESCE(a.approved, 0),
+		COALESCE(a.by, ''), COALESCE(a.reason, ''), COALESCE(a.expired, 0) FROM approvals a JOIN runs r ON r.n = a.run WHERE `+where+` ORDER BY a.requested`, args...)
 	if err != nil {
 		return nil, s.fail(err)
 	}
@@ -75,7 +93,7 @@ func (s *Store) approvals(where string, args ...any) ([]*Approval, error) {
 	for rows.Next() {
 		a := &Approval{}
 		var requested, timeout, decided, expired int64
-		if err := rows.Scan(&a.Path, &a.Step, &a.Visit, &a.Message, &requested, &timeout, &decided, &a.Approved, &a.By, &a.Reason, &expired); err != nil {
+		if err := rows.Scan(&a.run, &a.Path, &a.Step, &a.Visit, &a.Message, &requested, &timeout, &decided, &a.Approved, &a.By, &a.Reason, &expired); err != nil {
 			return nil, s.fail(err)
 		}
 		a.Requested = fromNanos(requested)

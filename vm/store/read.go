@@ -51,6 +51,12 @@ func (r *Run) HasEnded() bool {
 type Filter struct {
 	Flow   string
 	Status string
+	// Text, when set, keeps the runs whose id, flow, file or error
+	// message holds it, ignoring case (ASCII letters).
+	Text string
+	// Before, when set, keeps the runs whose id sorts before it: the
+	// next page after a page whose last run is Before.
+	Before string
 	Limit  int // 0 for all
 }
 
@@ -97,6 +103,15 @@ func (s *Store) Runs(f Filter) ([]*Run, error) {
 	if status != "" {
 		where = append(where, "status = ?")
 		args = append(args, status)
+	}
+	if f.Text != "" {
+		where = append(where, "(instr(lower(id), ?) OR instr(lower(flow), ?) OR instr(lower(file), ?) OR instr(lower(COALESCE(error_msg, '')), ?))")
+		t := strings.ToLower(f.Text)
+		args = append(args, t, t, t, t)
+	}
+	if f.Before != "" {
+		where = append(where, "id < ?")
+		args = append(args, f.Before)
 	}
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")

@@ -65,6 +65,9 @@ type RunOptions struct {
 	// recorded) the run's model calls; ReplayOnly: only from it.
 	Cassette   string `json:"cassette,omitempty"`
 	ReplayOnly bool   `json:"replay_only,omitempty"`
+	// By is who started the run, when a front end knows (skein serve:
+	// its user); "" for the command line.
+	By string `json:"by,omitempty"`
 }
 
 // NewRun describes a run about to start.

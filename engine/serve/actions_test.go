@@ -1,0 +1,129 @@
+package serve
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skeinlang/skein/vm/store"
+)
+
+func TestApproveAndReject(t *testing.T) {
+	ts := newServer(t, "")
+	ts.session()
+	ok := ts.start("gate.star", "")
+	no := ts.start("gate.star", "")
+	for _, id := range []string{ok, no} {
+		if m := ts.run(id); status(m) != "waiting" || m["run"].(map[string]any)["at"] != "ask" {
+			t.Fatalf("run %s: %v", id, m["run"])
+		}
+	}
+	aps := ts.must(200, "GET", "/api/approvals", "")["approvals"].([]any)
+	if len(aps) != 2 {
+		t.Fatalf("approvals: %v", aps)
+	}
+	a := aps[0].(map[string]any)
+	if a["message"] != "Ship it?" || a["step"] != "ask" || a["run"].(map[string]any)["id"] != ok || a["status"] != "waiting" {
+		t.Errorf("approval: %v", a)
+	}
+	ts.must(404, "POST", "/api/runs/"+ok+"/approve", `{"step": "nope"}`)
+	ts.must(400, "POST", "/api/runs/"+ok+"/approve", `{"values": {"x": 1}}`)
+
+	m := ts.must(200, "POST", "/api/runs/"+ok+"/approve", `{"reason": "looks good"}`)
+	if ap := m["approval"].(map[string]any); ap["status"] != "approved" || ap["by"] != "alice" || ap["reason"] != "looks good" {
+		t.Errorf("approved: %v", ap)
+	}
+	m = ts.must(200, "POST", "/api/runs/"+no+"/reject", `{"step": "ask", "reason": "not today"}`)
+	if ap := m["approval"].(map[string]any); ap["status"] != "rejected" {
+		t.Errorf("rejected: %v", ap)
+	}
+	ts.must(409, "POST", "/api/runs/"+no+"/approve", `{}`)
+
+	got := ts.run(ok)
+	if status(got) != "succeeded" {
+		t.Fatalf("approved run: %v", got["run"])
+	}
+	ship := ""
+	for _, at := range got["attempts"].([]any) {
+		if at := at.(map[string]any); at["step"] == "ship" {
+			ship = at["stdout"].(string)
+		}
+	}
+	if ship != "shipped by alice\n" {
+		t.Errorf("ship printed %q", ship)
+	}
+	got = ts.run(no)
+	if status(got) != "succeeded" || step(t, got, "rollback")["status"] != "succeeded" || step(t, got, "ship")["status"] != "skipped" {
+		t.Errorf("rejected run: %v %v", got["run"], got["steps"])
+	}
+	if aps := ts.must(200, "GET", "/api/approvals", "")["approvals"].([]any); len(aps) != 0 {
+		t.Errorf("approvals left: %v", aps)
+	}
+}
+
+func TestResumeFrom(t *testing.T) {
+	ts := newServer(t, "")
+	ts.session()
+	id := ts.start("fail.star", "")
+	m := ts.run(id)
+	if status(m) != "failed" {
+		t.Fatalf("run: %v", m["run"])
+	}
+	broken := step(t, m, "broken")
+	e, _ := broken["error"].(map[string]any)
+	if broken["status"] != "failed" || e == nil || e["line"] != 4.0 || e["col"] == nil || !strings.HasSuffix(e["file"].(string), "fail.star") {
+		t.Errorf("failed step: %v", broken)
+	}
+	var stderr string
+	for _, at := range m["attempts"].([]any) {
+		if at := at.(map[string]any); at["step"] == "broken" {
+			stderr = at["stderr"].(string)
+		}
+	}
+	if stderr != "oops\n" {
+		t.Errorf("stderr %q", stderr)
+	}
+	ts.must(409, "POST", "/api/runs/"+id+"/cancel", "")
+	os.WriteFile(filepath.Join(ts.dir, "fixed"), nil, 0o644)
+	ts.must(400, "POST", "/api/runs/"+id+"/resume", `{"from": "nope"}`)
+	r := ts.must(201, "POST", "/api/runs/"+id+"/resume", `{"from": "prep"}`)["run"].(map[string]any)
+	if r["resumed_from"] != id || r["id"] == id {
+		t.Fatalf("resumed: %v", r)
+	}
+	m = ts.run(r["id"].(string))
+	if status(m) != "succeeded" {
+		t.Fatalf("resumed run: %v", m["run"])
+	}
+	// prep ran again (from it), so two attempts of it are in the new run.
+	if n := step(t, m, "prep")["attempts"]; n != 1.0 {
+		t.Errorf("prep attempts in the new run: %v", n)
+	}
+	ts.must(409, "POST", "/api/runs/"+r["id"].(string)+"/resume", `{}`) // succeeded: nothing left
+}
+
+func TestCancel(t *testing.T) {
+	ts := newServer(t, "")
+	ts.session()
+	id := ts.start("live.star", "")
+	ts.must(200, "POST", "/api/runs/"+id+"/cancel", "")
+	ts.srv.Wait()
+	m := ts.must(200, "GET", "/api/runs/"+id, "")
+	if status(m) != "cancelled" {
+		t.Fatalf("cancelled run: %v", m["run"])
+	}
+	ts.must(409, "POST", "/api/runs/"+id+"/cancel", "")
+
+	// A run another process runs (here: recorded as running by this
+	// process, but not through the server) is not the server's to cancel.
+	rec, err := ts.srv.cfg.Store.Begin(&store.NewRun{ID: "20990101T000000.000Z-other", Flow: "x", File: "/x.star", Root: "/", Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = rec
+	m = ts.must(501, "POST", "/api/runs/20990101T000000.000Z-other/cancel", "")
+	if errCode(m) != "not_implemented" {
+		t.Errorf("cancel of another's run: %v", m)
+	}
+}

@@ -11,14 +11,21 @@ all: build
 # skein is built without cgo: a static binary starts 2-3 ms sooner than one
 # linked against libc (its dynamic loading), once for skein and once for
 # the keeper its tasks start through. Nothing in Skein needs cgo.
+#
+# TAGS=temporal builds the skein that has the Temporal engine (skein worker,
+# --engine temporal); the default one links neither Temporal's SDK nor gRPC
+# (docs/temporal.md): make build TAGS=temporal, make install TAGS=temporal.
+TAGS ?=
+
 build:
-	CGO_ENABLED=0 $(GO) build -o bin/skein ./cmd/skein
+	CGO_ENABLED=0 $(GO) build -tags '$(TAGS)' -o bin/skein ./cmd/skein
 
 # The README's test command, and what CI runs: vet, staticcheck, the
 # flows' formatting, the race-enabled suite, the examples' flow tests, then
 # each fuzz target briefly.
 test:
 	$(GO) vet ./...
+	$(GO) vet -tags temporal ./cmd/skein
 	$(MAKE) --no-print-directory staticcheck
 	$(MAKE) --no-print-directory fmt-check
 	$(GO) test -race ./...
@@ -31,6 +38,7 @@ test:
 .PHONY: staticcheck
 staticcheck:
 	$(GO) tool staticcheck ./...
+	$(GO) tool staticcheck -tags temporal ./cmd/skein
 
 # The repository's flows stay formatted (skein fmt -w PATH fixes them). The
 # annotated checker tests, testdata/check/*.star, are left out on purpose:
@@ -74,13 +82,16 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# The server tests (engine/temporal/servertest, a module of its own): skein
-# workers and runs against the Temporal CLI's dev server. Installs the CLI
+# The Temporal engine's command line in a skein built with -tags temporal
+# (its scripts and tests in cmd/skein), then the server tests
+# (engine/temporal/servertest, a module of its own): skein workers and runs,
+# built with -tags temporal, against the Temporal CLI's dev server. Installs the CLI
 # (into GOBIN, else GOPATH/bin) when neither $TEMPORAL_CLI, PATH nor that
 # directory has it: a cold build (modules downloaded, empty build cache)
 # takes about 360 s of CPU and 1.9 GB of memory, once. Runs in CI
 # after make test; make test never builds any of it.
 TEMPORAL_CLI_VERSION = v1.5.1
+TEMPORAL_CMD_TESTS = TestScripts/(run|check)_engine_temporal$$|TestListRunsPages|TestRunsCutNote
 
 .PHONY: test-temporal
 test-temporal:
@@ -93,6 +104,7 @@ test-temporal:
 		cli=$$gobin/temporal; \
 	fi; \
 	echo "Temporal CLI: $$cli"; \
+	$(GO) test -race -count=1 -tags temporal -run '$(TEMPORAL_CMD_TESTS)' ./cmd/skein; \
 	cd engine/temporal/servertest && TEMPORAL_CLI="$$cli" $(GO) test -race -count=1 ./...
 
 # Model steps against a real inference engine (node-llama-cpp, a tiny
@@ -118,7 +130,7 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 install:
-	CGO_ENABLED=0 $(GO) install ./cmd/skein
+	CGO_ENABLED=0 $(GO) install -tags '$(TAGS)' ./cmd/skein
 
 clean:
 	rm -rf bin

@@ -108,7 +108,7 @@ func (p *pass) knownValue(x *graphir.Expr, scope graphir.NodeID) *known {
 	if x == nil || x.User || x.Err != nil {
 		return nil
 	}
-	e, err := graphir.FileOptions.ParseExpr("", x.Src, 0)
+	e, err := graphir.ParseExpr("", x.Src, 0)
 	if err != nil {
 		return nil
 	}

@@ -418,7 +418,7 @@ func (l *loader) failure(err error, fallback graphir.Pos) Failure {
 // execFile runs a test file as starlark.ExecFileOptions does, with the
 // values one operation makes bounded (stdlib.Rewrite).
 func execFile(th *starlark.Thread, file string, src []byte) (starlark.StringDict, error) {
-	f, err := graphir.FileOptions.Parse(file, src, 0)
+	f, err := graphir.ParseFile(file, src, 0)
 	if err != nil {
 		return nil, err
 	}

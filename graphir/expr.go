@@ -268,7 +268,7 @@ func compile(src string) *compiled {
 	if strings.TrimSpace(src) == "" {
 		return &compiled{err: &Error{Code: codes.ExprSyntax, Msg: "empty expression"}}
 	}
-	x, err := FileOptions.ParseExpr("<expr>", src, 0)
+	x, err := ParseExpr("<expr>", src, 0)
 	if err != nil {
 		if e, ok := err.(syntax.Error); ok {
 			e.Pos = SyntaxErrorStart(src, e)
@@ -353,7 +353,7 @@ func compile(src string) *compiled {
 	}
 	b.WriteString(src[last:])
 	b.WriteString("\n)")
-	lx, err := FileOptions.ParseExpr(ExprFile, b.String(), 0)
+	lx, err := ParseExpr(ExprFile, b.String(), 0)
 	if err != nil {
 		return syntaxError(err)
 	}

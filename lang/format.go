@@ -59,7 +59,7 @@ func Format(file string, src []byte) ([]byte, error) {
 // meaning parses src in the flow dialect and returns its syntax tree as
 // text, without positions, comments or parentheses.
 func meaning(file string, src []byte) (string, error) {
-	f, err := graphir.FileOptions.Parse(file, src, 0)
+	f, err := graphir.ParseFile(file, src, 0)
 	if err != nil {
 		if e, ok := err.(syntax.Error); ok {
 			e.Pos = graphir.SyntaxErrorStart(string(src), e)

@@ -163,7 +163,7 @@ func (l *loader) finish(file string, main starlark.StringDict, parents []string,
 // exec parses and runs one file with the builtins, returning its globals.
 func (l *loader) exec(file string, src []byte) (starlark.StringDict, error) {
 	l.files = append(l.files, file)
-	f, err := graphir.FileOptions.Parse(file, src, syntax.RetainComments)
+	f, err := graphir.ParseFile(file, src, syntax.RetainComments)
 	if err != nil {
 		if e, ok := err.(syntax.Error); ok {
 			e.Pos = graphir.SyntaxErrorStart(string(src), e)

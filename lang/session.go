@@ -42,7 +42,14 @@ var chunkOptions = func() *syntax.FileOptions {
 // its level, which the parser has then read too. Positions in the result
 // count from the chunk's first line.
 func ParseChunk(readline func() ([]byte, error)) (*syntax.File, error) {
-	return chunkOptions.ParseCompoundStmt(ChunkFile, readline)
+	f, err := chunkOptions.ParseCompoundStmt(ChunkFile, readline)
+	if err == nil {
+		err = graphir.BoundDepth(f)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // Session is an interactive session: chunks of Starlark run one after the
@@ -142,7 +149,7 @@ func (s *Session) LoadFile(file string) error {
 // just loaded bind. In the file they are its own, not globals; a session
 // continuing the file needs them.
 func (s *Session) loadBindings(file string, src []byte) starlark.StringDict {
-	f, err := graphir.FileOptions.Parse(file, src, 0)
+	f, err := graphir.ParseFile(file, src, 0)
 	if err != nil {
 		return nil
 	}
@@ -202,6 +209,9 @@ func (s *Session) Exec(ctx context.Context, src string) (starlark.Value, error) 
 	s.lines += strings.Count(strings.TrimSuffix(src, "\n"), "\n") + 1
 	// Pad with the lines entered before, so positions count session lines.
 	f, err := chunkOptions.Parse(ChunkFile, strings.Repeat("\n", first)+src, 0)
+	if err == nil {
+		err = graphir.BoundDepth(f)
+	}
 	if err != nil {
 		return nil, convert(err, nil)
 	}

@@ -467,7 +467,7 @@ func (s *Server) definitionOf(c *cursor) *location {
 // topLevel finds where a file defines a top-level function or assigns a
 // global called name.
 func topLevel(file string, src []byte, name string) (graphir.Pos, bool) {
-	f, err := graphir.FileOptions.Parse(file, src, 0)
+	f, err := graphir.ParseFile(file, src, 0)
 	if err != nil {
 		return graphir.Pos{}, false
 	}

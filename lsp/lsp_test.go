@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -573,5 +574,23 @@ func TestBufferTooBig(t *testing.T) {
 	}
 	if edits := s.request("textDocument/formatting", map[string]any{"textDocument": map[string]any{"uri": uri}, "options": map[string]any{"tabSize": 4, "insertSpaces": true}}); edits != nil {
 		t.Errorf("formatting a buffer over the limit: %v", edits)
+	}
+}
+
+// A buffer whose expression nests too deeply is a parse error in the
+// editor, and the server goes on answering: it died of a stack overflow
+// on didOpen (issue 26).
+func TestDeepBuffer(t *testing.T) {
+	defer debug.SetMaxStack(debug.SetMaxStack(8 << 20))
+	deep := "x = " + strings.Repeat("1+", 30_000) + "1\n"
+	dir := writeFiles(t, map[string]string{"deep.star": deep})
+	uri := uriOf(filepath.Join(dir, "deep.star"))
+	s := newSession(t)
+	s.open(uri, deep)
+	if got := s.published(uri)[uri]; len(got) != 1 || !strings.Contains(got[0], "parse_error") || !strings.Contains(got[0], "nested too deeply") {
+		t.Errorf("diagnostics: %v", got)
+	}
+	for _, method := range []string{"textDocument/hover", "textDocument/documentSymbol", "textDocument/formatting"} {
+		s.request(method, map[string]any{"textDocument": map[string]any{"uri": uri}, "position": map[string]any{"line": 0, "character": 2}, "options": map[string]any{"tabSize": 4, "insertSpaces": true}})
 	}
 }

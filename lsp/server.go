@@ -403,7 +403,7 @@ func (s *Server) readFile(name string) ([]byte, error) {
 func (s *Server) checkDoc(d *document) {
 	an := &analysis{text: d.text}
 	src := []byte(d.text.src)
-	if f, err := graphir.FileOptions.Parse(d.path, src, syntax.RetainComments); err == nil {
+	if f, err := graphir.ParseFile(d.path, src, syntax.RetainComments); err == nil {
 		an.file = f
 	}
 	loaded := frontend.LoadSource(d.path, src, frontend.Options{ReadFile: s.readFile})

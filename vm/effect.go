@@ -222,11 +222,11 @@ func (Local) Start(ctx context.Context, req *EffectRequest, done func(*EffectCom
 	case graphir.KindTask, graphir.KindShell:
 		go func() {
 			job, _ := req.TaskJob()
-			var stdout, stderr io.Writer
-			if t := req.Tee; t != nil {
-				stdout, stderr = t.Stdout, t.Stderr
-			}
-			done(req.TaskCompletion(proc.Run(ctx, &job, stdout, stderr)))
+			// The live output is masked as the record is.
+			stdout, stderr, flush := req.maskTee(req.Tee)
+			o := proc.Run(ctx, &job, stdout, stderr)
+			flush()
+			done(req.TaskCompletion(o))
 		}()
 	case graphir.KindSubflow:
 		go func() { done(req.RunChild(ctx)) }()

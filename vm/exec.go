@@ -40,8 +40,11 @@ type run struct {
 	// tools print ("[masked $NAME]"); nil when none is set. Built once per
 	// run: mask runs on every completion.
 	secrets *strings.Replacer
-	ctx     context.Context // the caller's, with the flow timeout
-	events  bool
+	// secretPairs are its old-new pairs, for the live output's masking
+	// (a stream written in pieces).
+	secretPairs []string
+	ctx         context.Context // the caller's, with the flow timeout
+	events      bool
 
 	// execCtx is the parent of every piece of async work; stopExec
 	// cancels it when the run ends.
@@ -186,10 +189,15 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 	}
 	r := &run{p: p, g: g, opts: opts, inputs: inputs, events: opts.OnEvent != nil,
 		timers: map[*completion]func() bool{}, rt: opts.Runtime}
-	keys := modelKeys(g)
+	// A child flow withholds its parents' keys as well as its own.
+	keys := modelKeys(g, opts.Env)
+	for k := range opts.keys {
+		keys[k] = true
+	}
+	r.opts.keys = keys
 	r.taskEnv = withoutKeys(opts.Env, keys)
 	if pairs := keyValues(r.getenv, keys); len(pairs) > 0 {
-		r.secrets = strings.NewReplacer(pairs...)
+		r.secrets, r.secretPairs = strings.NewReplacer(pairs...), pairs
 	}
 	r.idler, _ = opts.Effects.(EffectIdler)
 	r.pacer, _ = opts.Runtime.(Pacer)
@@ -653,7 +661,11 @@ func (r *run) interrupted() {
 		r.stop(&graphir.Error{Code: codes.FlowTimeout, Msg: fmt.Sprintf("flow %s did not finish within its timeout of %s", r.g.Name, timeout)})
 		return
 	}
-	r.end(Cancelled, &graphir.Error{Code: codes.Cancelled, Msg: "the run was cancelled"})
+	msg := "the run was cancelled"
+	if c := context.Cause(r.ctx); c != nil && c != context.Canceled && c != context.DeadlineExceeded {
+		msg = c.Error() // who cancelled it and why (engine/runs)
+	}
+	r.end(Cancelled, &graphir.Error{Code: codes.Cancelled, Msg: msg})
 }
 
 // drain stops whatever still runs after the run ended and waits for it, so

@@ -43,7 +43,7 @@ func compileFast(x *graphir.Expr) *fastCond {
 	if x == nil || x.User || x.Err != nil || x.Func == nil {
 		return nil
 	}
-	e, err := graphir.FileOptions.ParseExpr(graphir.ExprFile, x.Src, 0)
+	e, err := graphir.ParseExpr(graphir.ExprFile, x.Src, 0)
 	if err != nil {
 		return nil
 	}

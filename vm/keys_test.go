@@ -53,3 +53,55 @@ chain(START, look, task, passed, leaky, END)
 		t.Errorf("the environment, or env=, did not reach the tasks:\n%s", all)
 	}
 }
+
+// TestModelKeysAcrossChildFlows: a child flow's tasks do not inherit the
+// keys of its parent's models, and where a child flow's file is a
+// template (its models unknown until it loads), the parent's tasks do not
+// inherit any *_API_KEY variable.
+func TestModelKeysAcrossChildFlows(t *testing.T) {
+	opts := vm.Options{Env: []string{"PARENT_KEY=parent-SECRET-1", "CHILD_API_KEY=child-SECRET-2", "KEEP=kept"}}
+	res := runFiles(t, map[string]string{
+		"flow.star": `
+model("m", model = "m1", base_url = "http://127.0.0.1:9/v1", api_key_env = "PARENT_KEY")
+flow(inputs = {"which": "child"}, output = "kid")
+env = step("env", run = ["printenv"])
+kid = step("kid", flow = "{{ inputs.which }}.star")
+chain(START, env, kid, END)
+`,
+		"child.star": `
+model("c", model = "m2", base_url = "http://127.0.0.1:9/v1", api_key_env = "CHILD_API_KEY")
+flow(output = "env")
+env = step("env", run = ["printenv"])
+chain(START, env, END)
+`}, nil, opts)
+	if res.Status != vm.Succeeded {
+		t.Fatalf("status %s: %v", res.Status, res.Error)
+	}
+	all := resultJSON(t, res)
+	for _, secret := range []string{"parent-SECRET-1", "child-SECRET-2"} {
+		if strings.Contains(all, secret) {
+			t.Errorf("key %q reached a task:\n%s", secret, all)
+		}
+	}
+	if strings.Count(all, "KEEP=kept") < 2 {
+		t.Errorf("the environment did not reach both tasks:\n%s", all)
+	}
+}
+
+// TestModelKeysMaskedLive: a task's live output (what a terminal or
+// skein logs --follow shows as it prints) is masked as its record is.
+func TestModelKeysMaskedLive(t *testing.T) {
+	var out, errw strings.Builder
+	opts := vm.Options{Env: []string{"LIVE_KEY=sk-live-SECRET-1"}, Effects: teeing{&out, &errw}}
+	res := run(t, `
+model("m", model = "m1", base_url = "http://127.0.0.1:9/v1", api_key_env = "LIVE_KEY")
+t = step("t", shell = "echo 'key: sk-live-SECRET-1 end'; echo sk-live-SECRET-1 >&2")
+chain(START, t, END)
+`, nil, opts)
+	if res.Status != vm.Succeeded {
+		t.Fatalf("status %s: %v", res.Status, res.Error)
+	}
+	if out.String() != "key: [masked $LIVE_KEY] end\n" || errw.String() != "[masked $LIVE_KEY]\n" {
+		t.Errorf("live output: stdout %q, stderr %q", out.String(), errw.String())
+	}
+}

@@ -8,10 +8,12 @@ package vm
 // that hands back the raw answer is read exactly as a live call is.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
@@ -208,10 +210,13 @@ func lookupEnv(env []string, key string) string {
 
 // modelKeys returns the key variables of the models g and its literal
 // child flows may call: each model()'s api_key_env, and the default
-// model's $OPENAI_API_KEY when any step calls a model. Tasks and tools do
-// not inherit them (docs/models.md).
-func modelKeys(g *graphir.Graph) map[string]bool {
+// model's $OPENAI_API_KEY when any step calls a model. Where a child flow's
+// file is a template, its models are not known before it loads: every
+// variable of env named *_API_KEY counts then. Tasks and tools do not
+// inherit them (docs/models.md).
+func modelKeys(g *graphir.Graph, env []string) map[string]bool {
 	keys := map[string]bool{}
+	templated := false
 	g.EachGraph(func(g *graphir.Graph) {
 		for _, m := range g.Models {
 			if m.KeyEnv != "" {
@@ -222,8 +227,18 @@ func modelKeys(g *graphir.Graph) map[string]bool {
 			if n.IsModelCall() {
 				keys[model.EnvKey] = true
 			}
+			if n.Subflow != nil && n.Subflow.Child == nil && n.Subflow.ChildErr == nil {
+				templated = true
+			}
 		}
 	})
+	if templated {
+		for _, kv := range env {
+			if k, _, _ := strings.Cut(kv, "="); strings.HasSuffix(k, "_API_KEY") {
+				keys[k] = true
+			}
+		}
+	}
 	return keys
 }
 
@@ -246,6 +261,88 @@ func keyValues(getenv func(string) string, keys map[string]bool) []string {
 		}
 	}
 	return pairs
+}
+
+// maskWriter masks the values of model keys in a stream written in
+// pieces (a task's live output): it holds back the last bytes that could
+// be the start of a key until more come or [maskWriter.flush].
+type maskWriter struct {
+	w     io.Writer
+	pairs []string // old, new, ... as [strings.NewReplacer] takes them
+	hold  int      // the longest key's length, less one
+	buf   []byte
+}
+
+func newMaskWriter(w io.Writer, pairs []string) *maskWriter {
+	m := &maskWriter{w: w, pairs: pairs}
+	for i := 0; i < len(pairs); i += 2 {
+		m.hold = max(m.hold, len(pairs[i])-1)
+	}
+	return m
+}
+
+// Write implements [io.Writer]. Every key that starts before the bytes
+// held back ends within what has been written, so it is masked whole.
+func (m *maskWriter) Write(p []byte) (int, error) {
+	m.buf = append(m.buf, p...)
+	if err := m.emit(len(m.buf) - m.hold); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// flush writes what was held back.
+func (m *maskWriter) flush() error { return m.emit(len(m.buf)) }
+
+// emit writes buf up to cut (further when a key starting before cut
+// runs past it), with the keys masked, and keeps the rest.
+func (m *maskWriter) emit(cut int) error {
+	var out []byte
+	i := 0
+next:
+	for i < cut {
+		for j := 0; j < len(m.pairs); j += 2 {
+			if k := m.pairs[j]; bytes.HasPrefix(m.buf[i:], []byte(k)) {
+				out = append(out, m.pairs[j+1]...)
+				i += len(k)
+				continue next
+			}
+		}
+		out = append(out, m.buf[i])
+		i++
+	}
+	if i == 0 {
+		return nil
+	}
+	m.buf = append(m.buf[:0], m.buf[i:]...)
+	_, err := m.w.Write(out)
+	return err
+}
+
+// maskTee returns the writers of t masking the run's keys, and a function
+// that writes what they held back (nil writers stay nil).
+func (req *EffectRequest) maskTee(t *Tee) (stdout, stderr io.Writer, flush func()) {
+	if t == nil {
+		return nil, nil, func() {}
+	}
+	if req.from == nil || len(req.from.secretPairs) == 0 {
+		return t.Stdout, t.Stderr, func() {}
+	}
+	var ws []*maskWriter
+	wrap := func(w io.Writer) io.Writer {
+		if w == nil {
+			return nil
+		}
+		m := newMaskWriter(w, req.from.secretPairs)
+		ws = append(ws, m)
+		return m
+	}
+	stdout, stderr = wrap(t.Stdout), wrap(t.Stderr)
+	return stdout, stderr, func() {
+		for _, m := range ws {
+			m.flush()
+		}
+	}
 }
 
 // mask returns s with the value of every model key replaced by its
@@ -301,25 +398,18 @@ func ModelConfig(g *graphir.Graph, name string, getenv func(string) string) (mod
 	return model.Config{}, fmt.Errorf("model %q is not declared", name)
 }
 
-// CheckModels reports the first model call of g (or of a literal child
-// flow, of a step or a flow= tool) whose model cannot be called with the environment env: no model
-// id, a bad base URL, or a key variable that is not set. It says which
-// variable to set. A run refuses to start on it.
+// CheckModels reports the first model call of g, or of a literal child
+// flow (of a step or a flow= tool), whose model cannot be called with the
+// environment env: no model id, a bad base URL, or a key variable that is
+// not set. It says which variable to set. A run refuses to start on it.
 func CheckModels(g *graphir.Graph, env []string) error {
 	getenv := func(k string) string { return lookupEnv(env, k) }
-	seen := map[*graphir.Graph]bool{}
-	var walk func(g *graphir.Graph) error
-	walk = func(g *graphir.Graph) error {
-		if seen[g] {
-			return nil
+	var first error
+	g.EachGraph(func(g *graphir.Graph) {
+		if first != nil {
+			return
 		}
-		seen[g] = true
 		for _, n := range g.Steps() {
-			if n.Subflow != nil && n.Subflow.Child != nil {
-				if err := walk(n.Subflow.Child); err != nil {
-					return err
-				}
-			}
 			if !n.IsModelCall() {
 				continue
 			}
@@ -335,19 +425,12 @@ func CheckModels(g *graphir.Graph, env []string) error {
 				err = c.Usable(getenv)
 			}
 			if err != nil {
-				return fmt.Errorf("%s: step %q: %v", n.Pos, n.Name, err)
+				first = fmt.Errorf("%s: step %q: %v", n.Pos, n.Name, err)
+				return
 			}
 		}
-		for _, t := range g.Tools {
-			if t.Child != nil {
-				if err := walk(t.Child); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	return walk(g)
+	})
+	return first
 }
 
 // modelRequest resolves the model for a call by step n and returns the

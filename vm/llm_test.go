@@ -516,3 +516,35 @@ chain(START, each, END)
 		t.Errorf("output %s", got)
 	}
 }
+
+// TestCheckModelsChildren: the models of literal child flows, of a step
+// and of a flow= tool, are checked before the run as the flow's own are.
+func TestCheckModelsChildren(t *testing.T) {
+	child := `
+model("c", model = "m-child", api_key_env = "CHILD_KEY")
+flow(output = "a")
+a = step("a", llm = "x", model = "c")
+chain(START, a, END)
+`
+	for _, tc := range []struct{ name, flow string }{
+		{"step", `
+s = step("s", flow = "child.star")
+chain(START, s, END)
+`},
+		{"tool", `
+model("m", model = "m1", base_url = "http://127.0.0.1:9/v1", api_key_env = "")
+sum = tool("sum", flow = "child.star", help = "summarize")
+a = step("a", agent = "go", model = "m", tools = [sum])
+chain(START, a, END)
+`},
+	} {
+		g := load(t, map[string]string{"flow.star": tc.flow, "child.star": child})
+		err := vm.CheckModels(g, nil)
+		if err == nil || !strings.Contains(err.Error(), `step "a": model "c" (m-child) at https://api.openai.com/v1: set CHILD_KEY to its API key`) {
+			t.Errorf("%s: got %v", tc.name, err)
+		}
+		if err := vm.CheckModels(g, []string{"CHILD_KEY=k"}); err != nil {
+			t.Errorf("%s: with the key set: %v", tc.name, err)
+		}
+	}
+}

@@ -53,8 +53,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -197,11 +199,20 @@ type Options struct {
 	depth  int
 	chain  []string // flow files of the parents, outermost first
 	prefix []string // step names leading to this child, for events
+	// keys are the key variables tasks and tools do not inherit: the
+	// models' of this run and of the runs above it.
+	keys map[string]bool
 }
 
 func (o *Options) defaults() {
 	if n := o.Nesting; n != nil {
 		o.top, o.depth, o.chain, o.prefix, o.onExit = n.Top, n.Depth, n.Chain, n.Prefix, n.OnExit
+		if len(n.Keys) > 0 {
+			o.keys = map[string]bool{}
+			for _, k := range n.Keys {
+				o.keys[k] = true
+			}
+		}
 		if o.budget == nil {
 			o.budget = model.NewBudget(n.TokenLimit)
 			o.budget.Restore(n.TokensUsed)
@@ -563,6 +574,9 @@ type Nesting struct {
 	// own.
 	TokenLimit int64 `json:",omitempty"`
 	TokensUsed int64 `json:",omitempty"`
+	// Keys are the key variables of the models of the runs above it,
+	// which its tasks and tools do not inherit either.
+	Keys []string `json:",omitempty"`
 }
 
 // Nesting returns the nesting of the child run a child-flow request asks
@@ -573,7 +587,7 @@ func (req *EffectRequest) Nesting() Nesting {
 	}
 	o := req.child.opts
 	return Nesting{Top: o.top, Depth: o.depth, Chain: o.chain, Prefix: o.prefix, OnExit: o.onExit,
-		TokenLimit: o.budget.Limit, TokensUsed: o.budget.Used()}
+		TokenLimit: o.budget.Limit, TokensUsed: o.budget.Used(), Keys: slices.Sorted(maps.Keys(o.keys))}
 }
 
 // ChargeTokens counts tokens a child flow run elsewhere (as a run of its

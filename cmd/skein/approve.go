@@ -141,7 +141,7 @@ func runApprove(ctx context.Context, io stdio, opts *approveOptions, args []stri
 		return exitUsage
 	}
 	if opts.engine == "temporal" {
-		return approveOnTemporal(ctx, io, opts, args)
+		return onTemporal.approve(ctx, io, opts, args)
 	}
 	step := ""
 	if len(args) == 2 {

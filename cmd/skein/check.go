@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skeinlang/skein/check"
-	"github.com/skeinlang/skein/engine/temporal"
+	"github.com/skeinlang/skein/engine/temporal/limits"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/lang/frontend"
 )
@@ -170,7 +170,7 @@ func (set *flowSet) check(lo frontend.Options, engine string) ([]check.Diagnosti
 		fl := frontend.Load(f.path, opts)
 		ds := fl.Diagnostics
 		if fl.Graph != nil && engine == "temporal" {
-			ds = append(ds, temporal.Warnings(fl.Graph, 0)...)
+			ds = append(ds, limits.Warnings(fl.Graph, 0)...)
 		}
 		self, _ := filepath.Abs(f.path)
 		for p := range read {

@@ -77,7 +77,7 @@ func TestDocsIndex(t *testing.T) {
 // section named here, else the page named here.
 var flagDocs = map[string]string{
 	"runs": "## The run store", "show": "## The run store", "logs": "## The run store",
-	"gc": "## The run store", "resume": "## The run store", "approve": "## The run store",
+	"gc": "## The run store", "resume": "## The run store", "approve": "## The run store", "cancel": "## The run store",
 	"compose": "compose.md", "serve": "serve.md",
 }
 

@@ -21,7 +21,7 @@ import (
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/engine/runs"
-	"github.com/skeinlang/skein/engine/temporal"
+	"github.com/skeinlang/skein/engine/temporal/limits"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/confine"
@@ -107,7 +107,7 @@ errors, 3 waiting for an approval.`, vm.DefaultParallel),
 			o.cassetteFlags.define(fs, cassetteHelp, replayOnlyHelp)
 			o.engineFlags.define(fs)
 			fs.BoolVar(&o.detach, "detach", false, "with --engine temporal, print the run's workflow id and return without waiting")
-			fs.DurationVar(&o.heartbeat, "heartbeat-timeout", temporal.DefaultHeartbeatTimeout, "with --engine temporal, how long a running task may go without a heartbeat before its worker counts as lost and the task runs again on another")
+			fs.DurationVar(&o.heartbeat, "heartbeat-timeout", limits.DefaultHeartbeatTimeout, "with --engine temporal, how long a running task may go without a heartbeat before its worker counts as lost and the task runs again on another")
 		}, runRun, runHelp),
 	})
 }
@@ -189,8 +189,8 @@ func runRun(ctx context.Context, io stdio, opts *runOptions, args []string) int 
 			fmt.Fprintln(io.err, "skein run: --heartbeat-timeout needs --engine temporal")
 			return exitUsage
 		}
-		if opts.heartbeat < temporal.MinHeartbeatTimeout {
-			fmt.Fprintf(io.err, "skein run: --heartbeat-timeout must be at least %s (tasks heartbeat every second), got %s\n", temporal.MinHeartbeatTimeout, opts.heartbeat)
+		if opts.heartbeat < limits.MinHeartbeatTimeout {
+			fmt.Fprintf(io.err, "skein run: --heartbeat-timeout must be at least %s (tasks heartbeat every second), got %s\n", limits.MinHeartbeatTimeout, opts.heartbeat)
 			return exitUsage
 		}
 	}
@@ -219,7 +219,7 @@ func runRun(ctx context.Context, io stdio, opts *runOptions, args []string) int 
 		return exitUsage
 	}
 	if opts.engine == "temporal" {
-		ds = check.Sort(append(ds, temporal.Warnings(g, 0)...))
+		ds = check.Sort(append(ds, limits.Warnings(g, 0)...))
 	}
 	check.WriteText(io.err, ds)
 	given, err := opts.inputFlags.parse()
@@ -238,7 +238,7 @@ func runRun(ctx context.Context, io stdio, opts *runOptions, args []string) int 
 	if opts.engine == "temporal" {
 		ctx, exitCtx, stop := interrupts(ctx)
 		defer stop()
-		return runOnTemporal(ctx, exitCtx, io, opts, g, loaded.Sources, inputs)
+		return onTemporal.run(ctx, exitCtx, io, opts, g, loaded.Sources, inputs)
 	}
 
 	models, err := opts.models(g)

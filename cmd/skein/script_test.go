@@ -36,6 +36,9 @@ func scriptParams(dir string) testscript.Params {
 			if cond == "crashtest" { // skein has the crash hooks (crash_test.go)
 				return builtWith("-tags", crashTag), nil
 			}
+			if cond == "temporal" { // skein has the Temporal engine (-tags temporal)
+				return onTemporal != nil, nil
+			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 	}

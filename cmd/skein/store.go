@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"go.temporal.io/sdk/client"
 
 	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/graphir"
@@ -190,19 +189,14 @@ func runRuns(ctx context.Context, io stdio, opts *runsOptions, args []string) in
 	var list []*store.Run
 	var st *store.Store // the local engine's
 	if opts.engine == "temporal" {
-		c, err := dialRuns(ctx, &opts.engineFlags)
-		if err != nil {
+		var cut string
+		var err error
+		if list, cut, err = onTemporal.list(ctx, opts, store.Filter{Flow: opts.flow, Status: opts.status, Limit: opts.limit}); err != nil {
 			fmt.Fprintf(io.err, "skein runs: %v\n", err)
 			return exitFail
 		}
-		defer c.Close()
-		var cut bool
-		if list, cut, err = opts.listRuns(ctx, c, store.Filter{Flow: opts.flow, Status: opts.status, Limit: opts.limit}); err != nil {
-			fmt.Fprintf(io.err, "skein runs: %v\n", err)
-			return exitFail
-		}
-		if cut {
-			defer fmt.Fprintf(io.err, "skein runs: listed from the latest %s on Temporal; older runs are not shown\n", plural(listCap, "workflow execution"))
+		if cut != "" {
+			defer fmt.Fprintf(io.err, "skein runs: %s\n", cut)
 		}
 	} else {
 		var err error
@@ -257,9 +251,6 @@ func runRuns(ctx context.Context, io stdio, opts *runsOptions, args []string) in
 	tw.Flush()
 	return exitOK
 }
-
-// dialRuns is how skein runs reaches Temporal (a variable for tests).
-var dialRuns = func(ctx context.Context, e *engineFlags) (client.Client, error) { return e.dial(ctx) }
 
 // quotedIf is prefix and v quoted, or "" for no v.
 func quotedIf(prefix, v string) string {
@@ -334,7 +325,7 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 		return exitUsage
 	}
 	if opts.engine == "temporal" {
-		return showOnTemporal(ctx, io, opts, args[0])
+		return onTemporal.show(ctx, io, opts, args[0])
 	}
 	st, err := openExistingStore(opts.store)
 	if err != nil {
@@ -495,7 +486,7 @@ func runLogs(ctx context.Context, io stdio, opts *logsOptions, args []string) in
 		return exitUsage
 	}
 	if opts.engine == "temporal" {
-		return logsOnTemporal(ctx, io, opts, args)
+		return onTemporal.logs(ctx, io, opts, args)
 	}
 	st, r, ok := getRun(io, "logs", opts.store, args[0])
 	if !ok {

@@ -1,7 +1,10 @@
+//go:build temporal
+
 package main
 
-// The Temporal engine on the command line: skein worker, and the
-// --engine temporal flags of skein run.
+// The Temporal engine on the command line, in a skein built with -tags
+// temporal: skein worker, and skein run --engine temporal (and, in
+// temporal_runs.go, approve, show, logs and runs).
 
 import (
 	"bytes"
@@ -13,7 +16,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/spf13/pflag"
 	"go.starlark.net/starlark"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
@@ -28,44 +30,9 @@ import (
 	"github.com/skeinlang/skein/vm"
 )
 
-// engineFlags choose the engine a command uses and how to reach it.
-type engineFlags struct {
-	engine    string
-	address   string
-	namespace string
-	taskQueue string
-}
-
-func (e *engineFlags) define(fs *pflag.FlagSet) {
-	e.defineConn(fs, "where the run runs: local (this process) or temporal (a Temporal cluster's workers)")
-	fs.StringVar(&e.taskQueue, "task-queue", temporal.DefaultTaskQueue, "with --engine temporal, the task queue the workers serve")
-}
-
-// defineConn defines --engine (described by what) and how to reach
-// Temporal, for commands that find a run rather than start one.
-func (e *engineFlags) defineConn(fs *pflag.FlagSet, what string) {
-	fs.StringVar(&e.engine, "engine", "local", what)
-	fs.StringVar(&e.address, "address", defaultAddress, "with --engine temporal, the Temporal frontend HOST:PORT")
-	fs.StringVar(&e.namespace, "namespace", defaultNamespace, "with --engine temporal, the Temporal namespace")
-}
-
-const (
-	defaultAddress   = "127.0.0.1:7233"
-	defaultNamespace = "default"
-)
-
-// connArgs are the flags that reach the same Temporal again, for the
-// commands skein prints: --engine temporal and any --address or
-// --namespace that is not the default.
-func (e *engineFlags) connArgs() string {
-	s := " --engine temporal"
-	if e.address != defaultAddress {
-		s += " --address " + e.address
-	}
-	if e.namespace != defaultNamespace {
-		s += " --namespace " + e.namespace
-	}
-	return s
+func init() {
+	onTemporal = &temporalCommands{run: runOnTemporal, approve: approveOnTemporal, show: showOnTemporal,
+		logs: logsOnTemporal, list: listOnTemporal, worker: serveWorker}
 }
 
 // follower follows the run id through c, across its continued runs.
@@ -96,15 +63,6 @@ func query(c client.Client) temporal.QueryFunc {
 	}
 }
 
-// check reports a bad --engine.
-func (e *engineFlags) check(cmd string) error {
-	switch e.engine {
-	case "local", "temporal":
-		return nil
-	}
-	return fmt.Errorf("skein %s: unknown --engine %q; want local or temporal", cmd, e.engine)
-}
-
 // dial connects to the Temporal frontend, with an error that says which
 // address and what to start.
 func (e *engineFlags) dial(ctx context.Context) (client.Client, error) {
@@ -130,54 +88,7 @@ func shortErr(err error) string {
 	return err.Error()
 }
 
-type workerOptions struct {
-	engineFlags
-	cassetteFlags
-	dir      string
-	parallel int
-}
-
-func init() {
-	register(&command{
-		name:    "worker",
-		args:    "--engine temporal [--address HOST:PORT] [--namespace N] [--task-queue Q] [--dir ROOT] [--parallel N] [--cassette F [--replay-only]]",
-		summary: "serve Skein's workflow and activities to a Temporal cluster",
-		long: `Connects to the Temporal frontend at --address and serves the task queue:
-the workflow that runs flows (their sources travel with each run) and the
-activities that run task and shell steps and model calls on this machine.
-Tasks run under --dir: a task whose directory is under the flow's root on
-the machine that started the run runs at the same place under --dir.
-Model calls read their API keys from this worker's environment;
---cassette FILE records them into FILE and answers from it when it has
-them (--replay-only: only from it). --parallel bounds the activities
-running at once. Ctrl-C stops the worker; Temporal hands its unfinished
-work to the other workers.`,
-		flags: withOptions(func(fs *pflag.FlagSet, o *workerOptions) {
-			o.engineFlags.define(fs)
-			fs.StringVar(&o.dir, "dir", "", "where this worker keeps the flows' files (default: the paths as given)")
-			fs.IntVar(&o.parallel, "parallel", vm.DefaultParallel, "activities (tasks, shells, model calls) running at once")
-			o.cassetteFlags.define(fs, cassetteHelp, replayOnlyHelp)
-		}, runWorker, nil),
-	})
-}
-
-func runWorker(ctx context.Context, io stdio, opts *workerOptions, args []string) int {
-	if len(args) != 0 {
-		fmt.Fprintln(io.err, "skein worker: takes no arguments\nusage: skein worker --engine temporal [--address HOST:PORT]")
-		return exitUsage
-	}
-	if opts.engine != "temporal" {
-		fmt.Fprintln(io.err, "skein worker: only the temporal engine has workers; pass --engine temporal")
-		return exitUsage
-	}
-	if opts.parallel < 1 {
-		fmt.Fprintf(io.err, "skein worker: --parallel must be at least 1, got %d\n", opts.parallel)
-		return exitUsage
-	}
-	if opts.replayOnly && opts.cassette == "" {
-		fmt.Fprintln(io.err, "skein worker: --replay-only needs --cassette FILE, the recorded exchanges to answer from")
-		return exitUsage
-	}
+func serveWorker(ctx context.Context, io stdio, opts *workerOptions) int {
 	acts := &temporal.Activities{Dir: opts.dir}
 	if opts.cassette != "" {
 		cas, err := openCassette(opts.cassette, opts.replayOnly)

@@ -1,3 +1,5 @@
+//go:build temporal
+
 package main
 
 // skein approve and skein show for runs on Temporal: the run is the
@@ -361,6 +363,24 @@ func valueJSON(v starlark.Value) string {
 	}
 	return string(b)
 }
+
+// listOnTemporal lists the runs on the namespace for skein runs; cut,
+// when it is not "", says that older runs were not read.
+func listOnTemporal(ctx context.Context, opts *runsOptions, f store.Filter) (list []*store.Run, cut string, err error) {
+	c, err := dialRuns(ctx, &opts.engineFlags)
+	if err != nil {
+		return nil, "", err
+	}
+	defer c.Close()
+	list, more, err := opts.listRuns(ctx, c, f)
+	if more {
+		cut = fmt.Sprintf("listed from the latest %s on Temporal; older runs are not shown", plural(listCap, "workflow execution"))
+	}
+	return list, cut, err
+}
+
+// dialRuns is how skein runs reaches Temporal (a variable for tests).
+var dialRuns = func(ctx context.Context, e *engineFlags) (client.Client, error) { return e.dial(ctx) }
 
 // listCap bounds the workflow executions listRuns reads: skein runs then
 // says that older runs are not shown. (A variable for tests.)

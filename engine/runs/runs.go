@@ -94,10 +94,11 @@ type Run struct {
 	inputs *stdlib.Map
 	opts   vm.Options
 	rec    *store.Recorder // nil: not recorded
+	gate   *cancelGate     // a resumed run's, behind its replay
 
-	mu       sync.Mutex
-	cancel   context.CancelFunc
-	canceled bool
+	mu     sync.Mutex
+	cancel context.CancelCauseFunc
+	cause  error // why it was cancelled (nil: not cancelled)
 }
 
 // Start prepares a run of spec.Graph: with a store, the run is recorded
@@ -146,7 +147,8 @@ func (r *Run) record(rec *store.Recorder, ap *approvals, replay *store.Replay) {
 	r.rec, r.ID = rec, rec.ID()
 	r.opts.RunID, r.opts.Effects = rec.ID(), rec
 	if replay != nil {
-		replay.Inner = rec
+		r.gate = &cancelGate{inner: rec, run: r}
+		replay.Inner = r.gate
 		if r.ResumedFrom != "" {
 			replay.CopyTo = rec
 		}
@@ -159,11 +161,11 @@ func (r *Run) record(rec *store.Recorder, ap *approvals, replay *store.Replay) {
 // records how it ended. The result is never nil; the error says that the
 // end could not be recorded.
 func (r *Run) Run(ctx context.Context) (*vm.Result, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	r.mu.Lock()
-	if r.canceled {
-		cancel()
+	if r.cause != nil {
+		cancel(r.cause)
 	}
 	r.cancel = cancel
 	r.mu.Unlock()
@@ -171,6 +173,7 @@ func (r *Run) Run(ctx context.Context) (*vm.Result, error) {
 	opts.OnEvent, opts.ExitCtx = r.OnEvent, r.ExitCtx
 	if r.rec != nil {
 		opts.OnEvent = r.rec.Events(opts.OnEvent)
+		defer r.watchCancel(ctx)()
 	}
 	res := vm.Prepare(r.g).Run(ctx, r.inputs, opts)
 	res.ResumedFrom = r.ResumedFrom
@@ -184,12 +187,20 @@ func (r *Run) Run(ctx context.Context) (*vm.Result, error) {
 
 // Cancel cancels the run, as ctx ending does: from another goroutine
 // while [Run.Run] runs, or before it (it then ends at once, cancelled).
-func (r *Run) Cancel() {
+func (r *Run) Cancel() { r.cancelWith(context.Canceled) }
+
+// cancelWith cancels the run with cause, whose message becomes the run's
+// error ([context.Canceled]: "the run was cancelled"); the first cause
+// stands.
+func (r *Run) cancelWith(cause error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.canceled = true
+	if r.cause != nil {
+		return
+	}
+	r.cause = cause
 	if r.cancel != nil {
-		r.cancel()
+		r.cancel(cause)
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/skeinlang/skein/engine/temporal/limits"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/lang/frontend"
@@ -47,9 +48,6 @@ const (
 	// ModelActivity makes one model call (an llm step's, an LLM router's,
 	// a judge's, one turn of an agent step).
 	ModelActivity = "skein.model"
-	// DefaultTaskQueue is the task queue workers serve unless told
-	// otherwise.
-	DefaultTaskQueue = "skein"
 	// FileMemo is the memo field of a run's workflow that holds the
 	// flow file's absolute path on the machine that started it, for
 	// skein show (the run's messages name it as the user did).
@@ -61,15 +59,10 @@ const (
 // heartbeat is how often a task's activity heartbeats (a cancellation
 // reaches the activity with the answer to a heartbeat, so this bounds how
 // late a cancelled task is killed, with the worker's heartbeat throttle);
-// DefaultHeartbeatTimeout is how long Temporal waits for one before it
-// declares the worker lost, unless the run says otherwise
-// (RunInput.HeartbeatTimeout); MinHeartbeatTimeout is the least a run may
-// ask for, a few heartbeats.
-const (
-	heartbeat               = time.Second
-	DefaultHeartbeatTimeout = 10 * time.Second
-	MinHeartbeatTimeout     = 2 * time.Second
-)
+// limits.DefaultHeartbeatTimeout is how long Temporal waits for one
+// before it declares the worker lost, unless the run says otherwise
+// (RunInput.HeartbeatTimeout).
+const heartbeat = time.Second
 
 // LostWorkerAttempts is how many times in all one attempt of a task runs
 // when the workers running it are lost (no heartbeat in time, or no
@@ -109,7 +102,7 @@ type RunInput struct {
 	ExitGrace time.Duration `json:",omitempty"`
 	// HeartbeatTimeout is how long a task's activity may go without a
 	// heartbeat before its worker counts as lost; 0 means
-	// DefaultHeartbeatTimeout.
+	// limits.DefaultHeartbeatTimeout.
 	HeartbeatTimeout time.Duration `json:",omitempty"`
 	// Nesting is set for child flows.
 	Nesting *vm.Nesting `json:",omitempty"`
@@ -418,7 +411,7 @@ func (p *producer) heartbeatTimeout() time.Duration {
 	if p.in.HeartbeatTimeout > 0 {
 		return p.in.HeartbeatTimeout
 	}
-	return DefaultHeartbeatTimeout
+	return limits.DefaultHeartbeatTimeout
 }
 
 // activityError is the message of an activity's failure, without the

@@ -47,6 +47,10 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "skein keeper: no socket: %v\n", err)
 		return 1
 	}
+	// The socket (fd 3, passed without close-on-exec) and whatever skein
+	// itself inherited stay here: a task gets 0, 1 and 2 only. (A task
+	// that wrote to the socket would wedge both ends.)
+	CloseOnExecFrom(3)
 	conn := NewConn(rawSocket(fd))
 	var mu sync.Mutex // held while a task starts, and while orphans are killed
 	live := 0
@@ -238,4 +242,28 @@ func directChildren() ([]int, bool) {
 		}
 	}
 	return out, true
+}
+
+// CloseOnExecFrom marks every descriptor of this process from first up
+// close-on-exec, so that no process it starts inherits one it did not
+// pass on purpose (exec.Cmd's ExtraFiles and the keeper's task files are
+// put in place after the mark, and keep theirs). Go opens its own
+// descriptors close-on-exec; those it inherited (a socket, a pipe that
+// skein's parent left open) it does not: this is for them.
+func CloseOnExecFrom(first int) {
+	const sysCloseRange = 436        // close_range(2), Linux 5.11: the same number on every architecture
+	const closeRangeCloexec = 1 << 2 // CLOSE_RANGE_CLOEXEC
+	if _, _, errno := syscall.Syscall(sysCloseRange, uintptr(first), ^uintptr(0), closeRangeCloexec); errno == 0 {
+		return
+	}
+	// An older kernel: one fcntl per descriptor open.
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= first {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }

@@ -2,6 +2,8 @@
 
 package proc
 
+import "sync"
+
 // SetReaper sets whether tasks are counted for orphan cleanup (as when
 // skein is a subreaper) and whether they start through the keeper, and
 // returns what restores the settings. For benchmarks.
@@ -19,3 +21,8 @@ func KeeperRunning() bool {
 	defer keeperProc.mu.Unlock()
 	return keeperProc.conn != nil
 }
+
+// ForgetInherited makes the next task or keeper start mark skein's
+// inherited descriptors close-on-exec again (as a new skein's first
+// would), so that a test can inherit one first.
+func ForgetInherited() { inherited = sync.Once{} }

@@ -68,6 +68,7 @@ func keeperConn() *keeper.Conn {
 	if keeperProc.conn != nil {
 		return keeperProc.conn
 	}
+	inherited.Do(closeInherited) // the keeper gets the socket only
 	// /proc/self/exe is this program even if its file was replaced.
 	const self = "/proc/self/exe"
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)

@@ -5,8 +5,10 @@ package proc_test
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -153,5 +155,40 @@ func TestWarmKeeper(t *testing.T) {
 	}
 	if proc.KeeperRunning() {
 		t.Fatal("a keeper runs after StopKeeper")
+	}
+}
+
+// No task gets a descriptor but 0, 1 and 2: not the keeper's socket (fd
+// 3 in the keeper), nor one skein inherited from its parent; and a task
+// that writes to fd 3 writes nowhere, so the next task still runs (issue
+// 26: a write to the inherited socket wedged skein for good).
+func TestTaskDescriptors(t *testing.T) {
+	var p [2]int
+	if err := syscall.Pipe(p[:]); err != nil { // not close-on-exec, as a parent's would be
+		t.Fatal(err)
+	}
+	defer syscall.Close(p[0])
+	defer syscall.Close(p[1])
+	for _, mode := range []string{"direct", "keeper"} {
+		t.Run(mode, func(t *testing.T) {
+			defer proc.SetReaper(true, mode == "keeper")()
+			defer proc.StopKeeper()
+			proc.StopKeeper()
+			proc.ForgetInherited()
+			// ls lists the shell's descriptors, not its own (; true keeps
+			// a shell that would exec its last command from doing so).
+			o := proc.Run(t.Context(), job("sh", "-c", "ls /proc/$$/fd; true"), nil, nil)
+			if got := strings.Fields(o.Stdout); !o.OK || !slices.Equal(got, []string{"0", "1", "2"}) {
+				t.Errorf("a task's descriptors: %q (%+v), want 0 1 2", got, o)
+			}
+			j := job("sh", "-c", "printf 'garbage\\000\\377' >&3 && echo wrote")
+			j.Timeout = 20 * time.Second
+			if o := proc.Run(t.Context(), j, nil, nil); o.Stdout != "" {
+				t.Errorf("a task wrote to fd 3: %+v", o)
+			}
+			if o := proc.Run(t.Context(), j, nil, nil); o.Stdout != "" || o.ExitCode == -1 {
+				t.Errorf("the next task: %+v", o)
+			}
+		})
 	}
 }

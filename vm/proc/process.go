@@ -189,6 +189,7 @@ type process interface {
 // startProcess starts an attempt: through the keeper where there is one
 // (keeper_linux.go), else directly in a process group of its own.
 func startProcess(job *Job, stdout, stderr io.Writer) (process, error) {
+	inherited.Do(closeInherited)
 	cmd := exec.Command(job.Argv[0], job.Argv[1:]...)
 	if cmd.Err != nil {
 		return nil, cmd.Err
@@ -212,6 +213,10 @@ func startProcess(job *Job, stdout, stderr io.Writer) (process, error) {
 	}
 	return directProcess{cmd}, nil
 }
+
+// inherited marks, once, before the first task or keeper starts, the
+// descriptors skein inherited close-on-exec (closeInherited).
+var inherited sync.Once
 
 // directProcess is an attempt skein started itself.
 type directProcess struct{ cmd *exec.Cmd }

@@ -75,3 +75,8 @@ func taskEnded() {
 // killOrphans kills and reaps the children of this process. With no task
 // live, every child is an orphan a task left behind.
 func killOrphans() { keeper.KillOrphans() }
+
+// closeInherited marks close-on-exec what skein inherited (see
+// [keeper.CloseOnExecFrom]): no task, and not the keeper, gets a
+// descriptor but 0, 1 and 2.
+func closeInherited() { keeper.CloseOnExecFrom(3) }

@@ -8,6 +8,8 @@ package proc
 import (
 	"errors"
 	"io"
+	"os"
+	"strconv"
 	"syscall"
 )
 
@@ -28,3 +30,17 @@ func WarmKeeper() {}
 
 // StopKeeper: there is no keeper outside Linux.
 func StopKeeper() bool { return false }
+
+// closeInherited marks close-on-exec every descriptor from 3 up that
+// skein inherited: no task gets a descriptor but 0, 1 and 2.
+func closeInherited() {
+	ents, err := os.ReadDir("/dev/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= 3 {
+			syscall.CloseOnExec(fd)
+		}
+	}
+}

@@ -215,7 +215,7 @@ func (t *LiveTail) Next() (stdout, stderr []byte) {
 func (t *LiveTail) open() {
 	for i, p := range t.paths {
 		if t.f[i] == nil {
-			if f, err := os.Open(p); err == nil {
+			if f, _, err := openRegular(p); err == nil { // (a FIFO put there would hang)
 				t.f[i] = f
 			}
 		}

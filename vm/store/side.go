@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -491,7 +492,7 @@ func (s *Store) foldDead(id string) error {
 // same file one after the other, or a fold that crashed before deleting
 // the file, leave the same rows.
 func (s *Store) foldFile(path string) error {
-	b, err := os.ReadFile(path)
+	b, err := readSide(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // folded and deleted meanwhile
 	} else if err != nil {
@@ -515,6 +516,52 @@ func (s *Store) foldFile(path string) error {
 	}
 	os.Remove(path)
 	return nil
+}
+
+// sideMaxRead bounds the side journal a fold reads: the batches of one
+// run that SQLite has not taken in yet, emptied once it has (see
+// sideTruncateAt). (A variable for tests.)
+var sideMaxRead int64 = 1 << 30
+
+// errNotRegular is openRegular's for what skein never makes in the side
+// and live folders: a link, a FIFO, a device, a directory.
+var errNotRegular = errors.New("not a regular file")
+
+// readSide reads the side journal at path: a regular file (opened
+// without following a link, and without waiting for a FIFO's writer) of
+// at most sideMaxRead bytes. Anything else in the folder (a FIFO, a link
+// to /dev/zero) would hang or exhaust every command that opens the store.
+func readSide(path string) ([]byte, error) {
+	f, fi, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi.Size() > sideMaxRead {
+		return nil, fmt.Errorf("%s: %d bytes, past the bound of a side journal (%d)", path, fi.Size(), sideMaxRead)
+	}
+	return io.ReadAll(io.LimitReader(f, sideMaxRead))
+}
+
+// openRegular opens the regular file at path to read it, or fails with
+// errNotRegular for anything else: it follows no link and does not wait for
+// a FIFO's writer.
+func openRegular(path string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, nil, &os.PathError{Op: "open", Path: path, Err: errNotRegular}
+	} else if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = &os.PathError{Op: "open", Path: path, Err: errNotRegular}
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
 }
 
 // otherVersion reports whether b starts with a whole header record of a

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -570,5 +571,45 @@ func TestSideThroughStoreLink(t *testing.T) {
 	defer other.Close()
 	if e := effectsOf(t, other, "r1"); len(e) != 1 || e[0].Status != "succeeded" {
 		t.Fatalf("effects through the real path: %d, want a succeeded (folded)", len(e))
+	}
+}
+
+// What skein never makes in the side folder, a FIFO or a link to
+// /dev/zero named as a side journal, is not read: opening the store
+// neither hangs nor exhausts memory, and continuing the run is refused
+// with an error naming it, as for a side journal that cannot be read
+// (issue 26). A side journal past its bound is not read either.
+func TestSideNotRegular(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func(path string) error
+		want string
+	}{
+		{"fifo", func(p string) error { return syscall.Mkfifo(p, 0o644) }, "not a regular file"},
+		{"link", func(p string) error { return os.Symlink("/dev/zero", p) }, "not a regular file"},
+		{"big", func(p string) error { return os.WriteFile(p, []byte("0123456789"), 0o644) }, "past the bound"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, rec := beginRun(t)
+			rec.Sync()
+			s.Close()
+			path := filepath.Join(s.sideDir(), "r1.1.1")
+			if err := tc.make(path); err != nil {
+				t.Fatal(err)
+			}
+			isAlive = func(int, string, string) bool { return false }
+			defer func() { isAlive = alive }()
+			defer func(n int64) { sideMaxRead = n }(sideMaxRead)
+			sideMaxRead = 9
+			s, err := Open(s.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			_, err = s.Continue("r1", RunOptions{})
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Continue: %v, want an error naming %s: %s", err, path, tc.want)
+			}
+		})
 	}
 }

@@ -305,6 +305,10 @@ var migrations = []string{
 	// the run that saw it: a decision after that is refused, and one
 	// recorded just before is the one the run takes.
 	`ALTER TABLE approvals ADD COLUMN expired INTEGER;`,
+	// A request to cancel a run that has not ended (skein cancel): who
+	// asked, why and when, as JSON; the process that owns the run reads
+	// it and cancels the run.
+	`ALTER TABLE runs ADD COLUMN cancel TEXT;`,
 }
 
 // effectIDs is the range of effect ids of run n: [lo, hi).

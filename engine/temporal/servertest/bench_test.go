@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/skeinlang/skein/engine/temporal"
+	"github.com/skeinlang/skein/engine/temporal/limits"
 	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang/frontend"
@@ -72,7 +73,7 @@ func handNoop(ctx workflow.Context, n int) (int, error) {
 func handTask(ctx workflow.Context, n int) (int, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Hour,
-		HeartbeatTimeout:    temporal.DefaultHeartbeatTimeout,
+		HeartbeatTimeout:    limits.DefaultHeartbeatTimeout,
 		RetryPolicy:         &sdktemporal.RetryPolicy{MaximumAttempts: temporal.LostWorkerAttempts},
 	})
 	for i := range n {

@@ -72,7 +72,8 @@ func run(m *testing.M) int {
 	defer os.RemoveAll(tmp)
 
 	skeinBin = filepath.Join(tmp, "skein")
-	args := []string{"build", "-o", skeinBin}
+	// The Temporal engine is opt-in at build time (cmd/skein/engine.go).
+	args := []string{"build", "-tags", "temporal", "-o", skeinBin}
 	if raceEnabled {
 		// The workers then run the workflow and activities under the
 		// race detector, against a real server.

@@ -63,7 +63,8 @@ FUZZ_TARGETS = lang:FuzzLoad:15000 check:FuzzCheck:8000 \
 	stdlib:FuzzJSONDecodeDifferential:5000 stdlib:FuzzQuotedString:20000 \
 	stdlib:FuzzInputsFile:20000 stdlib:FuzzRe:5000 \
 	graphir:FuzzInputValue:15000 vm/keeper:FuzzKeeperMessage:10000 \
-	vm/store:FuzzSideJournal:5000
+	vm/store:FuzzSideJournal:5000 graphir:FuzzBoundLiterals:5000 \
+	stdlib:FuzzIntText:20000
 
 define newline
 

@@ -165,6 +165,9 @@ func (in *Input) Parse(text string) (starlark.Value, error) {
 		v = starlark.String(text)
 	case "int":
 		t := strings.TrimSpace(text)
+		if len(t) > stdlib.MaxIntDigits+1 {
+			return nil, fmt.Errorf("input %q: %v", in.Name, stdlib.IntDigitsError("the int", len(t)))
+		}
 		if n, err := strconv.ParseInt(t, 10, 64); err == nil {
 			v = starlark.MakeInt64(n)
 		} else if b, ok := new(big.Int).SetString(t, 10); ok {
@@ -186,7 +189,7 @@ func (in *Input) Parse(text string) (starlark.Value, error) {
 		v = starlark.Bool(b)
 	case "list", "dict":
 		j, err := stdlib.FromJSON([]byte(text))
-		if errors.Is(err, stdlib.ErrTooBig) {
+		if errors.Is(err, stdlib.ErrTooBig) || errors.Is(err, stdlib.ErrIntDigits) {
 			return nil, fmt.Errorf("input %q: %v", in.Name, err)
 		}
 		if err != nil || InferType(j) != in.TypeName() {
@@ -196,7 +199,7 @@ func (in *Input) Parse(text string) (starlark.Value, error) {
 	default:
 		if j, err := stdlib.FromJSON([]byte(text)); err == nil {
 			v = j
-		} else if errors.Is(err, stdlib.ErrTooBig) {
+		} else if errors.Is(err, stdlib.ErrTooBig) || errors.Is(err, stdlib.ErrIntDigits) {
 			return nil, fmt.Errorf("input %q: %v", in.Name, err) // JSON, too big to be its value
 		} else {
 			v = starlark.String(text)

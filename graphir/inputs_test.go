@@ -96,3 +96,20 @@ func TestInputParseTooBig(t *testing.T) {
 		}
 	}
 }
+
+// An int input, or a number in a JSON input, has at most
+// stdlib.MaxIntDigits digits: converting more takes quadratic time
+// (issue 26).
+func TestInputParseDigits(t *testing.T) {
+	long := strings.Repeat("7", 200_000)
+	for typ, text := range map[string]string{"int": long, "list": "[" + long + "]", "any": long} {
+		in := &graphir.Input{Name: "x", Type: typ}
+		_, err := in.Parse(text)
+		if err == nil || !strings.Contains(err.Error(), `input "x": `) || !strings.Contains(err.Error(), "has 200000 digits; an integer read from text may have at most 10000") {
+			t.Errorf("%s: %v", typ, err)
+		}
+	}
+	if v, err := (&graphir.Input{Name: "x", Type: "int"}).Parse(long[:10_000]); err != nil || v == nil {
+		t.Errorf("at the bound: %v", err)
+	}
+}

@@ -11,9 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
@@ -30,6 +32,15 @@ import (
 // DefaultMaxSteps is the default load-time step budget (docs/language.md).
 const DefaultMaxSteps = 10_000_000
 
+// stepTime is the wall time the load budget allows for each step of the
+// step budget: 60 s for the default. The step budget counts Starlark
+// steps, and some single steps take far longer than others (an insertion
+// into a dict whose keys' hashes collide compares the key with every one
+// before it: go.starlark.net hashes an int by its lowest 64 bits, so all
+// of i << 64 collide), so a load that keeps within its steps can still
+// take hours; the time budget ends it.
+const stepTime = 6 * time.Microsecond
+
 // MaxChildDepth is how deep literal child flows are loaded. The checker
 // reports chains deeper than 8 (subflow_depth); loading stops a little
 // beyond so the report can name the chain.
@@ -42,6 +53,10 @@ type Options struct {
 	Root string
 	// MaxSteps is the load-time step budget; 0 means DefaultMaxSteps.
 	MaxSteps uint64
+	// MaxTime bounds the wall time of loading one flow file with its
+	// modules (a literal child flow has its own); 0 means 6 µs for each
+	// step of the step budget (60 s for the default).
+	MaxTime time.Duration
 	// MaxMemory bounds how much the heap may grow while one file runs;
 	// 0 means DefaultMaxMemory.
 	MaxMemory uint64
@@ -49,6 +64,21 @@ type Options struct {
 	ReadFile func(name string) ([]byte, error)
 	// Print receives print() output during loading; nil discards it.
 	Print func(pos graphir.Pos, msg string)
+}
+
+// maxTime returns the time budget of a load.
+func (o *Options) maxTime() time.Duration {
+	if o.MaxTime > 0 {
+		return o.MaxTime
+	}
+	steps := o.MaxSteps
+	if steps == 0 {
+		steps = DefaultMaxSteps
+	}
+	if steps > uint64(math.MaxInt64/stepTime) {
+		return math.MaxInt64
+	}
+	return time.Duration(steps) * stepTime
 }
 
 func (o *Options) readFile(name string) ([]byte, error) {
@@ -106,6 +136,8 @@ type loader struct {
 	order   []*module // modules in load order
 	chain   []string  // files being loaded, outermost first
 	budget  uint64
+	limit   time.Duration      // the time budget
+	until   time.Time          // when it runs out
 	used    uint64             // steps of finished threads
 	active  []*starlark.Thread // threads running, outermost first
 	files   []string
@@ -137,7 +169,8 @@ func (s *session) newLoader(file string) *loader {
 	if budget == 0 {
 		budget = DefaultMaxSteps
 	}
-	l := &loader{s: s, modules: map[string]*module{}, budget: budget}
+	l := &loader{s: s, modules: map[string]*module{}, budget: budget, limit: s.opts.maxTime()}
+	l.until = time.Now().Add(l.limit)
 	l.b = graphir.NewBuilder(file, s.root)
 	l.b.Locator = s.loc
 	return l
@@ -192,7 +225,9 @@ func (l *loader) exec(file string, src []byte) (starlark.StringDict, error) {
 	l.chain = append(l.chain, file)
 	l.active = append(l.active, thread)
 	stop := watchMemory(thread, l.s.opts.MaxMemory, l.b)
+	timer := l.watchTime(thread)
 	globals, err := prog.Init(thread, builtins.Predeclared())
+	timer.Stop()
 	stop()
 	l.active = l.active[:len(l.active)-1]
 	l.chain = l.chain[:len(l.chain)-1]
@@ -225,6 +260,15 @@ func (l *loader) newThread(file string) *starlark.Thread {
 		t.Cancel(fmt.Sprintf("load-time step budget of %d steps exceeded (is there an endless or huge computation?)", l.budget))
 	}
 	return thread
+}
+
+// watchTime cancels thread when the load's time budget runs out. A thread
+// paused in a load() notices once the module's returns, whose own thread
+// is cancelled at the same time.
+func (l *loader) watchTime(thread *starlark.Thread) *time.Timer {
+	return time.AfterFunc(time.Until(l.until), func() {
+		thread.Cancel(fmt.Sprintf("load-time budget of %s exceeded (is there an endless or huge computation? one step can take long: a dict or set of keys whose hashes collide, a big computation on huge ints)", l.limit))
+	})
 }
 
 // remaining returns the steps left in the budget, counting threads that are

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
@@ -42,7 +43,17 @@ var chunkOptions = func() *syntax.FileOptions {
 // its level, which the parser has then read too. Positions in the result
 // count from the chunk's first line.
 func ParseChunk(readline func() ([]byte, error)) (*syntax.File, error) {
-	f, err := chunkOptions.ParseCompoundStmt(ChunkFile, readline)
+	var read []byte // the chunk so far, its literals bounded as it grows
+	f, err := chunkOptions.ParseCompoundStmt(ChunkFile, func() ([]byte, error) {
+		line, err := readline()
+		read = append(read, line...)
+		if err == nil && graphir.BoundLiterals(ChunkFile, line) != nil {
+			// Too long a number on this line, unless a string it is in
+			// began on an earlier one.
+			err = graphir.BoundLiterals(ChunkFile, read)
+		}
+		return line, err
+	})
 	if err == nil {
 		err = graphir.BoundDepth(f)
 	}
@@ -208,7 +219,12 @@ func (s *Session) Exec(ctx context.Context, src string) (starlark.Value, error) 
 	first := s.lines
 	s.lines += strings.Count(strings.TrimSuffix(src, "\n"), "\n") + 1
 	// Pad with the lines entered before, so positions count session lines.
-	f, err := chunkOptions.Parse(ChunkFile, strings.Repeat("\n", first)+src, 0)
+	src = strings.Repeat("\n", first) + src
+	err := graphir.BoundLiterals(ChunkFile, src)
+	var f *syntax.File
+	if err == nil {
+		f, err = chunkOptions.Parse(ChunkFile, src, 0)
+	}
 	if err == nil {
 		err = graphir.BoundDepth(f)
 	}
@@ -227,10 +243,12 @@ func (s *Session) Exec(ctx context.Context, src string) (starlark.Value, error) 
 	}
 	l := s.l
 	l.used = 0
+	l.until = time.Now().Add(l.limit) // each chunk has the budget of a file
 	thread := l.newThread(filepath.Join(filepath.Dir(s.file), ChunkFile))
 	l.active = append(l.active[:0], thread)
 	defer func() { l.active = l.active[:0] }()
 	defer watchMemory(thread, s.opts.MaxMemory, l.b)()
+	defer l.watchTime(thread).Stop()
 	done := make(chan struct{})
 	defer close(done)
 	go func() {

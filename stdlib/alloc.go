@@ -154,6 +154,9 @@ func checkBinary(op syntax.Token, x, y starlark.Value) error {
 		if err := checkRepeat(x, y); err != nil {
 			return err
 		}
+		if err := checkProduct(x, y); err != nil {
+			return err
+		}
 		return checkRepeat(y, x)
 	case syntax.PERCENT:
 		if f, ok := x.(starlark.String); ok {

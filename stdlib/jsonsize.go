@@ -197,6 +197,8 @@ type jsonWalk[T string | []byte] struct {
 	// complete is set once the top value is complete: the walk did not
 	// stop at a byte the decoder refuses.
 	complete bool
+	// err is the error of a number with too many digits.
+	err error
 }
 
 func (w *jsonWalk[T]) add(n int64) {
@@ -308,7 +310,7 @@ func (w *jsonWalk[T]) run() error {
 			w.i += len(word)
 		default:
 			if !w.number() {
-				return nil
+				return w.err // nil: the decoder's error
 			}
 		}
 		state = w.valueDone()
@@ -449,6 +451,10 @@ func (w *jsonWalk[T]) number() bool {
 		break
 	}
 	num := s[w.i:j]
+	if n := j - w.i; n > MaxIntDigits+1 {
+		w.err = fmt.Errorf("%w (at byte %d)", IntDigitsError("a JSON number", n), w.i)
+		return false
+	}
 	digits := num
 	if num[0] == '-' {
 		digits = num[1:]

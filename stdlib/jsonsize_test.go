@@ -225,7 +225,7 @@ func FuzzJSONDecodeDifferential(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc string) {
 		got, gotErr := decodeWith(checkedDecode, doc)
 		var deep *jsonDeep
-		if errors.As(gotErr, &deep) || errors.Is(gotErr, ErrTooBig) {
+		if errors.As(gotErr, &deep) || errors.Is(gotErr, ErrTooBig) || errors.Is(gotErr, ErrIntDigits) {
 			return // go.starlark.net's may not survive it
 		}
 		want, wantErr := decodeWith(plainDecode, doc)

@@ -41,6 +41,7 @@ var safeBuiltins = func() starlark.StringDict {
 		"print": starlark.NewBuiltin("print", boundedArgs(universePrint, MaxReprDepth)),
 		// getattr(s, "join") is the checked method (alloc.go).
 		"getattr": starlark.NewBuiltin("getattr", checkedGetattr),
+		"int":     boundedInt,
 	}
 	for _, name := range lengthBounded {
 		d[name] = boundedByLen(name)

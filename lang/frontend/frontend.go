@@ -157,7 +157,7 @@ func load(file string, src []byte, opts Options) *Flow {
 	}
 	if err != nil {
 		ge := graphir.AsError(err)
-		if ge.Hint == "" && opts.BudgetHint != "" && strings.Contains(ge.Msg, "load-time step budget") {
+		if ge.Hint == "" && opts.BudgetHint != "" && (strings.Contains(ge.Msg, "load-time step budget") || strings.Contains(ge.Msg, "load-time budget of")) {
 			ge.Hint = opts.BudgetHint
 		}
 		f.Diagnostics = []check.Diagnostic{check.FromError(ge)}

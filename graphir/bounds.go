@@ -1,6 +1,10 @@
 package graphir
 
-// This file bounds how deep a syntax tree may be. The Starlark parser
+// This file bounds what parsing may cost. The Starlark scanner converts
+// an integer literal as it reads it, in time quadratic in its digits
+// (stdlib.MaxIntDigits says why), so literals are bounded by their digits
+// before the parser sees them. And it bounds how deep a syntax tree may
+// be. The Starlark parser
 // limits brackets to 1,000 levels but reads a chain of operators, calls,
 // attributes or indexes in a loop, so `1+1+…+1`, `s.upper().upper()…` and
 // `x[0][0]…` make trees as deep as they are long; every walk after the
@@ -11,8 +15,12 @@ package graphir
 
 import (
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"go.starlark.net/syntax"
+
+	"github.com/skeinlang/skein/stdlib"
 )
 
 // MaxSyntaxDepth is how deep the syntax tree of a flow file, a REPL chunk
@@ -21,9 +29,103 @@ import (
 // megabytes of stack; real flows stay far below it.
 const MaxSyntaxDepth = 10_000
 
+// BoundLiterals returns a syntax.Error at the first number literal of
+// src (a string or []byte; anything else is left to the parser) with more
+// than stdlib.MaxIntDigits digits, or nil. It reads src as the scanner
+// does as far as it needs to: comments and string literals are skipped,
+// and a run of digits inside a name is part of the name.
+func BoundLiterals(file string, src any) error {
+	var s string
+	switch src := src.(type) {
+	case string:
+		s = src
+	case []byte:
+		s = string(src)
+	default:
+		return nil
+	}
+	return boundLiterals(file, s, stdlib.MaxIntDigits)
+}
+
+// boundLiterals is BoundLiterals of the text s with at most limit digits.
+func boundLiterals(file, s string, limit int) error {
+	line, col := 1, 1 // of s[i]; col counts bytes, fixed up on error
+	lineStart := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\n':
+			i++
+			line, lineStart = line+1, i
+			continue
+		case c == '#':
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+			continue
+		case c == '"' || c == '\'':
+			q := s[i : i+1]
+			if strings.HasPrefix(s[i:], q+q+q) {
+				q = q + q + q
+			}
+			i += len(q)
+			for i < len(s) && !strings.HasPrefix(s[i:], q) {
+				switch s[i] {
+				case '\\':
+					i++
+					if i < len(s) && s[i] == '\n' {
+						line, lineStart = line+1, i+1
+					}
+				case '\n':
+					if len(q) == 1 {
+						q = "\n" // unterminated: the parser's error
+						continue
+					}
+					line, lineStart = line+1, i+1
+				}
+				i++
+			}
+			if q != "\n" {
+				i += len(q)
+			}
+			continue
+		case isNameByte(c) && !isDigitByte(c), isDigitByte(c), c == '.' && i+1 < len(s) && isDigitByte(s[i+1]):
+			j := i + 1
+			for j < len(s) && (isNameByte(s[j]) || s[j] == '.') {
+				j++
+			}
+			if isDigitByte(c) || c == '.' {
+				if n := j - i; n > limit+2 {
+					col = utf8.RuneCountInString(s[lineStart:i]) + 1
+					return syntax.Error{Pos: syntax.MakePosition(&file, int32(line), int32(col)),
+						Msg: fmt.Sprintf("number literal of %d characters; a number may have at most %d digits", n, limit)}
+				}
+			} else {
+				// A name, and the string it may prefix (r"...", b'...').
+				for j < len(s) && isNameByte(s[j]) {
+					j++
+				}
+			}
+			i = j
+			continue
+		}
+		i++
+	}
+	return nil
+}
+
+func isDigitByte(c byte) bool { return '0' <= c && c <= '9' }
+
+func isNameByte(c byte) bool {
+	return isDigitByte(c) || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' || c >= 0x80
+}
+
 // ParseFile parses src, the source of file, in the flow dialect
 // ([FileOptions]) and bounds its depth ([BoundDepth]).
 func ParseFile(file string, src any, mode syntax.Mode) (*syntax.File, error) {
+	if err := BoundLiterals(file, src); err != nil {
+		return nil, err
+	}
 	f, err := FileOptions.Parse(file, src, mode)
 	if err != nil {
 		return nil, err
@@ -36,6 +138,9 @@ func ParseFile(file string, src any, mode syntax.Mode) (*syntax.File, error) {
 
 // ParseExpr parses an expression in the flow dialect and bounds its depth.
 func ParseExpr(file string, src any, mode syntax.Mode) (syntax.Expr, error) {
+	if err := BoundLiterals(file, src); err != nil {
+		return nil, err
+	}
 	x, err := FileOptions.ParseExpr(file, src, mode)
 	if err != nil {
 		return nil, err

@@ -347,9 +347,9 @@ chain(START, a, b, c, END)
 		t.Fatalf("status %s: %v, want budget_exceeded", res.Status, res.Error)
 	}
 	if n := len(s.Requests()); n != 3 {
-		t.Errorf("%d calls, want 3: the fourth would start past 120 tokens", n)
+		t.Errorf("%d calls, want 3: the third overran 120 tokens", n)
 	}
-	if !strings.Contains(res.Error.Msg, "token budget of 120 exhausted (150 used)") {
+	if !strings.Contains(res.Error.Msg, "token budget of 120 exceeded: this call spent 50 (150 used)") {
 		t.Errorf("message %q", res.Error.Msg)
 	}
 	// --max-tokens overrides the flow's budget.

@@ -18,7 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/skeinlang/skein/graphir/codes"
@@ -196,7 +196,8 @@ type Policy struct {
 	Backoff time.Duration // the first wait, doubled after each retry
 	// OnRetry, if set, is told about each retry before its wait.
 	OnRetry func(attempt int, err error, wait time.Duration)
-	// Budget, if set, is checked before each attempt and charged after it.
+	// Budget, if set, is reserved before each attempt (see [Budget]) and
+	// charged after it.
 	Budget *Budget
 	// Timeout, if set, bounds each attempt (a step's timeout=); an attempt
 	// that runs out is retried like a transport error.
@@ -213,14 +214,22 @@ const maxWait = 5 * time.Minute
 func Call(ctx context.Context, p Provider, req Request, pol Policy) (*Reply, error) {
 	wait := pol.Backoff
 	for attempt := 1; ; attempt++ {
-		if err := pol.Budget.check(); err != nil {
+		share, err := pol.Budget.reserve(ctx, req.MaxTokens)
+		if err != nil {
 			return nil, err
 		}
 		rep, err := complete(ctx, p, req, pol.Timeout)
 		if err == nil {
-			pol.Budget.charge(rep.Usage)
+			if err := validUsage(req, rep.Usage); err != nil {
+				pol.Budget.release(share, Usage{})
+				return nil, err
+			}
+			if pol.Budget.release(share, rep.Usage) {
+				return rep, &Error{Code: CodeBudget, Msg: fmt.Sprintf("token budget of %d exceeded: this call spent %d (%d used)", pol.Budget.Limit, rep.Usage.Total(), pol.Budget.Used())}
+			}
 			return rep, finished(req, rep)
 		}
+		pol.Budget.release(share, Usage{})
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -244,6 +253,16 @@ func Call(ctx context.Context, p Provider, req Request, pol Policy) (*Reply, err
 		}
 		wait *= 2
 	}
+}
+
+// validUsage refuses a reply whose usage is negative: summed as it is,
+// it would give back budget the run spent.
+func validUsage(req Request, u Usage) error {
+	if u.PromptTokens < 0 || u.CompletionTokens < 0 || u.CachedTokens < 0 || u.ReasoningTokens < 0 {
+		return &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: the server reported a negative token usage (prompt %d, completion %d, cached %d, reasoning %d)",
+			req.Model, u.PromptTokens, u.CompletionTokens, u.CachedTokens, u.ReasoningTokens)}
+	}
+	return nil
 }
 
 // finished says why a reply that came back cannot be used as it is: the
@@ -350,9 +369,21 @@ func decodeValid(schema any, text string) (any, error) {
 
 // Budget bounds the tokens a run tree may spend. A nil *Budget is no bound.
 // It is safe for concurrent use.
+//
+// A call reserves its share before it is sent ([Call]): its max_tokens,
+// or all that is left when it has none or its max_tokens is more than
+// is left. A call whose share does not fit beside the shares of the calls
+// in flight waits for them to end, so parallel calls cannot overrun the
+// budget together; only one call's own spend past its share (its prompt,
+// or a reply past what was left) can, and that call then fails
+// budget_exceeded.
 type Budget struct {
 	Limit int64
-	used  atomic.Int64
+
+	mu       sync.Mutex
+	used     int64
+	reserved int64         // the shares of the calls in flight
+	freed    chan struct{} // closed when a share is given back (nil: nobody waits)
 }
 
 // NewBudget returns a budget of limit tokens; limit <= 0 is no bound but
@@ -364,33 +395,82 @@ func (b *Budget) Used() int64 {
 	if b == nil {
 		return 0
 	}
-	return b.used.Load()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
 }
 
 // Restore sets the tokens spent so far: a run continued from a snapshot
 // carries on with what it had spent.
 func (b *Budget) Restore(used int64) {
 	if b != nil {
-		b.used.Store(used)
+		b.mu.Lock()
+		b.used = used
+		b.mu.Unlock()
 	}
 }
 
 // Charge counts tokens spent by a call made elsewhere (an engine's
 // worker) against the budget.
-func (b *Budget) Charge(u Usage) { b.charge(u) }
+func (b *Budget) Charge(u Usage) { b.release(0, u) }
 
-func (b *Budget) check() error {
-	if b == nil || b.Limit <= 0 {
-		return nil
-	}
-	if u := b.used.Load(); u >= b.Limit {
-		return &Error{Code: CodeBudget, Msg: fmt.Sprintf("token budget of %d exhausted (%d used)", b.Limit, u)}
-	}
-	return nil
+// exhausted is the error of a call made once the budget is spent.
+func (b *Budget) exhausted() error {
+	return &Error{Code: CodeBudget, Msg: fmt.Sprintf("token budget of %d exhausted (%d used)", b.Limit, b.used)}
 }
 
-func (b *Budget) charge(u Usage) {
-	if b != nil {
-		b.used.Add(int64(u.Total()))
+// reserve takes the share of a call whose reply may take up to maxTokens
+// tokens (0: no bound), waiting while the calls in flight hold too much
+// of the budget; it fails once the budget is spent, or ctx is done.
+func (b *Budget) reserve(ctx context.Context, maxTokens int) (int64, error) {
+	if b == nil {
+		return 0, nil
 	}
+	for {
+		b.mu.Lock()
+		if b.Limit <= 0 {
+			b.mu.Unlock()
+			return 0, nil
+		}
+		if b.used >= b.Limit {
+			defer b.mu.Unlock()
+			return 0, b.exhausted()
+		}
+		share, left := int64(maxTokens), b.Limit-b.used
+		if share <= 0 || share > left {
+			share = left
+		}
+		if share <= left-b.reserved { // (always so with no call in flight)
+			b.reserved += share
+			b.mu.Unlock()
+			return share, nil
+		}
+		if b.freed == nil {
+			b.freed = make(chan struct{})
+		}
+		freed := b.freed
+		b.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-freed:
+		}
+	}
+}
+
+// release gives a call's share back and charges what it spent; it
+// reports whether the budget is now overrun.
+func (b *Budget) release(share int64, u Usage) bool {
+	if b == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reserved -= share
+	b.used += int64(u.Total())
+	if b.freed != nil {
+		close(b.freed)
+		b.freed = nil
+	}
+	return b.Limit > 0 && b.used > b.Limit
 }

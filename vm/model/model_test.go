@@ -269,17 +269,85 @@ func TestBudget(t *testing.T) {
 	defer s.Close()
 	b := model.NewBudget(15)
 	c := &model.Client{Getenv: env(nil)}
-	for i := 0; i < 2; i++ {
-		if _, err := model.Call(context.Background(), c, request(s, "x"), model.Policy{Budget: b}); err != nil {
-			t.Fatalf("call %d: %v", i, err)
-		}
+	if _, err := model.Call(context.Background(), c, request(s, "x"), model.Policy{Budget: b}); err != nil {
+		t.Fatalf("call 1: %v", err)
 	}
-	_, err := model.Call(context.Background(), c, request(s, "x"), model.Policy{Budget: b})
+	// The second call goes with what is left, spends more: it fails,
+	// and the run with it.
+	rep, err := model.Call(context.Background(), c, request(s, "x"), model.Policy{Budget: b})
+	if code(err) != "budget_exceeded" || err.Error() != "token budget of 15 exceeded: this call spent 10 (20 used)" || rep == nil || rep.Usage.Total() != 10 {
+		t.Fatalf("call 2: %v, %+v", err, rep)
+	}
+	_, err = model.Call(context.Background(), c, request(s, "x"), model.Policy{Budget: b})
 	if code(err) != "budget_exceeded" || err.Error() != "token budget of 15 exhausted (20 used)" {
 		t.Fatalf("got %v", err)
 	}
 	if n := len(s.Requests()); n != 2 {
 		t.Errorf("%d requests, want 2: a call past the budget is never sent", n)
+	}
+}
+
+// heldProvider answers each call with usage once the test lets it go;
+// in says a call has arrived.
+type heldProvider struct {
+	in    chan struct{}
+	go_   chan struct{}
+	usage model.Usage
+}
+
+func (p *heldProvider) Complete(ctx context.Context, req model.Request) (*model.Reply, error) {
+	p.in <- struct{}{}
+	<-p.go_
+	return &model.Reply{Text: "ok", Usage: p.usage}, nil
+}
+
+// Parallel calls reserve their max_tokens before they are sent: with two
+// calls of 1,000 in flight, a third does not start on a budget of 2,500
+// (it waits, here until its context ends); the last call goes with what
+// is left, and overrunning it fails budget_exceeded (issue 26: parallel
+// calls spent 8 times the budget).
+func TestBudgetReserved(t *testing.T) {
+	p := &heldProvider{in: make(chan struct{}, 8), go_: make(chan struct{}), usage: model.Usage{PromptTokens: 200, CompletionTokens: 800}}
+	b := model.NewBudget(2500)
+	req := model.Request{Model: "m", MaxTokens: 1000, Messages: []model.Message{{Role: "user", Content: "x"}}}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := model.Call(context.Background(), p, req, model.Policy{Budget: b})
+			errs <- err
+		}()
+		<-p.in
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	at := &heldProvider{in: make(chan struct{}, 1), go_: make(chan struct{}), usage: p.usage}
+	close(at.go_) // (it would answer at once)
+	if _, err := model.Call(ctx, at, req, model.Policy{Budget: b}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a third call in parallel: %v, want it waiting for a share", err)
+	}
+	close(p.go_)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := model.Call(context.Background(), p, req, model.Policy{Budget: b}); code(err) != "budget_exceeded" || b.Used() != 3000 {
+		t.Fatalf("the call past what was left: %v (%d used)", err, b.Used())
+	}
+	if _, err := model.Call(context.Background(), p, req, model.Policy{Budget: b}); code(err) != "budget_exceeded" || len(p.in) != 1 {
+		t.Fatalf("a call once the budget is spent: %v (%d sent)", err, len(p.in))
+	}
+}
+
+// A server that reports a negative usage is not believed: the call fails
+// and the budget is not given tokens back (issue 26).
+func TestNegativeUsage(t *testing.T) {
+	p := &heldProvider{in: make(chan struct{}, 1), go_: make(chan struct{}), usage: model.Usage{PromptTokens: 5, CompletionTokens: -1000}}
+	close(p.go_)
+	b := model.NewBudget(100)
+	_, err := model.Call(context.Background(), p, model.Request{Model: "m"}, model.Policy{Budget: b})
+	if code(err) != "model_error" || !strings.Contains(err.Error(), "negative token usage") || b.Used() != 0 {
+		t.Fatalf("got %v (%d used)", err, b.Used())
 	}
 }
 

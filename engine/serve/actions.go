@@ -177,32 +177,45 @@ func (s *Server) logf(format string, args ...any) {
 	}
 }
 
-// cancelRun is POST /api/runs/{id}/cancel.
+// cancelRun is POST /api/runs/{id}/cancel: through the run service,
+// for a run of any process (one of this process is waited for, briefly).
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	if !readJSON(w, r, &body) {
+		return
+	}
 	run, ok := s.getRunRef(w, r)
 	if !ok {
 		return
 	}
-	if run.Status != store.Running {
-		fail(w, http.StatusConflict, "conflict", fmt.Sprintf("run %s is %s: only a running run can be cancelled", run.ID, run.Status))
+	// Not the request's context: a client that goes away does not stop
+	// a cancel half done (a waiting run's exit handler).
+	c, err := s.svc.Cancel(s.ctx, run.ID, runs.CancelSpec{By: s.cfg.By, Reason: body.Reason})
+	switch {
+	case errors.Is(err, store.ErrEnded):
+		fail(w, http.StatusConflict, "conflict", err.Error())
+		return
+	case err != nil:
+		storeFail(w, err)
 		return
 	}
 	s.mu.Lock()
 	a := s.active[run.ID]
 	s.mu.Unlock()
-	if a == nil {
-		fail(w, http.StatusNotImplemented, "not_implemented", fmt.Sprintf("run %s runs in another process (skein run in a terminal?): cancel it there; this server cancels the runs it started", run.ID))
-		return
+	if a != nil {
+		select {
+		case <-a.done:
+		case <-time.After(5 * time.Second): // still finishing: answer with it as it is
+		case <-r.Context().Done():
+		}
 	}
-	a.run.Cancel()
-	select {
-	case <-a.done:
-	case <-time.After(5 * time.Second): // still finishing: answer with it as it is
-	case <-r.Context().Done():
+	cur := c.Run
+	if got, err := s.cfg.Store.Get(run.ID); err == nil {
+		cur = got
 	}
-	if run, ok = s.getRunRef(w, r); ok {
-		writeJSON(w, http.StatusOK, map[string]any{"run": s.runJSON(run)})
-	}
+	writeJSON(w, http.StatusOK, map[string]any{"run": s.runJSON(cur)})
 }
 
 // resumeRun is POST /api/runs/{id}/resume.

@@ -5,9 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/skeinlang/skein/vm/store"
 )
 
 func TestApproveAndReject(t *testing.T) {
@@ -118,15 +116,16 @@ func TestCancel(t *testing.T) {
 	}
 	ts.must(409, "POST", "/api/runs/"+id+"/cancel", "")
 
-	// A run another process runs (here: recorded as running by this
-	// process, but not through the server) is not the server's to cancel.
-	rec, err := ts.srv.cfg.Store.Begin(&store.NewRun{ID: "20990101T000000.000Z-other", Flow: "x", File: "/x.star", Root: "/", Started: time.Now()})
-	if err != nil {
-		t.Fatal(err)
+	// A run that waits for an approval is cancelled too: resumed from its
+	// record and cancelled, with who did it.
+	id = ts.start("gate.star", "")
+	if m := ts.run(id); status(m) != "waiting" {
+		t.Fatalf("run: %v", m["run"])
 	}
-	_ = rec
-	m = ts.must(501, "POST", "/api/runs/20990101T000000.000Z-other/cancel", "")
-	if errCode(m) != "not_implemented" {
-		t.Errorf("cancel of another's run: %v", m)
+	ts.must(200, "POST", "/api/runs/"+id+"/cancel", `{"reason": "not needed"}`)
+	m = ts.run(id)
+	if status(m) != "cancelled" || !strings.Contains(m["run"].(map[string]any)["error"].(map[string]any)["message"].(string), "alice: not needed") {
+		t.Errorf("cancelled waiting run: %v", m["run"])
 	}
+	ts.must(404, "POST", "/api/runs/nope/cancel", "")
 }

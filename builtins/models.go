@@ -12,6 +12,7 @@ import (
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/modelinfo"
+	"github.com/skeinlang/skein/internal/stubrules"
 	"github.com/skeinlang/skein/stdlib"
 )
 
@@ -74,7 +75,7 @@ func (c *call) jsonValue(param string, v starlark.Value) (any, error) {
 
 // model(name, *, model, base_url=None, api_key_env="OPENAI_API_KEY",
 // temperature=None, max_tokens=None, provider=None, reasoning_effort=None,
-// reasoning=None)
+// reasoning=None, answers=None)
 func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	c, err := newCall(thread, fn)
 	if err != nil {
@@ -83,40 +84,55 @@ func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	var vals [9]starlark.Value
+	var vals [10]starlark.Value
 	if err := c.unpack(args, kwargs, modelParams, vals[:]); err != nil {
 		return nil, err
 	}
 	name, id, baseURL, keyEnv, temp, maxTokens := vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]
-	provider, effort, reasoning := vals[6], vals[7], vals[8]
+	provider, effort, reasoning, answers := vals[6], vals[7], vals[8], vals[9]
 	d := graphir.ModelDecl{Pos: c.pos}
 	if d.Name, err = c.str("name", name, false); err != nil {
 		return nil, err
 	}
 	c.named("model", d.Name)
-	if isNone(id) {
+	if !isNone(provider) {
+		if d.Provider, err = c.str("provider", provider, false); err != nil {
+			return nil, err
+		}
+		if d.Provider != "openai" && d.Provider != "anthropic" && d.Provider != "stub" {
+			return nil, c.errorf("provider must be \"openai\", \"anthropic\" or \"stub\", got %q", d.Provider)
+		}
+	}
+	stub := d.Provider == "stub"
+	switch {
+	case !isNone(id):
+		if d.Model, err = c.str("model", id, false); err != nil {
+			return nil, err
+		}
+	case stub:
+		d.Model = "stub"
+	default:
 		return nil, c.errorf("missing model=, the provider's model id (e.g. \"gpt-4o-mini\")")
 	}
-	if d.Model, err = c.str("model", id, false); err != nil {
-		return nil, err
+	if !isNone(answers) {
+		if !stub {
+			return nil, c.errorf("answers= is for the built-in offline model: say provider = \"stub\"")
+		}
+		if err := c.stubAnswers(&d, answers); err != nil {
+			return nil, err
+		}
 	}
 	if !isNone(baseURL) {
 		if d.BaseURL, err = c.str("base_url", baseURL, false); err != nil {
 			return nil, err
 		}
 	}
-	if !isNone(provider) {
-		if d.Provider, err = c.str("provider", provider, false); err != nil {
-			return nil, err
-		}
-		if d.Provider != "openai" && d.Provider != "anthropic" {
-			return nil, c.errorf("provider must be \"openai\" or \"anthropic\", got %q", d.Provider)
-		}
-	}
 	if !isNone(keyEnv) {
 		if d.KeyEnv, err = c.str("api_key_env", keyEnv, true); err != nil {
 			return nil, err
 		}
+	} else if stub {
+		d.KeyEnv = ""
 	} else if anthropicAPI(d.Provider, d.BaseURL) {
 		d.KeyEnv = "ANTHROPIC_API_KEY"
 	} else {
@@ -156,6 +172,31 @@ func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 		return nil, c.errorf("%v", err)
 	}
 	return starlark.None, nil
+}
+
+// stubAnswers unpacks answers=: a file of rules (a path relative to the
+// flow's folder, read when the run starts) or the rules themselves,
+// checked now.
+func (c *call) stubAnswers(d *graphir.ModelDecl, answers starlark.Value) error {
+	if s, ok := answers.(starlark.String); ok {
+		if s == "" {
+			return c.errorf("answers must name a file of rules or be a list of rules, got \"\"")
+		}
+		d.AnswersFile = string(s)
+		return nil
+	}
+	if _, ok := answers.(*starlark.List); !ok {
+		return c.errorf("answers must name a file of rules or be a list of rules, got %s", describe(answers))
+	}
+	v, err := c.jsonValue("answers", answers)
+	if err != nil {
+		return err
+	}
+	if _, err := stubrules.Decode(v); err != nil {
+		return c.errorf("answers: %v", err)
+	}
+	d.Answers = v
+	return nil
 }
 
 // anthropicAPI reports whether a model declared with provider and baseURL
@@ -214,6 +255,6 @@ func judgeFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 }
 
 var (
-	modelParams = []string{"name", "model?", "base_url?", "api_key_env?", "temperature?", "max_tokens?", "provider?", "reasoning_effort?", "reasoning?"}
+	modelParams = []string{"name", "model?", "base_url?", "api_key_env?", "temperature?", "max_tokens?", "provider?", "reasoning_effort?", "reasoning?", "answers?"}
 	judgeParams = []string{"condition", "model?"}
 )

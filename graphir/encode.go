@@ -114,6 +114,8 @@ type jsonModel struct {
 	MaxTokens       int      `json:"max_tokens,omitempty"`
 	ReasoningEffort string   `json:"reasoning_effort,omitempty"`
 	Reasoning       *bool    `json:"reasoning,omitempty"`
+	Answers         any      `json:"answers,omitempty"`
+	AnswersFile     string   `json:"answers_file,omitempty"`
 }
 
 type jsonJudge struct {
@@ -162,7 +164,8 @@ func (g *Graph) jsonHeader() jsonGraph {
 	jg.MaxTokens = g.MaxTokens
 	for _, m := range g.Models {
 		jg.Models = append(jg.Models, jsonModel{Name: m.Name, Model: m.Model, Provider: m.Provider, BaseURL: m.BaseURL, APIKeyEnv: m.KeyEnv,
-			Temperature: m.Temperature, MaxTokens: m.MaxTokens, ReasoningEffort: m.ReasoningEffort, Reasoning: m.Reasoning})
+			Temperature: m.Temperature, MaxTokens: m.MaxTokens, ReasoningEffort: m.ReasoningEffort, Reasoning: m.Reasoning,
+			Answers: m.Answers, AnswersFile: m.AnswersFile})
 	}
 	for _, t := range g.Tools {
 		jt := jsonTool{Name: t.Name, Kind: t.Kind.String(), Help: t.Help, Params: map[string]string{}}

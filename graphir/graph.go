@@ -249,8 +249,8 @@ type ModelDecl struct {
 	Name  string
 	Model string
 	// Provider is the API the model speaks: "anthropic" (Anthropic's
-	// Messages API), "openai" (OpenAI-compatible chat completions), or ""
-	// to infer it from BaseURL.
+	// Messages API), "openai" (OpenAI-compatible chat completions), "stub"
+	// (Skein's built-in offline model), or "" to infer it from BaseURL.
 	Provider string
 	BaseURL  string // "" for the default chain
 	KeyEnv   string // "" sends no key
@@ -261,7 +261,12 @@ type ModelDecl struct {
 	ReasoningEffort string
 	// Reasoning overrides the table of reasoning models; nil uses it.
 	Reasoning *bool
-	Pos       Pos
+	// Answers are the rules of the built-in offline model (provider
+	// "stub"), inline (decoded JSON: a list) or in AnswersFile, a path
+	// relative to the flow's folder.
+	Answers     any
+	AnswersFile string
+	Pos         Pos
 }
 
 // IsModelCall reports whether n calls a model: an llm= step, an LLM router

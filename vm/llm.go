@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +23,8 @@ import (
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/graphir/codes"
+	"github.com/skeinlang/skein/internal/confine"
+	"github.com/skeinlang/skein/internal/stubrules"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm/model"
 )
@@ -387,8 +390,23 @@ func ModelConfig(g *graphir.Graph, name string, getenv func(string) string) (mod
 		return model.Resolve(nil, getenv), nil
 	}
 	if d := g.ModelDecl(name); d != nil {
-		return model.Resolve(&model.Decl{Name: d.Name, Model: d.Model, Provider: d.Provider, BaseURL: d.BaseURL, KeyEnv: d.KeyEnv,
-			Temperature: d.Temperature, MaxTokens: d.MaxTokens, ReasoningEffort: d.ReasoningEffort, Reasoning: d.Reasoning}, getenv), nil
+		md := &model.Decl{Name: d.Name, Model: d.Model, Provider: d.Provider, BaseURL: d.BaseURL, KeyEnv: d.KeyEnv,
+			Temperature: d.Temperature, MaxTokens: d.MaxTokens, ReasoningEffort: d.ReasoningEffort, Reasoning: d.Reasoning}
+		if d.Answers != nil {
+			rules, err := stubrules.Decode(d.Answers)
+			if err != nil {
+				return model.Config{}, fmt.Errorf("model %q: answers: %v", name, err)
+			}
+			md.Answers = rules
+		}
+		if d.AnswersFile != "" {
+			// Relative to the flow's folder, as child flows' paths are.
+			md.AnswersFile = d.AnswersFile
+			if !filepath.IsAbs(md.AnswersFile) {
+				md.AnswersFile = filepath.Join(filepath.Dir(confine.Abs(g.File)), md.AnswersFile)
+			}
+		}
+		return model.Resolve(md, getenv), nil
 	}
 	if len(g.Models) == 0 {
 		c := model.Resolve(nil, getenv)

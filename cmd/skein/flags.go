@@ -9,10 +9,12 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/model"
@@ -138,6 +140,40 @@ func (f *cassetteFlags) open() (model.Provider, error) {
 		return nil, nil
 	}
 	return openCassette(f.cassette, f.replayOnly)
+}
+
+// modelFlag is --model (run and resume): "stub" or "stub:FILE", the
+// built-in offline model answering every model call of the run.
+const modelHelp = "answer every model call with Skein's built-in offline model: stub, or stub:FILE for the rules it answers from (docs/models.md); no key or server is needed"
+
+// parseModelFlag checks --model's value and returns it as a run records it
+// (the rules file made absolute).
+func parseModelFlag(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	if v == model.ProviderStub {
+		return v, nil
+	}
+	file, ok := strings.CutPrefix(v, model.ProviderStub+":")
+	if !ok || file == "" {
+		return "", fmt.Errorf("--model takes stub or stub:FILE (the offline model and its rules), got %q; a real model is chosen with model() in the flow or $SKEIN_MODEL", v)
+	}
+	return model.ProviderStub + ":" + confine.Abs(file), nil
+}
+
+// openStub returns the offline model of a --model value as recorded.
+func openStub(v string) (model.Provider, error) {
+	file, _ := strings.CutPrefix(v, model.ProviderStub)
+	file = strings.TrimPrefix(file, ":")
+	if file == "" {
+		return model.Stub{}, nil
+	}
+	rules, err := model.ReadAnswers(file)
+	if err != nil {
+		return nil, fmt.Errorf("--model: %v", err)
+	}
+	return model.Stub{Rules: rules}, nil
 }
 
 // openCassette opens the cassette at path, recording through a live client

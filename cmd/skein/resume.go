@@ -28,12 +28,13 @@ type resumeOptions struct {
 	fs *pflag.FlagSet // nil: none given (approve --resume)
 	limitFlags
 	cassetteFlags
+	model string // --model
 }
 
 func init() {
 	register(&command{
 		name:    "resume",
-		args:    "RUN [--from STEP] [--reload] [--json | --events] [--no-prompt] [--parallel N] [--timeout D] [--max-load-steps N] [--cassette F [--replay-only]] [--max-tokens N] [--engine local]",
+		args:    "RUN [--from STEP] [--reload] [--json | --events] [--no-prompt] [--parallel N] [--timeout D] [--max-load-steps N] [--cassette F [--replay-only] | --model stub[:F]] [--max-tokens N] [--engine local]",
 		summary: "continue a recorded run after a failure, a crash or an approval",
 		long: `Continues a run from its record. Every task, shell or other effect whose
 successful completion was recorded is not run again: its recorded outcome is
@@ -67,6 +68,7 @@ or succeeded (without --from or --reload); 2 for --engine temporal.`,
 			o.fs = fs
 			o.limitFlags.define(fs, true)
 			o.cassetteFlags.define(fs, "answer model calls from this file and record new ones into it (default: as recorded)", "answer model calls only from the cassette (default: as recorded)")
+			fs.StringVar(&o.model, "model", "", modelHelp+" (default: as recorded)")
 			fs.StringVar(&o.from, "from", "", "run this step again, and everything that completed after it")
 			fs.BoolVar(&o.reload, "reload", false, "use the flow's files on disk instead of the recorded sources")
 			o.outputFlags.define(fs)
@@ -141,8 +143,21 @@ func (o *resumeOptions) runOptions(rec store.RunOptions) (store.RunOptions, erro
 	if o.changed("replay-only") {
 		rec.ReplayOnly = o.replayOnly
 	}
+	if o.changed("model") {
+		m, err := parseModelFlag(o.model)
+		if err != nil {
+			return rec, err
+		}
+		rec.Model = m
+	}
+	if o.changed("cassette") && !o.changed("model") {
+		rec.Model = ""
+	}
 	if rec.ReplayOnly && rec.Cassette == "" {
 		return rec, fmt.Errorf("--replay-only needs --cassette FILE, the recorded exchanges to answer from")
+	}
+	if rec.Model != "" && rec.Cassette != "" {
+		return rec, fmt.Errorf("--model stub answers every model call itself: it does not go with --cassette")
 	}
 	return rec, nil
 }
@@ -166,11 +181,15 @@ func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opt
 		return exitUsage
 	}
 	spec := &runs.ResumeSpec{Run: r, From: opts.from, Reload: opts.reload, Options: ropts, NoDecision: noDecision}
-	if ropts.Cassette != "" {
-		if spec.Models, err = openCassette(ropts.Cassette, ropts.ReplayOnly); err != nil {
-			fmt.Fprintf(io.err, "skein resume: %v\n", err)
-			return exitFail
-		}
+	switch {
+	case ropts.Cassette != "":
+		spec.Models, err = openCassette(ropts.Cassette, ropts.ReplayOnly)
+	case ropts.Model != "":
+		spec.Models, err = openStub(ropts.Model)
+	}
+	if err != nil {
+		fmt.Fprintf(io.err, "skein resume: %v\n", err)
+		return exitFail
 	}
 	prompt := newPrompter(io, opts.noPrompt)
 	if prompt != nil {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,12 +49,14 @@ type runOptions struct {
 	noPrompt  bool
 	dryRun    bool
 	mocks     []string
+	// model is --model, as parseModelFlag returns it.
+	model string
 }
 
 func init() {
 	register(&command{
 		name:    "run",
-		args:    "FLOW [--input k=v]... [--inputs-file F] [--parallel N] [--timeout D] [--json | --events] [--cassette F [--replay-only]] [--max-tokens N]",
+		args:    "FLOW [--input k=v]... [--inputs-file F] [--parallel N] [--timeout D] [--json | --events] [--cassette F [--replay-only] | --model stub[:F]] [--max-tokens N]",
 		summary: "check a flow, then run it",
 		long: fmt.Sprintf(`Checks the flow first: errors are printed and nothing runs (exit 2); warnings
 are printed to stderr and the run goes ahead. Inputs are given with --input
@@ -88,7 +91,10 @@ else OpenAI's) with the key from $OPENAI_API_KEY; a flow whose models cannot
 be called is refused before it starts (exit 2), naming the variable to set.
 --cassette FILE records every model exchange into FILE the first time and
 answers from it afterwards; with --replay-only a request missing from it
-fails the run (replay_miss) and no key or server is needed. --max-tokens
+fails the run (replay_miss) and no key or server is needed. --model stub
+answers every model call with Skein's built-in offline model instead
+(--model stub:FILE with the rules it answers from), for writing and
+trying a flow before any provider is set up. --max-tokens
 bounds the tokens the run's model calls may spend, child flows included
 (budget_exceeded), overriding flow(max_tokens=).
 
@@ -105,6 +111,7 @@ errors, 3 waiting for an approval.`, vm.DefaultParallel),
 			fs.BoolVar(&o.dryRun, "dry-run", false, "execute no effect: tasks, shells, child flows, model calls, approvals and waits succeed with empty output and print what they would do (not recorded)")
 			fs.StringArrayVar(&o.mocks, "mock", nil, "with --dry-run, STEP=ok or STEP=fail: the outcome of that step's effects (repeatable)")
 			o.cassetteFlags.define(fs, cassetteHelp, replayOnlyHelp)
+			fs.StringVar(&o.model, "model", "", modelHelp)
 			o.engineFlags.define(fs)
 			fs.BoolVar(&o.detach, "detach", false, "with --engine temporal, print the run's workflow id and return without waiting")
 			fs.DurationVar(&o.heartbeat, "heartbeat-timeout", limits.DefaultHeartbeatTimeout, "with --engine temporal, how long a running task may go without a heartbeat before its worker counts as lost and the task runs again on another")
@@ -206,6 +213,15 @@ func runRun(ctx context.Context, io stdio, opts *runOptions, args []string) int 
 		fmt.Fprintln(io.err, "skein run: --replay-only needs --cassette FILE, the recorded exchanges to answer from")
 		return exitUsage
 	}
+	var err error
+	if opts.model, err = parseModelFlag(opts.model); err != nil {
+		fmt.Fprintf(io.err, "skein run: %v\n", err)
+		return exitUsage
+	}
+	if opts.model != "" && (opts.cassette != "" || opts.engine == "temporal") {
+		fmt.Fprintln(io.err, "skein run: --model stub answers every model call itself: it does not go with --cassette or --engine temporal")
+		return exitUsage
+	}
 	lo := loadOptions(opts.root, opts.maxLoad)
 	loaded := frontend.Load(args[0], lo)
 	g, ds := loaded.Graph, loaded.Diagnostics
@@ -247,6 +263,10 @@ func runRun(ctx context.Context, io stdio, opts *runOptions, args []string) int 
 			writeInvalid(io.out, args[0], append(ds, check.Diagnostic{Code: codes.ModelConfig, Severity: check.Error, Message: err.Error()}))
 		}
 		fmt.Fprintf(io.err, "skein: %s not run: %v\n", args[0], err)
+		var mce *modelConfigError
+		if errors.As(err, &mce) {
+			fmt.Fprint(io.err, offlineHint(args[0]))
+		}
 		return exitUsage
 	}
 
@@ -614,7 +634,7 @@ func interrupts(parent context.Context) (run, exit context.Context, stop func())
 
 // recorded are the options recorded with the run, which a resume reuses.
 func (o *runOptions) recorded() store.RunOptions {
-	ro := store.RunOptions{Parallel: o.parallel, Timeout: o.timeout, MaxLoadSteps: o.maxLoad, MaxTokens: o.maxTokens, ReplayOnly: o.replayOnly}
+	ro := store.RunOptions{Parallel: o.parallel, Timeout: o.timeout, MaxLoadSteps: o.maxLoad, MaxTokens: o.maxTokens, ReplayOnly: o.replayOnly, Model: o.model}
 	if o.cassette != "" {
 		ro.Cassette = confine.Abs(o.cassette)
 	}
@@ -626,10 +646,32 @@ func (o *runOptions) recorded() store.RunOptions {
 // for the VM's own client. Without --replay-only every model the flow calls
 // must be usable before the run starts.
 func (o *runOptions) models(g *graphir.Graph) (model.Provider, error) {
+	if o.model != "" {
+		return openStub(o.model)
+	}
 	if !o.replayOnly && !o.dryRun {
 		if err := vm.CheckModels(g, os.Environ()); err != nil {
-			return nil, err
+			return nil, &modelConfigError{err}
 		}
 	}
 	return o.cassetteFlags.open()
+}
+
+// modelConfigError is a model the flow cannot call as configured.
+type modelConfigError struct{ err error }
+
+func (e *modelConfigError) Error() string { return e.err.Error() }
+
+// offlineHint says how to run flow without a key: its cassette, when
+// one sits where the examples keep theirs (cassettes/NAME.json beside
+// it), and the offline stub model.
+func offlineHint(flow string) string {
+	var b strings.Builder
+	base := strings.TrimSuffix(filepath.Base(flow), filepath.Ext(flow))
+	tape := filepath.Join(filepath.Dir(flow), "cassettes", base+".json")
+	if fi, err := os.Stat(tape); err == nil && fi.Mode().IsRegular() {
+		fmt.Fprintf(&b, "  or replay its recorded answers: skein run %s --cassette %s --replay-only\n", flow, tape)
+	}
+	fmt.Fprintf(&b, "  or try it with Skein's offline model, no key needed: skein run %s --model stub (docs/models.md#the-offline-stub-model)\n", flow)
+	return b.String()
 }

@@ -85,3 +85,22 @@ func FuzzSchema(f *testing.F) {
 		}
 	})
 }
+
+// The example of a schema validates against it.
+func TestExample(t *testing.T) {
+	for _, s := range []string{
+		`{"type": "object", "properties": {"file": {"type": "string"}, "n": {"type": "integer"}, "ok": {"type": "boolean"}, "tags": {"type": "array", "items": {"type": "string"}}, "note": {"type": ["null", "string"]}}, "required": ["file", "n", "ok", "tags"], "additionalProperties": false}`,
+		`{"type": "object", "properties": {"label": {"type": "string", "enum": ["urgent", "routine"]}}, "required": ["label"]}`,
+		`{"type": "object", "properties": {"v": {"anyOf": [{"type": "number"}, {"type": "string"}]}, "o": {"type": "object", "properties": {"x": {"type": "string"}}}}}`,
+		`{"type": "string"}`,
+	} {
+		schema := decodeJSON(t, s)
+		if err := Validate(schema, Example(schema)); err != nil {
+			t.Errorf("%s: example %v: %v", s, Example(schema), err)
+		}
+	}
+	label := Example(decodeJSON(t, `{"type": "object", "properties": {"label": {"enum": ["urgent", "routine"]}}}`))
+	if label.(map[string]any)["label"] != "urgent" {
+		t.Errorf("enum example %v", label)
+	}
+}

@@ -194,8 +194,12 @@ func matchKey(r Request) string {
 	return string(b)
 }
 
-// Complete answers req from the cassette, or records it.
+// Complete answers req from the cassette, or records it. The offline stub
+// model ([ProviderStub]) answers its own requests, recorded or not.
 func (c *Cassette) Complete(ctx context.Context, req Request) (*Reply, error) {
+	if req.Provider == ProviderStub {
+		return completeStub(ctx, req)
+	}
 	k := matchKey(req)
 	c.mu.Lock()
 	n := c.used[k]

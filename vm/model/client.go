@@ -67,8 +67,12 @@ func capture(x **exchange) func(*http.Request, func(*http.Request) (*http.Respon
 	}
 }
 
-// Complete sends one request to its provider.
+// Complete sends one request to its provider ([ProviderStub]'s is
+// answered here, with no request sent).
 func (c *Client) Complete(ctx context.Context, req Request) (*Reply, error) {
+	if req.Provider == ProviderStub {
+		return completeStub(ctx, req)
+	}
 	parent := ctx
 	timeout := c.Timeout
 	if timeout <= 0 {

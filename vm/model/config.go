@@ -9,6 +9,7 @@ import (
 	"net/url"
 
 	"github.com/skeinlang/skein/internal/modelinfo"
+	"github.com/skeinlang/skein/internal/stubrules"
 )
 
 // Environment variables of the default model.
@@ -31,6 +32,9 @@ type Config struct {
 	MaxTokens       int
 	ReasoningEffort string
 	Reasoning       *bool
+	// Answers and AnswersFile are the rules of the offline stub model.
+	Answers     []stubrules.Rule
+	AnswersFile string
 }
 
 // Decl is a model() declaration, as the graph carries it.
@@ -50,6 +54,10 @@ type Decl struct {
 	MaxTokens       int
 	ReasoningEffort string
 	Reasoning       *bool
+	// Answers and AnswersFile (an absolute path) are the rules of the
+	// offline stub model (Provider [ProviderStub]).
+	Answers     []stubrules.Rule
+	AnswersFile string
 }
 
 // Resolve returns the configuration for d, or for the default model when d
@@ -66,7 +74,12 @@ func Resolve(d *Decl, getenv func(string) string) Config {
 		return Config{Model: getenv(EnvModel), BaseURL: base, KeyEnv: EnvKey}
 	}
 	c := Config{Name: d.Name, Model: d.Model, Provider: ProviderOf(d.Provider, d.BaseURL), BaseURL: d.BaseURL, KeyEnv: d.KeyEnv,
-		Temperature: d.Temperature, MaxTokens: d.MaxTokens, ReasoningEffort: d.ReasoningEffort, Reasoning: d.Reasoning}
+		Temperature: d.Temperature, MaxTokens: d.MaxTokens, ReasoningEffort: d.ReasoningEffort, Reasoning: d.Reasoning,
+		Answers: d.Answers, AnswersFile: d.AnswersFile}
+	if c.Provider == ProviderStub {
+		c.BaseURL, c.KeyEnv = "", ""
+		return c
+	}
 	if c.BaseURL == "" {
 		c.BaseURL = base
 		if c.Provider == ProviderAnthropic {
@@ -82,8 +95,8 @@ func Resolve(d *Decl, getenv func(string) string) Config {
 // host on its OpenAI-compatible endpoint.
 func ProviderOf(declared, baseURL string) string {
 	switch declared {
-	case ProviderAnthropic:
-		return ProviderAnthropic
+	case ProviderAnthropic, ProviderStub:
+		return declared
 	case ProviderOpenAI:
 		return ""
 	}
@@ -103,6 +116,14 @@ func (c Config) Usable(getenv func(string) string) error {
 			return fmt.Errorf("no model configured: set %s to a model id (with %s for its key, and %s for a server other than OpenAI), or declare one with model()", EnvModel, EnvKey, EnvBaseURL)
 		}
 		return fmt.Errorf("model %q names no model id", c.Name)
+	}
+	if c.Provider == ProviderStub {
+		if c.AnswersFile != "" {
+			if _, err := ReadAnswers(c.AnswersFile); err != nil {
+				return fmt.Errorf("model %s: %v", c.Label(), err)
+			}
+		}
+		return nil
 	}
 	u, err := url.Parse(c.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -124,7 +145,7 @@ func (c Config) Label() string {
 
 // Request returns an empty request for c.
 func (c Config) Request() Request {
-	return Request{Endpoint: Endpoint{BaseURL: c.BaseURL, KeyEnv: c.KeyEnv}, Provider: c.Provider, Model: c.Model,
+	return Request{Endpoint: Endpoint{BaseURL: c.BaseURL, KeyEnv: c.KeyEnv, Answers: c.Answers, AnswersFile: c.AnswersFile}, Provider: c.Provider, Model: c.Model,
 		Temperature: c.Temperature, MaxTokens: c.MaxTokens, ReasoningEffort: c.ReasoningEffort, Reasoning: c.Reasoning}
 }
 

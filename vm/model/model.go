@@ -23,6 +23,7 @@ import (
 
 	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/jsonschema"
+	"github.com/skeinlang/skein/internal/stubrules"
 	"github.com/skeinlang/skein/stdlib"
 )
 
@@ -69,6 +70,10 @@ type FunctionDef struct {
 type Endpoint struct {
 	BaseURL string // e.g. https://api.openai.com/v1
 	KeyEnv  string // e.g. OPENAI_API_KEY; "" sends no key
+	// Answers and AnswersFile are the rules of [ProviderStub]: given, and
+	// in a file (an absolute path).
+	Answers     []stubrules.Rule `json:",omitempty"`
+	AnswersFile string           `json:",omitempty"`
 }
 
 // Providers a request can be sent to: the API it speaks.

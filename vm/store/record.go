@@ -68,6 +68,9 @@ type RunOptions struct {
 	// By is who started the run, when a front end knows (skein serve:
 	// its user); "" for the command line.
 	By string `json:"by,omitempty"`
+	// Model is --model: "stub", or "stub:" and the absolute path of its
+	// rules, the offline model that answered every model call.
+	Model string `json:"model,omitempty"`
 }
 
 // NewRun describes a run about to start.

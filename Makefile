@@ -108,6 +108,17 @@ test-temporal:
 	$(GO) test -race -count=1 -tags temporal -run '$(TEMPORAL_CMD_TESTS)' ./cmd/skein; \
 	cd engine/temporal/servertest && TEMPORAL_CLI="$$cli" $(GO) test -race -count=1 ./...
 
+# The web UI of skein serve in a real Chromium, headless, driven by chromedp
+# (engine/serve's browser_test.go, build tag browser): starting, watching,
+# approving, rejecting and resuming runs from the pages, each page's console
+# free of errors. Needs Chromium: $SKEIN_CHROMIUM, else chromium on PATH
+# (Debian's chromium package; .ci/run installs it when missing). Runs in CI
+# after test-temporal; make test never starts a browser. SKEIN_SCREENSHOTS=DIR
+# writes the screenshots of the run and approvals pages there (docs/img).
+.PHONY: test-browser
+test-browser:
+	$(GO) test -tags browser -race -count=1 -run '^TestBrowser' ./engine/serve/
+
 # Model steps against a real inference engine (node-llama-cpp, a tiny
 # random-weight model made by a script); needs node, npm and python3 with
 # numpy (installed from apt when missing). Opt-in: not in make test or CI.

@@ -1,0 +1,599 @@
+//go:build browser
+
+package serve_test
+
+// This file tests the web UI in a real Chromium (headless), driven by
+// chromedp: the pages, their forms and actions against a real server and
+// store, and every page's console free of errors. It runs with the build
+// tag browser (make test-browser), so make test stays fast and needs no
+// browser. $SKEIN_CHROMIUM names the browser (default: chromium on PATH);
+// $SKEIN_SCREENSHOTS, when set, is a folder the tests write screenshots
+// of the run and approvals pages into (docs/img is the one the docs show).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/skeinlang/skein/engine/serve"
+	"github.com/skeinlang/skein/vm/store"
+)
+
+// The flows the tests start, written into a flow root of their own.
+var browserFlows = map[string]string{
+	// Three steps, each waiting for its gate file: the test opens one
+	// gate at a time and watches the graph turn green step by step.
+	"steps.star": `
+flow(name = "steps", description = "three steps, each waiting for its gate", inputs = {"gate": input(type = "string", help = "the folder of gate files")})
+
+def gated(name):
+    return step(name, run = ["sh", "-c", 'while [ ! -e "$0/$1" ]; do sleep 0.02; done; echo "$1 passed"', "{{ inputs.gate }}", name])
+
+a = gated("a")
+b = gated("b")
+c = gated("c")
+edge(START, a)
+edge(a, b)
+edge(b, c)
+edge(c, END)
+`,
+	// A compile that fails until its fix file exists; resumed from it once fixed.
+	"compile.star": `
+flow(name = "compile", inputs = {"fixed": ""})
+
+prep = step("prep", run = ["echo", "sources ready"])
+compile = step(
+    "compile",
+    run = ["sh", "-c", 'if [ ! -e "$0" ]; then printf "main.go:3:5: undefined: helper\\n\\033[31mred\\033[0m\\n" >&2; exit 1; fi; echo compiled', "{{ inputs.fixed }}"],
+)
+edge(START, prep)
+edge(prep, compile)
+edge(compile, END)
+`,
+	// An approval: approved it ships, rejected it rolls back.
+	"deploy.star": `
+flow(name = "deploy", inputs = {"version": "1.4"})
+
+build = step("build", run = ["echo", "built {{ inputs.version }}"])
+gate = step("gate", approve = "Deploy {{ inputs.version }} to production?")
+ship = step("ship", run = ["echo", "shipped"])
+rollback = step("rollback", run = ["echo", "not deployed: {{ gate.error }}"])
+edge(START, build)
+edge(build, gate)
+edge(gate, ship)
+edge(gate, rollback, on = "failure")
+edge(ship, END)
+edge(rollback, END)
+`,
+	// A graph with a loop body, a map body, a router and a failure edge,
+	// for the screenshot.
+	"release.star": `
+flow(name = "release", description = "test, package per platform, publish", inputs = {"platforms": ["linux", "darwin", "windows"]})
+
+fetch = step("fetch", run = ["echo", "fetched"])
+unit = step("unit_tests", run = ["sh", "-c", "echo 'ok  pkg/a  0.21s'; echo 'ok  pkg/b  0.34s'"])
+lint = step("lint", fn = lambda r: {"ok": True})
+fix = step("fix_lint", fn = lambda r: {"fixed": True})
+check = step("check_lint", fn = lambda r: {"clean": True})
+tidy = loop("tidy", body = [fix, check], until = lambda r: True, max_iterations = 3)
+build = step("build", run = ["echo", "{{ item }}"])
+sign = step("sign", run = ["echo", "signed {{ item }}"])
+edge(build, sign)
+per = map("per_platform", over = "inputs.platforms", body = [build, sign])
+publish = step("publish", run = ["echo", "published"])
+notify = step("notify_failure", run = ["echo", "release failed"])
+edge(START, fetch)
+edge(fetch, unit)
+edge(fetch, lint)
+edge(lint, tidy, when = "not lint.ok")
+edge(lint, per, when = "lint.ok")
+edge(unit, per)
+edge(tidy, per)
+edge(per, publish)
+edge(unit, notify, on = "failure")
+edge(publish, END)
+edge(notify, END)
+`,
+}
+
+// bigFlow is a flow of n steps in a chain: every fifth runs a command,
+// the others are functions.
+func bigFlow(n int) string {
+	var b strings.Builder
+	b.WriteString("flow(name = \"big\")\n\nprev = START\n")
+	fmt.Fprintf(&b, "for i in range(%d):\n", n)
+	b.WriteString("    if i % 5 == 0:\n        s = step(\"s%d\" % i, run = [\"true\"])\n")
+	b.WriteString("    else:\n        s = step(\"s%d\" % i, fn = lambda r: 1)\n")
+	b.WriteString("    edge(prev, s)\n    prev = s\nedge(prev, END)\n")
+	return b.String()
+}
+
+// ui is one server and one browser tab on it.
+type ui struct {
+	t    *testing.T
+	ctx  context.Context
+	url  string
+	root string
+	http *http.Client
+	csrf string // the API's session, for the requests the test makes itself
+
+	mu       sync.Mutex
+	problems []string // console errors and warnings, uncaught exceptions
+}
+
+func newUI(t *testing.T) *ui {
+	t.Helper()
+	root := t.TempDir()
+	for name, src := range browserFlows {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "big.star"), []byte(bigFlow(1000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(filepath.Join(t.TempDir(), "runs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	srv, err := serve.New(serve.Config{Store: st, Roots: []string{root}, By: "tester", Loopback: true,
+		Logf: func(format string, args ...any) { t.Logf("server: "+format, args...) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		ts.Close()
+	})
+
+	chrome := os.Getenv("SKEIN_CHROMIUM")
+	if chrome == "" {
+		for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+			if p, err := exec.LookPath(name); err == nil {
+				chrome = p
+				break
+			}
+		}
+	}
+	if chrome == "" {
+		t.Fatal("no Chromium: install it (apt-get install chromium) or set SKEIN_CHROMIUM")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome),
+		chromedp.NoSandbox, // CI runs as root
+		chromedp.WindowSize(1280, 900),
+		chromedp.Flag("disable-gpu", true),
+	)
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelA)
+	bctx, cancelB := chromedp.NewContext(actx)
+	t.Cleanup(cancelB)
+
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := ts.Client()
+	client.Jar = jar
+	u := &ui{t: t, url: ts.URL, root: root, http: client}
+	// The browser starts here, with the console's subscription (a message
+	// before it would be lost); the test's time limit is on a context
+	// derived from it, as chromedp asks.
+	messages := chromedp.Console(bctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleWarning || m.IsException() {
+				u.problem(fmt.Sprintf("%s (%s:%d:%d)", m, m.URL, m.Line+1, m.Column+1))
+			}
+		}
+	}()
+	ctx, cancelT := context.WithTimeout(bctx, 3*time.Minute)
+	t.Cleanup(cancelT)
+	u.ctx = ctx
+	return u
+}
+
+func (u *ui) problem(s string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.problems = append(u.problems, s)
+}
+
+// clean fails the test if a page logged an error or a warning, or threw,
+// since the last call.
+func (u *ui) clean(page string) {
+	u.t.Helper()
+	// A message is sent as it happens; one round trip lets those in flight in.
+	_, _ = chromedp.Run(u.ctx, chromedp.Evaluate[bool]("true"))
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, p := range u.problems {
+		u.t.Errorf("%s: %s", page, p)
+	}
+	u.problems = nil
+}
+
+// do runs steps in the tab, failing the test with the page's text when
+// one fails.
+func (u *ui) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	u.t.Helper()
+	ctx, cancel := context.WithTimeout(u.ctx, stepTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		u.fail(what, err)
+	}
+}
+
+// stepTimeout bounds one step of a test: a page that never shows what it
+// should fails the test with what it shows instead.
+const stepTimeout = 30 * time.Second
+
+// fail ends the test with the page's text, what it logged, and (with
+// $SKEIN_SCREENSHOTS) a screenshot.
+func (u *ui) fail(what string, err error) {
+	u.t.Helper()
+	u.mu.Lock()
+	logged := strings.Join(u.problems, "\n")
+	u.mu.Unlock()
+	u.screenshot("failed-" + strings.ReplaceAll(u.t.Name(), "/", "-"))
+	u.t.Fatalf("%s: %v\npage text:\n%s\nconsole:\n%s", what, err, u.pageText(), logged)
+}
+
+func (u *ui) pageText() string {
+	ctx, cancel := context.WithTimeout(u.ctx, 5*time.Second)
+	defer cancel()
+	text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+	return text
+}
+
+// text is the text of the element sel.
+func (u *ui) text(sel string) string {
+	u.t.Helper()
+	ctx, cancel := context.WithTimeout(u.ctx, stepTimeout)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		u.fail("text of "+sel, err)
+	}
+	return s
+}
+
+// count is how many elements match sel now.
+func (u *ui) count(sel string) int {
+	u.t.Helper()
+	n, err := chromedp.Run(u.ctx, chromedp.Evaluate[int](fmt.Sprintf("document.querySelectorAll(%q).length", sel)))
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	return n
+}
+
+func visible(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.WaitVisible(chromedp.CSS(sel))
+}
+func click(sel string) chromedp.Action[chromedp.Void] { return chromedp.Click(chromedp.CSS(sel)) }
+
+// until waits until the JavaScript expression js is true.
+func until(js string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Poll[bool](js)(ctx, t)
+		return err
+	})
+}
+
+// eval runs js in the page for what it does.
+func eval(js string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Evaluate[any](js)(ctx, t)
+		return err
+	})
+}
+
+// open navigates to path and waits for sel.
+func (u *ui) open(path, sel string) {
+	u.t.Helper()
+	u.do("open "+path, chromedp.Navigate(u.url+path), visible(sel))
+}
+
+// confirm clicks the button sel, then the confirmation dialog's OK.
+func (u *ui) confirm(sel string) {
+	u.t.Helper()
+	u.do("click "+sel+" and confirm", click(sel), visible("#confirm-ok"), click("#confirm-ok"),
+		chromedp.WaitNotVisible(chromedp.CSS("#confirm")))
+}
+
+// node is the graph's box of a step in a status.
+func node(step, status string) string {
+	return fmt.Sprintf(`#graph [data-step=%q][data-status=%q]`, step, status)
+}
+
+// runBadge is the run page's status badge when the run has status.
+func runBadge(status string) string {
+	return fmt.Sprintf(`main h1 + .badge[data-status=%q]`, status)
+}
+
+// runID is the id of the run the page shows.
+func (u *ui) runID() string {
+	u.t.Helper()
+	loc, err := chromedp.Run(u.ctx, chromedp.Location())
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	_, id, ok := strings.Cut(loc, "/runs/")
+	if !ok {
+		u.t.Fatalf("not on a run's page: %s", loc)
+	}
+	id, _, _ = strings.Cut(id, "?")
+	return id
+}
+
+// start starts flow with inputs through the API, as a script would.
+func (u *ui) start(flow string, inputs map[string]any) string {
+	u.t.Helper()
+	var out struct {
+		Run struct {
+			ID string `json:"id"`
+		} `json:"run"`
+	}
+	u.api("POST", "/api/runs", map[string]any{"flow": flow, "inputs": inputs}, &out)
+	return out.Run.ID
+}
+
+// api calls the API as a script would, with a session of its own (no
+// token: the server listens on loopback).
+func (u *ui) api(method, path string, body any, out any) {
+	u.t.Helper()
+	if u.csrf == "" && path != "/api/session" {
+		var s struct {
+			CSRF string `json:"csrf"`
+		}
+		u.api("GET", "/api/session", nil, &s)
+		u.csrf = s.CSRF
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(u.ctx, method, u.url+path, bytes.NewReader(b))
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Skein-CSRF", u.csrf)
+	res, err := u.http.Do(req)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	if res.StatusCode >= 300 {
+		u.t.Fatalf("%s %s: %s %s", method, path, res.Status, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			u.t.Fatal(err)
+		}
+	}
+}
+
+// waitRun waits until run id has status, through the API.
+func (u *ui) waitRun(id, status string) {
+	u.t.Helper()
+	for {
+		var out struct {
+			Run struct {
+				Status string `json:"status"`
+			} `json:"run"`
+		}
+		u.api("GET", "/api/runs/"+id, nil, &out)
+		if out.Run.Status == status {
+			return
+		}
+		select {
+		case <-u.ctx.Done():
+			u.t.Fatalf("run %s never got to %s (it is %s)", id, status, out.Run.Status)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// screenshot writes the tab as name.png into $SKEIN_SCREENSHOTS, when set.
+func (u *ui) screenshot(name string) {
+	u.t.Helper()
+	dir := os.Getenv("SKEIN_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	// Without the toasts, and the fonts settled.
+	_ = chromedp.Do(u.ctx, eval(`document.getElementById("toasts").replaceChildren(); window.scrollTo(0, 0); true`), chromedp.Sleep(200*time.Millisecond))
+	png, err := chromedp.Run(u.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		u.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		u.t.Fatal(err)
+	}
+}
+
+func TestBrowserStartAndWatch(t *testing.T) {
+	u := newUI(t)
+	gate := t.TempDir()
+	u.open("/flows/steps.star", "#start-form")
+	u.clean("flow page")
+	u.do("fill the form", chromedp.SendKeys(chromedp.CSS("#in-gate"), gate))
+	u.confirm("#start")
+	u.do("the run page", visible("#graph svg"))
+	// Each step turns green when its gate opens, and not before.
+	steps := []string{"a", "b", "c"}
+	for i, s := range steps {
+		u.do("step "+s+" runs", visible(node(s, "running")))
+		for _, later := range steps[i+1:] {
+			u.do(later+" waits", visible(node(later, "pending")))
+		}
+		if err := os.WriteFile(filepath.Join(gate, s), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		u.do("step "+s+" succeeds", visible(node(s, "succeeded")))
+	}
+	u.do("the run succeeds", visible(runBadge("succeeded")))
+	// A step's record, with what it printed.
+	u.do("open step c", click(`#graph [data-step="c"]`), visible(`#step-panel [data-stream="stdout"] pre`))
+	if out := u.text(`#step-panel [data-stream="stdout"] pre`); !strings.Contains(out, "c passed") {
+		t.Errorf("step c's stdout shows %q, want it to say c passed", out)
+	}
+	u.clean("run page")
+	u.open("/runs", "tr[data-run]")
+	if n := u.count(`tr[data-run] .badge[data-status="succeeded"]`); n != 1 {
+		t.Errorf("the runs list shows %d succeeded runs, want 1", n)
+	}
+	u.clean("runs page")
+}
+
+// TestBrowserLiveOutput watches a task's output arrive while it runs.
+func TestBrowserLiveOutput(t *testing.T) {
+	u := newUI(t)
+	gate := t.TempDir()
+	id := u.start("steps.star", map[string]any{"gate": gate})
+	u.open("/runs/"+id+"?step=a", node("a", "running"))
+	u.do("the step's record", visible(`#step-panel [data-stream="stdout"]`))
+	if err := os.WriteFile(filepath.Join(gate, "a"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u.do("a's output arrives", until(`document.querySelector('#step-panel [data-stream="stdout"] pre').textContent.includes("a passed")`))
+	u.clean("live run page")
+}
+
+func TestBrowserFailedStepAndResumeFrom(t *testing.T) {
+	u := newUI(t)
+	fixed := filepath.Join(t.TempDir(), "fixed")
+	id := u.start("compile.star", map[string]any{"fixed": fixed})
+	u.waitRun(id, "failed")
+	u.open("/runs/"+id, node("compile", "failed"))
+	u.do("the failed step's record", visible("#run-error"), click(`#graph [data-step="compile"]`),
+		visible(`#step-panel [data-stream="stderr"] pre`))
+	if stderr := u.text(`#step-panel [data-stream="stderr"] pre`); !strings.Contains(stderr, "main.go:3:5: undefined: helper") || !strings.Contains(stderr, `\x1b[31mred\x1b[0m`) {
+		t.Errorf("stderr shows %q, want the compiler's message and its escapes written out", stderr)
+	}
+	if pos := u.text(`#step-panel .kv .pos`); !strings.HasSuffix(pos, "/compile.star:5:11") {
+		t.Errorf("the step's position reads %q, want compile.star:5:11", pos)
+	}
+	if e := u.text("#run-error"); !strings.Contains(e, "compile") {
+		t.Errorf("the run's error reads %q, want it to name the step", e)
+	}
+	u.screenshot("serve-failed")
+	u.clean("failed run page")
+
+	// Fixed: run it again from the step before.
+	if err := os.WriteFile(fixed, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u.do("choose prep", click(`#graph [data-step="prep"]`), visible("#resume-from"))
+	u.confirm("#resume-from")
+	u.do("the new run succeeds", visible(runBadge("succeeded")), visible(node("compile", "succeeded")))
+	if got := u.runID(); got == id {
+		t.Errorf("resuming an ended run stayed on it (%s), want the new run that continues it", got)
+	}
+	u.do("it names the run it continues", visible(`.facts a[href="/runs/`+id+`"]`))
+	u.clean("resumed run page")
+}
+
+func TestBrowserApproveAndReject(t *testing.T) {
+	u := newUI(t)
+	approve := u.start("deploy.star", map[string]any{"version": "2.0"})
+	reject := u.start("deploy.star", map[string]any{"version": "2.1"})
+	u.waitRun(approve, "waiting")
+	u.waitRun(reject, "waiting")
+	card := func(id, sel string) string { return fmt.Sprintf(`[data-run=%q] %s`, id, sel) }
+	u.open("/approvals", card(approve, `[data-decide="approve"]`))
+	if q := u.text(card(approve, ".question")); q != "Deploy 2.0 to production?" {
+		t.Errorf("the approval asks %q", q)
+	}
+	u.screenshot("serve-approvals")
+	u.clean("approvals page")
+
+	u.do("a reason", chromedp.SendKeys(chromedp.CSS(card(approve, `input[name="reason"]`)), "checked the diff"))
+	u.confirm(card(approve, `[data-decide="approve"]`))
+	u.do("follow the approved run", visible(card(approve, ".result a")), click(card(approve, ".result a")),
+		visible(runBadge("succeeded")), visible(node("ship", "succeeded")), visible(node("rollback", "skipped")))
+	u.clean("approved run page")
+
+	// Rejected from the run's own page: the rejection is routed to the rollback.
+	u.open("/runs/"+reject, `[data-decide="reject"]`)
+	u.do("a reason", chromedp.SendKeys(chromedp.CSS(`input[name="reason"]`), "not today"))
+	u.confirm(`[data-decide="reject"]`)
+	u.do("the rollback runs", visible(node("rollback", "succeeded")), visible(node("ship", "skipped")))
+	u.do("the rollback's record", click(`#graph [data-step="rollback"]`), visible(`#step-panel [data-stream="stdout"] pre`))
+	if out := u.text(`#step-panel [data-stream="stdout"] pre`); !strings.Contains(out, "rejected by tester") {
+		t.Errorf("the rollback printed %q, want the rejection", out)
+	}
+	u.do("the decision's record", click(`#graph [data-step="gate"]`), visible(`#step-panel .decision`))
+	if d := u.text(`#step-panel .decision`); !strings.Contains(d, "rejected by tester") || !strings.Contains(d, "not today") {
+		t.Errorf("the gate's record says %q, want who rejected it and why", d)
+	}
+	u.clean("rejected run page")
+}
+
+func TestBrowserPages(t *testing.T) {
+	u := newUI(t)
+	id := u.start("release.star", nil)
+	u.waitRun(id, "succeeded")
+	u.open("/runs/"+id, node("publish", "succeeded"))
+	u.do("choose a step", click(`#graph [data-step="unit_tests"]`), visible(`#step-panel [data-stream="stdout"]`))
+	u.screenshot("serve-run")
+	u.clean("run page")
+	u.open("/flows", `tr[data-flow="release.star"]`)
+	u.clean("flows page")
+	u.open("/flows/release.star", "#graph svg")
+	u.clean("flow page")
+	u.open("/runs?status=succeeded", `tr[data-run]`)
+	u.clean("runs page")
+	u.open("/approvals", "#approvals .empty")
+	u.clean("approvals page")
+	u.open("/nowhere", ".empty")
+	u.clean("a page that is not there")
+}
+
+// TestBrowserBigRun measures how long the page of a 1,000-step run takes
+// to show in Chromium (the API call, the layout, the drawing). It reports,
+// it does not assert: a loaded machine is slower.
+func TestBrowserBigRun(t *testing.T) {
+	u := newUI(t)
+	id := u.start("big.star", nil)
+	u.waitRun(id, "succeeded")
+	for i := range 3 {
+		t0 := time.Now()
+		u.open("/runs/"+id, node("s995", "succeeded"))
+		wall := time.Since(t0)
+		ms, err := chromedp.Run(u.ctx, chromedp.Evaluate[float64](`window.skeinRenderMs`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("1,000-step run page, load %d: %.0f ms from asking the API to drawn; %v from navigation to the steps shown", i+1, ms, wall.Round(time.Millisecond))
+	}
+	u.clean("big run page")
+}

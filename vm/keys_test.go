@@ -105,3 +105,29 @@ chain(START, t, END)
 		t.Errorf("live output: stdout %q, stderr %q", out.String(), errw.String())
 	}
 }
+
+// TestModelKeysMaskedInErrors: a server that echoes the key it was sent
+// in its error message (as OpenAI's 401 does) does not put it in the
+// record or the events: neither the step's error nor a retry's event
+// holds it (issue 26).
+func TestModelKeysMaskedInErrors(t *testing.T) {
+	echo := `{"error":{"message":"Incorrect API key provided: ` + testKey + `"}}`
+	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Status: 500, Raw: echo}, {Status: 401, Raw: echo}}})
+	defer s.Close()
+	var evs events
+	opts := modelOpts(s, &evs)
+	res := run(t, `
+a = step("a", llm = "hi", retries = 1, backoff = "1ms")
+chain(START, a, END)
+`, nil, opts)
+	if res.Status != vm.Failed {
+		t.Fatalf("status %s, want failed", res.Status)
+	}
+	all := resultJSON(t, res) + evs.json()
+	if strings.Contains(all, testKey) {
+		t.Errorf("the key reached the record or the events:\n%s", all)
+	}
+	if !strings.Contains(all, "Incorrect API key provided: [masked $OPENAI_API_KEY]") {
+		t.Errorf("the error was not kept, masked:\n%s", all)
+	}
+}

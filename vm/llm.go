@@ -51,7 +51,34 @@ func (req *EffectRequest) CallModel(ctx context.Context) *EffectCompletion {
 	if !ok {
 		return &EffectCompletion{Code: codes.StepFailed, Error: fmt.Sprintf("step %q is not a model call", req.Step)}
 	}
-	return mc.call(ctx, req.model.provider, req.model.budget, req.model.onRetry).completion(req.Step, req.Kind)
+	onRetry := req.model.onRetry
+	if onRetry != nil && req.from != nil && req.from.secrets != nil {
+		onRetry = func(attempt int, err error, wait time.Duration) {
+			req.model.onRetry(attempt, errors.New(req.from.mask(err.Error())), wait)
+		}
+	}
+	o := mc.call(ctx, req.model.provider, req.model.budget, onRetry)
+	return o.masked(req.from).completion(req.Step, req.Kind)
+}
+
+// masked returns o with the value of every model key of run r masked in
+// its error, answer and object: a server that echoes the key it was sent
+// in an error message (or a model that repeats one) does not put it in
+// the journal, the record, the events or the next request.
+func (o *ModelOutcome) masked(r *run) *ModelOutcome {
+	if r == nil || r.secrets == nil {
+		return o
+	}
+	o.Error, o.Answer = r.mask(o.Error), r.mask(o.Answer)
+	if len(o.Object) > 0 {
+		if m := r.mask(string(o.Object)); m != string(o.Object) && json.Valid([]byte(m)) {
+			o.Object = json.RawMessage(m)
+		}
+	}
+	for i, tc := range o.ToolCalls {
+		o.ToolCalls[i].Function.Arguments = r.mask(tc.Function.Arguments)
+	}
+	return o
 }
 
 // ModelJob is a model request's call as plain data, for an engine that
@@ -163,7 +190,7 @@ func (req *EffectRequest) ModelCompletion(o *ModelOutcome) *EffectCompletion {
 	if req.model != nil && req.model.budget != nil {
 		req.model.budget.Charge(o.Usage)
 	}
-	return o.completion(req.Step, req.Kind)
+	return o.masked(req.from).completion(req.Step, req.Kind)
 }
 
 // completion turns how the call of step (of kind) ended into the

@@ -17,14 +17,9 @@ import (
 	"time"
 
 	"go.starlark.net/starlark"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/skeinlang/skein/engine/temporal"
 	"github.com/skeinlang/skein/graphir"
-	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
@@ -35,46 +30,15 @@ func init() {
 		logs: logsOnTemporal, list: listOnTemporal, worker: serveWorker}
 }
 
-// follower follows the run id through c, across its continued runs.
-func follower(c client.Client, id string) *temporal.Follower {
-	f := temporal.NewFollower(id, query(c))
-	f.QueryRun = func(ctx context.Context, id, run, name string, arg any, out any) error {
-		v, err := c.QueryWorkflow(ctx, id, run, name, arg)
-		if err != nil {
-			return err
-		}
-		return v.Get(out)
-	}
-	return f
-}
-
-// query is a [temporal.QueryFunc] on c.
-func query(c client.Client) temporal.QueryFunc {
-	return func(ctx context.Context, id, name string, arg any, out any) error {
-		var args []any
-		if arg != nil {
-			args = []any{arg}
-		}
-		v, err := c.QueryWorkflow(ctx, id, "", name, args...)
-		if err != nil {
-			return err
-		}
-		return v.Get(out)
-	}
-}
-
 // dial connects to the Temporal frontend, with an error that says which
 // address and what to start.
-func (e *engineFlags) dial(ctx context.Context) (client.Client, error) {
+func (e *engineFlags) dial(ctx context.Context) (*temporal.Client, error) {
 	return e.dialLogging(ctx, slog.New(slog.DiscardHandler))
 }
 
 // dialLogging is dial with the SDK's log going to l.
-func (e *engineFlags) dialLogging(ctx context.Context, l *slog.Logger) (client.Client, error) {
-	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	c, err := client.DialContext(dctx, client.Options{HostPort: e.address, Namespace: e.namespace,
-		Logger: sdklog.NewStructuredLogger(l)})
+func (e *engineFlags) dialLogging(ctx context.Context, l *slog.Logger) (*temporal.Client, error) {
+	c, err := temporal.Dial(ctx, e.address, e.namespace, l)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %s): %v\nstart a server (for a local one: temporal server start-dev) or pass --address HOST:PORT", e.address, e.namespace, shortErr(err))
 	}
@@ -107,23 +71,13 @@ func serveWorker(ctx context.Context, io stdio, opts *workerOptions) int {
 		return exitFail
 	}
 	defer c.Close()
-	w := worker.New(c, opts.taskQueue, worker.Options{
-		MaxConcurrentActivityExecutionSize: opts.parallel,
-		MaxHeartbeatThrottleInterval:       time.Second,
-		// The driver yields during long stretches of fn steps (see
-		// engine/temporal's Pace); one evaluation, bounded by its step
-		// budget, or loading a big flow may still take more than the
-		// SDK's default of 1 s under load.
-		DeadlockDetectionTimeout: 5 * time.Second,
+	err = c.Serve(ctx, opts.taskQueue, opts.parallel, acts, func() {
+		fmt.Fprintf(io.err, "skein worker: serving task queue %s at %s (namespace %s)\n", opts.taskQueue, opts.address, opts.namespace)
 	})
-	temporal.Register(w, acts)
-	if err := w.Start(); err != nil {
+	if err != nil {
 		fmt.Fprintf(io.err, "skein worker: %v\n", err)
 		return exitFail
 	}
-	fmt.Fprintf(io.err, "skein worker: serving task queue %s at %s (namespace %s)\n", opts.taskQueue, opts.address, opts.namespace)
-	<-ctx.Done()
-	w.Stop()
 	return exitOK
 }
 
@@ -175,24 +129,23 @@ func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *
 		return exitUsage
 	}
 	id := vm.NewRunID(time.Now())
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: opts.taskQueue,
-		Memo: map[string]any{temporal.FileMemo: confine.Abs(g.File), temporal.FlowMemo: g.Name}}, temporal.WorkflowName,
+	run, err := c.Start(ctx, opts.taskQueue, id, g,
 		temporal.RunInput{Flow: g.File, Root: g.Root, Cwd: cwd, Sources: src.ByName(), Inputs: in, Parallel: opts.parallel, Timeout: opts.timeout,
 			HeartbeatTimeout: opts.heartbeat, ModelEnv: temporal.ModelEnv(os.Environ()), MaxTokens: opts.maxTokens})
 	if err != nil {
-		fmt.Fprintf(io.err, "skein run: cannot start the run on Temporal at %s: %v\n", opts.address, err)
+		fmt.Fprintf(io.err, "skein run: %v\n", err)
 		return exitFail
 	}
 	// A run no worker takes waits without a word: say so at once.
 	lonely := ""
-	if !opts.hasWorker(c) {
+	if !c.HasWorker(opts.taskQueue) {
 		lonely = fmt.Sprintf("skein run: no worker serves task queue %s at %s (namespace %s): run %s waits until one does (skein worker%s --task-queue %s)", opts.taskQueue, opts.address, opts.namespace, id, opts.connArgs(), opts.taskQueue)
 	}
 	if opts.detach {
 		if lonely != "" {
 			fmt.Fprintln(io.err, lonely)
 		}
-		fmt.Fprintln(io.out, run.GetID())
+		fmt.Fprintln(io.out, run.ID)
 		return exitOK
 	}
 
@@ -216,7 +169,7 @@ func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *
 	if lonely != "" {
 		note(lonely)
 	}
-	f := follower(c, id)
+	f := c.Follower(id)
 	f.OnEvent = func(raw json.RawMessage, ev vm.Event) {
 		switch {
 		case enc != nil:
@@ -240,9 +193,13 @@ func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *
 		note(fmt.Sprintf("(%s of %s not shown: the run's event log keeps the latest only)", plural(n, "event"), w))
 	}
 
-	var out temporal.RunOutput
+	var out *temporal.RunOutput
 	ended := make(chan error, 1)
-	go func() { ended <- run.Get(context.Background(), &out) }()
+	go func() {
+		var err error
+		out, err = run.Wait(context.Background())
+		ended <- err
+	}()
 	tick := time.NewTicker(followEvery)
 	defer tick.Stop()
 	cancelled := false
@@ -260,7 +217,7 @@ follow:
 			if !cancelled {
 				cancelled = true
 				cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				if err := c.CancelWorkflow(cctx, id, ""); err != nil {
+				if err := c.Cancel(cctx, id); err != nil {
 					note(fmt.Sprintf("skein run: cannot cancel run %s: %v", id, err))
 				}
 				cancel()
@@ -292,16 +249,7 @@ follow:
 		fmt.Fprintf(io.err, "skein run: run %s on Temporal: %v\n", id, getErr)
 		return exitFail
 	}
-	return printTemporalResult(io, opts.json, prog, &out)
-}
-
-// hasWorker reports whether a worker has lately polled the task queue
-// for workflow tasks (true when the server cannot tell).
-func (e *engineFlags) hasWorker(c client.Client) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
-	defer cancel()
-	resp, err := c.DescribeTaskQueue(ctx, e.taskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
-	return err != nil || len(resp.GetPollers()) > 0
+	return printTemporalResult(io, opts.json, prog, out)
 }
 
 // followEvery is how often a followed run's event logs are read.

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/skeinlang/skein/engine/temporal"
 	"github.com/skeinlang/skein/vm/store"
 )
 
@@ -74,11 +75,13 @@ func ids(runs []*store.Run) []string {
 // read) are listed; it stops once it has --limit runs, and says when it
 // stopped at its cap with executions left.
 func TestListRunsPages(t *testing.T) {
-	e := &engineFlags{engine: "temporal", address: defaultAddress, namespace: defaultNamespace}
 	ctx := context.Background()
+	list := func(c *pagedLister, f store.Filter) ([]*store.Run, bool, error) {
+		return temporal.NewClient(c, defaultAddress, defaultNamespace).List(ctx, f)
+	}
 
 	c := &pagedLister{pages: pages(600)} // 1,200 child-flow executions first
-	runs, cut, err := e.listRuns(ctx, c, store.Filter{Limit: 20})
+	runs, cut, err := list(c, store.Filter{Limit: 20})
 	if err != nil || cut {
 		t.Fatalf("listRuns: cut %v, %v", cut, err)
 	}
@@ -87,15 +90,15 @@ func TestListRunsPages(t *testing.T) {
 	}
 
 	c = &pagedLister{pages: [][]*workflowpb.WorkflowExecutionInfo{{execution("b", 20)}, {execution("a", 10)}, {execution("z", 1)}}}
-	runs, _, _ = e.listRuns(ctx, c, store.Filter{Limit: 1})
+	runs, _, _ = list(c, store.Filter{Limit: 1})
 	if d := cmp.Diff([]string{"b"}, ids(runs)); d != "" || c.asked != 1 {
 		t.Errorf("--limit 1 asked for %d pages, listed (-want +got):\n%s", c.asked, d)
 	}
 
-	defer func(n int) { listCap = n }(listCap)
-	listCap = 4
+	defer func(n int) { temporal.ListCap = n }(temporal.ListCap)
+	temporal.ListCap = 4
 	c = &pagedLister{pages: pages(3)}
-	runs, cut, err = e.listRuns(ctx, c, store.Filter{})
+	runs, cut, err = list(c, store.Filter{})
 	if err != nil || !cut || len(runs) != 0 {
 		t.Errorf("at the cap: runs %v, cut %v, err %v; want none, cut", ids(runs), cut, err)
 	}
@@ -105,10 +108,12 @@ func (p *pagedLister) Close() {}
 
 // skein runs --engine temporal says when the list was cut, under it.
 func TestRunsCutNote(t *testing.T) {
-	defer func(n int) { listCap = n }(listCap)
-	listCap = 4
-	defer func(d func(context.Context, *engineFlags) (client.Client, error)) { dialRuns = d }(dialRuns)
-	dialRuns = func(context.Context, *engineFlags) (client.Client, error) { return &pagedLister{pages: pages(3)}, nil }
+	defer func(n int) { temporal.ListCap = n }(temporal.ListCap)
+	temporal.ListCap = 4
+	defer func(d func(context.Context, *engineFlags) (*temporal.Client, error)) { dialRuns = d }(dialRuns)
+	dialRuns = func(context.Context, *engineFlags) (*temporal.Client, error) {
+		return temporal.NewClient(&pagedLister{pages: pages(3)}, defaultAddress, defaultNamespace), nil
+	}
 	var out, errOut strings.Builder
 	code := Main(context.Background(), []string{"runs", "--engine", "temporal"}, stdio{strings.NewReader(""), &out, &errOut})
 	want := "no runs on Temporal at 127.0.0.1:7233 (namespace default)\n" +

@@ -1,11 +1,12 @@
 package serve
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
+	"time"
 )
 
 func TestApproveAndReject(t *testing.T) {
@@ -54,6 +55,23 @@ func TestApproveAndReject(t *testing.T) {
 	}
 	if ship != "shipped by alice\n" {
 		t.Errorf("ship printed %q", ship)
+	}
+	// Its event stream has the decision, and the steps after it.
+	var seen []string
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ts.events(ctx, ok, func(event string, d map[string]any) {
+		switch event {
+		case "approval":
+			seen = append(seen, "approval "+d["step"].(string)+" "+d["status"].(string)+" by "+d["by"].(string))
+		case "attempt":
+			if d["status"] != "running" {
+				seen = append(seen, d["step"].(string)+" "+d["status"].(string))
+			}
+		}
+	})
+	if got, want := strings.Join(seen, ", "), "build succeeded, ask waiting, ask succeeded, ship succeeded, approval ask approved by alice"; got != want {
+		t.Errorf("events: %s, want %s", got, want)
 	}
 	got = ts.run(no)
 	if status(got) != "succeeded" || step(t, got, "rollback")["status"] != "succeeded" || step(t, got, "ship")["status"] != "skipped" {

@@ -153,3 +153,51 @@ func TestReplayIdleNotPassedWhileHanding(t *testing.T) {
 		t.Errorf("x handed over: %d; Idle passed on %d times once nothing was held, want 1", len(got), inner.idles)
 	}
 }
+
+// Undecided lists the approvals still to decide across runs, with their
+// runs' ids, and not those decided, timed out or of runs that ended.
+func TestUndecided(t *testing.T) {
+	s, rec := beginRun(t)
+	defer s.Close()
+	ask := func(rec *Recorder, step string) *Approval {
+		t.Helper()
+		a, err := rec.Ask(&vm.EffectRequest{Step: step, Kind: graphir.KindApproval, Visit: 1, Message: step + "?"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	ask(rec, "a")
+	b := ask(rec, "b")
+	c := ask(rec, "c")
+	if err := s.Decide("r1", b, true, "bob", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Expire("r1", c, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	rec2, err := s.Begin(&NewRun{ID: "r2", Flow: "f", File: "f.star", Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask(rec2, "d")
+	rec3, err := s.Begin(&NewRun{ID: "r3", Flow: "f", File: "f.star", Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask(rec3, "e")
+	if err := rec3.Finish(&vm.Result{RunID: "r3", Status: vm.Failed, Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	aps, ids, err := s.Undecided()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, a := range aps {
+		got = append(got, ids[i]+" "+a.Step+" "+a.Message)
+	}
+	if want := "r1 a a?, r2 d d?"; strings.Join(got, ", ") != want {
+		t.Errorf("undecided: %s, want %s", strings.Join(got, ", "), want)
+	}
+}

@@ -435,3 +435,57 @@ func TestRunOptionsRecorded(t *testing.T) {
 		t.Errorf("options after Continue (-want +got):\n%s", diff)
 	}
 }
+
+// Filter's Text keeps the runs whose id, flow, file or error holds it,
+// ignoring case; Before keeps the runs that sort before an id (the next
+// page).
+func TestRunsTextAndBefore(t *testing.T) {
+	s, err := store.Open(filepath.Join(t.TempDir(), store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i, r := range []struct{ id, flow, file, errMsg string }{
+		{"r1", "build", "/a/build.star", ""},
+		{"r2", "deploy", "/a/Deploy.star", "Exit Status 2"},
+		{"r3", "triage", "/b/triage.star", ""},
+	} {
+		rec, err := s.Begin(&store.NewRun{ID: r.id, Flow: r.flow, File: r.file, Started: time.Unix(int64(i), 0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := &vm.Result{RunID: r.id, Status: vm.Succeeded, Started: time.Unix(int64(i), 0)}
+		if r.errMsg != "" {
+			res.Status, res.Error = vm.Failed, &graphir.Error{Code: "step_failed", Msg: r.errMsg}
+		}
+		if err := rec.Finish(res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		f    store.Filter
+		want string
+	}{
+		{store.Filter{Text: "DEPLOY"}, "r2"},
+		{store.Filter{Text: "exit status"}, "r2"},
+		{store.Filter{Text: "/a/"}, "r2 r1"},
+		{store.Filter{Text: "r3"}, "r3"},
+		{store.Filter{Text: "nothing"}, ""},
+		{store.Filter{Before: "r3"}, "r2 r1"},
+		{store.Filter{Before: "r2", Limit: 1}, "r1"},
+		{store.Filter{Before: "r3", Text: "a", Status: "failed"}, "r2"},
+		{store.Filter{Before: "r1"}, ""},
+	} {
+		runs, err := s.Runs(c.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range runs {
+			ids = append(ids, r.ID)
+		}
+		if got := strings.Join(ids, " "); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.f, got, c.want)
+		}
+	}
+}

@@ -33,11 +33,14 @@ func checkOver(p *pass) {
 			continue
 		}
 		k := p.knownValue(n.Map.Over, n.Parent)
-		if k == nil || k.typ == "list" || k.typ == "dict" && k.step == nil {
-			continue // a dict iterates its keys; a task's record is surely a mistake
+		if k == nil || k.typ == "list" {
+			continue
 		}
 		hint := `write a list, e.g. over = "[1, 2, 3]"`
 		switch {
+		case k.typ == "dict" && k.step == nil:
+			// A map never iterates a dict's keys for it: say which.
+			hint = fmt.Sprintf(`map over its keys or its items: over = "list(%s)" or over = "%s.items()"`, n.Map.Over.Src, n.Map.Over.Src)
 		case k.step != nil && (k.field == "" || k.field == "stdout" || k.field == "stderr"):
 			field := k.field
 			if field == "" {

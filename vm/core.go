@@ -1064,8 +1064,17 @@ func (r *run) startMap(f *frame, n *graphir.Node) {
 		r.evalFailed(f, n, "over "+quoteExpr(n.Map.Over), err)
 		return
 	}
+	// A list, a tuple or a range: not a dict or a set, which a map
+	// would iterate in an order the user did not write (docs say list).
 	seq, ok := v.(starlark.Iterable)
-	if _, isStr := v.(starlark.String); !ok || isStr {
+	if _, indexable := v.(starlark.Indexable); !indexable {
+		ok = false
+	}
+	switch v.(type) {
+	case starlark.String, starlark.Bytes:
+		ok = false
+	}
+	if !ok {
 		msg := fmt.Sprintf("over %s must give a list, got %s %s", quoteExpr(n.Map.Over), v.Type(), shortValue(v))
 		r.failedAtMsg(f, n, &graphir.Error{Code: codes.ExprError, Step: n.Name,
 			Msg: fmt.Sprintf("map %q: %s%s", n.Name, exprAt(n.Map.Over), msg)}, msg)

@@ -1232,6 +1232,11 @@ chain(START, l, END)
 m = map("m", over = "'abc'", body = [step("t")])
 chain(START, m, END)
 `, "m", "expr_error", `over "'abc'" must give a list, got string "abc"`, nil},
+		{"over dict", `
+f = step("f", fn = lambda r: {"k": 2})
+m = map("m", over = "f", body = [step("t")])
+chain(START, f, m, END)
+`, "m", "expr_error", `over "f" must give a list, got dict {"k": 2}`, nil},
 		{"body", `
 t = step("t", fn = lambda r: r.item + 1)
 u = step("u", fn = lambda r: fail("no") if r.t else 0, retries = 1, backoff = "1h", retry_when = "u.nope")

@@ -204,8 +204,10 @@ type Policy struct {
 	// Budget, if set, is reserved before each attempt (see [Budget]) and
 	// charged after it.
 	Budget *Budget
-	// Timeout, if set, bounds each attempt (a step's timeout=); an attempt
-	// that runs out is retried like a transport error.
+	// Timeout, if set, bounds each attempt (a step's timeout=), and each
+	// wait between attempts: an attempt that runs out is retried like a
+	// transport error; a server that asks for a longer wait fails the
+	// call.
 	Timeout time.Duration
 }
 
@@ -243,8 +245,16 @@ func Call(ctx context.Context, p Provider, req Request, pol Policy) (*Reply, err
 			return nil, err
 		}
 		d := wait
+		if pol.Timeout > 0 {
+			d = min(d, pol.Timeout)
+		}
 		if me.RetryAfter > 0 {
 			d = min(me.RetryAfter, maxWait)
+			if pol.Timeout > 0 && d > pol.Timeout {
+				// The step's timeout bounds each wait as it does each
+				// attempt: retrying sooner than asked would be refused.
+				return nil, &Error{Code: me.Code, Status: me.Status, Msg: fmt.Sprintf("%s (the server asked to retry after %s, longer than the step's timeout of %s)", me.Msg, d, pol.Timeout)}
+			}
 		}
 		if pol.OnRetry != nil {
 			pol.OnRetry(attempt, err, d)

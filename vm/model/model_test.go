@@ -217,6 +217,24 @@ func TestCancelDuringRetryWait(t *testing.T) {
 	}
 }
 
+// A step's timeout bounds the waits between attempts as it does each
+// attempt: a server asking for a longer wait fails the call at once,
+// saying so, rather than holding the step past its timeout (issue 26).
+func TestRetryAfterPastTimeout(t *testing.T) {
+	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Status: 429, RetryAfter: "3600"}}})
+	defer s.Close()
+	pol := model.Policy{Retries: 2, Timeout: time.Second, OnRetry: func(int, error, time.Duration) {
+		t.Error("the call waited")
+	}}
+	_, err := model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s, "x"), pol)
+	if code(err) != "model_error" || !strings.Contains(err.Error(), "the server asked to retry after 5m0s, longer than the step's timeout of 1s") {
+		t.Fatalf("got %v", err)
+	}
+	if n := len(s.Requests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+}
+
 func schemaFile() map[string]any {
 	return map[string]any{"type": "object", "properties": map[string]any{"file": map[string]any{"type": "string"}}, "required": []any{"file"}}
 }

@@ -34,21 +34,40 @@ func sendOpenAI(ctx context.Context, hc *http.Client, req Request, key string, m
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	if _, err := url.Parse(base); err != nil {
+	u, err := url.Parse(base)
+	if err != nil {
 		return &badRequestError{fmt.Errorf("bad base_url %q: %v", base, err)}
 	}
 	opts := []option.RequestOption{
 		option.WithHTTPClient(hc),
-		option.WithBaseURL(base),
 		option.WithMaxRetries(0),
 		option.WithMiddleware(mw),
 	}
-	if key != "" {
-		opts = append(opts, option.WithAPIKey(key))
+	if version, ok := azureDeployment(u); ok {
+		// A classic Azure deployment URL: the API version is a query
+		// parameter of every request, not part of the path the SDK adds
+		// /chat/completions to, and the key goes in api-key.
+		u.RawQuery = ""
+		opts = append(opts, option.WithBaseURL(strings.TrimRight(u.String(), "/")), option.WithQuery("api-version", version))
+		if key != "" {
+			opts = append(opts, option.WithHeader("api-key", key))
+		}
+	} else {
+		opts = append(opts, option.WithBaseURL(base))
+		if key != "" {
+			opts = append(opts, option.WithAPIKey(key))
+		}
 	}
 	svc := openai.NewChatCompletionService(opts...)
 	_, err = svc.New(ctx, params)
 	return err
+}
+
+// azureDeployment reports whether u is a classic Azure OpenAI deployment
+// URL (…/openai/deployments/NAME?api-version=V), and its API version.
+func azureDeployment(u *url.URL) (string, bool) {
+	v := u.Query().Get("api-version")
+	return v, v != "" && strings.Contains(u.Path, "/openai/deployments/")
 }
 
 // WireBody returns the JSON body [Client] sends for req.

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -444,5 +445,32 @@ func TestAnthropicDefaults(t *testing.T) {
 		if got := model.AnthropicRoot(base); got != want {
 			t.Errorf("AnthropicRoot(%q) = %q, want %q", base, got, want)
 		}
+	}
+}
+
+// A classic Azure deployment URL (…/openai/deployments/NAME?api-version=V)
+// is called at …/deployments/NAME/chat/completions?api-version=V with the
+// key in api-key, as Azure wants; before, the query landed inside the path
+// and the key went as a Bearer token.
+func TestAzureDeploymentURL(t *testing.T) {
+	var got *http.Request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Clone(context.Background())
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"x","object":"chat.completion","model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	defer srv.Close()
+	req := model.Request{Endpoint: model.Endpoint{BaseURL: srv.URL + "/openai/deployments/my-dep?api-version=2024-10-21", KeyEnv: "AZURE_OPENAI_API_KEY"},
+		Model: "my-dep", Messages: []model.Message{{Role: "user", Content: "hello"}}}
+	c := &model.Client{Getenv: env(map[string]string{"AZURE_OPENAI_API_KEY": "az-key"})}
+	rep, err := c.Complete(context.Background(), req)
+	if err != nil || rep.Text != "hi" {
+		t.Fatalf("%v, %v", rep, err)
+	}
+	if got.URL.Path != "/openai/deployments/my-dep/chat/completions" || got.URL.RawQuery != "api-version=2024-10-21" {
+		t.Errorf("sent to %s?%s", got.URL.Path, got.URL.RawQuery)
+	}
+	if got.Header.Get("api-key") != "az-key" || got.Header.Get("Authorization") != "" {
+		t.Errorf("api-key %q, Authorization %q", got.Header.Get("api-key"), got.Header.Get("Authorization"))
 	}
 }

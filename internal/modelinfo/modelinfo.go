@@ -52,3 +52,13 @@ func IsReasoning(model string, override *bool) bool {
 func AnthropicHost(host string) bool {
 	return strings.EqualFold(host, "api.anthropic.com")
 }
+
+// EnforcesSchema reports whether the OpenAI-compatible server at host
+// enforces response_format's strict JSON schema: OpenAI's API and Azure
+// OpenAI. Others (Anthropic's compatibility endpoint, which ignores it,
+// and local or self-hosted servers, which may) are told the schema in the
+// prompt as well.
+func EnforcesSchema(host string) bool {
+	host = strings.ToLower(host)
+	return host == "api.openai.com" || strings.HasSuffix(host, ".openai.azure.com") || strings.HasSuffix(host, ".cognitiveservices.azure.com")
+}

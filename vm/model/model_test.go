@@ -24,6 +24,12 @@ func env(vals map[string]string) func(string) string {
 	return func(k string) string { return vals[k] }
 }
 
+// schemaMessage is the system message that tells a server other than
+// OpenAI's the schema (JSON, keys sorted), which it may not enforce.
+func schemaMessage(schema string) map[string]any {
+	return map[string]any{"role": "system", "content": "Reply with only a JSON value that matches this JSON schema, without a code fence: " + schema}
+}
+
 func request(s *modeltest.Server, user string) model.Request {
 	return model.Request{
 		Endpoint: model.Endpoint{BaseURL: s.BaseURL(), KeyEnv: "TEST_KEY"},
@@ -79,6 +85,8 @@ func TestWireRequest(t *testing.T) {
 	want := map[string]any{
 		"model": "m1",
 		"messages": []any{
+			// A server other than OpenAI's may ignore response_format.
+			schemaMessage(`{"additionalProperties":false,"properties":{"file":{"type":"string"}},"required":["file"],"type":"object"}`),
 			map[string]any{"role": "system", "content": "be brief"},
 			map[string]any{"role": "user", "content": "fix it"},
 		},
@@ -260,6 +268,7 @@ func TestRepairRetry(t *testing.T) {
 	}
 	msgs := reqs[1].Body["messages"].([]any)
 	want := []any{
+		schemaMessage(`{"properties":{"file":{"type":"string"}},"required":["file"],"type":"object"}`),
 		map[string]any{"role": "system", "content": "be brief"},
 		map[string]any{"role": "user", "content": "fix"},
 		map[string]any{"role": "assistant", "content": `{"file": 3}`},

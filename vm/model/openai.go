@@ -92,8 +92,8 @@ func WireBody(req Request) ([]byte, error) {
 // max_tokens, which every compatible server reads, and temperature.
 func openAIParams(req Request) (openai.ChatCompletionNewParams, error) {
 	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
-	if req.Schema != nil && ignoresResponseFormat(req.Endpoint.BaseURL) {
-		// The server would not tell the model the shape: say it in the
+	if req.Schema != nil && schemaInPrompt(req.Endpoint.BaseURL) {
+		// The server may not tell the model the shape: say it in the
 		// prompt, and validate (and repair) the reply as always.
 		b, err := json.Marshal(req.Schema)
 		if err != nil {
@@ -160,12 +160,18 @@ func openAIParams(req Request) (openai.ChatCompletionNewParams, error) {
 	return p, nil
 }
 
-// ignoresResponseFormat reports whether the OpenAI-compatible server at
-// base ignores response_format: Anthropic's compatibility endpoint says so
-// in its documentation.
-func ignoresResponseFormat(base string) bool {
+// schemaInPrompt reports whether a schema goes into the prompt as well as
+// response_format: for every server but those that enforce it
+// (modelinfo.EnforcesSchema). Anthropic's compatibility endpoint ignores
+// response_format (its documentation says so), and a local server may
+// (an older Ollama, LM Studio, a server without grammar support): the
+// model would never learn the shape.
+func schemaInPrompt(base string) bool {
+	if base == "" {
+		return false
+	}
 	u, err := url.Parse(base)
-	return err == nil && modelinfo.AnthropicHost(u.Hostname())
+	return err == nil && !modelinfo.EnforcesSchema(u.Hostname())
 }
 
 // strictSchema returns schema as strict mode wants it, and true; or, for a

@@ -27,6 +27,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/skeinlang/skein/engine/serve"
@@ -79,18 +81,18 @@ edge(gate, rollback, on = "failure")
 edge(ship, END)
 edge(rollback, END)
 `,
-	// A graph with a loop body, a map body, a router and a failure edge,
-	// for the screenshot.
+	// A graph with a retried step, a loop body, a map body, a condition
+	// and a failure edge, for the screenshot.
 	"release.star": `
 flow(name = "release", description = "test, package per platform, publish", inputs = {"platforms": ["linux", "darwin", "windows"]})
 
 fetch = step("fetch", run = ["echo", "fetched"])
-unit = step("unit_tests", run = ["sh", "-c", "echo 'ok  pkg/a  0.21s'; echo 'ok  pkg/b  0.34s'"])
-lint = step("lint", fn = lambda r: {"ok": True})
-fix = step("fix_lint", fn = lambda r: {"fixed": True})
+unit = step("unit_tests", run = ["sh", "-c", 'if [ "$SKEIN_ATTEMPT" = 1 ]; then echo "dial tcp 10.0.0.7:5432: connection reset" >&2; exit 1; fi; echo "ok  pkg/a  0.21s"; echo "ok  pkg/b  0.34s"'], retries = 1)
+lint = step("lint", fn = lambda r: {"ok": False, "issues": 2})
+fix = step("fix_lint", fn = lambda r: {"fixed": 2})
 check = step("check_lint", fn = lambda r: {"clean": True})
 tidy = loop("tidy", body = [fix, check], until = lambda r: True, max_iterations = 3)
-build = step("build", run = ["echo", "{{ item }}"])
+build = step("build", run = ["echo", "built for {{ item }}"])
 sign = step("sign", run = ["echo", "signed {{ item }}"])
 edge(build, sign)
 per = map("per_platform", over = "inputs.platforms", body = [build, sign])
@@ -100,7 +102,6 @@ edge(START, fetch)
 edge(fetch, unit)
 edge(fetch, lint)
 edge(lint, tidy, when = "not lint.ok")
-edge(lint, per, when = "lint.ok")
 edge(unit, per)
 edge(tidy, per)
 edge(per, publish)
@@ -177,7 +178,7 @@ func newUI(t *testing.T) *ui {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chrome),
 		chromedp.NoSandbox, // CI runs as root
-		chromedp.WindowSize(1280, 900),
+		chromedp.WindowSize(1280, 1000),
 		chromedp.Flag("disable-gpu", true),
 	)
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -296,6 +297,19 @@ func click(sel string) chromedp.Action[chromedp.Void] { return chromedp.Click(ch
 func until(js string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 		_, err := chromedp.Poll[bool](js)(ctx, t)
+		return err
+	})
+}
+
+// dark makes the page think the system prefers a dark theme, or not.
+func dark(on bool) chromedp.Action[chromedp.Void] {
+	v := "light"
+	if on {
+		v = "dark"
+	}
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: v}}})
 		return err
 	})
 }
@@ -564,8 +578,19 @@ func TestBrowserPages(t *testing.T) {
 	u.waitRun(id, "succeeded")
 	u.open("/runs/"+id, node("publish", "succeeded"))
 	u.do("choose a step", click(`#graph [data-step="unit_tests"]`), visible(`#step-panel [data-stream="stdout"]`))
+	if n := u.count(`#step-panel details.attempt`); n != 2 {
+		t.Errorf("unit_tests shows %d attempts, want 2 (it failed once and was retried)", n)
+	}
 	u.screenshot("serve-run")
 	u.clean("run page")
+	// Dark, and on a phone: the same page, legible (looked at in the
+	// screenshots), and without errors.
+	u.do("dark", dark(true))
+	u.screenshot("serve-run-dark")
+	u.do("a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)), eval("window.scrollTo(0, 0), true"))
+	u.screenshot("serve-run-phone")
+	u.do("light, on a laptop", dark(false), chromedp.EmulateViewport(1280, 1000))
+	u.clean("run page, dark and on a phone")
 	u.open("/flows", `tr[data-flow="release.star"]`)
 	u.clean("flows page")
 	u.open("/flows/release.star", "#graph svg")
@@ -589,11 +614,12 @@ func TestBrowserBigRun(t *testing.T) {
 		t0 := time.Now()
 		u.open("/runs/"+id, node("s995", "succeeded"))
 		wall := time.Since(t0)
-		ms, err := chromedp.Run(u.ctx, chromedp.Evaluate[float64](`window.skeinRenderMs`))
+		ms, err := chromedp.Run(u.ctx, chromedp.Evaluate[map[string]float64](`window.skeinTiming`))
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("1,000-step run page, load %d: %.0f ms from asking the API to drawn; %v from navigation to the steps shown", i+1, ms, wall.Round(time.Millisecond))
+		t.Logf("1,000-step run page, load %d: %v from navigation to the steps shown; %.0f ms from asking the API to drawn (the API %.0f, dagre's layout %.0f, drawing %.0f)",
+			i+1, wall.Round(time.Millisecond), ms["total"], ms["fetch"], ms["layout"], ms["draw"])
 	}
 	u.clean("big run page")
 }

@@ -462,14 +462,17 @@ class RunView {
   async load() {
     const t0 = performance.now();
     this.data = await get("/api/runs/" + enc(this.id));
+    const t1 = performance.now();
     this.render();
-    window.skeinRenderMs = performance.now() - t0; // read by the browser test
+    // How long the page took, read by the browser test.
+    window.skeinTiming = { total: performance.now() - t0, fetch: t1 - t0, ...this.graph.timing };
     this.follow();
   }
 
   close() {
     this.closed = true;
     if (this.es) this.es.close();
+    if (this.graph) this.graph.close();
     clearTimeout(this.refetch);
   }
 
@@ -597,7 +600,7 @@ class RunView {
         r.resumed_from ? h("span", {}, "Continues ", h("a", { class: "mono", href: "/runs/" + enc(r.resumed_from) }, r.resumed_from)) : null,
         r.file ? h("span", { title: r.file }, "File ", h("b", { class: "mono" }, r.file.split("/").slice(-2).join("/"))) : null),
       err ? h("div", { class: "error-box", role: "alert", id: "run-error" },
-        h("strong", {}, err.step ? `Stopped at ${err.step}: ` : "", err.message),
+        h("strong", {}, err.step && !err.message.includes(`"${err.step}"`) ? `Stopped at ${err.step}: ` : "", err.message),
         h("div", { class: "muted" }, err.code ? `(${err.code}) ` : "", pos && pos.file ? position(pos.file, pos.line, pos.col) : "",
           err.step ? [" ", h("a", { href: "?step=" + enc(err.step), onclick: (e) => { e.preventDefault(); this.select(err.step); } }, "show the step")] : "")) : null,
       r.status === "waiting" && !(this.data.approvals || []).some((a) => a.status === "waiting")
@@ -776,7 +779,7 @@ function definition(n) {
 function legend() {
   return h("div", { class: "legend", "aria-label": "colours" },
     ["pending", "running", "waiting", "succeeded", "failed", "skipped", "cancelled", "interrupted"].map(badge),
-    h("span", { class: "muted" }, "· drag to move, Ctrl+wheel or +/− to zoom, ▸ unfolds a loop or map"));
+    h("span", { class: "muted" }, "Drag to move, Ctrl+wheel or +/− to zoom, ▸ unfolds a loop or map."));
 }
 
 // ---- Approvals ----------------------------------------------------------------------
@@ -929,7 +932,10 @@ async function flowPage(path) {
           h("button", { type: "submit", id: "start", disabled: errors.length > 0 }, "Start…"),
           errors.length ? h("p", { class: "muted" }, "Fix the errors above to start it.") : null),
         result)));
-  if (f.graph) new FlowGraph(graphBox, f.graph, {});
+  if (f.graph) {
+    const g = new FlowGraph(graphBox, f.graph, {});
+    onLeave(() => g.close());
+  }
 }
 
 // ---- Start -------------------------------------------------------------------------------

@@ -89,14 +89,36 @@ class FlowGraph {
     if (this.graph.nodes.some(isContainer)) {
       tools.append(btn("Fold", "Fold or unfold every loop and map", () => this.toggleAll()));
     }
-    const marker = (cls) => svgEl("marker", { id: "arrow-" + cls, class: cls, viewBox: "0 0 10 10", refX: 9, refY: 5,
-      markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" }, svgEl("path", { d: "M0,0 L10,5 L0,10 z" }));
+    const marker = (cls) => svgEl("marker", { id: "arrow-" + cls, class: cls, viewBox: "0 0 10 10", refX: 10, refY: 5,
+      markerUnits: "userSpaceOnUse", markerWidth: 9, markerHeight: 9, orient: "auto-start-reverse" }, svgEl("path", { d: "M0,1 L10,5 L0,9 z" }));
     this.svg = svgEl("svg", { role: "img", "aria-label": "graph of the flow" },
       svgEl("defs", {}, marker("plain"), marker("failure"), marker("back")));
     this.layer = svgEl("g");
     this.svg.append(this.layer);
     this.box.replaceChildren(tools, this.svg);
     this.panZoom();
+    // A window that changes size (a phone turned) fits the graph again,
+    // unless someone moved it.
+    let width = this.box.clientWidth;
+    this.resized = new ResizeObserver(() => {
+      if (this.box.clientWidth === width || this.moved) return;
+      width = this.box.clientWidth;
+      this.height();
+      this.fit(false);
+    });
+    this.resized.observe(this.box);
+  }
+
+  // close lets go of the window (the page is leaving).
+  close() {
+    this.resized.disconnect();
+  }
+
+  // height sizes the drawing area to the graph, within the window.
+  height() {
+    const k = Math.max(0.45, Math.min(1, (this.box.clientWidth || 800) / this.size.w));
+    const h = Math.max(240, Math.min(this.size.h * k + 10, window.innerHeight * 0.72));
+    this.svg.setAttribute("height", Math.round(h));
   }
 
   // visibleOf is the box that stands for step id: itself, or the outermost
@@ -119,7 +141,8 @@ class FlowGraph {
     g.setGraph({ rankdir: "TB", nodesep: 22, ranksep: 34, edgesep: 10, marginx: 18, marginy: 18 });
     g.setDefaultEdgeLabel(() => ({}));
     const open = (n) => isContainer(n) && !this.folded.has(n.id);
-    const size = (n) => ({ width: Math.min(230, Math.max(110, 7.3 * Math.min(n.id.length, 28) + 26)), height: NODE_H });
+    // Wide enough for the name and for a line like "command · ×3 · 1.2 s".
+    const size = (n) => ({ width: Math.min(240, Math.max(7.4 * Math.min(n.id.length, 28) + 26, 6.3 * ((KIND_NAMES[n.kind] || n.kind).length + 19))), height: NODE_H });
     for (const n of this.graph.nodes) {
       if (this.visibleOf(n.id) !== n.id) continue;
       g.setNode(n.id, { node: n, ...size(n) });
@@ -169,7 +192,9 @@ class FlowGraph {
 
   // render lays the graph out and draws it.
   render() {
+    const t0 = performance.now();
     const g = this.layout();
+    const t1 = performance.now();
     const clusters = svgEl("g"), edges = svgEl("g"), nodes = svgEl("g");
     this.boxes = new Map();
     this.edgeEls = [];
@@ -203,15 +228,13 @@ class FlowGraph {
     this.layer.replaceChildren(clusters, edges, nodes);
     const gg = g.graph();
     this.size = { w: gg.width || 100, h: gg.height || 100 };
-    const boxW = this.box.clientWidth || 800;
-    const k = Math.max(0.45, Math.min(1, boxW / this.size.w));
-    const h = Math.max(240, Math.min(this.size.h * k + 10, window.innerHeight * 0.72));
-    this.svg.setAttribute("height", Math.round(h));
+    this.height();
     this.paint();
     if (!this.placed) {
       this.placed = true;
       this.fit(false);
     }
+    this.timing = { layout: t1 - t0, draw: performance.now() - t1 };
   }
 
   drawNode(d) {
@@ -333,6 +356,7 @@ class FlowGraph {
   }
 
   zoom(f, cx, cy) {
+    this.moved = true;
     const W = this.svg.clientWidth, H = this.svg.clientHeight;
     if (cx === undefined) { cx = W / 2; cy = H / 2; }
     const k = Math.min(3, Math.max(0.08, this.view.k * f));
@@ -367,6 +391,7 @@ class FlowGraph {
       }
       this.view.x = start.vx + dx;
       this.view.y = start.vy + dy;
+      this.moved = true;
       this.apply();
     });
     const end = () => {
@@ -391,6 +416,7 @@ class FlowGraph {
       ev.preventDefault();
       v.x = nx;
       v.y = ny;
+      this.moved = true;
       this.apply();
     }, { passive: false });
   }

@@ -161,7 +161,7 @@ func TestStepBad(t *testing.T) {
 		{src: `step("x", run = ["t"], jitter = True)`, frag: `step "x": backoff_factor, max_backoff and jitter shape the delays of retries: give retries=N too`},
 		{src: `step("x", llm = "hi", max_backoff = "1m")`, frag: `step "x": max_backoff applies only to run=, shell=, fn= and flow= steps`},
 		{src: `tool("t", run = ["true"], final = 1)`, frag: `tool "t": final must be True or False, got int 1`},
-		{src: `step("x", join = "any")`, frag: `step "x": join must be one of "and", "or", "all", "done", got "any"`},
+		{src: `step("x", join = "any")`, frag: `step "x": join must be one of "and", "or", "all", "done", "first", got "any"`},
 		{src: `step("x", flow = "")`, frag: `step "x": flow must name the child flow file, got ""`},
 		{src: `step("x", args = ["-v"])`, frag: `step "x": args applies only to run= steps`},
 		{src: `step("x", shell = "ls", args = ["-v"])`, frag: `step "x": args applies only to run= steps`},
@@ -190,8 +190,8 @@ func TestStepBad(t *testing.T) {
 		{src: `step("x", backoff = "0s")`, frag: `step "x": backoff must be a positive duration such as "30s" or "10m", got "0s"`},
 		{src: `step("x", backoff = 1)`, frag: `step "x": backoff must be a duration string such as "30s", got int 1`},
 		{src: `step("x", timeout = "10")`, frag: `step "x": timeout must be a positive duration such as "30s" or "10m", got "10"`},
-		{src: `step("x", join = "xor")`, frag: `step "x": join must be one of "and", "or", "all", "done", got "xor"`},
-		{src: `step("x", join = True)`, frag: `step "x": join must be "and", "or", "all" or "done", got bool True`},
+		{src: `step("x", join = "xor")`, frag: `step "x": join must be one of "and", "or", "all", "done", "first", got "xor"`},
+		{src: `step("x", join = True)`, frag: `step "x": join must be "and", "or", "all", "done" or "first", got bool True`},
 	})
 }
 

@@ -80,7 +80,7 @@ func Docs() []Doc {
 // Parameters shared by several builtins.
 var (
 	maxVisitsDoc = ParamDoc{"max_visits", "None", "how many times the step may be entered in one run; the next entry fails the run with max_visits_exceeded (default: the flow's max_visits, else unbounded)"}
-	joinDoc      = ParamDoc{"join", `"and"`, `how a step with several forward in-edges waits: "and" runs once every in-edge has arrived and one arrived live; "or" runs on the first live arrival; "all" only when all arrived live; "done" always, once all have arrived (teardowns, reports)`}
+	joinDoc      = ParamDoc{"join", `"and"`, `how a step with several forward in-edges waits: "and" runs once every in-edge has arrived and one arrived live; "or" runs on the first live arrival; "all" only when all arrived live; "done" always, once all have arrived (teardowns, reports); "first" runs on the first live arrival and cancels the other branches still under way (a race)`}
 	timeoutDoc   = ParamDoc{"timeout", "None", `a duration such as "30s" or "10m" bounding one attempt (a loop or map: the whole step); on expiry the step fails with code timeout`}
 )
 

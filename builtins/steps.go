@@ -554,9 +554,9 @@ func (c *call) common(n *graphir.Node, maxVisits, retries, backoff, timeout, joi
 	if !isNone(join) {
 		s, ok := join.(starlark.String)
 		if !ok {
-			return c.errorf("join must be \"and\", \"or\", \"all\" or \"done\", got %s", describe(join))
+			return c.errorf("join must be \"and\", \"or\", \"all\", \"done\" or \"first\", got %s", describe(join))
 		}
-		if err := oneOf("join", string(s), "and", "or", "all", "done"); err != nil {
+		if err := oneOf("join", string(s), "and", "or", "all", "done", "first"); err != nil {
 			return c.errorf("%v", err)
 		}
 		n.JoinSet = true

@@ -64,6 +64,7 @@ func init() {
 		checkInterpreters, // interpreters.go
 		checkCycles,       // cycles.go
 		checkJoins,        // cycles.go
+		checkRaces,        // cycles.go
 		checkRouters,      // control.go
 		checkUntil,        // control.go
 		checkModels,       // models.go

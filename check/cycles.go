@@ -203,6 +203,24 @@ func checkCycles(p *pass) {
 	}
 }
 
+// checkRaces reports join = "first" steps raced by a step that also
+// leads somewhere else and may still be under way when the join runs.
+func checkRaces(p *pass) {
+	g := p.g
+	for _, n := range g.Steps() {
+		if n.Join != graphir.JoinFirst {
+			continue
+		}
+		for _, e := range g.Race(n).Escapes {
+			s, to := g.Nodes[e.Step], g.Nodes[e.To]
+			p.report(codes.JoinFirstEscape, n, n.Pos,
+				fmt.Sprintf("step %q has join=\"first\", but %q, which races into it, also leads to %q: cancelling it when another branch arrives first would cut that path",
+					n.Name, s.Name, to.Name),
+				fmt.Sprintf("start %q from a step before the race, or use join=\"or\", which lets the other branches finish", to.Name))
+		}
+	}
+}
+
 // checkJoins reports AND-joins that could never fire again inside a cycle
 // (join_in_cycle) and join= where there is nothing to join (join_single).
 func checkJoins(p *pass) {
@@ -225,7 +243,7 @@ func checkJoins(p *pass) {
 		for i, id := range sg.nodes {
 			n := g.Nodes[id]
 			c := comp[i]
-			if !n.IsStep() || n.Join == graphir.JoinOr || !cyclic[c] || forwardIn(g, n) < 2 {
+			if !n.IsStep() || n.Join == graphir.JoinOr || n.Join == graphir.JoinFirst || !cyclic[c] || forwardIn(g, n) < 2 {
 				continue
 			}
 			// Arrivals from inside the cycle come again on every pass; one

@@ -86,9 +86,14 @@ const (
 	JoinOr               // the first live arrival
 	JoinAll              // every forward in-edge arrived live
 	JoinDone             // every forward in-edge arrived, live or dead
+	// JoinFirst is JoinOr that cancels the losers: on the first live
+	// arrival, every other branch still under way that can only reach
+	// the step is cancelled (the checker proves they can reach nothing
+	// else).
+	JoinFirst
 )
 
-var joinNames = [...]string{"and", "or", "all", "done"}
+var joinNames = [...]string{"and", "or", "all", "done", "first"}
 
 func (j Join) String() string { return joinNames[j] }
 

@@ -56,6 +56,7 @@ type nodeState struct {
 	arrived int32 // forward in-edge tokens of the current generation
 	liveIn  int32 // of which live
 	fired   bool  // an OR-join already fired this generation
+	lost    bool  // lost a join = "first" race this generation: cancelled
 	done    bool  // has completed in this frame
 	last    uint8 // how its latest visit ended in this frame: lastNone, lastOK, ...
 	iter    int32 // the loop iteration of the completion
@@ -69,6 +70,7 @@ const (
 	lastOK
 	lastFailed
 	lastSkipped
+	lastCancelled // lost a join = "first" race
 )
 
 func (f *frame) state(r *run, id graphir.NodeID) *nodeState {
@@ -289,6 +291,11 @@ func (r *run) ready(f *frame, n *graphir.Node) {
 func (r *run) enter(t task) {
 	f, n := t.f, t.n
 	st := f.state(r, n.ID)
+	if st.lost {
+		// Readied after its race was lost: cancelled before it starts.
+		r.lostStep(f, n, true)
+		return
+	}
 	if bound := r.p.info[n.ID].bound; bound > 0 && st.visits >= bound {
 		r.stop(&graphir.Error{Code: codes.MaxVisitsExceeded, Step: n.Name,
 			Msg: fmt.Sprintf("step %q: max_visits %d exceeded", n.Name, bound)})
@@ -330,6 +337,9 @@ func (r *run) enter(t task) {
 	case graphir.KindLoop:
 		lf := r.newFrame(f, n)
 		lf.iteration = 1
+		if r.p.info[n.ID].racer {
+			r.racerOf(f, n).body = lf
+		}
 		if n.Timeout > 0 {
 			r.arm(&bound{f: f, n: n, body: lf}, n.Timeout)
 		}
@@ -408,6 +418,9 @@ func (r *run) timed(n *graphir.Node) bool {
 func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
 	if n.Timeout > 0 && n.HasBody() {
 		r.unbound(f, n)
+	}
+	if n.HasBody() && r.p.info[n.ID].racer {
+		delete(r.racing, boundKey{f, n.ID})
 	}
 	r.seq++
 	st := f.state(r, n.ID)
@@ -599,9 +612,12 @@ func (r *run) arrive(f *frame, from *graphir.Node, e *edgeInfo, live bool) {
 	st.arrived++
 	if live {
 		st.liveIn++
-		if info.join == graphir.JoinOr && !st.fired {
+		if (info.join == graphir.JoinOr || info.join == graphir.JoinFirst) && !st.fired {
 			st.fired = true
 			r.ready(f, to)
+			if info.join == graphir.JoinFirst {
+				r.race(f, to, from)
+			}
 		}
 	}
 	if st.arrived < info.fwdIn {
@@ -612,7 +628,7 @@ func (r *run) arrive(f *frame, from *graphir.Node, e *edgeInfo, live bool) {
 	switch info.join {
 	case graphir.JoinAnd:
 		fire = st.liveIn > 0
-	case graphir.JoinOr:
+	case graphir.JoinOr, graphir.JoinFirst:
 		fire = st.fired // it ran already; skipped if nothing arrived live
 	case graphir.JoinAll:
 		fire = st.liveIn == st.arrived
@@ -620,8 +636,11 @@ func (r *run) arrive(f *frame, from *graphir.Node, e *edgeInfo, live bool) {
 		fire = true
 	}
 	st.arrived, st.liveIn, st.fired = 0, 0, false
+	if info.join == graphir.JoinFirst {
+		r.raceOver(f, info)
+	}
 	switch {
-	case fire && info.join == graphir.JoinOr:
+	case fire && (info.join == graphir.JoinOr || info.join == graphir.JoinFirst):
 	case fire:
 		r.ready(f, to)
 	default:
@@ -1094,6 +1113,9 @@ func (r *run) startMap(f *frame, n *graphir.Node) {
 	}
 	it.Done()
 	m := &mapRun{f: f, n: n, items: items, outputs: make([]starlark.Value, len(items))}
+	if r.p.info[n.ID].racer {
+		r.racerOf(f, n).m = m
+	}
 	r.recs[n.ID].Items = len(items)
 	if len(items) == 0 {
 		if n.Map.EmptySkip {

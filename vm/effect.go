@@ -362,6 +362,9 @@ func (r *run) startEffect(f *frame, n *graphir.Node, req *EffectRequest) {
 		}
 	}
 	ctx := s.ctx
+	if r.p.info[n.ID].racer {
+		ctx = r.raceCtx(f, n, c, ctx)
+	}
 	if req.Tool == "" && boundedEffect(n) {
 		ctx = r.boundEffect(f, n, c, ctx)
 	}

@@ -77,6 +77,8 @@ type run struct {
 	inbox    inbox                       // async work reports here
 	timers   map[*completion]func() bool // retry timers by their completion: stop
 	bounds   map[boundKey]*bound         // timeouts the core keeps (bound.go)
+	racing   map[boundKey]*racer         // steps under way that may lose a race (race.go)
+	lostWhy  map[boundKey]string         // why a step that lost a race was cancelled
 	rt       Runtime
 	pacer    Pacer // rt, when it wants to hear of evaluations
 
@@ -137,6 +139,8 @@ type completion struct {
 	// context, expired says the timeout did.
 	cancel  context.CancelFunc
 	expired bool
+	// An effect of a step that may lose a join = "first" race.
+	racer *racer
 }
 
 // execScope is the cancellation of a frame's async work.
@@ -503,6 +507,9 @@ func (r *run) completed(c *completion) {
 	var o *outcome
 	if c.c != nil {
 		o = effectOutcome(c.n, c.c)
+	}
+	if c.racer != nil && r.raceDone(c) {
+		return
 	}
 	if r.over || c.f.abandoned() {
 		if r.inFlight(c.f, c.n) {

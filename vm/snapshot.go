@@ -146,6 +146,7 @@ type snapState struct {
 	Arrived int32 `json:",omitempty"`
 	LiveIn  int32 `json:",omitempty"`
 	Fired   bool  `json:",omitempty"`
+	Lost    bool  `json:",omitempty"`
 	Done    bool  `json:",omitempty"`
 	Last    uint8 `json:",omitempty"`
 	Iter    int32 `json:",omitempty"`
@@ -250,7 +251,7 @@ func (r *run) snapshot() *Snapshot {
 		}
 		sf.States = make([]snapState, len(f.states))
 		for i, st := range f.states {
-			sf.States[i] = snapState{Visits: st.visits, Arrived: st.arrived, LiveIn: st.liveIn, Fired: st.fired, Done: st.done,
+			sf.States[i] = snapState{Visits: st.visits, Arrived: st.arrived, LiveIn: st.liveIn, Fired: st.fired, Lost: st.lost, Done: st.done,
 				Last: st.last, Iter: st.iter, Started: st.started, Value: sv{st.value}}
 		}
 		s.Frames = append(s.Frames, sf)
@@ -401,7 +402,7 @@ func (r *run) restore(s *Snapshot) {
 		f.dead, f.live, f.iteration, f.feedback, f.history = sf.Dead, sf.Live, sf.Iteration, sf.Feedback.v, values(sf.History)
 		f.index, f.item, f.judging = sf.Index, sf.Item.v, sf.Judging.v
 		for j, st := range sf.States {
-			f.states[j] = nodeState{visits: st.Visits, arrived: st.Arrived, liveIn: st.LiveIn, fired: st.Fired, done: st.Done,
+			f.states[j] = nodeState{visits: st.Visits, arrived: st.Arrived, liveIn: st.LiveIn, fired: st.Fired, lost: st.Lost, done: st.Done,
 				last: st.Last, iter: st.Iter, started: st.Started, value: st.Value.v}
 		}
 		if sf.Map > 0 {

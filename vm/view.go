@@ -175,6 +175,8 @@ func (r *run) stepStatus(f *frame, n *graphir.Node) StepStatus {
 			return StepFailed
 		case lastSkipped:
 			return StepSkipped
+		case lastCancelled:
+			return StepCancelled
 		}
 		return StepNotRun
 	}

@@ -479,6 +479,10 @@ type nodeInfo struct {
 	decl  int32      // declaration order
 	kind  graphir.Kind
 	join  graphir.Join
+	// A join = "first" step: the steps that lose its race (see
+	// [graphir.Graph.Race]). racer: the step loses some step's race.
+	losers []graphir.NodeID
+	racer  bool
 }
 
 // edgeInfo is what the VM's inner loop needs of an edge.
@@ -502,6 +506,9 @@ func Prepare(g *graphir.Graph) *Program {
 		in.bound = int32(min(g.VisitBound(n), 1<<31-1))
 		in.decl = n.Decl
 		in.kind, in.join = n.Kind, n.Join
+		if n.Join == graphir.JoinFirst {
+			in.losers = g.Race(n).Losers
+		}
 		start := len(edges)
 		for _, eid := range n.Out {
 			e := g.Edges[eid]
@@ -534,6 +541,11 @@ func Prepare(g *graphir.Graph) *Program {
 	for _, e := range g.Edges {
 		if !e.Back {
 			p.info[e.To].fwdIn++
+		}
+	}
+	for _, in := range p.info {
+		for _, id := range in.losers {
+			p.info[id].racer = true
 		}
 	}
 	return p

@@ -27,6 +27,7 @@ const (
 	DeadEnd                  Code = "dead_end"
 	LoopUnbounded            Code = "loop_unbounded"
 	JoinInCycle              Code = "join_in_cycle"
+	JoinFirstEscape          Code = "join_first_escape"
 	EdgeCrossesScope         Code = "edge_crosses_scope"
 	BodyRead                 Code = "body_read"
 	RouterEdge               Code = "router_edge"
@@ -141,6 +142,7 @@ var table = []Info{
 	{DeadEnd, Diagnostic, Error, "from the step neither END nor ABORT can be reached, so its result influences nothing"},
 	{LoopUnbounded, Diagnostic, Error, "a cycle in which no step has a visit bound"},
 	{JoinInCycle, Diagnostic, Error, "an AND-join inside a cycle with a forward in-edge from outside it: it could never fire twice"},
+	{JoinFirstEscape, Diagnostic, Error, "a join = \"first\" step raced by a branch that also leads somewhere else, which cancelling it would cut"},
 	{EdgeCrossesScope, Diagnostic, Error, "an edge into or out of a loop or map body"},
 	{BodyRead, Diagnostic, Error, "an expression or a function outside a loop or map body reads a step inside that body"},
 	{RouterEdge, Diagnostic, Error, "an edge() from a router: its out-edges are exactly its routes, cases and default"},

@@ -43,7 +43,7 @@ var browserFlows = map[string]string{
 flow(name = "steps", description = "three steps, each waiting for its gate", inputs = {"gate": input(type = "string", help = "the folder of gate files")})
 
 def gated(name):
-    return step(name, run = ["sh", "-c", 'while [ ! -e "$0/$1" ]; do sleep 0.02; done; echo "$1 passed"', "{{ inputs.gate }}", name])
+    return step(name, run = ["sh", "-c", 'echo "$1 waits for its gate"; while [ ! -e "$0/$1" ]; do sleep 0.02; done; echo "$1 passed"', "{{ inputs.gate }}", name])
 
 a = gated("a")
 b = gated("b")
@@ -488,17 +488,24 @@ func TestBrowserStartAndWatch(t *testing.T) {
 	u.clean("runs page")
 }
 
-// TestBrowserLiveOutput watches a task's output arrive while it runs.
+// TestBrowserLiveOutput watches a task's output arrive while it runs,
+// then cancels the run from its page.
 func TestBrowserLiveOutput(t *testing.T) {
 	u := newUI(t)
 	gate := t.TempDir()
 	id := u.start("steps.star", map[string]any{"gate": gate})
 	u.open("/runs/"+id+"?step=a", node("a", "running"))
-	u.do("the step's record", visible(`#step-panel [data-stream="stdout"]`))
+	// What a printed so far, while it still runs (it waits for its gate):
+	// only the event stream brings that.
+	u.do("a's output while it runs", visible(`#step-panel [data-stream="stdout"]`),
+		until(`document.querySelector('#step-panel [data-stream="stdout"] pre').textContent.includes("a waits for its gate")`),
+		visible(node("a", "running")))
 	if err := os.WriteFile(filepath.Join(gate, "a"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	u.do("a's output arrives", until(`document.querySelector('#step-panel [data-stream="stdout"] pre').textContent.includes("a passed")`))
+	u.do("a ends, b runs", visible(node("a", "succeeded")), visible(node("b", "running")))
+	u.confirm("#cancel")
+	u.do("the run is cancelled", visible(runBadge("cancelled")), visible(node("b", "cancelled")), visible(node("c", "pending")))
 	u.clean("live run page")
 }
 

@@ -601,8 +601,19 @@ func TestBrowserPages(t *testing.T) {
 	u.open("/flows", `tr[data-flow="release.star"]`)
 	u.clean("flows page")
 	u.open("/flows/release.star", "#graph svg")
+	u.screenshot("serve-flow")
 	u.clean("flow page")
+	u.start("compile.star", nil)
+	u.open("/runs", `tr[data-run] .badge[data-status="failed"]`)
+	u.screenshot("serve-runs")
 	u.open("/runs?status=succeeded", `tr[data-run]`)
+	if n := u.count(`tr[data-run]`); n != 1 {
+		t.Errorf("the succeeded runs are %d, want 1", n)
+	}
+	u.open("/runs?text=compile", `tr[data-run]`)
+	if n, f := u.count(`tr[data-run]`), u.text(`tr[data-run] td[data-label="Flow"]`); n != 1 || f != "compile" {
+		t.Errorf("searching for compile lists %d runs (the first of flow %q), want the one of flow compile", n, f)
+	}
 	u.clean("runs page")
 	u.open("/approvals", "#approvals .empty")
 	u.clean("approvals page")

@@ -15,10 +15,13 @@ package frontend
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang"
 )
 
@@ -143,6 +146,10 @@ func load(file string, src []byte, opts Options) *Flow {
 		defer leanGC()()
 	}
 	f := &Flow{File: file, Sources: &Sources{}}
+	if err := rootHolds(opts, file); err != nil {
+		f.Diagnostics = []check.Diagnostic{check.FromError(&graphir.Error{Code: codes.LoadError, Pos: graphir.Pos{File: file}, Msg: err.Error()})}
+		return f
+	}
 	lo := lang.Options{Root: opts.Root, MaxSteps: opts.MaxSteps, MaxMemory: opts.MaxMemory, Print: opts.Print,
 		ReadFile: f.Sources.reader(opts.read)}
 	var g *graphir.Graph
@@ -166,6 +173,23 @@ func load(file string, src []byte, opts Options) *Flow {
 	f.Graph = g
 	f.Diagnostics = check.Graph(g)
 	return f
+}
+
+// rootHolds says why a flow root given (--root) cannot be file's: it does
+// not exist, is no directory, or does not hold file. (A recorded run's
+// root is not asked for: its sources come from the record.)
+func rootHolds(opts Options, file string) error {
+	if opts.Root == "" || opts.Recorded != nil {
+		return nil
+	}
+	fi, err := os.Stat(opts.Root)
+	switch {
+	case err != nil:
+		return fmt.Errorf("the flow root %q does not exist", opts.Root)
+	case !fi.IsDir():
+		return fmt.Errorf("the flow root %q is not a directory", opts.Root)
+	}
+	return confine.Check(opts.Root, file)
 }
 
 // read is where a load reads its files from.

@@ -109,6 +109,18 @@ edge(unit, notify, on = "failure")
 edge(publish, END)
 edge(notify, END)
 `,
+	// 200 steps in twenty loops: a graph that opens folded.
+	"wide.star": `
+flow(name = "wide", description = "twenty loops of nine steps")
+
+prev = START
+for i in range(20):
+    body = [step("l%d_s%d" % (i, j), fn = lambda r: 1) for j in range(9)]
+    l = loop("loop%d" % i, body = body, until = lambda r: True, max_iterations = 2)
+    edge(prev, l)
+    prev = l
+edge(prev, END)
+`,
 }
 
 // bigFlow is a flow of n steps in a chain: every fifth runs a command,
@@ -617,6 +629,16 @@ func TestBrowserPages(t *testing.T) {
 	u.clean("runs page")
 	u.open("/approvals", "#approvals .empty")
 	u.clean("approvals page")
+	// 200 steps open folded into their loops; one unfolds.
+	u.open("/flows/wide.star", `#graph [data-step="loop19"]`)
+	if n := u.count(`#graph .gnode`); n != 22 {
+		t.Errorf("the folded graph of 200 steps shows %d boxes, want 22 (start, end, twenty loops)", n)
+	}
+	u.do("unfold loop7", click(`#graph [data-step="loop7"] .fold`), visible(`#graph [data-step="l7_s8"]`))
+	if n := u.count(`#graph .gnode`); n != 31 {
+		t.Errorf("with one loop unfolded the graph shows %d boxes, want 31", n)
+	}
+	u.clean("a folded flow's page")
 	u.open("/nowhere", ".empty")
 	u.clean("a page that is not there")
 }

@@ -51,12 +51,14 @@ type runOptions struct {
 	mocks     []string
 	// model is --model, as parseModelFlag returns it.
 	model string
+	// prune is --prune: drop from the cassette what the run did not use.
+	prune bool
 }
 
 func init() {
 	register(&command{
 		name:    "run",
-		args:    "FLOW [--input k=v]... [--inputs-file F] [--parallel N] [--timeout D] [--json | --events] [--cassette F [--replay-only] | --model stub[:F]] [--max-tokens N]",
+		args:    "FLOW [--input k=v]... [--inputs-file F] [--parallel N] [--timeout D] [--json | --events] [--cassette F [--replay-only | --prune] | --model stub[:F]] [--max-tokens N]",
 		summary: "check a flow, then run it",
 		long: fmt.Sprintf(`Checks the flow first: errors are printed and nothing runs (exit 2); warnings
 are printed to stderr and the run goes ahead. Inputs are given with --input
@@ -91,7 +93,8 @@ else OpenAI's) with the key from $OPENAI_API_KEY; a flow whose models cannot
 be called is refused before it starts (exit 2), naming the variable to set.
 --cassette FILE records every model exchange into FILE the first time and
 answers from it afterwards; with --replay-only a request missing from it
-fails the run (replay_miss) and no key or server is needed. --model stub
+fails the run (replay_miss) and no key or server is needed; with --prune,
+a run that succeeds drops from it the exchanges it did not use. --model stub
 answers every model call with Skein's built-in offline model instead
 (--model stub:FILE with the rules it answers from), for writing and
 trying a flow before any provider is set up. --max-tokens
@@ -112,6 +115,7 @@ errors, 3 waiting for an approval.`, vm.DefaultParallel),
 			fs.StringArrayVar(&o.mocks, "mock", nil, "with --dry-run, STEP=ok or STEP=fail: the outcome of that step's effects (repeatable)")
 			o.cassetteFlags.define(fs, cassetteHelp, replayOnlyHelp)
 			fs.StringVar(&o.model, "model", "", modelHelp)
+			fs.BoolVar(&o.prune, "prune", false, "with --cassette: once the run has succeeded, drop the exchanges it did not use (what the flow no longer asks)")
 			o.engineFlags.define(fs)
 			fs.BoolVar(&o.detach, "detach", false, "with --engine temporal, print the run's workflow id and return without waiting")
 			fs.DurationVar(&o.heartbeat, "heartbeat-timeout", limits.DefaultHeartbeatTimeout, "with --engine temporal, how long a running task may go without a heartbeat before its worker counts as lost and the task runs again on another")
@@ -218,6 +222,10 @@ func runRun(ctx context.Context, io stdio, opts *runOptions, args []string) int 
 		fmt.Fprintf(io.err, "skein run: %v\n", err)
 		return exitUsage
 	}
+	if opts.prune && (opts.cassette == "" || opts.replayOnly) {
+		fmt.Fprintln(io.err, "skein run: --prune needs --cassette FILE (and not --replay-only): it drops the exchanges a recording run did not use")
+		return exitUsage
+	}
 	if opts.model != "" && (opts.cassette != "" || opts.engine == "temporal") {
 		fmt.Fprintln(io.err, "skein run: --model stub answers every model call itself: it does not go with --cassette or --engine temporal")
 		return exitUsage
@@ -307,7 +315,11 @@ func runRun(ctx context.Context, io stdio, opts *runOptions, args []string) int 
 		return exitFail
 	}
 	run.ExitCtx = exitCtx
-	return execute(ctx, io, svc, run, runHooks{dry: dry, prompt: prompt}, opts.json, opts.events)
+	hooks := runHooks{dry: dry, prompt: prompt}
+	if opts.prune {
+		hooks.prune, _ = models.(*model.Cassette)
+	}
+	return execute(ctx, io, svc, run, hooks, opts.json, opts.events)
 }
 
 // noDecision is why an approval fails in a run without a store when
@@ -358,6 +370,15 @@ func execute(ctx context.Context, io stdio, svc *runs.Service, run *runs.Run, ho
 	if recorded && res.Error != nil && res.Error.Code == codes.StoreError {
 		fmt.Fprintf(io.err, "skein: run %s stopped: its record could not be written; once the store can be written again, continue it with:\n  skein resume %s\n", res.RunID, res.RunID)
 	}
+	if c := hooks.prune; c != nil {
+		if res.Status != vm.Succeeded {
+			fmt.Fprintf(io.err, "skein: cassette %s not pruned: the run did not succeed, so some of its exchanges may still be needed\n", c.Path)
+		} else if n, err := c.Prune(); err != nil {
+			fmt.Fprintf(io.err, "skein: %v\n", err)
+		} else if n > 0 {
+			fmt.Fprintf(io.err, "skein: cassette %s: dropped %s the run did not use\n", c.Path, plural(n, "exchange"))
+		}
+	}
 	if res.Status == vm.Waiting && recorded {
 		open, closed := svc.Parked(res)
 		if len(open) > 0 {
@@ -398,6 +419,9 @@ func execute(ctx context.Context, io stdio, svc *runs.Service, run *runs.Run, ho
 type runHooks struct {
 	dry    *dryRun
 	prompt *prompter
+	// prune, when set, is the cassette --prune trims once the run has
+	// succeeded.
+	prune *model.Cassette
 }
 
 // newPrompter returns the approval prompt when stdin and stdout are a

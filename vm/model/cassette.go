@@ -232,6 +232,39 @@ func (c *Cassette) Complete(ctx context.Context, req Request) (*Reply, error) {
 	return rep, nil
 }
 
+// Prune drops the exchanges this run neither answered from nor recorded,
+// rewriting the file when it drops any, and returns how many it dropped.
+// Called once a run that used every part of its flow has ended, it leaves
+// the tape with exactly what the flow asks now (a re-recorded prompt's old
+// answers gone). A replay-only cassette is never rewritten.
+func (c *Cassette) Prune() (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ReplayOnly {
+		return 0, nil
+	}
+	keep := make([]bool, len(c.exchanges))
+	for k, idx := range c.byKey {
+		for _, i := range idx[:min(c.used[k], len(idx))] {
+			keep[i] = true
+		}
+	}
+	old := c.exchanges
+	c.exchanges, c.byKey = nil, map[string][]int{}
+	dropped := 0
+	for i, e := range old {
+		if keep[i] {
+			c.add(e)
+		} else {
+			dropped++
+		}
+	}
+	if dropped == 0 {
+		return 0, nil
+	}
+	return dropped, c.save()
+}
+
 // save writes the cassette atomically.
 func (c *Cassette) save() error {
 	data, err := json.MarshalIndent(cassetteFile{Version: cassetteVersion, Exchanges: c.exchanges}, "", "  ")

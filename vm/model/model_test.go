@@ -648,3 +648,43 @@ func TestRepairFailsCutOff(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// Prune keeps the exchanges a run answered from or recorded, drops the
+// rest, and rewrites the file only when it drops one.
+func TestCassettePrune(t *testing.T) {
+	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "ok"}}})
+	defer s.Close()
+	path := filepath.Join(t.TempDir(), "tape.json")
+	live := &model.Client{Getenv: env(map[string]string{"TEST_KEY": "k"})}
+	c, err := model.OpenCassette(path, false, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"a", "b", "b"} {
+		if _, err := c.Complete(context.Background(), request(s, u)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The next run asks "b" once and "c": one "b" and the "a" go.
+	c, _ = model.OpenCassette(path, false, live)
+	for _, u := range []string{"b", "c"} {
+		if _, err := c.Complete(context.Background(), request(s, u)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := c.Prune(); n != 2 || err != nil {
+		t.Fatalf("Prune: %d, %v", n, err)
+	}
+	if n, _ := c.Prune(); n != 0 {
+		t.Errorf("a second Prune dropped %d", n)
+	}
+	r, err := model.OpenCassette(path, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u, ok := range map[string]bool{"a": false, "b": true, "c": true} {
+		if _, err := r.Complete(context.Background(), request(s, u)); (err == nil) != ok {
+			t.Errorf("%q answered: %v, want %v", u, err == nil, ok)
+		}
+	}
+}

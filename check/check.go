@@ -62,6 +62,7 @@ func init() {
 		checkScopes,       // scopes.go
 		checkExprs,        // exprs.go
 		checkInterpreters, // interpreters.go
+		checkStdinCode,    // interpreters.go
 		checkCycles,       // cycles.go
 		checkJoins,        // cycles.go
 		checkRaces,        // cycles.go

@@ -9,6 +9,7 @@ package check
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/skeinlang/skein/graphir"
@@ -284,6 +285,143 @@ func checkInterpreters(p *pass) {
 				p.report(codes.InterpreterInterpolation, n, part.X.Pos,
 					fmt.Sprintf("run= of step %q passes the template {{ %s }} inside the code given to %s: its value would run as code", n.Name, part.X.Src, c.what), hint)
 			}
+		}
+	}
+}
+
+// stdinRunners are the programs that, given no code argument and no
+// script file (or "-" for one), run their stdin as code; with the
+// options after which stdin is the script whatever follows (sh -s).
+var stdinRunners = map[string][]string{
+	"sh": {"-s"}, "bash": {"-s"}, "zsh": {"-s"}, "dash": {"-s"}, "ksh": {"-s"}, "mksh": {"-s"}, "ash": {"-s"},
+	"fish": nil, "csh": {"-s"}, "tcsh": {"-s"},
+	"python": nil, "node": nil, "nodejs": nil, "perl": nil, "ruby": nil, "lua": nil, "php": nil, "pwsh": nil,
+}
+
+// stdinCode says what runs the stdin of argv as code ("sh", "ssh host's
+// remote shell", "xargs into sh -c"), following env and the wrappers in
+// front of it; "" when nothing surely does. read is how the code would
+// read variable %s ("" where env= cannot reach it).
+func stdinCode(argv []*graphir.Template) (what, read string) {
+	lit := func(i int) (string, bool) {
+		if i < len(argv) && argv[i].IsLiteral() {
+			return argv[i].Src, true
+		}
+		return "", false
+	}
+	i := 0
+	for depth := 0; depth < 16; depth++ {
+		prog, ok := lit(i)
+		if !ok {
+			return "", ""
+		}
+		name := filepath.Base(prog)
+		switch w, wrapped := wrappers[name]; {
+		case name == "env":
+			for i++; i < len(argv); i++ {
+				s, ok := lit(i)
+				if !ok || !(strings.HasPrefix(s, "-") || strings.Contains(s, "=")) {
+					break
+				}
+				if s == "-u" || s == "--unset" || s == "-C" || s == "--chdir" || s == "-S" {
+					i++
+				}
+			}
+			continue
+		case name == "xargs":
+			// xargs hands the items it reads to its command: into code
+			// when that command is sh -c and its kin.
+			if c := codeArgs(argv[i:]); len(c) > 0 {
+				return "xargs, which passes the items it reads into the code given to " + c[0].what, ""
+			}
+			return "", ""
+		case wrapped && len(w.sub) == 0 && !w.dashC:
+			i = skipOptions(argv, i, w.values, w.positional)
+			continue
+		case name == "ssh":
+			if j := skipOptions(argv, i, remote["ssh"].values, 1); j >= len(argv) {
+				return "ssh (with no command, the remote shell runs its stdin)", ""
+			}
+			return "", ""
+		}
+		in, known := interpreterOf(name)
+		scriptOpts, runs := stdinRunners[name]
+		if !runs && strings.HasPrefix(name, "python") {
+			runs = true
+		}
+		if !known || !runs {
+			return "", ""
+		}
+		for j := i + 1; j < len(argv); j++ {
+			s, ok := lit(j)
+			switch {
+			case !ok:
+				return "", "" // a template: a script file, perhaps
+			case s == "-":
+				return name + " -", in.read
+			case in.codeFlag(s) || s == "-m" || s == "-f" || s == "--file":
+				return "", "" // code, a module or a file given
+			case slices.Contains(scriptOpts, s):
+				return name + " " + s, in.read
+			case !in.option(s):
+				return "", "" // a script file; what follows are its arguments
+			case in.shellFlags && (s == "-o" || s == "+o" || s == "-O" || s == "+O"):
+				j++
+			}
+		}
+		return name, in.read
+	}
+	return "", ""
+}
+
+// skipOptions passes the options of the program at argv[i] (those in
+// values take the next argument) and then n positionals: the index of
+// what follows.
+func skipOptions(argv []*graphir.Template, i int, values []string, n int) int {
+	for i++; i < len(argv); i++ {
+		if !argv[i].IsLiteral() {
+			break // a template: a positional or the command
+		}
+		s := argv[i].Src
+		if s == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(s, "-") || s == "-" {
+			break
+		}
+		if slices.Contains(values, s) {
+			i++
+		}
+	}
+	return i + n
+}
+
+// checkStdinCode warns of each template in the stdin= of a step whose
+// program runs its stdin as code (run = ["sh"], stdin = "{{ x }}").
+func checkStdinCode(p *pass) {
+	for _, n := range p.g.Steps() {
+		if n.Kind != graphir.KindTask || len(n.Argv) == 0 || n.Stdin == nil {
+			continue
+		}
+		what, read := stdinCode(n.Argv)
+		if what == "" {
+			continue
+		}
+		for _, part := range n.Stdin.Parts {
+			if part.X == nil {
+				continue
+			}
+			v := envName(part.X)
+			hint := fmt.Sprintf(`give the script as code that does not change (run = ["sh", "-c", "..."]), pass the value through env (env = {"%s": "{{ %s }}"}) and read it as %s`, v, part.X.Src, fmt.Sprintf(read, v))
+			if read == "" {
+				hint = fmt.Sprintf(`give a fixed command, and the value as data it reads: run = ["ssh", "host", "read -r %s; ..."], stdin = "{{ %s }}"`, v, part.X.Src)
+				if strings.HasPrefix(what, "xargs") {
+					hint = `have the code read the items as its arguments ("$1"), not written into it, or give it the value through env=`
+				}
+			}
+			p.report(codes.InterpreterInterpolation, n, part.X.Pos,
+				fmt.Sprintf("stdin= of step %q passes the template {{ %s }} to %s, which runs it as code: its value would run as code", n.Name, part.X.Src, what), hint)
 		}
 	}
 }

@@ -515,3 +515,36 @@ func TestEventsLive(t *testing.T) {
 		t.Errorf("late events: %s, want %s", got, want)
 	}
 }
+
+// Close ends the event streams (a server stopping does not wait for the
+// runs they follow), and leaves the runs it started running.
+func TestCloseEndsStreams(t *testing.T) {
+	ts := newServer(t, "")
+	ts.session()
+	id := ts.start("live.star", "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, _ := http.NewRequestWithContext(ctx, "GET", ts.http.URL+"/api/runs/"+id+"/events", nil)
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"text":"first\n"`) {
+			break
+		}
+	}
+	ts.srv.Close()
+	var rest []string
+	for sc.Scan() {
+		rest = append(rest, sc.Text())
+	}
+	if strings.Contains(strings.Join(rest, "\n"), "event: end") {
+		t.Errorf("the stream ended as if the run had: %v", rest)
+	}
+	if ids := ts.srv.Running(); len(ids) != 1 || ids[0] != id {
+		t.Errorf("running after Close: %v", ids)
+	}
+}

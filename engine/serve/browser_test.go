@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -137,18 +138,22 @@ func bigFlow(n int) string {
 
 // ui is one server and one browser tab on it.
 type ui struct {
-	t    *testing.T
-	ctx  context.Context
-	url  string
-	root string
-	http *http.Client
-	csrf string // the API's session, for the requests the test makes itself
+	t     *testing.T
+	ctx   context.Context
+	url   string
+	root  string
+	http  *http.Client
+	token string // the server's, sent by the test's own requests
+	csrf  string // the API's session, for the requests the test makes itself
 
 	mu       sync.Mutex
 	problems []string // console errors and warnings, uncaught exceptions
 }
 
-func newUI(t *testing.T) *ui {
+func newUI(t *testing.T) *ui { return newUIWith(t, "") }
+
+// newUIWith is newUI for a server that needs token ("": none).
+func newUIWith(t *testing.T, token string) *ui {
 	t.Helper()
 	root := t.TempDir()
 	for name, src := range browserFlows {
@@ -164,7 +169,7 @@ func newUI(t *testing.T) *ui {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv, err := serve.New(serve.Config{Store: st, Roots: []string{root}, By: "tester", Loopback: true,
+	srv, err := serve.New(serve.Config{Store: st, Roots: []string{root}, By: "tester", Loopback: true, Token: token,
 		Logf: func(format string, args ...any) { t.Logf("server: "+format, args...) }})
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +209,7 @@ func newUI(t *testing.T) *ui {
 	}
 	client := ts.Client()
 	client.Jar = jar
-	u := &ui{t: t, url: ts.URL, root: root, http: client}
+	u := &ui{t: t, url: ts.URL, root: root, http: client, token: token}
 	// The browser starts here, with the console's subscription (a message
 	// before it would be lost); the test's time limit is on a context
 	// derived from it, as chromedp asks.
@@ -405,6 +410,9 @@ func (u *ui) api(method, path string, body any, out any) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Skein-CSRF", u.csrf)
+	if u.token != "" {
+		req.Header.Set("Authorization", "Bearer "+u.token)
+	}
 	res, err := u.http.Do(req)
 	if err != nil {
 		u.t.Fatal(err)
@@ -641,6 +649,29 @@ func TestBrowserPages(t *testing.T) {
 	u.clean("a folded flow's page")
 	u.open("/nowhere", ".empty")
 	u.clean("a page that is not there")
+}
+
+// TestBrowserLogin opens a server that needs its token: the page asks for
+// it once, then works (a decision, a change of state, included).
+func TestBrowserLogin(t *testing.T) {
+	const token = "a-token-of-this-test-0123456789"
+	u := newUIWith(t, token)
+	id := u.start("deploy.star", nil)
+	u.waitRun(id, "waiting")
+	u.open("/approvals", ".login input[type=password]")
+	u.do("a wrong token", chromedp.SendKeys(chromedp.CSS(".login input"), "wrong"), click(".login button"),
+		until(`document.querySelector(".login .muted").textContent.includes("wrong token")`))
+	u.do("the token", eval(`document.querySelector(".login input").value = ""; true`), chromedp.SendKeys(chromedp.CSS(".login input"), token),
+		click(".login button"), visible(`[data-decide="approve"]`))
+	u.confirm(`[data-decide="approve"]`)
+	u.do("approved", visible(".approval.decided .result a"))
+	u.waitRun(id, "succeeded")
+	// The browser logs the requests the server refused before the login
+	// (401s); nothing else may be logged.
+	u.mu.Lock()
+	u.problems = slices.DeleteFunc(u.problems, func(p string) bool { return strings.Contains(p, "status of 401") })
+	u.mu.Unlock()
+	u.clean("login")
 }
 
 // TestBrowserBigRun measures how long the page of a 1,000-step run takes

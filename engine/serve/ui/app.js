@@ -51,7 +51,7 @@ class ApiError extends Error {
   }
 }
 
-const session = { csrf: "", by: "", tokenRequired: false };
+const session = { csrf: "", by: "", tokenRequired: false, timer: 0 };
 
 async function call(method, path, body) {
   const opts = { method, headers: { Accept: "application/json" }, credentials: "same-origin" };
@@ -81,11 +81,15 @@ const enc = encodeURIComponent;
 const flowURL = (path) => "/flows/" + path.split("/").map(enc).join("/");
 
 async function loadSession() {
-  const s = await get("/api/session");
+  setSession(await get("/api/session"));
+}
+
+function setSession(s) {
   session.csrf = s.csrf;
   session.by = s.by || "";
   session.tokenRequired = !!s.token_required;
   document.getElementById("who").textContent = session.by ? "deciding as " + session.by : "";
+  if (!session.timer) session.timer = setInterval(() => { if (!document.hidden) refreshApprovalCount(); }, 10000);
 }
 
 // ---- Formatting ---------------------------------------------------------------
@@ -217,9 +221,7 @@ function showLogin(message) {
   const form = h("form", { class: "card login", onsubmit: async (ev) => {
     ev.preventDefault();
     try {
-      const s = await post("/api/login", { token: input.value });
-      session.csrf = s.csrf;
-      session.by = s.by || "";
+      setSession(await post("/api/login", { token: input.value }));
       route();
     } catch (e) {
       msg.textContent = e.message;
@@ -949,7 +951,6 @@ async function boot() {
   }
   if (location.pathname === "/") history.replaceState(null, "", "/runs");
   route();
-  setInterval(() => { if (!document.hidden) refreshApprovalCount(); }, 10000);
 }
 
 boot();

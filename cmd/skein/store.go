@@ -187,7 +187,7 @@ func runRuns(ctx context.Context, io stdio, opts *runsOptions, args []string) in
 		return exitUsage
 	}
 	var list []*store.Run
-	var st *store.Store // the local engine's
+	var svc *runs.Service // the local engine's
 	if opts.engine == "temporal" {
 		var cut string
 		var err error
@@ -199,13 +199,14 @@ func runRuns(ctx context.Context, io stdio, opts *runsOptions, args []string) in
 			defer fmt.Fprintf(io.err, "skein runs: %s\n", cut)
 		}
 	} else {
-		var err error
-		if st, err = openExistingStore(opts.store); err != nil {
+		st, err := openExistingStore(opts.store)
+		if err != nil {
 			fmt.Fprintf(io.err, "skein runs: %v\n", err)
 			return exitFail
 		}
 		defer st.Close()
-		if list, err = (&runs.Service{Store: st}).List(store.Filter{Flow: opts.flow, Status: opts.status, Limit: opts.limit}); err != nil {
+		svc = &runs.Service{Store: st}
+		if list, err = svc.List(store.Filter{Flow: opts.flow, Status: opts.status, Limit: opts.limit}); err != nil {
 			fmt.Fprintf(io.err, "skein runs: %v\n", err)
 			return exitFail
 		}
@@ -223,9 +224,9 @@ func runRuns(ctx context.Context, io stdio, opts *runsOptions, args []string) in
 		if opts.engine == "temporal" {
 			fmt.Fprintf(io.err, "no runs on Temporal at %s (namespace %s)\n", opts.address, opts.namespace)
 		} else if opts.flow != "" || opts.status != "" {
-			msg := fmt.Sprintf("no runs%s%s in %s", quotedIf(" of flow ", opts.flow), quotedIf(" with status ", opts.status), st.Path())
+			msg := fmt.Sprintf("no runs%s%s in %s", quotedIf(" of flow ", opts.flow), quotedIf(" with status ", opts.status), svc.Store.Path())
 			if opts.flow != "" {
-				if all, err := st.Runs(store.Filter{}); err == nil {
+				if all, err := svc.List(store.Filter{}); err == nil {
 					var flows []string
 					for _, r := range all {
 						if !slices.Contains(flows, r.Flow) {
@@ -239,7 +240,7 @@ func runRuns(ctx context.Context, io stdio, opts *runsOptions, args []string) in
 			}
 			fmt.Fprintln(io.err, msg)
 		} else {
-			fmt.Fprintf(io.err, "no runs recorded yet in %s\n", st.Path())
+			fmt.Fprintf(io.err, "no runs recorded yet in %s\n", svc.Store.Path())
 		}
 		return exitOK
 	}
@@ -507,13 +508,16 @@ func runLogs(ctx context.Context, io stdio, opts *logsOptions, args []string) in
 			lf.close()
 		}
 	}()
-	for {
+	for cur := r; ; {
 		// The run's status is read before its effects, so that once it is
-		// seen not running, the effects read after it are all there are.
-		cur, err := st.Get(r.ID)
-		if err != nil {
-			fmt.Fprintf(io.err, "skein logs: %v\n", err)
-			return exitFail
+		// seen not running, the effects read after it are all there are
+		// (the first time, as getRun read it).
+		if cur == nil {
+			var err error
+			if cur, err = st.Get(r.ID); err != nil {
+				fmt.Fprintf(io.err, "skein logs: %v\n", err)
+				return exitFail
+			}
 		}
 		live := opts.follow && cur.Status == store.Running
 		effects, err := st.Effects(r.ID, last)
@@ -568,6 +572,7 @@ func runLogs(ctx context.Context, io stdio, opts *logsOptions, args []string) in
 			return exitOK
 		case <-time.After(100 * time.Millisecond):
 		}
+		cur = nil // read again
 	}
 	if step != "" && printed == 0 && !slices.Contains(steps, step) {
 		msg := fmt.Sprintf("skein logs: run %s has no task or shell step %q that ran", r.ID, step)

@@ -8,6 +8,7 @@
 package lang
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -25,6 +26,7 @@ import (
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/confine"
+	"github.com/skeinlang/skein/internal/heapwatch"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
 )
@@ -60,6 +62,9 @@ type Options struct {
 	// MaxMemory bounds how much the heap may grow while one file runs;
 	// 0 means DefaultMaxMemory.
 	MaxMemory uint64
+	// Context, when not nil, interrupts the load when it is done (a child
+	// flow a run loads while it is being cancelled).
+	Context context.Context
 	// ReadFile reads a file; nil means [ReadFile].
 	ReadFile func(name string) ([]byte, error)
 	// Print receives print() output during loading; nil discards it.
@@ -140,6 +145,9 @@ type loader struct {
 	until   time.Time          // when it runs out
 	used    uint64             // steps of finished threads
 	active  []*starlark.Thread // threads running, outermost first
+	paused  []uint64           // steps of the threads before each of active
+	mem     *heapwatch.Watch   // the memory watch while a thread runs
+	memStop func()
 	files   []string
 }
 
@@ -223,13 +231,11 @@ func (l *loader) exec(file string, src []byte) (starlark.StringDict, error) {
 
 	thread := l.newThread(file)
 	l.chain = append(l.chain, file)
-	l.active = append(l.active, thread)
-	stop := watchMemory(thread, l.s.opts.MaxMemory, l.b)
+	pop := l.push(thread)
 	timer := l.watchTime(thread)
 	globals, err := prog.Init(thread, builtins.Predeclared())
 	timer.Stop()
-	stop()
-	l.active = l.active[:len(l.active)-1]
+	pop()
 	l.chain = l.chain[:len(l.chain)-1]
 	l.used += thread.ExecutionSteps()
 	if err != nil {
@@ -265,18 +271,35 @@ func (l *loader) newThread(file string) *starlark.Thread {
 // watchTime cancels thread when the load's time budget runs out. A thread
 // paused in a load() notices once the module's returns, whose own thread
 // is cancelled at the same time.
-func (l *loader) watchTime(thread *starlark.Thread) *time.Timer {
-	return time.AfterFunc(time.Until(l.until), func() {
+// It also cancels thread when the load's context is done.
+func (l *loader) watchTime(thread *starlark.Thread) interface{ Stop() bool } {
+	t := time.AfterFunc(time.Until(l.until), func() {
 		thread.Cancel(fmt.Sprintf("load-time budget of %s exceeded (is there an endless or huge computation? one step can take long: a dict or set of keys whose hashes collide, a big computation on huge ints)", l.limit))
 	})
+	ctx := l.s.opts.Context
+	if ctx == nil {
+		return t
+	}
+	stop := context.AfterFunc(ctx, func() { thread.Cancel("cancelled") })
+	return stopBoth{t, stop}
+}
+
+type stopBoth struct {
+	t    *time.Timer
+	stop func() bool
+}
+
+func (s stopBoth) Stop() bool {
+	a, b := s.t.Stop(), s.stop()
+	return a && b
 }
 
 // remaining returns the steps left in the budget, counting threads that are
 // paused in a load().
 func (l *loader) remaining() uint64 {
 	used := l.used
-	for _, t := range l.active {
-		used += t.ExecutionSteps()
+	if n := len(l.active); n > 0 {
+		used += l.paused[n-1] + l.active[n-1].ExecutionSteps()
 	}
 	if used >= l.budget {
 		return 1

@@ -6,7 +6,6 @@ package lang
 import (
 	"go.starlark.net/starlark"
 
-	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/heapwatch"
 )
 
@@ -22,12 +21,34 @@ const DefaultMaxMemory = heapwatch.DefaultLimit
 // budget still bounds how many records a load can make.
 const memoryPerRecord = 2 << 10
 
-// watchMemory cancels thread if the heap grows by more than limit bytes
-// plus memoryPerRecord for each step and edge b records before stop is
-// called.
-func watchMemory(thread *starlark.Thread, limit uint64, b *graphir.Builder) (stop func()) {
-	records := b.Recorded()
-	return heapwatch.Thread(thread, limit, "load-time", func() uint64 {
-		return memoryPerRecord * uint64(max(0, b.Recorded()-records))
-	})
+// push makes thread the running one of l's flow: the threads before it
+// are paused in a load(). The flow's files share one memory watch, on the
+// running thread: a module's growth is its importer's too, so one watch
+// serves them all (a watch per file made each sample of the watchdog cost
+// as much as the chain of load()s was long). pop undoes push.
+func (l *loader) push(thread *starlark.Thread) (pop func()) {
+	var paused uint64
+	if n := len(l.active); n > 0 {
+		paused = l.paused[n-1] + l.active[n-1].ExecutionSteps()
+	}
+	l.active = append(l.active, thread)
+	l.paused = append(l.paused, paused)
+	if l.mem == nil {
+		records := l.b.Recorded()
+		l.mem, l.memStop = heapwatch.Thread(thread, l.s.opts.MaxMemory, "load-time", func() uint64 {
+			return memoryPerRecord * uint64(max(0, l.b.Recorded()-records))
+		})
+	} else {
+		l.mem.SetThread(thread)
+	}
+	return func() {
+		n := len(l.active) - 1
+		l.active, l.paused = l.active[:n], l.paused[:n]
+		if n == 0 {
+			l.memStop()
+			l.mem, l.memStop = nil, nil
+		} else {
+			l.mem.SetThread(l.active[n-1])
+		}
+	}
 }

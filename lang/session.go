@@ -245,9 +245,7 @@ func (s *Session) Exec(ctx context.Context, src string) (starlark.Value, error) 
 	l.used = 0
 	l.until = time.Now().Add(l.limit) // each chunk has the budget of a file
 	thread := l.newThread(filepath.Join(filepath.Dir(s.file), ChunkFile))
-	l.active = append(l.active[:0], thread)
-	defer func() { l.active = l.active[:0] }()
-	defer watchMemory(thread, s.opts.MaxMemory, l.b)()
+	defer l.push(thread)()
 	defer l.watchTime(thread).Stop()
 	done := make(chan struct{})
 	defer close(done)

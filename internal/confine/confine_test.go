@@ -3,6 +3,7 @@ package confine
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -103,5 +104,19 @@ func TestAbs(t *testing.T) {
 	}
 	if got := Abs("/x/../y.star"); got != "/y.star" {
 		t.Errorf("Abs(/x/../y.star) = %q, want /y.star", got)
+	}
+}
+
+// A path over MaxPath is refused at once, not resolved part by part (a
+// 200 KB one took minutes): issue 26.
+func TestCheckLongPath(t *testing.T) {
+	root := t.TempDir()
+	long := filepath.Join(root, strings.Repeat("a/", 100_000)+"x.star")
+	if err := Check(root, long); err == nil || err.Error() != "a path of "+strconv.Itoa(len(long))+" bytes is longer than the 4096 a path may have" {
+		t.Errorf("Check: %v", err)
+	}
+	ok := filepath.Join(root, strings.Repeat("a/", (MaxPath-len(root))/2-8)+"x.star")
+	if err := Check(root, ok); err != nil || len(ok) > MaxPath {
+		t.Errorf("Check of %d bytes: %v", len(ok), err)
 	}
 }

@@ -85,15 +85,21 @@ func Start(limit uint64, what string) (w *Watch, stop func()) {
 // called. Unlike [Watch.Begin], it reads the heap it starts from at once:
 // it is for one long computation (a file being loaded), not many short
 // ones. what names the bound in the message ("load-time" memory limit).
-func Thread(thread *starlark.Thread, limit uint64, what string, extra func() uint64) (stop func()) {
+// The computation may move to another thread ([Watch.SetThread]).
+func Thread(thread *starlark.Thread, limit uint64, what string, extra func() uint64) (w *Watch, stop func()) {
 	if limit == 0 {
 		limit = DefaultLimit
 	}
-	w := &Watch{limit: limit, what: what, extra: extra, seen: 1, base: HeapBytes()}
+	w = &Watch{limit: limit, what: what, extra: extra, seen: 1, base: HeapBytes()}
 	w.thread.Store(thread)
 	w.seq.Store(1)
-	return register(w)
+	return w, register(w)
 }
+
+// SetThread says that the computation of a [Thread] watch goes on on th
+// (a module a file loads runs on a thread of its own, then the file's
+// resumes): th is the thread cancelled if the heap grows too much.
+func (w *Watch) SetThread(th *starlark.Thread) { w.thread.Store(th) }
 
 func register(w *Watch) (stop func()) {
 	watchdog.mu.Lock()
@@ -111,6 +117,14 @@ func register(w *Watch) (stop func()) {
 		delete(watchdog.watches, w)
 		watchdog.mu.Unlock()
 	}
+}
+
+// Watches returns how many watches are registered: what each sample of
+// the watchdog walks.
+func Watches() int {
+	watchdog.mu.Lock()
+	defer watchdog.mu.Unlock()
+	return len(watchdog.watches)
 }
 
 // Begin says that computation seq (non-zero, and different from the one

@@ -47,7 +47,7 @@ func wait(t *testing.T, done <-chan error) error {
 func TestThreadCancelsOnGrowth(t *testing.T) {
 	runtime.GC()
 	th := &starlark.Thread{Name: "load"}
-	stop := Thread(th, 8<<20, "load-time", nil)
+	_, stop := Thread(th, 8<<20, "load-time", nil)
 	defer stop()
 	done := spin(t, th)
 	grow(t, 64<<20)
@@ -62,7 +62,7 @@ func TestThreadExtraAllowance(t *testing.T) {
 	// The allowance that grows with the work keeps a thread going that the
 	// limit alone would stop.
 	th := &starlark.Thread{Name: "load"}
-	stop := Thread(th, 8<<20, "load-time", func() uint64 { return 1 << 40 })
+	_, stop := Thread(th, 8<<20, "load-time", func() uint64 { return 1 << 40 })
 	done := spin(t, th)
 	grow(t, 64<<20)
 	time.Sleep(20 * interval)

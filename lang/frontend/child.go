@@ -17,9 +17,9 @@ import (
 // from it fails the load. A child among [Options.Recorded] is loaded from
 // them and not recorded again: it was when the run first loaded it.
 func (o Options) ChildLoader(record func(graphir.Source) error) func(ctx context.Context, path, root string) (*graphir.Graph, error) {
-	return func(_ context.Context, path, root string) (*graphir.Graph, error) {
+	return func(ctx context.Context, path, root string) (*graphir.Graph, error) {
 		opts := o
-		opts.Root = root
+		opts.Root, opts.Context = root, ctx
 		rec := record
 		if o.Recorded != nil && o.Recorded.Has(path) {
 			rec = nil

@@ -14,6 +14,7 @@
 package frontend
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -36,6 +37,8 @@ type Options struct {
 	// MaxMemory bounds how much the heap may grow while one file runs;
 	// 0 means lang.DefaultMaxMemory.
 	MaxMemory uint64
+	// Context, when not nil, interrupts loading when it is done.
+	Context context.Context
 	// ReadFile reads a file; nil means lang.ReadFile (the disk, bounded).
 	// An editor passes one that serves its open buffers first; a worker
 	// one that serves the sources sent with the run.
@@ -150,7 +153,7 @@ func load(file string, src []byte, opts Options) *Flow {
 		f.Diagnostics = []check.Diagnostic{check.FromError(&graphir.Error{Code: codes.LoadError, Pos: graphir.Pos{File: file}, Msg: err.Error()})}
 		return f
 	}
-	lo := lang.Options{Root: opts.Root, MaxSteps: opts.MaxSteps, MaxMemory: opts.MaxMemory, Print: opts.Print,
+	lo := lang.Options{Root: opts.Root, MaxSteps: opts.MaxSteps, MaxMemory: opts.MaxMemory, Print: opts.Print, Context: opts.Context,
 		ReadFile: f.Sources.reader(opts.read)}
 	var g *graphir.Graph
 	var err error

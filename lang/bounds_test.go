@@ -1,12 +1,16 @@
 package lang
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/heapwatch"
 )
 
 // Integers read from text are bounded by their digits and products by
@@ -57,5 +61,66 @@ func TestLoadTimeBudget(t *testing.T) {
 		if got := (&Options{MaxSteps: steps}).maxTime(); got != want {
 			t.Errorf("maxTime for %d steps = %v, want %v", steps, got, want)
 		}
+	}
+}
+
+// A chain of modules, each loading the next, loads in time linear in its
+// length: each file had a memory watch of its own, which every sample of
+// the watchdog walked (10,000 modules took 48 s), and each load() summed
+// the steps of every thread paused in the chain (issue 26, item 8).
+func TestLoadChain(t *testing.T) {
+	const n = 2000
+	files := map[string]string{"/chain/flow.star": "load(\"m0.star\", \"x\")\nstep(\"a\")\n"}
+	for i := range n {
+		src := fmt.Sprintf("load(\"m%d.star\", z = \"x\")\nx = z + 1\n", i+1)
+		if i == n-1 {
+			src = "print(\"deepest\")\nx = 0\n"
+		}
+		files[fmt.Sprintf("/chain/m%d.star", i)] = src
+	}
+	watches := -1
+	g, err := Load("/chain/flow.star", Options{
+		ReadFile: func(name string) ([]byte, error) {
+			if src, ok := files[name]; ok {
+				return []byte(src), nil
+			}
+			return nil, os.ErrNotExist
+		},
+		Print: func(graphir.Pos, string) { watches = heapwatch.Watches() },
+	})
+	if err != nil || g.Node("a") == nil {
+		t.Fatal(err)
+	}
+	if watches < 1 || watches > 10 { // 1, and a few of tests running in parallel
+		t.Errorf("%d memory watches at the end of a chain of %d modules, want 1", watches, n)
+	}
+}
+
+// A load() or literal flow= path longer than a path may be is refused at
+// once: the flow root check resolved it once per missing part, each time
+// the whole path (a 6 MB load() path kept check busy past 120 s).
+func TestLoadLongPath(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("a/", 100_000) + "x.star"
+	for _, src := range []string{"load(\"" + long + "\", \"x\")\n", "step(\"s\", flow = \"" + long + "\")\n"} {
+		g, err := LoadSource(dir+"/flow.star", []byte(src), Options{})
+		if err == nil {
+			err = g.Node("s").Subflow.ChildErr
+		}
+		if err == nil || !strings.Contains(err.Error(), "bytes is longer than the 4096 a path may have") {
+			t.Errorf("%.20q: %v", src, err)
+		}
+	}
+}
+
+// A load whose context is done stops: a child flow a run loads while it
+// is cancelled does not run on to its budget.
+func TestLoadContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := LoadSource("slow.star", []byte("s = set()\nfor i in range(200000):\n    s.add(i << 64)\n"), Options{Context: ctx})
+	var ge *graphir.Error
+	if !errors.As(err, &ge) || ge.Code != "load_error" || ge.Msg != "cancelled" {
+		t.Errorf("got %v", err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/skeinlang/skein/internal/visible"
 )
 
 // String formats the first line of d in compiler form:
@@ -17,17 +19,20 @@ func (d Diagnostic) String() string {
 }
 
 // WriteText prints ds one per line in compiler form, each followed by its
-// indented hint and trace lines.
+// indented hint and trace lines, control characters written as escapes
+// (\x1b, \n).
 func WriteText(w io.Writer, ds []Diagnostic) error {
 	var b strings.Builder
 	for _, d := range ds {
-		b.WriteString(d.String())
+		// A flow file's names and messages (fail("...")) are shown, not
+		// interpreted by the terminal.
+		b.WriteString(visible.Text(d.String(), false))
 		b.WriteByte('\n')
 		if d.Hint != "" {
-			fmt.Fprintf(&b, "    hint: %s\n", d.Hint)
+			fmt.Fprintf(&b, "    hint: %s\n", visible.Text(d.Hint, false))
 		}
 		for _, t := range d.Trace {
-			fmt.Fprintf(&b, "    %s\n", t)
+			fmt.Fprintf(&b, "    %s\n", visible.Text(t, false))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -14,6 +14,7 @@ import (
 	"github.com/skeinlang/skein/flowtest"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/spell"
+	"github.com/skeinlang/skein/internal/visible"
 	"github.com/skeinlang/skein/vm"
 )
 
@@ -90,7 +91,7 @@ func (d *dryRun) describe(req *vm.EffectRequest) string {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			fmt.Fprintf(&b, "\n    input: %s = %s", k, visible(valueText(req.ChildInputs[k], 200), false))
+			fmt.Fprintf(&b, "\n    input: %s = %s", k, visible.Text(valueText(req.ChildInputs[k], 200), false))
 		}
 	default:
 		if req.Chat != nil {
@@ -100,7 +101,7 @@ func (d *dryRun) describe(req *vm.EffectRequest) string {
 		fmt.Fprintf(&b, "would run  %s: a %s step", where, req.Kind)
 	}
 	for _, kv := range flowtest.AddedEnv(req) {
-		fmt.Fprintf(&b, "\n    env: %s", visible(kv, false))
+		fmt.Fprintf(&b, "\n    env: %s", visible.Text(kv, false))
 	}
 	if req.Kind == graphir.KindTask || req.Kind == graphir.KindShell {
 		if dir := d.rel(req.Dir); dir != "." {
@@ -108,15 +109,15 @@ func (d *dryRun) describe(req *vm.EffectRequest) string {
 		}
 	}
 	if req.Stdin != nil {
-		fmt.Fprintf(&b, "\n    stdin: %s", visible(strconv.Quote(*req.Stdin), false))
+		fmt.Fprintf(&b, "\n    stdin: %s", visible.Text(strconv.Quote(*req.Stdin), false))
 	}
 	for _, x := range dryExtras(req) {
-		fmt.Fprintf(&b, "\n    %s: %s", x[0], visible(x[1], true))
+		fmt.Fprintf(&b, "\n    %s: %s", x[0], visible.Text(x[1], true))
 	}
 	if o := d.producer.Outcomes[req.Step]; o != nil {
 		fmt.Fprintf(&b, "\n    outcome: %s (--mock)", o.Kind)
 	}
-	return visible(b.String(), true)
+	return visible.Text(b.String(), true)
 }
 
 // dryExtras are the texts of model and approval requests.

@@ -14,6 +14,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/visible"
 	"github.com/skeinlang/skein/vm"
 )
 
@@ -22,45 +23,6 @@ const (
 	tailLines = 10
 	tailBytes = 2048
 )
-
-// visible returns s with every control character other than tab written
-// out as an escape (\x1b, \r, \u009b), and invalid UTF-8 as \xNN, so it
-// shows what a step printed without a terminal interpreting it. Newlines
-// are kept when keepNewlines, else escaped too.
-func visible(s string, keepNewlines bool) string {
-	clean := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 && c != '\t' && (c != '\n' || !keepNewlines) || c == 0x7f || c >= 0x80 {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\n' && keepNewlines, r == '\t':
-			b.WriteRune(r)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r >= 0x80 && r < 0xa0, r == '\u2028', r == '\u2029':
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-		i += size
-	}
-	return b.String()
-}
 
 // outputTail returns the last lines a failed task printed, bounded (see
 // tailLines and tailBytes), made visible: its stderr, or its stdout when
@@ -107,7 +69,7 @@ func textTail(text string) []string {
 		lines = append(lines, "…")
 	}
 	for _, l := range all {
-		lines = append(lines, visible(strings.TrimRight(l, "\r"), false))
+		lines = append(lines, visible.Text(strings.TrimRight(l, "\r"), false))
 	}
 	return lines
 }
@@ -151,7 +113,7 @@ func (p *progress) writeFailure(b *strings.Builder, res *vm.Result) {
 	}
 	subject, trace := e.Step, e.Trace
 	if c := e.Cause; c != nil {
-		fmt.Fprintf(b, "  cause:  step %q failed: %s [%s]\n", c.Step, visible(c.Msg, false), c.Code)
+		fmt.Fprintf(b, "  cause:  step %q failed: %s [%s]\n", c.Step, visible.Text(c.Msg, false), c.Code)
 		subject, trace = c.Step, c.Trace
 	}
 	if subject != "" {
@@ -179,7 +141,7 @@ func (p *progress) writeFailure(b *strings.Builder, res *vm.Result) {
 	if len(trace) > 0 {
 		b.WriteString("  trace:\n")
 		for _, t := range trace {
-			fmt.Fprintf(b, "    %s\n", visible(t, false))
+			fmt.Fprintf(b, "    %s\n", visible.Text(t, false))
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/confine"
+	"github.com/skeinlang/skein/internal/visible"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
@@ -73,7 +74,7 @@ func (a *inlineAsker) ask(ctx context.Context, req *vm.EffectRequest, deadline t
 		}
 		defer restore()
 	}
-	q := fmt.Sprintf("approve %q: %s", req.Step, visible(req.Message, false))
+	q := fmt.Sprintf("approve %q: %s", req.Step, visible.Text(req.Message, false))
 	if !deadline.IsZero() {
 		q += fmt.Sprintf(" (times out at %s)", deadline.Local().Format("15:04:05"))
 	}
@@ -110,7 +111,7 @@ func (a *inlineAsker) readLine(ctx context.Context) (string, error) {
 	case err != nil:
 		fmt.Fprintln(a.out)
 	case a.echo:
-		fmt.Fprintln(a.out, visible(line, false))
+		fmt.Fprintln(a.out, visible.Text(line, false))
 	}
 	return line, err
 }

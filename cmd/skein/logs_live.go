@@ -10,6 +10,7 @@ import (
 	"io"
 
 	"github.com/skeinlang/skein/engine/runs"
+	"github.com/skeinlang/skein/internal/visible"
 	"github.com/skeinlang/skein/vm/store"
 )
 
@@ -60,7 +61,7 @@ func (lf *liveFollow) finish(w io.Writer, e *store.Effect, status string) {
 	if status == "failed" && e.Error != "" {
 		status += ": " + e.Error
 	}
-	fmt.Fprintf(w, "==> %s (visit %d, attempt %d) ended: %s <==\n", lf.where, lf.visit, lf.try, visible(status, false))
+	fmt.Fprintf(w, "==> %s (visit %d, attempt %d) ended: %s <==\n", lf.where, lf.visit, lf.try, visible.Text(status, false))
 }
 
 // close lets go of the live files (logs stopped before the attempt ended).

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/visible"
 	"github.com/skeinlang/skein/vm"
 )
 
@@ -231,7 +232,7 @@ func (p *progress) event(ev *vm.Event) {
 			return
 		}
 		b = appendPaint(b, p.color, "1", "run")
-		b = append(append(b, ' '), ev.FlowName...)
+		b = append(append(b, ' '), visible.Text(ev.FlowName, false)...) // flow(name=) is free text
 	case vm.StepStarted:
 		if p.tty {
 			w := ev.Step // where, without a copy, for a step of the top-level run
@@ -252,7 +253,7 @@ func (p *progress) event(ev *vm.Event) {
 		}
 		b = appendPaint(b, p.color, "33", "retry")
 		b = append(append(b, ' '), where...)
-		b = append(append(b, ": "...), visible(ev.Error, false)...)
+		b = append(append(b, ": "...), visible.Text(ev.Error, false)...)
 		b = append(b, " (attempt "...)
 		b = strconv.AppendInt(b, int64(ev.Attempt), 10)
 		b = append(appendDuration(append(b, " in "...), ev.Duration), ')')
@@ -269,7 +270,7 @@ func (p *progress) event(ev *vm.Event) {
 		if failed {
 			b = appendPaint(b, p.color, "31", "FAIL ")
 			b = append(append(b, ' '), where...)
-			b = append(append(b, ' '), visible(traceAt(ev.Trace)+ev.Error, false)...)
+			b = append(append(b, ' '), visible.Text(traceAt(ev.Trace)+ev.Error, false)...)
 		} else if ev.Replayed {
 			b = appendPaint(b, p.color, "32", "ok   ")
 			b = append(append(b, ' '), where...)
@@ -319,19 +320,19 @@ func (p *progress) event(ev *vm.Event) {
 		}
 		b = append(append(b, ' '), where...)
 		b = append(append(b, ": "...), ev.Tool...)
-		b = append(append(b, ' '), visible(clipLine(ev.Args, 80), false)...)
+		b = append(append(b, ' '), visible.Text(clipLine(ev.Args, 80), false)...)
 		if ev.Status != "succeeded" {
-			b = append(append(b, " -> "...), visible(clipLine(ev.Result, 80), false)...)
+			b = append(append(b, " -> "...), visible.Text(clipLine(ev.Result, 80), false)...)
 		}
 	case vm.ToolGranted:
 		b = appendPaint(b, p.color, "35", "grant")
 		b = append(append(b, ' '), where...)
 		b = append(append(b, ": "...), ev.Tool...)
-		b = append(append(b, " ("...), visible(clipLine(ev.Message, 80), false)...)
+		b = append(append(b, " ("...), visible.Text(clipLine(ev.Message, 80), false)...)
 		b = append(b, ')')
 	case vm.StepLog:
 		b = append(append(b, "      "...), where...)
-		b = append(append(b, ": "...), visible(ev.Message, false)...)
+		b = append(append(b, ": "...), visible.Text(ev.Message, false)...)
 	case vm.LoopIteration:
 		b = appendPaint(b, p.color, "36", "loop ")
 		b = append(append(b, ' '), where...)
@@ -348,7 +349,7 @@ func (p *progress) event(ev *vm.Event) {
 			b = append(b, " again"...)
 		}
 		if ev.Message != "" {
-			b = append(append(b, ": "...), visible(ev.Message, false)...)
+			b = append(append(b, ": "...), visible.Text(ev.Message, false)...)
 		}
 	default:
 		return
@@ -364,7 +365,7 @@ func (p *progress) summary(res *vm.Result) {
 	default:
 		msg := ""
 		if res.Error != nil {
-			msg = fmt.Sprintf(": %s [%s]", visible(res.Error.Msg, false), res.Error.Code)
+			msg = fmt.Sprintf(": %s [%s]", visible.Text(res.Error.Msg, false), res.Error.Code)
 		}
 		fmt.Fprintf(p.w, "%s in %s%s\n", p.paint("1;31", string(res.Status)), formatDuration(res.Duration), msg)
 		var b strings.Builder
@@ -378,22 +379,22 @@ func (p *progress) summary(res *vm.Result) {
 		}
 	}
 	for _, w := range res.Warnings {
-		fmt.Fprintf(p.w, "  %s %s\n", p.paint("33", "warning:"), visible(w, false))
+		fmt.Fprintf(p.w, "  %s %s\n", p.paint("33", "warning:"), visible.Text(w, false))
 	}
 	for _, g := range res.Grants {
-		fmt.Fprintf(p.w, "  grant:  %s granted to %s and later agent steps (%s)\n", g.Tool, g.Step, visible(g.Reason, false))
+		fmt.Fprintf(p.w, "  grant:  %s granted to %s and later agent steps (%s)\n", g.Tool, g.Step, visible.Text(g.Reason, false))
 	}
 	for _, f := range res.Findings {
-		fmt.Fprintf(p.w, "  %s %s\n", p.paint("33", "finding:"), visible(f, false))
+		fmt.Fprintf(p.w, "  %s %s\n", p.paint("33", "finding:"), visible.Text(f, false))
 	}
 	if res.ModelCalls > 0 {
 		fmt.Fprintf(p.w, "  tokens: %d (%d prompt, %d completion) in %s\n", res.Usage.Total(), res.Usage.PromptTokens, res.Usage.CompletionTokens, plural(res.ModelCalls, "model call"))
 	}
 	if h := res.OnExit; h != nil && h.Status != vm.StepSucceeded {
-		fmt.Fprintf(p.w, "  on_exit: %s %s: %s [%s]\n", h.Name, h.Status, visible(traceAt(h.Trace)+h.Error, false), h.Code)
+		fmt.Fprintf(p.w, "  on_exit: %s %s: %s [%s]\n", h.Name, h.Status, visible.Text(traceAt(h.Trace)+h.Error, false), h.Code)
 	}
 	if res.Status == vm.Succeeded {
-		fmt.Fprintf(p.w, "  output: %s\n", visible(valueText(res.Output, 300), false))
+		fmt.Fprintf(p.w, "  output: %s\n", visible.Text(valueText(res.Output, 300), false))
 	}
 	p.w.sync()
 }

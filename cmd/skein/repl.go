@@ -28,6 +28,7 @@ import (
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/internal/spell"
+	"github.com/skeinlang/skein/internal/visible"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/vm"
@@ -694,7 +695,7 @@ func writeStepRecord(w io.Writer, rec *vm.StepRecord) {
 	}
 	b.WriteByte('\n')
 	if rec.Error != "" {
-		fmt.Fprintf(&b, "  error:  %s%s [%s]\n", visible(traceAt(rec.Trace), false), visible(rec.Error, false), rec.Code)
+		fmt.Fprintf(&b, "  error:  %s%s [%s]\n", visible.Text(traceAt(rec.Trace), false), visible.Text(rec.Error, false), rec.Code)
 	}
 	task := rec.Kind == graphir.KindTask || rec.Kind == graphir.KindShell
 	if task && rec.Output != nil {
@@ -722,15 +723,15 @@ func writeStepRecord(w io.Writer, rec *vm.StepRecord) {
 			}
 		}
 	} else if rec.Output != nil && rec.Status != vm.StepNotRun {
-		fmt.Fprintf(&b, "  output: %s\n", visible(valueText(rec.Output, 2000), false))
+		fmt.Fprintf(&b, "  output: %s\n", visible.Text(valueText(rec.Output, 2000), false))
 	}
 	for _, l := range rec.Log {
-		fmt.Fprintf(&b, "  print:  %s\n", visible(l, false))
+		fmt.Fprintf(&b, "  print:  %s\n", visible.Text(l, false))
 	}
 	if len(rec.Trace) > 0 {
 		b.WriteString("  trace:\n")
 		for _, t := range rec.Trace {
-			fmt.Fprintf(&b, "    %s\n", visible(t, false))
+			fmt.Fprintf(&b, "    %s\n", visible.Text(t, false))
 		}
 	}
 	io.WriteString(w, b.String())

@@ -23,6 +23,7 @@ import (
 	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/spell"
+	"github.com/skeinlang/skein/internal/visible"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
 )
@@ -349,7 +350,7 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 		io.out.Write(buf.Bytes())
 		return exitOK
 	}
-	fmt.Fprintf(io.out, "run %s\nflow %s (%s)\nstatus %s\n", r.ID, r.Flow, r.File, r.Status)
+	fmt.Fprintf(io.out, "run %s\nflow %s (%s)\nstatus %s\n", r.ID, visible.Text(r.Flow, false), visible.Text(r.File, false), r.Status)
 	fmt.Fprintf(io.out, "started %s", r.Started.Local().Format("2006-01-02 15:04:05.000"))
 	if !r.Ended.IsZero() {
 		fmt.Fprintf(io.out, ", took %s", runDuration(r))
@@ -359,7 +360,7 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 		fmt.Fprintf(io.out, "resumed from %s\n", r.ResumedFrom)
 	}
 	if r.ErrorCode != "" {
-		fmt.Fprintf(io.out, "error %s: %s\n", r.ErrorCode, visible(r.ErrorMsg, false))
+		fmt.Fprintf(io.out, "error %s: %s\n", r.ErrorCode, visible.Text(r.ErrorMsg, false))
 	}
 	if r.Result != nil {
 		var res struct {
@@ -421,7 +422,7 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 			default:
 				decision = "not decided"
 			}
-			fmt.Fprintf(tw, "  %s\tvisit %d\t%s\t%s\n", step, a.Visit, visible(oneLine(a.Message, 40), false), visible(decision, false))
+			fmt.Fprintf(tw, "  %s\tvisit %d\t%s\t%s\n", step, a.Visit, visible.Text(oneLine(a.Message, 40), false), visible.Text(decision, false))
 		}
 		tw.Flush()
 	}
@@ -587,7 +588,7 @@ func runLogs(ctx context.Context, io stdio, opts *logsOptions, args []string) in
 // never interpreted; piped, passed on as it was.
 func logShow(tty bool) func(string) string {
 	if tty {
-		return func(s string) string { return visible(s, true) }
+		return func(s string) string { return visible.Text(s, true) }
 	}
 	return func(s string) string { return s }
 }
@@ -598,7 +599,7 @@ func writeLog(w io.Writer, tty bool, where string, visit, attempt int, status, e
 	if status == "failed" && errMsg != "" {
 		status += ": " + errMsg
 	}
-	fmt.Fprintf(w, "==> %s (visit %d, attempt %d) %s <==\n", where, visit, attempt, visible(status, false))
+	fmt.Fprintf(w, "==> %s (visit %d, attempt %d) %s <==\n", where, visit, attempt, visible.Text(status, false))
 	show := logShow(tty)
 	io.WriteString(w, show(stdout))
 	if stdout != "" && !strings.HasSuffix(stdout, "\n") {

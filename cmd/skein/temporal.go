@@ -20,6 +20,7 @@ import (
 
 	"github.com/skeinlang/skein/engine/temporal"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/visible"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
@@ -183,7 +184,7 @@ func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *
 		if w := a.Where(); w != a.Step {
 			name = "'" + w + "'" // a place in a child flow, loop or map
 		}
-		msg := fmt.Sprintf("approval %q waits for a decision: %s\n  decide with: skein approve %s %s%s", a.Where(), visible(a.Message, false), id, name, opts.connArgs())
+		msg := fmt.Sprintf("approval %q waits for a decision: %s\n  decide with: skein approve %s %s%s", a.Where(), visible.Text(a.Message, false), id, name, opts.connArgs())
 		if dl := a.Deadline(); !dl.IsZero() {
 			msg += fmt.Sprintf("\n  (it times out at %s)", dl.Local().Format("2006-01-02 15:04:05"))
 		}

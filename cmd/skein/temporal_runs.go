@@ -18,6 +18,7 @@ import (
 
 	"github.com/skeinlang/skein/engine/temporal"
 	"github.com/skeinlang/skein/internal/spell"
+	"github.com/skeinlang/skein/internal/visible"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
@@ -98,7 +99,7 @@ func showOnTemporal(ctx context.Context, io stdio, opts *showOptions, id string)
 	}
 	fmt.Fprintln(io.out)
 	if e := res.Error; e != nil {
-		fmt.Fprintf(io.out, "error %s: %s\n", e.Code, visible(e.Msg, false))
+		fmt.Fprintf(io.out, "error %s: %s\n", e.Code, visible.Text(e.Msg, false))
 	}
 	if res.Status == vm.Succeeded {
 		fmt.Fprintf(io.out, "output %s\n", valueJSON(res.Output))
@@ -117,11 +118,11 @@ func showOnTemporal(ctx context.Context, io stdio, opts *showOptions, id string)
 			if a.State == temporal.ApprovalWaiting {
 				state = fmt.Sprintf("waiting since %s: skein approve %s %s%s", a.Requested.Local().Format("2006-01-02 15:04:05"), id, a.Step, opts.connArgs())
 			}
-			fmt.Fprintf(tw, "  %s\tvisit %d\t%s\n", a.Where(), a.Visit, visible(state, false))
+			fmt.Fprintf(tw, "  %s\tvisit %d\t%s\n", a.Where(), a.Visit, visible.Text(state, false))
 		}
 		tw.Flush()
 		for _, r := range as.Refused {
-			fmt.Fprintf(io.out, "  refused at %s, from %s: %s\n", r.At.Local().Format("2006-01-02 15:04:05"), r.Decision.By, visible(r.Why, false))
+			fmt.Fprintf(io.out, "  refused at %s, from %s: %s\n", r.At.Local().Format("2006-01-02 15:04:05"), r.Decision.By, visible.Text(r.Why, false))
 		}
 	}
 	return exitOK
@@ -135,7 +136,7 @@ func writeStepRows(tw *tabwriter.Writer, prefix string, res *vm.Result) {
 		if s.Status == vm.StepSucceeded && s.Output != nil {
 			detail = valueJSON(s.Output)
 		}
-		fmt.Fprintf(tw, "  %s%s\t%s\tvisits %d\t%s\t%s\n", prefix, s.Name, s.Status, s.Visits, s.Duration.Round(time.Millisecond), visible(oneLine(detail, 60), false))
+		fmt.Fprintf(tw, "  %s%s\t%s\tvisits %d\t%s\t%s\n", prefix, s.Name, s.Status, s.Visits, s.Duration.Round(time.Millisecond), visible.Text(oneLine(detail, 60), false))
 		if s.Child != nil {
 			writeStepRows(tw, prefix+s.Name+" › ", s.Child)
 		}

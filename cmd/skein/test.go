@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skeinlang/skein/flowtest"
+	"github.com/skeinlang/skein/internal/visible"
 )
 
 type testOptions struct {
@@ -134,7 +135,7 @@ func writeTestText(w io.Writer, fr *flowtest.FileResult, verbose bool) {
 		if verbose {
 			fmt.Fprintf(&b, "=== RUN   %s\n", t.Name)
 			for _, l := range t.Log {
-				fmt.Fprintf(&b, "    %s\n", visible(l, false))
+				fmt.Fprintf(&b, "    %s\n", visible.Text(l, false))
 			}
 		}
 		if t.Passed() {
@@ -145,7 +146,7 @@ func writeTestText(w io.Writer, fr *flowtest.FileResult, verbose bool) {
 		}
 		fmt.Fprintf(&b, "--- FAIL: %s (%s)\n", t.Name, t.Failures[0].Pos)
 		for _, f := range t.Failures {
-			fmt.Fprintf(&b, "    %s: %s\n", f.Pos, indentRest(visible(f.Msg, true), "        "))
+			fmt.Fprintf(&b, "    %s: %s\n", f.Pos, indentRest(visible.Text(f.Msg, true), "        "))
 			for _, tr := range f.Trace {
 				fmt.Fprintf(&b, "        %s\n", tr)
 			}

@@ -47,4 +47,3 @@ func Text(s string, keepNewlines bool) string {
 	}
 	return b.String()
 }
-

@@ -110,6 +110,28 @@ edge(unit, notify, on = "failure")
 edge(publish, END)
 edge(notify, END)
 `,
+	// Typed inputs with help, a default, choices.
+	"typed.star": `
+flow(name = "typed", inputs = {
+    "env": input("staging", choices = ["staging", "prod"], help = "where to deploy"),
+    "replicas": input(type = "int", help = "how many to start"),
+    "dry": input(False, help = "only say what would happen"),
+    "tags": input(["a"], help = "labels for the release"),
+})
+
+say = step("say", run = ["echo", "{{ inputs.env }} {{ inputs.replicas }} {{ inputs.dry }} {{ inputs.tags }}"])
+edge(START, say)
+edge(say, END)
+`,
+	// A step nothing leads to: the checker's error, no start.
+	"broken.star": `
+flow(name = "broken")
+
+a = step("a", run = ["echo", "a"])
+lost = step("lost", run = ["echo", "never"])
+edge(START, a)
+edge(a, END)
+`,
 	// 200 steps in twenty loops: a graph that opens folded.
 	"wide.star": `
 flow(name = "wide", description = "twenty loops of nine steps")
@@ -637,6 +659,28 @@ func TestBrowserPages(t *testing.T) {
 	u.clean("runs page")
 	u.open("/approvals", "#approvals .empty")
 	u.clean("approvals page")
+	// A flow that does not check shows why, and cannot be started.
+	u.open("/flows/broken.star", "#diagnostics")
+	if d := u.text("#diagnostics"); !strings.Contains(d, `step "lost" is not reachable from START`) || !strings.Contains(d, "broken.star:5:8") {
+		t.Errorf("the diagnostics read %q", d)
+	}
+	if n := u.count("#start:disabled"); n != 1 {
+		t.Error("a flow with errors can be started")
+	}
+	u.clean("a broken flow's page")
+	// Typed inputs: a choice, a whole number, yes or no, a list.
+	u.open("/flows/typed.star", "#start-form")
+	if help := u.text(`label[for="in-replicas"] .help`); help != "how many to start" {
+		t.Errorf("replicas's help reads %q", help)
+	}
+	u.do("fill the form", chromedp.SetValue(chromedp.CSS("#in-env"), `"prod"`), chromedp.SendKeys(chromedp.CSS("#in-replicas"), "3"),
+		click("#in-dry"), eval(`document.querySelector("#in-tags").value = '["x", "y"]'; true`))
+	u.confirm("#start")
+	u.do("the run", visible(node("say", "succeeded")), click(`#graph [data-step="say"]`), visible(`#step-panel [data-stream="stdout"] pre`))
+	if out := strings.TrimSpace(u.text(`#step-panel [data-stream="stdout"] pre`)); out != `prod 3 true ["x","y"]` {
+		t.Errorf("the run was given %q, want %q", out, `prod 3 true ["x","y"]`)
+	}
+	u.clean("a typed flow's run")
 	// 200 steps open folded into their loops; one unfolds.
 	u.open("/flows/wide.star", `#graph [data-step="loop19"]`)
 	if n := u.count(`#graph .gnode`); n != 22 {

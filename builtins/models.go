@@ -158,7 +158,7 @@ func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 	}
 	if !isNone(temp) {
 		f, ok := starlark.AsFloat(temp)
-		if !ok || f < 0 || f > 2 {
+		if !ok || !(f >= 0 && f <= 2) { // NaN is in no range
 			return nil, c.errorf("temperature must be a number from 0 to 2, got %s", describe(temp))
 		}
 		d.Temperature = &f

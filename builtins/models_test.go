@@ -13,7 +13,11 @@ func TestModelBad(t *testing.T) {
 		{src: `model("fast")`, frag: `model "fast": missing model=, the provider's model id`},
 		{src: `model("", model = "m")`, frag: `model: name must be a non-empty string, got string ""`},
 		{src: `model("fast", model = "m", temperature = 3)`, frag: `model "fast": temperature must be a number from 0 to 2, got int 3`},
+		// NaN compares false with every bound (issue 26).
+		{src: `model("fast", model = "m", temperature = float("nan"))`, frag: `model "fast": temperature must be a number from 0 to 2, got float nan`},
+		{src: `model("fast", model = "m", temperature = float("-inf"))`, frag: `model "fast": temperature must be a number from 0 to 2, got float -inf`},
 		{src: `model("fast", model = "m", max_tokens = 0)`, frag: `model "fast": max_tokens must be at least 1, got 0`},
+		{src: `model("fast", model = "m", max_tokens = 1 << 40)`, frag: `model "fast": max_tokens is too large: 1099511627776`},
 		{src: `model("fast", model = "m", bse_url = "x")`, frag: `model: unexpected keyword argument "bse_url"`, hint: `did you mean "base_url"?`},
 		{src: `model("fast", model = "m"); model("fast", model = "n")`, frag: `model "fast": model "fast" was already declared at flow.star:4:1`, at: "4:29"},
 		{src: `step("x", llm = "hi", run = ["echo"])`, frag: `step "x": give at most one of run, shell, fn, flow, llm, agent, wait, wait_until, approve; got run and llm`},

@@ -124,4 +124,29 @@ func (c *call) flowInput(name string, v starlark.Value) (graphir.Input, error) {
 	return in, nil
 }
 
+// fields unpacks an approval step's fields=: a dict of names to input()
+// declarations or plain defaults, as flow(inputs=).
+func (c *call) fields(v starlark.Value) ([]graphir.Input, error) {
+	keys, vals, err := c.dict("fields", v)
+	if err != nil {
+		return nil, err
+	}
+	var out []graphir.Input
+	for i, k := range keys {
+		if !graphir.ValidName(k) {
+			return nil, c.errorf("fields: field name %q must match [a-z_][a-z0-9_]*", k)
+		}
+		in, err := c.flowInput(k, vals[i])
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := vals[i].(*InputDecl); !ok {
+			in.Pos, _ = c.locate("fields", k)
+		}
+		in.Field = true
+		out = append(out, in)
+	}
+	return out, nil
+}
+
 var inputParams = []string{"default?", "type?", "help?", "choices?"}

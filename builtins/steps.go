@@ -143,7 +143,7 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		return nil, err
 	}
 	var name, run, shell, fnv, flow, argv, env, stdin, dir, inputs, maxVisits, retries, backoff, timeout, join starlark.Value
-	var vals [31]starlark.Value
+	var vals [32]starlark.Value
 	if err := c.unpack(args, kwargs, stepParams, vals[:]); err != nil {
 		return nil, err
 	}
@@ -154,6 +154,7 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	factor, maxBackoff, jitter := vals[26], vals[27], vals[28]
 	waitUntil := vals[29]
 	partial := vals[30]
+	fields := vals[31]
 	n := &graphir.Node{Pos: c.pos, Stack: c.stack, Kind: graphir.KindNoop, Backoff: defaultBackoff}
 	if n.Name, err = c.name(name); err != nil {
 		return nil, err
@@ -266,9 +267,15 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		only("tools", tools, n.Kind == graphir.KindAgent, "agent="),
 		only("max_turns", maxTurns, n.Kind == graphir.KindAgent, "agent="),
 		only("partial", partial, model, "llm= and agent="),
+		only("fields", fields, n.Kind == graphir.KindApproval, "approve="),
 	} {
 		if chk != nil {
 			return nil, chk
+		}
+	}
+	if !isNone(fields) {
+		if n.Fields, err = c.fields(fields); err != nil {
+			return nil, err
 		}
 	}
 	if !isNone(argv) {
@@ -672,6 +679,6 @@ var (
 	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?", "on_exit?", "max_tokens?", "tools?", "max_grants?"}
 	stepParams = []string{"name", "run?", "shell?", "fn?", "flow?", "args?", "env?", "stdin?", "dir?", "inputs?", "max_visits?", "retries?", "backoff?", "timeout?", "join?",
 		"llm?", "system?", "model?", "schema?", "max_tokens?", "retry_when?", "wait?", "approve?", "agent?", "tools?", "max_turns?",
-		"backoff_factor?", "max_backoff?", "jitter?", "wait_until?", "partial?"}
+		"backoff_factor?", "max_backoff?", "jitter?", "wait_until?", "partial?", "fields?"}
 	edgeParams = []string{"src", "dst", "when?", "on?"}
 )

@@ -37,7 +37,7 @@ const defaultMaxTurns = 8
 // flow(max_grants=).
 const defaultMaxGrants = 2
 
-// tool(name, *, run=None, shell=None, params={}, help="", fn=None, flow=None, final=False)
+// tool(name, *, run=None, shell=None, params={}, help="", fn=None, flow=None, final=False, approve=None)
 func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	c, err := newCall(thread, fn)
 	if err != nil {
@@ -46,7 +46,7 @@ func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	var vals [8]starlark.Value
+	var vals [9]starlark.Value
 	if err := c.unpack(args, kwargs, toolParams, vals[:]); err != nil {
 		return nil, err
 	}
@@ -135,6 +135,11 @@ func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		}
 		t.Final = bool(b)
 	}
+	if approve := vals[8]; !isNone(approve) {
+		if t.Approve, err = c.template("approve", approve); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.b.AddTool(t); err != nil {
 		return nil, c.errorf("%v", err)
 	}
@@ -177,4 +182,4 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-var toolParams = []string{"name", "run?", "shell?", "params?", "help?", "fn?", "flow?", "final?"}
+var toolParams = []string{"name", "run?", "shell?", "params?", "help?", "fn?", "flow?", "final?", "approve?"}

@@ -245,6 +245,9 @@ func (p *pass) resolveRef(ix *exprIndex, si int32, r graphir.Ref) {
 	}
 	ix.readStep[n.ID] = true
 	ix.reads = append(ix.reads, read{site: si, step: n.ID, pos: r.Pos})
+	if n.Kind == graphir.KindApproval && r.Attr+r.Key == "values" {
+		p.resolveValuesRef(ix, s, n, r)
+	}
 	if field := r.Attr + r.Key; n.Kind.IsProcess() && field != "" && !contains(taskFields, field) && !mapMethod(r) {
 		hint := "task outputs have stdout, stderr, exit_code, error and code"
 		if near := spell.Nearest(field, taskFields); near != "" {
@@ -252,6 +255,28 @@ func (p *pass) resolveRef(ix *exprIndex, si int32, r graphir.Ref) {
 		}
 		ix.problems = append(ix.problems, p.siteDiag(s, codes.UnknownOutput, r.Pos,
 			fmt.Sprintf("step %q is a %s: its output has no field %q (in %s)", n.Name, n.Kind, field, p.describe(s)), hint))
+	}
+}
+
+// resolveValuesRef checks a read of the values of approval step n: the
+// step declares fields, and r.Sub, when read, is one of them.
+func (p *pass) resolveValuesRef(ix *exprIndex, s *site, n *graphir.Node, r graphir.Ref) {
+	names := make([]string, len(n.Fields))
+	for i, f := range n.Fields {
+		names[i] = f.Name
+	}
+	switch {
+	case len(n.Fields) == 0:
+		ix.problems = append(ix.problems, p.siteDiag(s, codes.UnknownOutput, r.Pos,
+			fmt.Sprintf("approval step %q declares no fields: its output has no values (in %s)", n.Name, p.describe(s)),
+			"declare what the person gives with fields = {\"name\": input(type = \"string\")}"))
+	case r.Sub != "" && !contains(names, r.Sub) && !(r.Key == "" && contains(mapMethods, r.Sub)):
+		hint := "its fields are " + quoted(names)
+		if near := spell.Nearest(r.Sub, names); near != "" {
+			hint = fmt.Sprintf("did you mean %q?", near)
+		}
+		ix.problems = append(ix.problems, p.siteDiag(s, codes.UnknownOutput, r.Pos,
+			fmt.Sprintf("approval step %q has no field %q (in %s)", n.Name, r.Sub, p.describe(s)), hint))
 	}
 }
 

@@ -8,23 +8,40 @@ package check
 import (
 	"fmt"
 
+	"github.com/skeinlang/skein/graphir"
+
 	"github.com/skeinlang/skein/graphir/codes"
 )
 
 func checkInputs(p *pass) {
 	for i := range p.g.Inputs {
-		in := &p.g.Inputs[i]
-		if in.Required || in.Default == nil {
-			continue
+		p.checkDefault(&p.g.Inputs[i], nil)
+	}
+	// The fields of approval steps are declared the same way.
+	for _, n := range p.g.Nodes {
+		for i := range n.Fields {
+			p.checkDefault(&n.Fields[i], n)
 		}
-		if _, err := in.Check(in.Default); err != nil {
-			pos := in.Pos
-			if !pos.IsValid() {
-				pos = p.flowPos()
-			}
-			p.report(codes.InputType, nil, pos,
-				fmt.Sprintf("the default of input %q does not fit its declaration: %v", in.Name, err),
-				fmt.Sprintf("give a default of type %s, or change type= to match it", in.TypeName()))
+	}
+}
+
+// checkDefault reports a default of in, an input or (of approval step n)
+// a field, that does not fit its declaration.
+func (p *pass) checkDefault(in *graphir.Input, n *graphir.Node) {
+	if in.Required || in.Default == nil {
+		return
+	}
+	if _, err := in.Check(in.Default); err != nil {
+		pos := in.Pos
+		if !pos.IsValid() {
+			pos = p.flowPos()
 		}
+		what := "input"
+		if in.Field {
+			what = "field"
+		}
+		p.report(codes.InputType, n, pos,
+			fmt.Sprintf("the default of %s %q does not fit its declaration: %v", what, in.Name, err),
+			fmt.Sprintf("give a default of type %s, or change type= to match it", in.TypeName()))
 	}
 }

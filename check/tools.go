@@ -24,6 +24,9 @@ func checkTools(p *pass) {
 		for i, a := range t.Argv {
 			p.checkToolTemplate(t, a, fmt.Sprintf("run[%d]", i))
 		}
+		if t.Approve != nil {
+			p.checkToolTemplate(t, t.Approve, "approve")
+		}
 		if t.Shell != nil {
 			for _, part := range t.Shell.Parts {
 				if part.X != nil {

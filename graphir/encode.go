@@ -91,6 +91,7 @@ type jsonNode struct {
 	Wait          string            `json:"wait,omitempty"`
 	WaitUntil     string            `json:"wait_until,omitempty"`
 	Approve       string            `json:"approve,omitempty"`
+	Fields        json.RawMessage   `json:"fields,omitempty"`
 	Exhausted     string            `json:"exhausted,omitempty"`
 }
 
@@ -267,6 +268,9 @@ func (g *Graph) jsonNode(n *Node) jsonNode {
 	j.RetryWhen = n.RetryWhen.String()
 	if n.Approve != nil {
 		j.Approve = n.Approve.Src
+	}
+	if f := FieldsJSON(n.Fields); f != "" {
+		j.Fields = json.RawMessage(f)
 	}
 	switch {
 	case n.Wait != nil && n.WaitUntil:

@@ -97,7 +97,10 @@ type Ref struct {
 	Name string
 	Attr string
 	Key  string
-	Pos  Pos // in the file when the expression's position is exact, else the expression's
+	// Sub is the attribute or constant key read from x.attr itself, if
+	// any (x.attr.sub, x.attr["sub"]): a field of an approval's values.
+	Sub string
+	Pos Pos // in the file when the expression's position is exact, else the expression's
 }
 
 // String returns the source, or a description of a user's function.
@@ -286,10 +289,25 @@ func compile(src string) *compiled {
 		id   *syntax.Ident
 		attr string
 		key  string
+		sub  string
 	}
 	var hits []*hit
 	byIdent := map[*syntax.Ident]*hit{}
+	subs := map[*syntax.DotExpr]string{} // x.attr -> what is read from it
 	syntax.Walk(x, func(n syntax.Node) bool {
+		// Outer nodes are visited first: note x.attr.sub before x.attr.
+		switch n := n.(type) {
+		case *syntax.DotExpr:
+			if in, ok := n.X.(*syntax.DotExpr); ok {
+				subs[in] = n.Name.Name
+			}
+		case *syntax.IndexExpr:
+			if in, ok := n.X.(*syntax.DotExpr); ok {
+				if lit, ok := n.Y.(*syntax.Literal); ok && lit.Token == syntax.STRING {
+					subs[in] = lit.Value.(string)
+				}
+			}
+		}
 		switch n := n.(type) {
 		case *syntax.Ident:
 			if n.Binding != nil && n.Binding.(*resolve.Binding).Scope == resolve.Predeclared {
@@ -301,7 +319,7 @@ func compile(src string) *compiled {
 			}
 		case *syntax.DotExpr:
 			if id, ok := n.X.(*syntax.Ident); ok {
-				h := &hit{id: id, attr: n.Name.Name}
+				h := &hit{id: id, attr: n.Name.Name, sub: subs[n]}
 				if _, seen := byIdent[id]; !seen {
 					byIdent[id] = h
 					hits = append(hits, h)
@@ -331,7 +349,7 @@ func compile(src string) *compiled {
 		if stdlib.IsModule(h.id.Name) {
 			continue
 		}
-		refs = append(refs, Ref{Name: h.id.Name, Attr: h.attr, Key: h.key,
+		refs = append(refs, Ref{Name: h.id.Name, Attr: h.attr, Key: h.key, Sub: h.sub,
 			Pos: Pos{Line: int(h.id.NamePos.Line), Col: int(h.id.NamePos.Col)}})
 		rewrite = append(rewrite, h.id)
 	}

@@ -78,9 +78,15 @@ func ReadsOf(fn syntax.Node) *FuncRefs {
 	used := map[*syntax.Ident]bool{} // uses of r as r.NAME
 	var calls []*syntax.CallExpr
 	// dot handles n, which reads x.name (name at at).
+	subs := map[syntax.Expr]string{} // r.NAME.attr -> what is read from it
 	dot := func(n, x syntax.Expr, name string, at syntax.Position) {
 		if in, ok := x.(*syntax.DotExpr); ok && isParam(in.X) {
-			outer[in] = Ref{Attr: name}
+			outer[in] = Ref{Attr: name, Sub: subs[n]}
+		}
+		if in, ok := x.(*syntax.DotExpr); ok {
+			if in2, ok := in.X.(*syntax.DotExpr); ok && isParam(in2.X) {
+				subs[in] = name
+			}
 		}
 		if in, ok := x.(*syntax.CallExpr); ok {
 			if ix, _, _, ok := stdlib.IsAttrCall(in); ok && isParam(ix) {
@@ -103,6 +109,13 @@ func ReadsOf(fn syntax.Node) *FuncRefs {
 			if in, ok := n.X.(*syntax.DotExpr); ok && isParam(in.X) {
 				if lit, ok := n.Y.(*syntax.Literal); ok && lit.Token == syntax.STRING {
 					outer[in] = Ref{Key: lit.Value.(string)}
+				}
+			}
+			if in, ok := n.X.(*syntax.DotExpr); ok {
+				if in2, ok := in.X.(*syntax.DotExpr); ok && isParam(in2.X) {
+					if lit, ok := n.Y.(*syntax.Literal); ok && lit.Token == syntax.STRING {
+						subs[in] = lit.Value.(string)
+					}
 				}
 			}
 		case *syntax.CallExpr:

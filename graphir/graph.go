@@ -151,8 +151,11 @@ type Node struct {
 	// or with WaitUntil (wait_until=) the time, in RFC 3339.
 	Wait      *Template
 	WaitUntil bool
-	// Approval steps: the question a person answers.
+	// Approval steps: the question a person answers, and the fields
+	// (fields=) whose values the person gives with the decision, in
+	// declaration order (each with Field set).
 	Approve *Template
+	Fields  []Input
 
 	// Loops and maps: the body, in list order; Body[0] is the entry.
 	Body []NodeID

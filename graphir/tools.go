@@ -34,6 +34,9 @@ type Tool struct {
 	// Final (final=True): the tool's result, when a call succeeds, is the
 	// agent step's answer; the turn's other calls finish first.
 	Final bool
+	// Approve (approve=): the question a person answers before each call
+	// runs, a template reading args.NAME; nil for none.
+	Approve *Template
 
 	// flow= tools: the literal path of the child flow (relative to the
 	// flow's file), and what the loader made of it, as for child-flow

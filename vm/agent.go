@@ -86,6 +86,9 @@ type agentRun struct {
 	final     starlark.Value
 	finalAt   int
 	finalTool string
+	// The calls of this turn waiting for a person's approval, by call
+	// id: what runs each once approved.
+	gated map[string]func()
 }
 
 // startAgent starts a visit of agent step n: its messages rendered, then
@@ -186,7 +189,50 @@ func (r *run) agentDone(c *completion) {
 		r.agentReplied(a, ec)
 		return
 	}
+	if c.req.Kind == graphir.KindApproval {
+		r.toolApproved(c, a, ec)
+		return
+	}
 	r.toolDone(a, c.req, ec)
+}
+
+// toolApproved acts on the decision on a tool call's approval: approved,
+// the call runs; rejected (or timed out), the model is told so as the
+// call's result; parked, the agent's turn waits, and with it the step,
+// until the run is resumed with the decision.
+func (r *run) toolApproved(c *completion, a *agentRun, ec *EffectCompletion) {
+	req := c.req
+	if ec.Park {
+		r.recs[a.n.ID].Status = StepWaiting
+		r.parked = append(r.parked, &Pending{Step: req.Step, Flow: req.Flow, Scope: req.Scope, Visit: req.Visit, Message: req.Message})
+		return
+	}
+	run := a.gated[req.ToolCallID]
+	delete(a.gated, req.ToolCallID)
+	if r.recs[a.n.ID].Status == StepWaiting {
+		r.recs[a.n.ID].Status = StepRunning
+	}
+	if ec.OK && run != nil {
+		a.pending--
+		run()
+		if a.pending == 0 {
+			r.agentNextTurn(a)
+		}
+		return
+	}
+	code := failCodeOr(ec.Code, codes.StepFailed)
+	text := clipBytes("the call was not run: "+ec.Error, maxToolResult)
+	call := model.ToolCall{ID: req.ToolCallID, Function: model.FunctionCall{Name: req.Tool, Arguments: req.ToolArgs}}
+	r.recordToolCall(a, call, false, code, text)
+	for j := range a.results {
+		if a.results[j].ToolCallID == req.ToolCallID {
+			a.results[j].Content = text
+		}
+	}
+	a.pending--
+	if a.pending == 0 {
+		r.agentNextTurn(a)
+	}
 }
 
 // agentFail ends the visit of a with a failure.
@@ -461,6 +507,42 @@ func (r *run) startToolCall(a *agentRun, i int, call model.ToolCall, offered []*
 	if err != nil {
 		answer(false, "invalid_arguments", fmt.Sprintf("error: the arguments of %s: %v", name, err))
 		return
+	}
+	if t.Approve != nil {
+		// A person decides first: the call runs once approved
+		// (toolApproved), whatever the model said.
+		r.toolArgs = argv
+		msg, err := r.render(a.f, n, t.Approve)
+		r.toolArgs = nil
+		if err != nil {
+			answer(false, codes.StepFailed, fmt.Sprintf("error: the approval question of %s: %v", name, err))
+			return
+		}
+		req := r.request(a.f, n)
+		req.Scope = append(req.Scope, fmt.Sprintf("%s@%d.%d", n.Name, a.turn, i+1))
+		req.Step, req.Kind, req.Tool, req.ToolCallID, req.Turn = t.Name, graphir.KindApproval, t.Name, call.ID, a.turn
+		req.ToolArgs, req.Message = canonicalJSON(args), msg
+		req.agent = a
+		if a.gated == nil {
+			a.gated = map[string]func(){}
+		}
+		a.gated[call.ID] = func() { r.runToolCall(a, i, call, t, args, argv) }
+		a.pending++
+		r.startGated(a.f, n, req)
+		return
+	}
+	r.runToolCall(a, i, call, t, args, argv)
+}
+
+// runToolCall runs call number i of this turn, of tool t, whose arguments
+// were checked (args decoded, argv as flow data), or answers it at once
+// (a fn tool).
+func (r *run) runToolCall(a *agentRun, i int, call model.ToolCall, t *graphir.Tool, args any, argv starlark.Value) {
+	n := a.n
+	name := t.Name
+	answer := func(ok bool, code codes.Code, text string) {
+		a.results[i].Content = text
+		r.recordToolCall(a, call, ok, code, text)
 	}
 	if t.Kind == graphir.KindFn {
 		// A function of its arguments alone: evaluated here, like until.

@@ -1,13 +1,19 @@
 package vm_test
 
 import (
+	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.starlark.net/starlark"
 
+	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/model/modeltest"
 )
@@ -466,5 +472,97 @@ chain(START, a, use, END)
 	}
 	if c := res.Step("a").Agent.ToolCalls; len(c) != 1 || c[0].Code != "invalid_arguments" {
 		t.Errorf("tool call records %+v", c)
+	}
+}
+
+// toolDecider answers the approvals of tool calls: approved unless the
+// message says "danger", or parked when park is set; everything else runs
+// here. It keeps the messages it was asked.
+type toolDecider struct {
+	park bool
+	mu   sync.Mutex
+	asks []*vm.EffectRequest
+}
+
+func (d *toolDecider) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	if req.Kind != graphir.KindApproval {
+		vm.Local{}.Start(ctx, req, done)
+		return
+	}
+	d.mu.Lock()
+	d.asks = append(d.asks, req)
+	d.mu.Unlock()
+	switch {
+	case d.park:
+		done(&vm.EffectCompletion{Park: true})
+	case strings.Contains(req.Message, "danger"):
+		done(vm.ApprovalDecision(false, "ann", "too risky", time.Now(), nil))
+	default:
+		done(vm.ApprovalDecision(true, "ann", "", time.Now(), nil))
+	}
+}
+
+// TestAgentToolApproval: a tool with approve= runs only once a person
+// approves the call; a rejection goes back to the model as the call's
+// result, with the reason, and the tool never runs; a call with no
+// decision parks the run, the agent step waiting.
+func TestAgentToolApproval(t *testing.T) {
+	flow := `
+shell_tool = tool("sh", run = ["sh", "-c", "{{ args.cmd }}"], params = {"cmd": "string"}, approve = "Run {{ args.cmd }}?")
+fix = step("fix", agent = "fix it", tools = [shell_tool])
+chain(START, fix, END)
+`
+	dir := t.TempDir()
+	s := modeltest.New(modeltest.Rule{Match: "fix", Replies: []modeltest.Reply{
+		{ToolCalls: []modeltest.ToolCall{
+			{ID: "a", Name: "sh", Arguments: `{"cmd": "echo safe > ` + dir + `/safe; echo ran"}`},
+			{ID: "b", Name: "sh", Arguments: `{"cmd": "echo danger > ` + dir + `/danger"}`},
+		}},
+		{Content: "done"},
+	}})
+	defer s.Close()
+	d := &toolDecider{}
+	opts := modelOpts(s, nil)
+	opts.Effects = d
+	res := run(t, flow, nil, opts)
+	if res.Status != vm.Succeeded {
+		t.Fatalf("status %s: %v", res.Status, res.Error)
+	}
+	if len(d.asks) != 2 || d.asks[0].Message != "Run echo safe > "+dir+"/safe; echo ran?" || d.asks[0].Step != "sh" ||
+		strings.Join(d.asks[0].Scope, "/") != "fix@1.1" || d.asks[1].ToolCallID != "b" {
+		t.Fatalf("asked %+v", d.asks)
+	}
+	got := toolMessages(s.Requests()[1])
+	if got["a"] != "ran\n" {
+		t.Errorf("approved call's result %q", got["a"])
+	}
+	if got["b"] != "the call was not run: rejected by ann: too risky" {
+		t.Errorf("rejected call's result %q", got["b"])
+	}
+	if _, err := os.Stat(filepath.Join(dir, "danger")); err == nil {
+		t.Errorf("the rejected call ran")
+	}
+	rec := res.Step("fix").Agent
+	if len(rec.ToolCalls) != 2 || rec.ToolCalls[0].ID != "b" || rec.ToolCalls[0].Code != "rejected" || rec.ToolCalls[0].OK || !rec.ToolCalls[1].OK {
+		t.Errorf("tool call records %+v", rec.ToolCalls)
+	}
+
+	// Nobody decides: the run parks, the agent waiting on the call.
+	s2 := modeltest.New(modeltest.Rule{Match: "fix", Replies: []modeltest.Reply{
+		{ToolCalls: []modeltest.ToolCall{{ID: "a", Name: "sh", Arguments: `{"cmd": "echo hi"}`}}},
+		{Content: "done"},
+	}})
+	defer s2.Close()
+	opts = modelOpts(s2, nil)
+	opts.Effects = &toolDecider{park: true}
+	res = run(t, flow, nil, opts)
+	if res.Status != vm.Waiting || res.Step("fix").Status != vm.StepWaiting {
+		t.Fatalf("status %s, fix %s; want waiting", res.Status, res.Step("fix").Status)
+	}
+	if len(res.Pending) != 1 || res.Pending[0].Step != "sh" || strings.Join(res.Pending[0].Scope, "/") != "fix@1.1" || res.Pending[0].Message != "Run echo hi?" {
+		t.Errorf("pending %+v", res.Pending)
+	}
+	if n := len(s2.Requests()); n != 1 {
+		t.Errorf("%d model calls, want 1", n)
 	}
 }

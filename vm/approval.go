@@ -9,14 +9,17 @@ import (
 
 	"go.starlark.net/starlark"
 
+	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/stdlib"
 )
 
 // ApprovalDecision is the completion of an approval decided by by at at:
-// approved, the output {approved: True, by, reason, at}; rejected, a
-// failure with code rejected (which on = "failure" can route).
-func ApprovalDecision(approved bool, by, reason string, at time.Time) *EffectCompletion {
+// approved, the output {approved: True, by, reason, at}, with values (the
+// fields' values, bound by [graphir.BindFields]) when the step declares
+// fields (values is nil when it does not); rejected, a failure with code
+// rejected (which on = "failure" can route).
+func ApprovalDecision(approved bool, by, reason string, at time.Time, values starlark.Value) *EffectCompletion {
 	if !approved {
 		msg := "rejected by " + by
 		if reason != "" {
@@ -24,8 +27,21 @@ func ApprovalDecision(approved bool, by, reason string, at time.Time) *EffectCom
 		}
 		return &EffectCompletion{Code: codes.Rejected, Error: msg}
 	}
-	return &EffectCompletion{OK: true, Output: stdlib.NewMap([]string{"approved", "by", "reason", "at"},
-		[]starlark.Value{starlark.True, starlark.String(by), starlark.String(reason), starlark.String(at.UTC().Format(time.RFC3339))})}
+	keys := []string{"approved", "by", "reason", "at"}
+	vals := []starlark.Value{starlark.True, starlark.String(by), starlark.String(reason), starlark.String(at.UTC().Format(time.RFC3339))}
+	if values != nil {
+		keys, vals = append(keys, "values"), append(vals, values)
+	}
+	return &EffectCompletion{OK: true, Output: stdlib.NewMap(keys, vals)}
+}
+
+// Fields returns the fields whose values a decision on req gives: those
+// of its approval step; none for a tool call's approval.
+func (req *EffectRequest) Fields() []graphir.Input {
+	if req.Kind != graphir.KindApproval || req.Node == nil || req.Node.Kind != graphir.KindApproval {
+		return nil
+	}
+	return req.Node.Fields
 }
 
 // ApprovalTimedOut is the completion of an approval that got no decision

@@ -78,7 +78,7 @@ func (p *fakeApprovals) Start(ctx context.Context, req *vm.EffectRequest, done f
 	p.mu.Unlock()
 	switch {
 	case strings.Contains(req.Message, "fail"):
-		done(vm.ApprovalDecision(false, "tester", "no", time.Now()))
+		done(vm.ApprovalDecision(false, "tester", "no", time.Now(), nil))
 	case strings.Contains(req.Message, "slow"):
 		go func() {
 			if req.Timeout <= 0 {
@@ -96,7 +96,7 @@ func (p *fakeApprovals) Start(ctx context.Context, req *vm.EffectRequest, done f
 			}
 		}()
 	default:
-		done(vm.ApprovalDecision(true, "tester", "", time.Now()))
+		done(vm.ApprovalDecision(true, "tester", "", time.Now(), nil))
 	}
 }
 

@@ -95,7 +95,9 @@ func effectOf(n *graphir.Node) effect {
 // agent's tool call takes one as its tool would.
 func takesSlot(n *graphir.Node, req *EffectRequest) bool {
 	if req.Tool != "" {
-		return req.Kind != graphir.KindSubflow // a flow= tool's child takes slots for its own work
+		// A flow= tool's child takes slots for its own work; a call's
+		// approval waits for a person.
+		return req.Kind != graphir.KindSubflow && req.Kind != graphir.KindApproval
 	}
 	return effectOf(n) != waiting
 }

@@ -35,44 +35,85 @@ type prompter struct {
 
 // Ask implements [runs.Asker]: y or n (anything else is no, with what was
 // answered as the reason).
+// Approved, the step's fields are asked for one by one (see [askFields]).
 func (p *prompter) Ask(ctx context.Context, req *vm.EffectRequest, deadline time.Time) (runs.Decision, bool) {
-	approved, reason := p.ask(ctx, req, deadline)
-	return runs.Decision{Approved: approved, By: currentUser(), Reason: reason}, true
-}
-
-// ask puts the approval's question on the terminal and reads y or n
-// (anything else is no), until ctx ends or the deadline passes.
-func (p *prompter) ask(ctx context.Context, req *vm.EffectRequest, deadline time.Time) (bool, string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	d := runs.Decision{By: currentUser()}
 	q := fmt.Sprintf("approve %q: %s [y/N] ", req.Step, req.Message)
 	if p.note != nil {
 		p.note(strings.TrimSpace(q))
 	} else {
 		fmt.Fprint(p.out, q)
 	}
+	s, ok := p.line(ctx)
+	if !ok {
+		return d, true
+	}
+	switch strings.ToLower(s) {
+	case "y", "yes":
+		d.Approved = true
+		d.Values, _ = askFields(ctx, p.out, req, p.line)
+	default:
+		d.Reason = "answered " + fmt.Sprintf("%q", s) + " at the prompt"
+	}
+	return d, true
+}
+
+// line reads one line, trimmed; false when ctx ends first.
+func (p *prompter) line(ctx context.Context) (string, bool) {
 	line := make(chan string, 1)
 	go func() {
 		s, _ := p.in.ReadString('\n')
 		line <- strings.TrimSpace(s)
 	}()
-	var expire <-chan time.Time
-	if !deadline.IsZero() {
-		t := time.NewTimer(time.Until(deadline))
-		defer t.Stop()
-		expire = t.C
-	}
 	select {
 	case s := <-line:
-		switch strings.ToLower(s) {
-		case "y", "yes":
-			return true, ""
-		}
-		return false, "answered " + fmt.Sprintf("%q", s) + " at the prompt"
+		return s, true
 	case <-ctx.Done():
-	case <-expire:
+		return "", false
 	}
-	return false, ""
+}
+
+// askFields asks for the values of the fields of the approval req, one
+// a line, read by read, until each is one its field takes (Enter leaves a
+// field with a default to it); false when the input ends or ctx does
+// first.
+func askFields(ctx context.Context, out io.Writer, req *vm.EffectRequest, read func(context.Context) (string, bool)) (map[string]any, bool) {
+	fields := req.Fields()
+	if len(fields) == 0 {
+		return nil, true
+	}
+	values := map[string]any{}
+	for _, f := range fields {
+		f.Field = true
+		for {
+			fmt.Fprintf(out, "  %s: ", f.Describe())
+			s, ok := read(ctx)
+			if !ok {
+				return values, false
+			}
+			if s == "" && !f.Required {
+				break
+			}
+			if s == "" {
+				fmt.Fprintf(out, "  %s is required\n", f.Name)
+				continue
+			}
+			if _, err := f.Parse(s); err != nil {
+				fmt.Fprintf(out, "  %v\n", err)
+				continue
+			}
+			values[f.Name] = s
+			break
+		}
+	}
+	return values, true
 }
 
 func currentUser() string {
@@ -90,14 +131,34 @@ type approveOptions struct {
 	reject   bool
 	reason   string
 	by       string
+	set      []string // NAME=VALUE, the values of the step's fields
 	resume   bool
 	noPrompt bool
+}
+
+// values are the decision's values that --set gives, by field name.
+func (o *approveOptions) values() (map[string]any, error) {
+	if len(o.set) == 0 {
+		return nil, nil
+	}
+	out := map[string]any{}
+	for _, kv := range o.set {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--set %q: want NAME=VALUE, a field of the approval step and its value", kv)
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("--set: field %q given twice", k)
+		}
+		out[k] = v
+	}
+	return out, nil
 }
 
 func init() {
 	register(&command{
 		name:    "approve",
-		args:    "RUN [STEP] [--reject] [--reason R] [--by NAME] [--resume] [--engine temporal [--address HOST:PORT] [--namespace N]]",
+		args:    "RUN [STEP] [--reject] [--reason R] [--by NAME] [--set NAME=VALUE]... [--resume] [--engine temporal [--address HOST:PORT] [--namespace N]]",
 		summary: "decide an approval a run waits for",
 		long: `Records the decision for an approval step of a waiting run: approved, or with
 --reject rejected (the step fails with code rejected, which on = "failure"
@@ -106,6 +167,11 @@ only; it may also be the approval's place as skein show prints it
 ('per_env[1] › deploy'), which tells apart the approvals of one step in a
 map's items. A decision is recorded once: a second one is refused, saying
 what was decided, by whom and when. --by defaults to $SKEIN_USER, else $USER, else $LOGNAME.
+--set NAME=VALUE gives the value of one of the step's fields (fields=;
+repeat it for each): the text is read by the field's type, as --input
+reads an input's. Values that do not fit (an unknown field, a wrong type,
+not a choice, a required field missing when approving) are refused and
+nothing is recorded.
 --resume then continues the run in the foreground, as skein resume does. A
 run still going (another branch still runs) takes the decision itself
 (with --resume too: there is nothing to resume).
@@ -123,6 +189,7 @@ with --resume, as skein resume.`,
 			fs.BoolVar(&o.reject, "reject", false, "reject instead of approving")
 			fs.StringVar(&o.reason, "reason", "", "why, recorded with the decision")
 			fs.StringVar(&o.by, "by", "", "who decides (default $SKEIN_USER, else $USER, else $LOGNAME)")
+			fs.StringArrayVar(&o.set, "set", nil, "NAME=VALUE: the value of a field of the approval step (repeatable), read by the field's type")
 			fs.BoolVar(&o.resume, "resume", false, "continue the run once the decision is recorded")
 			fs.BoolVar(&o.noPrompt, "no-prompt", false, "with --resume: park on further approvals instead of asking on the terminal")
 			storeFlag(fs, &o.store)
@@ -133,7 +200,7 @@ with --resume, as skein resume.`,
 
 func runApprove(ctx context.Context, io stdio, opts *approveOptions, args []string) int {
 	if len(args) < 1 || len(args) > 2 {
-		fmt.Fprintln(io.err, "skein approve: want a run and optionally a step\nusage: skein approve RUN [STEP] [--reject] [--reason R] [--by NAME] [--resume]")
+		fmt.Fprintln(io.err, "skein approve: want a run and optionally a step\nusage: skein approve RUN [STEP] [--reject] [--reason R] [--by NAME] [--set NAME=VALUE]... [--resume]")
 		return exitUsage
 	}
 	if err := opts.engineFlags.check("approve"); err != nil {
@@ -157,8 +224,13 @@ func runApprove(ctx context.Context, io stdio, opts *approveOptions, args []stri
 	if by == "" {
 		by = currentUser()
 	}
+	values, err := opts.values()
+	if err != nil {
+		fmt.Fprintf(io.err, "skein approve: %v\n", err)
+		return exitUsage
+	}
 	svc := &runs.Service{Store: st}
-	done, err := svc.Approve(args[0], step, runs.Decision{Approved: !opts.reject, By: by, Reason: opts.reason})
+	done, err := svc.Approve(args[0], step, runs.Decision{Approved: !opts.reject, By: by, Reason: opts.reason, Values: values})
 	var choice *runs.ChoiceError
 	switch {
 	case errors.As(err, &choice) && len(choice.Pending) > 0:

@@ -55,7 +55,7 @@ type inlineAsker struct {
 // be read (the run is then parked). When ctx ends or the deadline passes
 // first it returns a rejection the caller does not use: it looks at ctx
 // and the deadline itself.
-func (a *inlineAsker) ask(ctx context.Context, req *vm.EffectRequest, deadline time.Time) (approved bool, reason string, ok bool) {
+func (a *inlineAsker) ask(ctx context.Context, req *vm.EffectRequest, deadline time.Time) (approved bool, reason string, values map[string]any, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !deadline.IsZero() {
@@ -70,7 +70,7 @@ func (a *inlineAsker) ask(ctx context.Context, req *vm.EffectRequest, deadline t
 	if a.usual != nil {
 		restore, err := a.usual()
 		if err != nil {
-			return false, "", false
+			return false, "", nil, false
 		}
 		defer restore()
 	}
@@ -82,22 +82,29 @@ func (a *inlineAsker) ask(ctx context.Context, req *vm.EffectRequest, deadline t
 	for {
 		line, err := a.readLine(ctx)
 		if err != nil {
-			return false, "", ctx.Err() != nil
+			return false, "", nil, ctx.Err() != nil
 		}
 		answer, rest, _ := strings.Cut(strings.TrimSpace(line), " ")
 		switch strings.ToLower(answer) {
 		case "y", "yes":
-			return true, "", true
+			values, ok := askFields(ctx, a.out, req, func(ctx context.Context) (string, bool) {
+				line, err := a.readLine(ctx)
+				return strings.TrimSpace(line), err == nil
+			})
+			if !ok {
+				return false, "", nil, ctx.Err() != nil
+			}
+			return true, "", values, true
 		case "", "n", "no":
 			if rest = strings.TrimSpace(rest); rest != "" || answer == "" {
-				return false, rest, true
+				return false, rest, nil, true
 			}
 			fmt.Fprint(a.out, "reason (Enter for none): ")
 			line, err := a.readLine(ctx)
 			if err != nil {
-				return false, "", ctx.Err() != nil
+				return false, "", nil, ctx.Err() != nil
 			}
-			return false, strings.TrimSpace(line), true
+			return false, strings.TrimSpace(line), nil, true
 		}
 		fmt.Fprintf(a.out, "answer y to approve, n to reject (n REASON to say why): ")
 	}
@@ -118,8 +125,8 @@ func (a *inlineAsker) readLine(ctx context.Context) (string, error) {
 
 // Ask implements [runs.Asker].
 func (a *inlineAsker) Ask(ctx context.Context, req *vm.EffectRequest, deadline time.Time) (runs.Decision, bool) {
-	approved, reason, ok := a.ask(ctx, req, deadline)
-	return runs.Decision{Approved: approved, By: currentUser(), Reason: reason}, ok
+	approved, reason, values, ok := a.ask(ctx, req, deadline)
+	return runs.Decision{Approved: approved, By: currentUser(), Reason: reason, Values: values}, ok
 }
 
 // chanLines reads the lines of in on a goroutine of its own, so that a

@@ -349,7 +349,7 @@ func TestInlineAskUsualModeFirst(t *testing.T) {
 				return func() { log = append(log, "editing") }, nil
 			},
 		}
-		approved, _, ok := a.ask(context.Background(), &vm.EffectRequest{Step: "gate", Message: "Go?"}, time.Time{})
+		approved, _, _, ok := a.ask(context.Background(), &vm.EffectRequest{Step: "gate", Message: "Go?"}, time.Time{})
 		if !ok || approved != (tc.answers[0] == "y") {
 			t.Errorf("answers %q: approved %v, ok %v", tc.answers, approved, ok)
 		}
@@ -361,7 +361,7 @@ func TestInlineAskUsualModeFirst(t *testing.T) {
 	var log []string
 	a := &inlineAsker{out: logWriter{&log}, read: func(context.Context) (string, error) { return "y", nil },
 		usual: func() (func(), error) { return nil, errors.New("not a terminal") }}
-	if _, _, ok := a.ask(context.Background(), &vm.EffectRequest{Step: "gate", Message: "Go?"}, time.Time{}); ok || len(log) != 0 {
+	if _, _, _, ok := a.ask(context.Background(), &vm.EffectRequest{Step: "gate", Message: "Go?"}, time.Time{}); ok || len(log) != 0 {
 		t.Errorf("mode not set: ok %v, log %q", ok, log)
 	}
 }

@@ -30,6 +30,11 @@ func TestModelScripts(t *testing.T) {
 				{Content: "first"},
 				{ToolCalls: []modeltest.ToolCall{{ID: "t1", Name: "tally", Arguments: `{"item": "plums"}`}}},
 				{Content: "second"}}},
+			modeltest.Rule{Match: "Clean up", Replies: []modeltest.Reply{
+				{ToolCalls: []modeltest.ToolCall{{ID: "c1", Name: "sh", Arguments: `{"cmd": "echo cleaned >> ran.txt"}`}}},
+				{Content: "cleaned"},
+				{ToolCalls: []modeltest.ToolCall{{ID: "c2", Name: "sh", Arguments: `{"cmd": "rm -rf ran.txt"}`}}},
+				{Content: "gave up"}}},
 			modeltest.Rule{Match: "slow", Replies: []modeltest.Reply{{Content: "late", Delay: time.Hour}}},
 			modeltest.Rule{Replies: []modeltest.Reply{{Content: "fine", Prompt: 10, Completion: 5}}},
 		)

@@ -413,6 +413,9 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 				if a.Reason != "" {
 					decision += ": " + a.Reason
 				}
+				if a.Values != "" {
+					decision += " values " + a.Values
+				}
 			case !a.Expired.IsZero() && a.Timeout <= 0:
 				decision = "timed out at " + a.Expired.Local().Format("2006-01-02 15:04:05")
 			case !a.Expired.IsZero() || !a.Pending(time.Now()):

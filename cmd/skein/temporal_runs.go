@@ -43,7 +43,12 @@ func approveOnTemporal(ctx context.Context, io stdio, opts *approveOptions, args
 	if by == "" {
 		by = currentUser()
 	}
-	sent, err := c.Approve(ctx, args[0], step, by, opts.reject, opts.reason)
+	values, err := opts.values()
+	if err != nil {
+		fmt.Fprintf(io.err, "skein approve: %v\n", err)
+		return exitUsage
+	}
+	sent, err := c.Approve(ctx, args[0], step, by, opts.reject, opts.reason, values)
 	if err != nil {
 		fmt.Fprintf(io.err, "skein approve: %v\n", err)
 		return exitFail

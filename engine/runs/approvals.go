@@ -7,6 +7,9 @@ package runs
 
 import (
 	"context"
+
+	"go.starlark.net/starlark"
+
 	"errors"
 	"fmt"
 	"slices"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/spell"
+	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
 )
@@ -27,10 +31,13 @@ type Decision struct {
 	By string
 	// Reason is why, recorded with the decision ("" for none).
 	Reason string
-	// Values are typed values given with the decision, by name (a form's
-	// fields). No approval step declares any yet, so a decision with
-	// values is refused rather than dropped; the field is here so that
-	// front ends pass decisions in the shape they will keep.
+	// Values are the values of the approval step's fields (fields=), by
+	// name: text (a Go string, read by the field's type as a command
+	// line's --input is: "3" for an int field is 3) or a JSON value
+	// (float64, bool, []any, map[string]any, as encoding/json decodes
+	// them; a string is text). They are checked against the fields
+	// ([graphir.BindFields]): an approval needs every required field, a
+	// value for a field the step does not declare is refused.
 	Values map[string]any
 }
 
@@ -317,7 +324,11 @@ func storeStop(err error) *vm.EffectCompletion {
 func outcome(req *vm.EffectRequest, ap *store.Approval, deadline time.Time) *vm.EffectCompletion {
 	switch {
 	case !ap.Decided.IsZero() && (deadline.IsZero() || ap.Decided.Before(deadline)):
-		return vm.ApprovalDecision(ap.Approved, ap.By, ap.Reason, ap.Decided)
+		values, err := recordedValues(req, ap)
+		if err != nil {
+			return storeStop(err)
+		}
+		return vm.ApprovalDecision(ap.Approved, ap.By, ap.Reason, ap.Decided, values)
 	case !ap.Decided.IsZero() || !ap.Expired.IsZero():
 		return vm.ApprovalTimedOut(req.Timeout)
 	}
@@ -337,10 +348,11 @@ func (a *approvals) decide(ctx context.Context, req *vm.EffectRequest) (*vm.Effe
 			return &vm.EffectCompletion{Code: "step_failed",
 				Error: fmt.Sprintf("approval %q needs a decision: %s", req.Step, a.noDecision)}, time.Time{}
 		}
-		if err := d.check(req.Step); err != nil {
+		values, _, err := d.bind(req.Step, req.Fields())
+		if err != nil {
 			return &vm.EffectCompletion{Code: "step_failed", Error: err.Error()}, time.Time{}
 		}
-		return vm.ApprovalDecision(d.Approved, d.By, d.Reason, time.Now()), time.Time{}
+		return vm.ApprovalDecision(d.Approved, d.By, d.Reason, time.Now(), values), time.Time{}
 	}
 	c, ap, deadline := a.fromStore(req)
 	if c != nil {
@@ -363,10 +375,11 @@ func (a *approvals) decide(ctx context.Context, req *vm.EffectRequest) (*vm.Effe
 		}
 		return vm.ApprovalTimedOut(req.Timeout), deadline
 	}
-	if err := d.check(req.Step); err != nil {
+	values, js, err := d.bind(req.Step, req.Fields())
+	if err != nil {
 		return &vm.EffectCompletion{Code: "step_failed", Error: err.Error()}, deadline
 	}
-	if err := a.st.Decide(a.runID, ap, d.Approved, d.By, d.Reason); err != nil {
+	if err := a.st.Decide(a.runID, ap, d.Approved, d.By, d.Reason, js); err != nil {
 		if !errors.Is(err, store.ErrDecided) && !errors.Is(err, store.ErrTimedOut) {
 			return storeStop(err), deadline
 		}
@@ -377,7 +390,7 @@ func (a *approvals) decide(ctx context.Context, req *vm.EffectRequest) (*vm.Effe
 		}
 		return vm.ApprovalTimedOut(req.Timeout), deadline
 	}
-	return vm.ApprovalDecision(d.Approved, d.By, d.Reason, time.Now()), deadline
+	return vm.ApprovalDecision(d.Approved, d.By, d.Reason, time.Now(), values), deadline
 }
 
 // asked asks the Asker, if there is one.
@@ -388,18 +401,34 @@ func (a *approvals) asked(ctx context.Context, req *vm.EffectRequest, deadline t
 	return a.ask.Ask(ctx, req, deadline)
 }
 
-// check refuses a decision the approval step cannot take: one with values
-// (approval steps declare none).
-func (d *Decision) check(step string) error {
-	if len(d.Values) > 0 {
-		names := make([]string, 0, len(d.Values))
-		for k := range d.Values {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		return fmt.Errorf("approval %q takes no values, got %s", step, strings.Join(names, ", "))
+// bind checks the decision's values against the fields of approval step
+// and returns them, as the step's output holds them (nil for a step
+// without fields) and as JSON ("" for none), for the store.
+func (d *Decision) bind(step string, fields []graphir.Input) (starlark.Value, string, error) {
+	m, err := graphir.BindFields(step, fields, d.Values, d.Approved)
+	if err != nil || len(fields) == 0 {
+		return nil, "", err
 	}
-	return nil
+	b, err := stdlib.AppendJSON(nil, m, "", 0)
+	if err != nil {
+		return nil, "", fmt.Errorf("approval %q: %v", step, err)
+	}
+	return m, string(b), nil
+}
+
+// recordedValues are the values recorded with approval ap's decision, as
+// the output of the approval req holds them: nil for a step without
+// fields; a decision recorded without values (by an older skein) gives
+// each field its default (None when it has none).
+func recordedValues(req *vm.EffectRequest, ap *store.Approval) (starlark.Value, error) {
+	fields := req.Fields()
+	if ap.Values == "" {
+		if len(fields) == 0 {
+			return nil, nil
+		}
+		return graphir.BindFields(req.Step, fields, nil, false)
+	}
+	return stdlib.FromJSON([]byte(ap.Values))
 }
 
 // Approved is what [Service.Approve] did: the approval it decided and
@@ -490,10 +519,15 @@ func (s *Service) Approve(ref, step string, d Decision) (*Approved, error) {
 		}
 		return res, e
 	}
-	if err := d.check(res.Approval.Step); err != nil {
+	fields, err := graphir.ParseFields(res.Approval.Fields)
+	if err != nil {
+		return res, fmt.Errorf("approval %q of run %s: %v", res.Approval.Step, r.ID, err)
+	}
+	_, js, err := d.bind(res.Approval.Step, fields)
+	if err != nil {
 		return res, err
 	}
-	if err := s.Store.Decide(r.ID, res.Approval, d.Approved, d.By, d.Reason); err != nil {
+	if err := s.Store.Decide(r.ID, res.Approval, d.Approved, d.By, d.Reason, js); err != nil {
 		return res, err
 	}
 	if r, err = s.Store.Get(r.ID); err != nil {

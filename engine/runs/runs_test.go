@@ -139,7 +139,7 @@ func TestParkApproveResume(t *testing.T) {
 		t.Errorf("so far, run %s (-want +got):\n%s", so.RunID, diff)
 	}
 
-	if _, err := s.Approve(r.ID, "deploy", Decision{Approved: true, By: "ann", Values: map[string]any{"region": "eu"}}); err == nil || !strings.Contains(err.Error(), `approval "deploy" takes no values, got region`) {
+	if _, err := s.Approve(r.ID, "deploy", Decision{Approved: true, By: "ann", Values: map[string]any{"region": "eu"}}); err == nil || !strings.Contains(err.Error(), `approval "deploy" takes no values (it declares no fields), got region`) {
 		t.Fatalf("a decision with values: got %v", err)
 	}
 	done, err := s.Approve("last", "", Decision{Approved: true, By: "ann", Reason: "looks good"})
@@ -303,5 +303,103 @@ func TestCancel(t *testing.T) {
 	}
 	if rec.Run.Status != "cancelled" {
 		t.Errorf("recorded %s", rec.Run.Status)
+	}
+}
+
+const releaseFlow = `
+gate = step("gate", approve = "Release?", fields = {
+    "version": input(type = "string"),
+    "rollout": input("canary", choices = ["canary", "all"]),
+    "replicas": input(type = "int"),
+})
+ship = step("ship", env = {"V": "{{ gate.values.version }}", "R": "{{ gate.values.rollout }}", "N": "{{ gate.values.replicas + 1 }}"},
+    shell = "echo $V $R $N >> log")
+chain(START, gate, ship, END)
+`
+
+// An approval's fields: skein approve's values are checked against them
+// (unknown, missing, of the wrong type, not a choice), recorded with the
+// decision, and read downstream once the run is resumed.
+func TestApproveValues(t *testing.T) {
+	s, g, dir := setup(t, "release.star", releaseFlow)
+	r, err := s.Start(bind(t, g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := run(t, r); res.Status != vm.Waiting {
+		t.Fatalf("status %s, want waiting", res.Status)
+	}
+	for _, c := range []struct {
+		values map[string]any
+		want   string
+	}{
+		{map[string]any{"version": "1.2", "replicas": "3", "rolout": "all"}, `approval "gate" has no field "rolout"; it declares version (string, required), rollout (string, default "canary", one of "canary", "all"), replicas (int, required) (did you mean "rollout"?)`},
+		{map[string]any{"version": "1.2"}, `approval "gate" needs a value for field "replicas"`},
+		{map[string]any{"version": "1.2", "replicas": "three"}, `approval "gate": field "replicas" must be an int, got "three"`},
+		{map[string]any{"version": "1.2", "replicas": 3.5}, `approval "gate": field "replicas" must be an int, got a float 3.5`},
+		{map[string]any{"version": "1.2", "replicas": "3", "rollout": "most"}, `approval "gate": field "rollout" must be one of "canary", "all", got "most"`},
+	} {
+		_, err := s.Approve(r.ID, "gate", Decision{Approved: true, By: "ann", Values: c.values})
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("values %v: got %v, want %s", c.values, err, c.want)
+		}
+	}
+	if _, err := s.Approve(r.ID, "gate", Decision{Approved: true, By: "ann", Values: map[string]any{"version": "1.2", "replicas": 3.0}}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.Record(r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Approvals[0].Values; got != `{"version":"1.2","rollout":"canary","replicas":3}` {
+		t.Errorf("recorded values %s", got)
+	}
+	r2, ds, err := s.Resume(&ResumeSpec{Run: rec.Run, Options: rec.Run.Options})
+	if err != nil {
+		t.Fatalf("Resume: %v (%v)", err, ds)
+	}
+	res := run(t, r2)
+	if res.Status != vm.Succeeded {
+		t.Fatalf("resumed run: %s %v", res.Status, res.Error)
+	}
+	if diff := cmp.Diff("1.2 canary 4\n", readLog(t, dir)); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
+	}
+	// A rejection needs no values.
+	r3, err := s.Start(bind(t, g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, r3)
+	if _, err := s.Approve(r3.ID, "", Decision{By: "bob", Reason: "not today"}); err != nil {
+		t.Fatalf("a rejection without values: %v", err)
+	}
+}
+
+// An Asker's decision gives values too; one that does not fit fails the
+// step, saying why.
+func TestAskedValues(t *testing.T) {
+	s, g, dir := setup(t, "release.star", releaseFlow)
+	spec := bind(t, g)
+	spec.Ask = asker{Decision{Approved: true, By: "cy", Values: map[string]any{"version": "2.0", "rollout": "all", "replicas": "1"}}, true}
+	r, err := s.Start(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := run(t, r); res.Status != vm.Succeeded {
+		t.Fatalf("status %s %v", res.Status, res.Error)
+	}
+	if diff := cmp.Diff("2.0 all 2\n", readLog(t, dir)); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
+	}
+	spec = bind(t, g)
+	spec.Ask = asker{Decision{Approved: true, By: "cy"}, true}
+	r, err = s.Start(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, r)
+	if res.Status != vm.Failed || !strings.Contains(res.Error.Msg, `approval "gate" needs a value for field "version", field "replicas"`) {
+		t.Fatalf("status %s %v; want failed for the missing values", res.Status, res.Error)
 	}
 }

@@ -9,14 +9,18 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"go.starlark.net/starlark"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/spell"
+	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 )
 
@@ -40,6 +44,9 @@ type Decision struct {
 	Reject bool     `json:",omitempty"`
 	Reason string   `json:",omitempty"`
 	By     string
+	// Values are the values of the step's fields, by name: text (read
+	// by the field's type) or JSON values, as runs.Decision's.
+	Values map[string]any `json:",omitempty"`
 }
 
 // Approval states.
@@ -66,6 +73,10 @@ type Approval struct {
 	Reason     string    `json:",omitempty"`
 	Decided    time.Time `json:",omitzero"`
 	DecisionID string    `json:",omitempty"`
+	// Fields are the step's fields (as graphir.FieldsJSON writes them),
+	// Values the values the decision gave them, a JSON object.
+	Fields string          `json:",omitempty"`
+	Values json.RawMessage `json:",omitempty"`
 }
 
 // Deadline is when the approval times out; zero for none.
@@ -174,7 +185,12 @@ func (s *state) decide(now time.Time, d Decision) {
 			refuse(fmt.Sprintf("approval %q timed out at %s (no decision within %s)", a.Where(), dl.UTC().Format(time.RFC3339), a.Timeout))
 			return
 		}
-		a.State, a.By, a.Reason, a.Decided, a.DecisionID = ApprovalApproved, d.By, d.Reason, now, d.ID
+		values, err := a.bind(d)
+		if err != nil {
+			refuse(err.Error())
+			return
+		}
+		a.State, a.By, a.Reason, a.Decided, a.DecisionID, a.Values = ApprovalApproved, d.By, d.Reason, now, d.ID, values
 		if d.Reject {
 			a.State = ApprovalRejected
 		}
@@ -194,6 +210,38 @@ func (s *state) decide(now time.Time, d Decision) {
 		}
 		refuse(fmt.Sprintf("step %q is not waiting for a decision%s", d.Step, waitsFor(d.Step, steps)))
 	}
+}
+
+// bind checks decision d's values against the approval's fields and
+// returns them as JSON (nil for a step without fields).
+func (a *Approval) bind(d Decision) (json.RawMessage, error) {
+	fields, err := graphir.ParseFields(a.Fields)
+	if err != nil {
+		return nil, err
+	}
+	m, err := graphir.BindFields(a.Step, fields, d.Values, !d.Reject)
+	if err != nil || len(fields) == 0 {
+		return nil, err
+	}
+	return stdlib.AppendJSON(nil, m, "", 0)
+}
+
+// values are the decided values as the step's output holds them: nil for
+// a step without fields.
+func (a *Approval) values() starlark.Value {
+	if a.Fields == "" {
+		return nil
+	}
+	if len(a.Values) == 0 {
+		fields, _ := graphir.ParseFields(a.Fields)
+		m, _ := graphir.BindFields(a.Step, fields, nil, false)
+		return m
+	}
+	v, err := stdlib.FromJSON(a.Values)
+	if err != nil {
+		return nil
+	}
+	return v
 }
 
 // whyClosed says why an approval that no longer waits cannot be decided:
@@ -248,7 +296,7 @@ func (s *state) drain(ctx workflow.Context) {
 // cancellation.
 func (p *producer) approve(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
 	a := &Approval{Step: req.Step, Flow: req.Flow, Scope: req.Scope, Visit: req.Visit, Message: req.Message,
-		Requested: workflow.Now(p.ctx), Timeout: req.Timeout, State: ApprovalWaiting}
+		Requested: workflow.Now(p.ctx), Timeout: req.Timeout, State: ApprovalWaiting, Fields: graphir.FieldsJSON(req.Fields())}
 	p.st.asked(a)
 	var timer workflow.Future
 	stop := func() {}
@@ -263,7 +311,7 @@ func (p *producer) approve(ctx context.Context, req *vm.EffectRequest, done func
 		switch {
 		case a.State != ApprovalWaiting:
 			stop()
-			done(vm.ApprovalDecision(a.State == ApprovalApproved, a.By, a.Reason, a.Decided))
+			done(vm.ApprovalDecision(a.State == ApprovalApproved, a.By, a.Reason, a.Decided, a.values()))
 		case ctx.Err() != nil:
 			stop()
 			a.State = ApprovalCancelled

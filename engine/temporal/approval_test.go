@@ -79,7 +79,7 @@ func (d decider) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm
 		done(vm.ApprovalTimedOut(req.Timeout))
 		return
 	}
-	done(vm.ApprovalDecision(!d.reject, d.by, d.reason, time.Now()))
+	done(vm.ApprovalDecision(!d.reject, d.by, d.reason, time.Now(), nil))
 }
 
 // withoutAt drops the decision time from approval outputs, which the two

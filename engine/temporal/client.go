@@ -310,10 +310,12 @@ type Sent struct {
 	Read bool
 }
 
-// Approve sends a decision (by, reject, reason) on the approval step that
-// the run ref waits for ("" when it waits for one only), then waits up to
-// 30 s for the run to read it: a decision the run refuses is an error.
-func (c *Client) Approve(ctx context.Context, ref, step, by string, reject bool, reason string) (*Sent, error) {
+// Approve sends a decision (by, reject, reason, and the values of the
+// step's fields, as [Decision.Values]) on the approval step that the run
+// ref waits for ("" when it waits for one only), then waits up to 30 s
+// for the run to read it: a decision the run refuses (values that do not
+// fit the fields among the reasons) is an error.
+func (c *Client) Approve(ctx context.Context, ref, step, by string, reject bool, reason string, values map[string]any) (*Sent, error) {
 	wr, err := c.Describe(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -334,7 +336,7 @@ func (c *Client) Approve(ctx context.Context, ref, step, by string, reject bool,
 		return nil, err
 	}
 	d := Decision{ID: vm.NewRunID(time.Now()), Step: w.Step, Scope: w.Scope, Visit: w.Visit,
-		Reject: reject, Reason: reason, By: by}
+		Reject: reject, Reason: reason, By: by, Values: values}
 	if err := c.sdk.SignalWorkflow(ctx, w.Workflow, "", ApproveSignal, d); err != nil {
 		return nil, fmt.Errorf("cannot send the decision to run %s: %v", id, err)
 	}

@@ -31,6 +31,11 @@ type Approval struct {
 	// recorded that it saw no decision by then ([Store.Expire]); zero
 	// otherwise. An approval has a decision or expires, never both.
 	Expired time.Time
+	// Fields are the fields the step declares, as graphir.FieldsJSON
+	// writes them ("" for none); Values the values given with the
+	// decision, a JSON object of every field ("" for none).
+	Fields string
+	Values string
 
 	run string // the run's id
 }
@@ -49,8 +54,8 @@ func (a *Approval) Pending(now time.Time) bool {
 // and returns its record: when it was first asked and any decision.
 func (rec *Recorder) Ask(req *vm.EffectRequest) (*Approval, error) {
 	path := EffectPath(req)
-	if _, err := rec.s.db.Exec(`INSERT OR IGNORE INTO approvals (run, path, step, visit, message, requested, timeout) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		rec.n, path, req.Step, req.Visit, req.Message, nanos(time.Now()), int64(max(req.Timeout, 0))); err != nil {
+	if _, err := rec.s.db.Exec(`INSERT OR IGNORE INTO approvals (run, path, step, visit, message, requested, timeout, fields) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		rec.n, path, req.Step, req.Visit, req.Message, nanos(time.Now()), int64(max(req.Timeout, 0)), graphir.FieldsJSON(req.Fields())); err != nil {
 		return nil, rec.s.fail(err)
 	}
 	rows, err := rec.s.approvals(`a.run = ? AND a.path = ? AND a.step = ? AND a.visit = ?`, rec.n, path, req.Step, req.Visit)
@@ -84,7 +89,8 @@ func (s *Store) Undecided() (approvals []*Approval, runIDs []string, err error) 
 
 func (s *Store) approvals(where string, args ...any) ([]*Approval, error) {
 	rows, err := s.db.Query(`SELECT r.id, a.path, a.step, a.visit, a.message, a.requested, COALESCE(a.timeout, -1), COALESCE(a.decided, 0), COALESCE(a.approved, 0),
-		COALESCE(a.by, ''), COALESCE(a.reason, ''), COALESCE(a.expired, 0) FROM approvals a JOIN runs r ON r.n = a.run WHERE `+where+` ORDER BY a.requested`, args...)
+		COALESCE(a.by, ''), COALESCE(a.reason, ''), COALESCE(a.expired, 0), COALESCE(a.fields, ''), COALESCE(a.vals, '')
+		FROM approvals a JOIN runs r ON r.n = a.run WHERE `+where+` ORDER BY a.requested`, args...)
 	if err != nil {
 		return nil, s.fail(err)
 	}
@@ -93,7 +99,7 @@ func (s *Store) approvals(where string, args ...any) ([]*Approval, error) {
 	for rows.Next() {
 		a := &Approval{}
 		var requested, timeout, decided, expired int64
-		if err := rows.Scan(&a.run, &a.Path, &a.Step, &a.Visit, &a.Message, &requested, &timeout, &decided, &a.Approved, &a.By, &a.Reason, &expired); err != nil {
+		if err := rows.Scan(&a.run, &a.Path, &a.Step, &a.Visit, &a.Message, &requested, &timeout, &decided, &a.Approved, &a.By, &a.Reason, &expired, &a.Fields, &a.Values); err != nil {
 			return nil, s.fail(err)
 		}
 		a.Requested = fromNanos(requested)
@@ -124,18 +130,23 @@ var ErrDecided = errors.New("already decided")
 // approval's deadline: "approval "deploy" of run ID timed out at ...".
 var ErrTimedOut = errors.New("timed out")
 
-// Decide records the decision on approval a of the run with id, once: a
+// Decide records the decision on approval a of the run with id, with
+// values (a JSON object of the step's fields, "" for none), once: a
 // second decision fails with ErrDecided, saying what was decided, by whom
 // and when, and one after the approval's recorded deadline (or after a
 // run recorded it timed out) fails with ErrTimedOut. The check and the
 // write are one statement, so a decision and the run timing the approval
 // out ([Store.Expire]) cannot both be recorded.
-func (s *Store) Decide(id string, a *Approval, approved bool, by, reason string) error {
+func (s *Store) Decide(id string, a *Approval, approved bool, by, reason, values string) error {
 	now := nanos(time.Now())
-	res, err := s.db.Exec(`UPDATE approvals SET decided = ?, approved = ?, by = ?, reason = ?
+	var vals any
+	if values != "" {
+		vals = values
+	}
+	res, err := s.db.Exec(`UPDATE approvals SET decided = ?, approved = ?, by = ?, reason = ?, vals = ?
 		WHERE run = (SELECT n FROM runs WHERE id = ?) AND path = ? AND step = ? AND visit = ?
 		AND decided IS NULL AND expired IS NULL AND (COALESCE(timeout, 0) = 0 OR requested + timeout > ?)`,
-		now, approved, by, reason, id, a.Path, a.Step, a.Visit, now)
+		now, approved, by, reason, vals, id, a.Path, a.Step, a.Visit, now)
 	if err != nil {
 		return s.fail(err)
 	}

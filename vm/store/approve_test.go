@@ -29,10 +29,10 @@ func TestDecideOnceAndNotLate(t *testing.T) {
 	if !a.Pending(time.Now()) || a.Pending(a.Requested.Add(time.Hour)) {
 		t.Errorf("pending before/after the deadline: %v, %v", a.Pending(time.Now()), a.Pending(a.Requested.Add(time.Hour)))
 	}
-	if err := s.Decide("r1", a, true, "bob", "ok"); err != nil {
+	if err := s.Decide("r1", a, true, "bob", "ok", ""); err != nil {
 		t.Fatal(err)
 	}
-	err := s.Decide("r1", a, false, "eve", "")
+	err := s.Decide("r1", a, false, "eve", "", "")
 	if !errors.Is(err, ErrDecided) || !strings.Contains(err.Error(), `"a" of run r1 was approved by bob at `) {
 		t.Errorf("second decision: %v", err)
 	}
@@ -44,7 +44,7 @@ func TestDecideOnceAndNotLate(t *testing.T) {
 	// Past its recorded deadline (no run recorded it yet): refused.
 	b := ask("b", time.Nanosecond)
 	time.Sleep(time.Millisecond)
-	err = s.Decide("r1", b, true, "bob", "")
+	err = s.Decide("r1", b, true, "bob", "", "")
 	if !errors.Is(err, ErrTimedOut) || !strings.Contains(err.Error(), `approval "b" of run r1 timed out at `) {
 		t.Errorf("late decision: %v", err)
 	}
@@ -54,14 +54,14 @@ func TestDecideOnceAndNotLate(t *testing.T) {
 	if err != nil || got.Expired.IsZero() || !got.Decided.IsZero() || got.Pending(time.Now()) {
 		t.Fatalf("expired: %+v, %v", got, err)
 	}
-	if err := s.Decide("r1", c, true, "bob", ""); !errors.Is(err, ErrTimedOut) {
+	if err := s.Decide("r1", c, true, "bob", "", ""); !errors.Is(err, ErrTimedOut) {
 		t.Errorf("decision after the run timed it out: %v", err)
 	}
 	if again, err := rec.Ask(&vm.EffectRequest{Step: "c", Kind: graphir.KindApproval, Visit: 1, Timeout: time.Hour}); err != nil || !again.Expired.Equal(got.Expired) {
 		t.Errorf("asked again: %+v, %v", again, err)
 	}
 	// No timeout: any time.
-	if err := s.Decide("r1", ask("d", 0), false, "ops", "no"); err != nil {
+	if err := s.Decide("r1", ask("d", 0), false, "ops", "no", ""); err != nil {
 		t.Errorf("no timeout: %v", err)
 	}
 }
@@ -81,7 +81,7 @@ func TestDecideRacesExpire(t *testing.T) {
 		var derr error
 		var got *Approval
 		wg.Add(2)
-		go func() { defer wg.Done(); derr = s.Decide("r1", a, true, "bob", "") }()
+		go func() { defer wg.Done(); derr = s.Decide("r1", a, true, "bob", "", "") }()
 		go func() { defer wg.Done(); got, err = s.Expire("r1", a, a.Requested.Add(time.Hour)) }()
 		wg.Wait()
 		if err != nil {

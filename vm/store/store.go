@@ -309,6 +309,12 @@ var migrations = []string{
 	// asked, why and when, as JSON; the process that owns the run reads
 	// it and cancels the run.
 	`ALTER TABLE runs ADD COLUMN cancel TEXT;`,
+	// An approval step's fields (JSON, as graphir.FieldsJSON writes
+	// them), recorded when it is first asked so that skein approve checks
+	// a decision's values without loading the flow, and the values given
+	// with the decision (a JSON object of every field).
+	`ALTER TABLE approvals ADD COLUMN fields TEXT;
+	ALTER TABLE approvals ADD COLUMN vals TEXT;`,
 }
 
 // effectIDs is the range of effect ids of run n: [lo, hi).

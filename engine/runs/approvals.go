@@ -401,13 +401,28 @@ func (a *approvals) asked(ctx context.Context, req *vm.EffectRequest, deadline t
 	return a.ask.Ask(ctx, req, deadline)
 }
 
+// ValuesError is [Service.Approve]'s error (and an Asker's decision's)
+// when the decision's values do not fit the approval step's fields: a
+// field it does not declare, a value of the wrong type or not among the
+// choices, a required field left out of an approval.
+type ValuesError struct {
+	Step string
+	Err  error
+}
+
+func (e *ValuesError) Error() string { return e.Err.Error() }
+func (e *ValuesError) Unwrap() error { return e.Err }
+
 // bind checks the decision's values against the fields of approval step
 // and returns them, as the step's output holds them (nil for a step
 // without fields) and as JSON ("" for none), for the store.
 func (d *Decision) bind(step string, fields []graphir.Input) (starlark.Value, string, error) {
 	m, err := graphir.BindFields(step, fields, d.Values, d.Approved)
-	if err != nil || len(fields) == 0 {
-		return nil, "", err
+	if err != nil {
+		return nil, "", &ValuesError{Step: step, Err: err}
+	}
+	if len(fields) == 0 {
+		return nil, "", nil
 	}
 	b, err := stdlib.AppendJSON(nil, m, "", 0)
 	if err != nil {

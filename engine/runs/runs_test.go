@@ -340,7 +340,7 @@ func TestApproveValues(t *testing.T) {
 		{map[string]any{"version": "1.2", "replicas": "3", "rollout": "most"}, `approval "gate": field "rollout" must be one of "canary", "all", got "most"`},
 	} {
 		_, err := s.Approve(r.ID, "gate", Decision{Approved: true, By: "ann", Values: c.values})
-		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) || !errors.As(err, new(*ValuesError)) {
 			t.Errorf("values %v: got %v, want %s", c.values, err, c.want)
 		}
 	}

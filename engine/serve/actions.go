@@ -301,7 +301,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approved bool) {
 	case errors.Is(err, store.ErrDecided) || errors.Is(err, store.ErrTimedOut):
 		fail(w, http.StatusConflict, "conflict", err.Error())
 		return
-	case err != nil && done != nil && done.Approval != nil && len(body.Values) > 0:
+	case errors.As(err, new(*runs.ValuesError)):
 		fail(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	case err != nil:

@@ -190,11 +190,19 @@ type approvalJSON struct {
 	By        string     `json:"by"`
 	Reason    string     `json:"reason"`
 	Fields    []any      `json:"fields"`
+	// Values are the values decided for the fields (null for none).
+	Values json.RawMessage `json:"values"`
 }
 
 func approval(a *store.Approval) *approvalJSON {
 	j := &approvalJSON{Place: runs.Place(a.Path, a.Step), Path: a.Path, Step: a.Step, Visit: a.Visit, Message: a.Message,
 		Requested: a.Requested.UTC(), Status: store.Waiting, By: a.By, Reason: a.Reason, Fields: []any{}}
+	if a.Fields != "" {
+		_ = json.Unmarshal([]byte(a.Fields), &j.Fields) // as graphir.FieldsJSON wrote it
+	}
+	if a.Values != "" {
+		j.Values = json.RawMessage(a.Values)
+	}
 	if d := a.Deadline(); !d.IsZero() {
 		d = d.UTC()
 		j.Deadline = &d

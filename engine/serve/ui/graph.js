@@ -184,9 +184,12 @@ class FlowGraph {
         if (!inner.some((e) => e.from === b)) addEdge(exitOf(b), "f:" + n.id, null, "body");
       }
     }
-    // Past a few hundred boxes dagre's search for fewer edge crossings
-    // costs seconds; its first ordering is kept instead.
-    dagre.layout(g, { disableOptimalOrderHeuristic: g.nodeCount() > 300 });
+    // Past a few hundred boxes dagre's search for fewer edge crossings and
+    // its balanced ranking cost seconds: its first ordering and the
+    // longest-path ranking do instead.
+    const big = g.nodeCount() > 300;
+    if (big) g.graph().ranker = "longest-path";
+    dagre.layout(g, { disableOptimalOrderHeuristic: big });
     return g;
   }
 

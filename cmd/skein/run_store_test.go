@@ -107,3 +107,33 @@ func writable(dir string) {
 	}
 	os.Chmod(dir, 0o755)
 }
+
+// A store in a directory that cannot be written, its write-ahead log
+// gone (checkpointed when its last run ended), is still listed and shown;
+// a run on it is refused as before (issue 26: skein runs could not open
+// it).
+func TestStoreReadOnlyListed(t *testing.T) {
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "f.star")
+	if err := os.WriteFile(flow, []byte("step(\"a\", run = [\"true\"])\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	main := func(args ...string) (int, string, string) {
+		var o, e strings.Builder
+		code := Main(context.Background(), args, stdio{strings.NewReader(""), &o, &e})
+		return code, o.String(), e.String()
+	}
+	if code, _, errs := main("run", flow); code != exitOK {
+		t.Fatalf("making the store: exit %d: %s", code, errs)
+	}
+	store := filepath.Join(dir, ".skein", "runs.db")
+	if _, err := os.Stat(store + "-wal"); err == nil {
+		t.Skip("the write-ahead log is still there")
+	}
+	readOnly(t, filepath.Join(dir, ".skein"))
+	for _, args := range [][]string{{"runs", "--store", store}, {"show", "last", "--store", store}} {
+		if code, out, errs := main(args...); code != exitOK || !strings.Contains(out, "succeeded") {
+			t.Errorf("skein %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errs)
+		}
+	}
+}

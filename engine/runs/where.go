@@ -4,6 +4,7 @@ package runs
 // end (the skein command, a web service) finds and opens it.
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -101,7 +102,16 @@ func OpenExistingStore(named, dir string) (*store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return store.Open(path)
+	st, err := store.Open(path)
+	var ns *store.NotStoreError
+	if err != nil && !errors.As(err, &ns) {
+		// A store that cannot be written can still be read: listed,
+		// shown (a command that writes to it then fails).
+		if ro, rerr := store.OpenReadOnly(path); rerr == nil {
+			return ro, nil
+		}
+	}
+	return st, err
 }
 
 // findStoreDir returns the nearest directory at or above dir with a .skein

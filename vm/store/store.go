@@ -114,6 +114,40 @@ func Open(path string) (*Store, error) {
 	return s, nil
 }
 
+// OpenReadOnly opens the existing store at path to read it only, as a
+// store that cannot be written (a read-only directory, a copy on a
+// read-only mount) can be: without its write-ahead log beside it, the
+// file is all there is, and it is read as it is (SQLite's immutable
+// mode: nothing is written, not even the shared-memory index WAL mode
+// otherwise makes). Writing fails. Side journals are not folded.
+func OpenReadOnly(path string) (*Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("run store %s: %v", path, unwrapPath(err))
+	}
+	dsn := "file:" + path + "?mode=ro&_pragma=busy_timeout(10000)"
+	if _, err := os.Lstat(path + "-wal"); err != nil {
+		dsn += "&immutable=1"
+	}
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("run store %s: %v", path, err)
+	}
+	s := &Store{db: db, path: path, real: path}
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM runs`).Scan(&n); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("run store %s: %w", path, storeErr(err))
+	}
+	if err := s.prepareJournal(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("run store %s: %w", path, storeErr(err))
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		s.real = real
+	}
+	return s, nil
+}
+
 // testMaxPages, when set, bounds the database to that many pages on every
 // connection (SQLite's max_page_count): a write past it fails as a full
 // disk does (SQLITE_FULL). Tests set it to prove that a store filling up

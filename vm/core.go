@@ -319,6 +319,10 @@ func (r *run) enter(t task) {
 	if r.events {
 		r.emit(r.stepEvent(StepStarted, now, f, n, st.visits))
 	}
+	if v, ok := r.opts.Set[n.Name]; ok && len(r.opts.prefix) == 0 && !r.exiting {
+		r.finish(f, n, &outcome{ok: true, value: v})
+		return
+	}
 	switch n.Kind {
 	case graphir.KindNoop:
 		r.finish(f, n, &outcome{ok: true, value: starlark.None})

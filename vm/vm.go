@@ -111,6 +111,10 @@ type Options struct {
 	// Timeout bounds the whole run (flow_timeout); 0 means the flow's own
 	// timeout, if any.
 	Timeout time.Duration
+	// Set gives top-level steps of the run (not of its child flows) an
+	// output by name: such a step does not run; each visit of it ends
+	// succeeded with the value (a what-if fork, resume --set).
+	Set map[string]starlark.Value
 	// OnEvent receives the run's events as they happen. Child flows run on
 	// their own goroutines, so it must be safe for concurrent use. The
 	// event is the run's for the length of the call (it is reused for the

@@ -5,8 +5,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -21,6 +23,7 @@ type resumeOptions struct {
 	outputFlags
 	store    string
 	from     string
+	set      []string // --set STEP=VALUE
 	reload   bool
 	noPrompt bool
 
@@ -34,7 +37,7 @@ type resumeOptions struct {
 func init() {
 	register(&command{
 		name:    "resume",
-		args:    "RUN [--from STEP] [--reload] [--json | --events] [--no-prompt] [--parallel N] [--timeout D] [--max-load-steps N] [--cassette F [--replay-only] | --model stub[:F]] [--max-tokens N] [--engine local]",
+		args:    "RUN [--from STEP] [--set STEP=VALUE]... [--reload] [--json | --events] [--no-prompt] [--parallel N] [--timeout D] [--max-load-steps N] [--cassette F [--replay-only] | --model stub[:F]] [--max-tokens N] [--engine local]",
 		summary: "continue a recorded run after a failure, a crash or an approval",
 		long: `Continues a run from its record. Every task, shell or other effect whose
 successful completion was recorded is not run again: its recorded outcome is
@@ -51,7 +54,17 @@ left to run: resuming it is refused unless --from (or --reload) is given.
 The run uses the sources recorded with it, not the files on disk; --reload
 takes the files on disk instead, and the run fails with resume_diverged when
 the changed flow asks for something the record cannot answer. --from STEP
-runs STEP again, and everything that completed after it.
+runs STEP again, and everything that completed after it: STEP may be of any
+kind (a task, a fn step, a loop, a map, a router...); for one without a
+recorded completion of its own (fn, loop, map, router) the replay stops
+answering from the record where STEP starts.
+
+--set STEP=VALUE (repeatable) forks the run, a what-if: a new run, naming
+the original in resumed_from (which is left as it was), in which STEP does
+not run but ends with output VALUE (JSON; text that is not JSON is a
+string), and what runs after it runs again with that value. Everything
+before it is answered from the record: no task or model call is made
+again. STEP is a top-level step, not a router (set what it reads).
 
 The run's options are the ones it was started with (--parallel, --timeout,
 --max-load-steps, --cassette, --replay-only, --max-tokens, as recorded);
@@ -70,6 +83,7 @@ or succeeded (without --from or --reload); 2 for --engine temporal.`,
 			o.cassetteFlags.define(fs, "answer model calls from this file and record new ones into it (default: as recorded)", "answer model calls only from the cassette (default: as recorded)")
 			fs.StringVar(&o.model, "model", "", modelHelp+" (default: as recorded)")
 			fs.StringVar(&o.from, "from", "", "run this step again, and everything that completed after it")
+			fs.StringArrayVar(&o.set, "set", nil, "fork the run with STEP's output replaced by VALUE (JSON, or a string), running what follows it again (repeatable)")
 			fs.BoolVar(&o.reload, "reload", false, "use the flow's files on disk instead of the recorded sources")
 			o.outputFlags.define(fs)
 			fs.BoolVar(&o.noPrompt, "no-prompt", false, "never ask for approvals on the terminal: park the run instead")
@@ -164,7 +178,16 @@ func (o *resumeOptions) runOptions(rec store.RunOptions) (store.RunOptions, erro
 
 // resumeRun continues run r of store st.
 func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opts *resumeOptions) int {
-	if err := runs.Resumable(r, opts.from, opts.reload); err != nil {
+	set, err := parseSet(opts.set)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein resume: %v\n", err)
+		return exitUsage
+	}
+	what := opts.from
+	if what == "" && len(set) > 0 {
+		what = "--set"
+	}
+	if err := runs.Resumable(r, what, opts.reload); err != nil {
 		if errors.Is(err, runs.ErrNothingLeft) {
 			// Resuming it would replay every step and end as it did: a
 			// new run identical to the old one, done silently. (--reload
@@ -180,7 +203,7 @@ func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opt
 		fmt.Fprintf(io.err, "skein resume: %v\n", err)
 		return exitUsage
 	}
-	spec := &runs.ResumeSpec{Run: r, From: opts.from, Reload: opts.reload, Options: ropts, NoDecision: noDecision}
+	spec := &runs.ResumeSpec{Run: r, From: opts.from, Set: set, Reload: opts.reload, Options: ropts, NoDecision: noDecision}
 	switch {
 	case ropts.Cassette != "":
 		spec.Models, err = openCassette(ropts.Cassette, ropts.ReplayOnly)
@@ -211,7 +234,9 @@ func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opt
 		return exitFail
 	}
 	if !opts.json && !opts.events {
-		if run.ResumedFrom != "" {
+		if len(set) > 0 {
+			fmt.Fprintf(io.err, "forking run %s as run %s\n", r.ID, run.ID)
+		} else if run.ResumedFrom != "" {
 			fmt.Fprintf(io.err, "resuming run %s as run %s\n", r.ID, run.ID)
 		} else {
 			fmt.Fprintf(io.err, "resuming run %s\n", r.ID)
@@ -221,4 +246,27 @@ func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opt
 	defer stop()
 	run.ExitCtx = exitCtx
 	return execute(ctx, io, svc, run, runHooks{prompt: prompt}, opts.json, opts.events)
+}
+
+// parseSet reads --set STEP=VALUE flags: VALUE is JSON, or else a string.
+func parseSet(flags []string) (map[string]json.RawMessage, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	set := map[string]json.RawMessage{}
+	for _, f := range flags {
+		step, value, ok := strings.Cut(f, "=")
+		if !ok || step == "" {
+			return nil, fmt.Errorf("--set wants STEP=VALUE, got %q", f)
+		}
+		if _, dup := set[step]; dup {
+			return nil, fmt.Errorf("--set %s given twice", step)
+		}
+		if !json.Valid([]byte(value)) {
+			b, _ := json.Marshal(value)
+			value = string(b)
+		}
+		set[step] = json.RawMessage(value)
+	}
+	return set, nil
 }

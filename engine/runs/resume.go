@@ -5,6 +5,7 @@ package runs
 // effect without a successful record run for real.
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/model"
 	"github.com/skeinlang/skein/vm/store"
+	"go.starlark.net/starlark"
 )
 
 // ResumeSpec is what a resume continues, and how.
@@ -30,8 +32,17 @@ type ResumeSpec struct {
 	// in its resumed_from.
 	Run *store.Run
 	// From, when set, runs that step again, and everything that
-	// completed after it.
+	// completed after it: for a step with a recorded completion (a task,
+	// a model call...), from that completion on; for any other (a fn
+	// step, a loop, a map, a router), from where it starts in the replay.
 	From string
+	// Set, when given, forks the run (a what-if): a new run that names
+	// it in resumed_from, in which each named top-level step does not run
+	// but ends with the given output (JSON text), and what runs after it
+	// (as for From) runs again; everything before it is answered from
+	// the record. The values are recorded with the fork's options, so a
+	// resume of the fork keeps them.
+	Set map[string]json.RawMessage
 	// Reload loads the flow's files from the disk instead of the sources
 	// recorded with the run; the run then fails with resume_diverged when
 	// the changed flow asks for something its record cannot answer.
@@ -97,7 +108,11 @@ func Resumable(r *store.Run, from string, reload bool) error {
 // run begun). Nothing runs until [Run.Run].
 func (s *Service) Resume(spec *ResumeSpec) (*Run, []check.Diagnostic, error) {
 	r, ropts := spec.Run, spec.Options
-	if err := Resumable(r, spec.From, spec.Reload); err != nil {
+	what := spec.From
+	if what == "" && len(spec.Set) > 0 {
+		what = "--set" // something to run again
+	}
+	if err := Resumable(r, what, spec.Reload); err != nil {
 		return nil, nil, err
 	}
 	sources, err := s.Store.Sources(r.ID)
@@ -128,13 +143,43 @@ func (s *Service) Resume(spec *ResumeSpec) (*Run, []check.Diagnostic, error) {
 	if err != nil {
 		return nil, ds, fmt.Errorf("run %s: %v", r.ID, err)
 	}
-	replay, err := s.Store.Replay(r.ID, spec.From)
+	var cutAt []string
+	for name := range spec.Set {
+		n := g.Node(name)
+		switch {
+		case n == nil || !n.IsStep():
+			return nil, ds, fmt.Errorf("--set: flow %s has no step %q%s", g.Name, name, spell.Suggest(name, g.StepNames()))
+		case n.Parent != graphir.None:
+			return nil, ds, fmt.Errorf("--set: step %q is inside the body of %q: set the loop or map instead", name, g.Nodes[n.Parent].Name)
+		case n.Kind == graphir.KindRouter:
+			return nil, ds, fmt.Errorf("--set: step %q is a router, whose route is not an output: set the step it reads instead", name)
+		}
+		cutAt = append(cutAt, name)
+	}
+	from := spec.From
+	if from != "" {
+		if g.Node(from) != nil && g.Node(from).IsStep() {
+			if _, err := s.Store.Replay(r.ID, from); err != nil {
+				// No completion of its own in the record: the replay
+				// is cut where it starts.
+				cutAt, from = append(cutAt, from), ""
+			}
+		}
+	}
+	replay, err := s.Store.Replay(r.ID, from)
 	if err != nil {
 		return nil, ds, err
 	}
-	run := &Run{g: g, inputs: inputs}
+	if len(spec.Set) > 0 {
+		ropts.Set = spec.Set
+	}
+	set, err := setValues(ropts.Set)
+	if err != nil {
+		return nil, ds, err
+	}
+	run := &Run{g: g, inputs: inputs, cutAt: cutAt}
 	var rec *store.Recorder
-	if r.HasEnded() {
+	if r.HasEnded() || len(spec.Set) > 0 {
 		started := time.Now()
 		run.ResumedFrom = r.ID
 		rec, err = s.Store.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: confine.Abs(g.File), Root: confine.Abs(g.Root),
@@ -156,10 +201,26 @@ func (s *Service) Resume(spec *ResumeSpec) (*Run, []check.Diagnostic, error) {
 	if err != nil {
 		return nil, ds, err
 	}
-	run.opts = vm.Options{Parallel: ropts.Parallel, Timeout: ropts.Timeout, MaxTokens: ropts.MaxTokens, Models: spec.Models}
+	run.opts = vm.Options{Parallel: ropts.Parallel, Timeout: ropts.Timeout, MaxTokens: ropts.MaxTokens, Models: spec.Models, Set: set}
 	run.record(rec, &approvals{inner: vm.Local{}, ask: spec.Ask, noDecision: spec.NoDecision}, replay)
 	run.opts.LoadFlow = s.childLoader(rec, lo.Recorded, ropts.MaxLoadSteps)
 	return run, ds, nil
+}
+
+// setValues reads the recorded outputs of a what-if fork.
+func setValues(set map[string]json.RawMessage) (map[string]starlark.Value, error) {
+	if len(set) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]starlark.Value, len(set))
+	for name, b := range set {
+		v, err := stdlib.FromStoredJSON(b)
+		if err != nil {
+			return nil, fmt.Errorf("--set %s: not a JSON value: %v", name, err)
+		}
+		out[name] = v
+	}
+	return out, nil
 }
 
 // followable refuses a reloaded flow that lacks a step the record has a

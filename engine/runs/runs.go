@@ -21,7 +21,9 @@ package runs
 
 import (
 	"context"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/skeinlang/skein/graphir"
@@ -94,6 +96,8 @@ type Run struct {
 	inputs *stdlib.Map
 	opts   vm.Options
 	rec    *store.Recorder // nil: not recorded
+	replay *store.Replay   // a resumed run's
+	cutAt  []string        // the replay is cut where the first of these steps starts
 	gate   *cancelGate     // a resumed run's, behind its replay
 
 	mu     sync.Mutex
@@ -147,6 +151,7 @@ func (r *Run) record(rec *store.Recorder, ap *approvals, replay *store.Replay) {
 	r.rec, r.ID = rec, rec.ID()
 	r.opts.RunID, r.opts.Effects = rec.ID(), rec
 	if replay != nil {
+		r.replay = replay
 		r.gate = &cancelGate{inner: rec, run: r}
 		replay.Inner = r.gate
 		if r.ResumedFrom != "" {
@@ -175,6 +180,9 @@ func (r *Run) Run(ctx context.Context) (*vm.Result, error) {
 		opts.OnEvent = r.rec.Events(opts.OnEvent)
 		defer r.watchCancel(ctx)()
 	}
+	if len(r.cutAt) > 0 {
+		opts.OnEvent = r.cutWhere(opts.OnEvent)
+	}
 	res := vm.Prepare(r.g).Run(ctx, r.inputs, opts)
 	res.ResumedFrom = r.ResumedFrom
 	if r.rec != nil {
@@ -201,6 +209,21 @@ func (r *Run) cancelWith(cause error) {
 	r.cause = cause
 	if r.cancel != nil {
 		r.cancel(cause)
+	}
+}
+
+// cutWhere returns f, after cutting the replay once the first of the
+// steps r.cutAt starts at the top level (resume --from a step without a
+// completion of its own, --set).
+func (r *Run) cutWhere(f func(*vm.Event)) func(*vm.Event) {
+	var cut atomic.Bool // child flows' events come from other goroutines
+	return func(ev *vm.Event) {
+		if ev.Type == vm.StepStarted && len(ev.Flow) == 0 && slices.Contains(r.cutAt, ev.Step) && cut.CompareAndSwap(false, true) {
+			r.replay.Cut()
+		}
+		if f != nil {
+			f(ev)
+		}
 	}
 }
 

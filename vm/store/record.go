@@ -65,6 +65,9 @@ type RunOptions struct {
 	// recorded) the run's model calls; ReplayOnly: only from it.
 	Cassette   string `json:"cassette,omitempty"`
 	ReplayOnly bool   `json:"replay_only,omitempty"`
+	// Set are the outputs a what-if fork gives top-level steps instead of
+	// running them (resume --set), as JSON by step name.
+	Set map[string]json.RawMessage `json:"set,omitempty"`
 	// By is who started the run, when a front end knows (skein serve:
 	// its user); "" for the command line.
 	By string `json:"by,omitempty"`

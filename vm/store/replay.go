@@ -106,6 +106,27 @@ func (s *Store) Replay(id, fromStep string) (*Replay, error) {
 	return p, nil
 }
 
+// Cut drops every completion not replayed yet: from now on, what the run
+// asks for runs for real. Completions already asked for still come back
+// in their recorded order. (resume --from a step that has no completion
+// of its own in the record, such as a fn step, a loop or a router: the
+// run is cut where the step starts.)
+func (p *Replay) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ok, p.left = map[effectKey]*Effect{}, 0
+	for _, d := range p.drivers {
+		keep := d.seq[:0]
+		for i, o := range d.seq {
+			if _, held := d.held[o]; held || d.delivered[o] || i < d.next {
+				keep = append(keep, o)
+			}
+		}
+		d.seq = keep
+		d.next = min(d.next, len(keep))
+	}
+}
+
 // Replayed is how many completions were answered from the record.
 func (p *Replay) Replayed() int {
 	p.mu.Lock()

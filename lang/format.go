@@ -4,6 +4,7 @@ package lang
 // proves that the result means what the source meant.
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"strings"
@@ -38,7 +39,7 @@ func Format(file string, src []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := build.ParseDefault(file, src)
+	f, err := build.ParseDefault(file, untab(file, src))
 	if err != nil {
 		e := &graphir.Error{Code: codes.ParseError, Pos: graphir.Pos{File: file}, Msg: err.Error(), Err: err}
 		if pe, ok := err.(build.ParseError); ok {
@@ -144,4 +145,57 @@ func meaning(file string, src []byte) (string, error) {
 	}
 	syntax.Walk(f, visit)
 	return b.String(), nil
+}
+
+// untab returns src with the tabs that indent its lines written as
+// spaces, to the next multiple of 8 as the Starlark scanner counts them:
+// the loader accepts tab-indented blocks, buildtools' parser does not. A
+// line inside a string literal of several lines is its text and is left
+// as it is. src has parsed in the flow dialect.
+func untab(file string, src []byte) []byte {
+	if !bytes.Contains(src, []byte("\n\t")) && !bytes.HasPrefix(src, []byte("\t")) && !bytes.Contains(src, []byte(" \t")) {
+		return src
+	}
+	f, err := graphir.ParseFile(file, src, 0)
+	if err != nil {
+		return src
+	}
+	inString := map[int32]bool{} // lines that begin inside a string literal
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if lit, ok := n.(*syntax.Literal); ok && (lit.Token == syntax.STRING || lit.Token == syntax.BYTES) {
+			start, end := lit.Span()
+			for l := start.Line + 1; l <= end.Line; l++ {
+				inString[l] = true
+			}
+		}
+		return true
+	})
+	var out bytes.Buffer
+	line := int32(1)
+	for len(src) > 0 {
+		i := bytes.IndexByte(src, '\n') + 1
+		if i == 0 {
+			i = len(src)
+		}
+		text := src[:i]
+		src = src[i:]
+		if !inString[line] {
+			col := 0
+			j := 0
+			for ; j < len(text) && (text[j] == ' ' || text[j] == '\t'); j++ {
+				if text[j] == '\t' {
+					col += 8 - col%8
+				} else {
+					col++
+				}
+			}
+			if bytes.IndexByte(text[:j], '\t') >= 0 {
+				out.WriteString(strings.Repeat(" ", col))
+				text = text[j:]
+			}
+		}
+		out.Write(text)
+		line++
+	}
+	return out.Bytes()
 }

@@ -73,3 +73,24 @@ func TestMeaningSeesChanges(t *testing.T) {
 		t.Errorf("layout, comments and parentheses changed the meaning:\n%s\n%s", a, b)
 	}
 }
+
+// Blocks indented with tabs, which the loader accepts (a tab reaches the
+// next multiple of 8), format; a string's own tabs stay (issue 26: 31
+// such files were refused).
+func TestFormatTabs(t *testing.T) {
+	for src, want := range map[string]string{
+		"def f(x):\n\tif x:\n\t\treturn x\n\treturn 2\n":               "def f(x):\n    if x:\n        return x\n    return 2\n",
+		"if True:\n  \ty = 1\n":                                        "if True:\n    y = 1\n",
+		"def f():\n\ts = \"\"\"\n\tkeep\n\t\"\"\"\n\treturn s\n":       "def f():\n    s = \"\"\"\n\tkeep\n\t\"\"\"\n    return s\n",
+		"x = [\n\t1,\n\t2,\n]\n":                                       "x = [\n    1,\n    2,\n]\n",
+		"for i in range(2):\n\tstep(\"s%d\" % i, run = [\"a\\tb\"])\n": "for i in range(2):\n    step(\"s%d\" % i, run = [\"a\\tb\"])\n",
+	} {
+		if _, err := LoadSource("tabs.star", []byte(src), Options{}); err != nil {
+			t.Fatalf("%q does not load: %v", src, err)
+		}
+		got, err := Format("tabs.star", []byte(src))
+		if err != nil || string(got) != want {
+			t.Errorf("Format(%q) = %q, %v; want %q", src, got, err, want)
+		}
+	}
+}

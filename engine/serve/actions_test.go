@@ -147,3 +147,47 @@ func TestCancel(t *testing.T) {
 	}
 	ts.must(404, "POST", "/api/runs/nope/cancel", "")
 }
+
+// An approval that declares fields lists them, refuses values that do not
+// fit (the approval stays open) and takes typed JSON values.
+func TestApproveValues(t *testing.T) {
+	ts := newServer(t, "")
+	ts.session()
+	id := ts.start("fields.star", "")
+	if m := ts.run(id); status(m) != "waiting" {
+		t.Fatalf("run: %v", m["run"])
+	}
+	aps := ts.must(200, "GET", "/api/approvals", "")["approvals"].([]any)
+	if len(aps) != 1 {
+		t.Fatalf("approvals: %v", aps)
+	}
+	fields := aps[0].(map[string]any)["fields"].([]any)
+	if len(fields) != 3 || fields[0].(map[string]any)["name"] != "version" || fields[0].(map[string]any)["help"] != "the version to ship" ||
+		fields[1].(map[string]any)["type"] != "int" || len(fields[2].(map[string]any)["choices"].([]any)) != 2 {
+		t.Errorf("fields: %v", fields)
+	}
+	for _, bad := range []string{
+		`{}`, // version is required
+		`{"values": {"version": "1.2", "replicas": "three"}}`,
+		`{"values": {"version": "1.2", "rollout": "most"}}`,
+		`{"values": {"version": "1.2", "replics": 3}}`,
+		`{"values": {"version": "1.2", "replicas": 2.5}}`,
+	} {
+		if m := ts.must(400, "POST", "/api/runs/"+id+"/approve", bad); errCode(m) != "bad_request" {
+			t.Errorf("%s: %v", bad, m)
+		}
+	}
+	m := ts.must(200, "POST", "/api/runs/"+id+"/approve", `{"values": {"version": "1.2", "replicas": 3}}`)
+	if v, _ := m["approval"].(map[string]any)["values"].(map[string]any); v["version"] != "1.2" || v["replicas"] != 3.0 || v["rollout"] != "canary" {
+		t.Errorf("decided values: %v", m["approval"])
+	}
+	got := ts.run(id)
+	if status(got) != "succeeded" {
+		t.Fatalf("run: %v", got["run"])
+	}
+	for _, at := range got["attempts"].([]any) {
+		if at := at.(map[string]any); at["step"] == "ship" && at["stdout"] != "1.2 x3 canary\n" {
+			t.Errorf("ship printed %q", at["stdout"])
+		}
+	}
+}

@@ -40,6 +40,16 @@ chain(START, build, ask, ship, END)
 edge(ask, rollback, on = "failure")
 edge(rollback, END)
 `,
+	"fields.star": `
+flow(name = "fields")
+gate = step("gate", approve = "Release?", fields = {
+    "version": input(type = "string", help = "the version to ship"),
+    "replicas": input(2),
+    "rollout": input("canary", choices = ["canary", "all"]),
+})
+ship = step("ship", run = ["echo", "{{ gate.values.version }} x{{ gate.values.replicas }} {{ gate.values.rollout }}"])
+chain(START, gate, ship, END)
+`,
 	"live.star": `
 flow(name = "live")
 talk = step("talk", shell = "echo first; while [ ! -f go ]; do sleep 0.02; done; echo second; echo warn >&2")
@@ -265,7 +275,7 @@ func TestFlows(t *testing.T) {
 	for _, f := range m["flows"].([]any) {
 		paths = append(paths, f.(map[string]any)["path"].(string))
 	}
-	if got, want := strings.Join(paths, " "), "fail.star gate.star live.star ok.star sub/bad.star"; got != want {
+	if got, want := strings.Join(paths, " "), "fail.star fields.star gate.star live.star ok.star sub/bad.star"; got != want {
 		t.Errorf("flows: %s, want %s", got, want)
 	}
 	f := ts.must(200, "GET", "/api/flows/ok.star", "")

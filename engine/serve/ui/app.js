@@ -32,7 +32,7 @@ function fill(el, ...kids) {
 
 function append(el, kids) {
   for (const k of kids.flat(Infinity)) {
-    if (k !== null && k !== undefined && k !== false) el.append(k);
+    if (k !== null && k !== undefined && k !== false && k !== "") el.append(k);
   }
   return el;
 }

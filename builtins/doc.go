@@ -120,6 +120,7 @@ var docs = []Doc{
 			{"reasoning_effort", "None", `how hard a reasoning model thinks: "none", "minimal", "low", "medium", "high", "xhigh" or "max"`},
 			{"reasoning", "None", "True or False: whether the model is a reasoning model, overriding Skein's table of model ids"},
 			{"answers", "None", `for provider = "stub": the rules it answers from, a list ([{"match": "text", "reply": "answer"}, ...]) or a JSON file of them (a path relative to the flow)`},
+			{"fallbacks", "None", `the model() names asked in order when this model fails with a provider error (a transport or HTTP error, a timeout), not on a bad answer`},
 		}},
 	{Name: "judge", Positional: 1, Returns: "judge",
 		Summary: "A loop until= written in plain English, judged by a model after each iteration: STOP ends the loop, CONTINUE runs another with the reason as it.feedback.",

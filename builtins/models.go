@@ -75,7 +75,7 @@ func (c *call) jsonValue(param string, v starlark.Value) (any, error) {
 
 // model(name, *, model, base_url=None, api_key_env="OPENAI_API_KEY",
 // temperature=None, max_tokens=None, provider=None, reasoning_effort=None,
-// reasoning=None, answers=None)
+// reasoning=None, answers=None, fallbacks=None)
 func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	c, err := newCall(thread, fn)
 	if err != nil {
@@ -84,12 +84,12 @@ func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	var vals [10]starlark.Value
+	var vals [11]starlark.Value
 	if err := c.unpack(args, kwargs, modelParams, vals[:]); err != nil {
 		return nil, err
 	}
 	name, id, baseURL, keyEnv, temp, maxTokens := vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]
-	provider, effort, reasoning, answers := vals[6], vals[7], vals[8], vals[9]
+	provider, effort, reasoning, answers, fallbacks := vals[6], vals[7], vals[8], vals[9], vals[10]
 	d := graphir.ModelDecl{Pos: c.pos}
 	if d.Name, err = c.str("name", name, false); err != nil {
 		return nil, err
@@ -166,6 +166,22 @@ func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 	if !isNone(maxTokens) {
 		if d.MaxTokens, err = c.intAtLeast("max_tokens", maxTokens, 1); err != nil {
 			return nil, err
+		}
+	}
+	if !isNone(fallbacks) {
+		l, ok := fallbacks.(*starlark.List)
+		if !ok {
+			return nil, c.errorf("fallbacks must be a list of model() names, got %s", describe(fallbacks))
+		}
+		for i := 0; i < l.Len(); i++ {
+			s, ok := l.Index(i).(starlark.String)
+			if !ok || s == "" {
+				return nil, c.errorf("fallbacks must be a list of model() names, got %s in it", describe(l.Index(i)))
+			}
+			if string(s) == d.Name {
+				return nil, c.errorf("model %q names itself among its fallbacks", d.Name)
+			}
+			d.Fallbacks = append(d.Fallbacks, string(s))
 		}
 	}
 	if err := c.b.AddModel(d); err != nil {
@@ -255,6 +271,6 @@ func judgeFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 }
 
 var (
-	modelParams = []string{"name", "model?", "base_url?", "api_key_env?", "temperature?", "max_tokens?", "provider?", "reasoning_effort?", "reasoning?", "answers?"}
+	modelParams = []string{"name", "model?", "base_url?", "api_key_env?", "temperature?", "max_tokens?", "provider?", "reasoning_effort?", "reasoning?", "answers?", "fallbacks?"}
 	judgeParams = []string{"condition", "model?"}
 )

@@ -33,6 +33,19 @@ func checkModels(p *pass) {
 		}
 		p.report(codes.ModelUnknown, n, pos, fmt.Sprintf("step %q names model %q, which no model() declares", n.Name, name), hint)
 	}
+	for i := range g.Models {
+		m := &g.Models[i]
+		for _, fb := range m.Fallbacks {
+			if g.ModelDecl(fb) != nil {
+				continue
+			}
+			hint := fmt.Sprintf("the flow declares %s", quoted(declared))
+			if near := spell.Nearest(fb, declared); near != "" {
+				hint = fmt.Sprintf("did you mean %q?", near)
+			}
+			p.report(codes.ModelUnknown, nil, m.Pos, fmt.Sprintf("model %q falls back to model %q, which no model() declares", m.Name, fb), hint)
+		}
+	}
 	for _, n := range g.Steps() {
 		if call := n.Call; call != nil {
 			pos := call.ModelPos

@@ -117,6 +117,7 @@ type jsonModel struct {
 	Reasoning       *bool    `json:"reasoning,omitempty"`
 	Answers         any      `json:"answers,omitempty"`
 	AnswersFile     string   `json:"answers_file,omitempty"`
+	Fallbacks       []string `json:"fallbacks,omitempty"`
 }
 
 type jsonJudge struct {
@@ -166,7 +167,7 @@ func (g *Graph) jsonHeader() jsonGraph {
 	for _, m := range g.Models {
 		jg.Models = append(jg.Models, jsonModel{Name: m.Name, Model: m.Model, Provider: m.Provider, BaseURL: m.BaseURL, APIKeyEnv: m.KeyEnv,
 			Temperature: m.Temperature, MaxTokens: m.MaxTokens, ReasoningEffort: m.ReasoningEffort, Reasoning: m.Reasoning,
-			Answers: m.Answers, AnswersFile: m.AnswersFile})
+			Answers: m.Answers, AnswersFile: m.AnswersFile, Fallbacks: m.Fallbacks})
 	}
 	for _, t := range g.Tools {
 		jt := jsonTool{Name: t.Name, Kind: t.Kind.String(), Help: t.Help, Params: map[string]string{}}

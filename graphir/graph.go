@@ -274,7 +274,10 @@ type ModelDecl struct {
 	// relative to the flow's folder.
 	Answers     any
 	AnswersFile string
-	Pos         Pos
+	// Fallbacks name the model() declarations asked, in order, when this
+	// model fails with a provider error.
+	Fallbacks []string
+	Pos       Pos
 }
 
 // IsModelCall reports whether n calls a model: an llm= step, an LLM router

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -162,6 +163,9 @@ func (mc *ModelJob) call(ctx context.Context, p model.Provider, budget *model.Bu
 	o := &ModelOutcome{Model: chat.Model, Duration: time.Since(start)}
 	if rep != nil {
 		o.Answer, o.Usage = rep.Text, rep.Usage
+		if rep.Model != "" {
+			o.Model = rep.Model // a fallback answered
+		}
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -417,23 +421,22 @@ func ModelConfig(g *graphir.Graph, name string, getenv func(string) string) (mod
 		return model.Resolve(nil, getenv), nil
 	}
 	if d := g.ModelDecl(name); d != nil {
-		md := &model.Decl{Name: d.Name, Model: d.Model, Provider: d.Provider, BaseURL: d.BaseURL, KeyEnv: d.KeyEnv,
-			Temperature: d.Temperature, MaxTokens: d.MaxTokens, ReasoningEffort: d.ReasoningEffort, Reasoning: d.Reasoning}
-		if d.Answers != nil {
-			rules, err := stubrules.Decode(d.Answers)
+		c, err := declConfig(g, d, getenv)
+		if err != nil {
+			return c, err
+		}
+		for _, fb := range d.Fallbacks {
+			fd := g.ModelDecl(fb)
+			if fd == nil {
+				return model.Config{}, fmt.Errorf("model %q falls back to model %q, which is not declared", name, fb)
+			}
+			fc, err := declConfig(g, fd, getenv)
 			if err != nil {
-				return model.Config{}, fmt.Errorf("model %q: answers: %v", name, err)
+				return model.Config{}, err
 			}
-			md.Answers = rules
+			c.Fallbacks = append(c.Fallbacks, fc)
 		}
-		if d.AnswersFile != "" {
-			// Relative to the flow's folder, as child flows' paths are.
-			md.AnswersFile = d.AnswersFile
-			if !filepath.IsAbs(md.AnswersFile) {
-				md.AnswersFile = filepath.Join(filepath.Dir(confine.Abs(g.File)), md.AnswersFile)
-			}
-		}
-		return model.Resolve(md, getenv), nil
+		return c, nil
 	}
 	if len(g.Models) == 0 {
 		c := model.Resolve(nil, getenv)
@@ -441,6 +444,27 @@ func ModelConfig(g *graphir.Graph, name string, getenv func(string) string) (mod
 		return c, nil
 	}
 	return model.Config{}, fmt.Errorf("model %q is not declared", name)
+}
+
+// declConfig resolves model() declaration d of g (its fallbacks aside).
+func declConfig(g *graphir.Graph, d *graphir.ModelDecl, getenv func(string) string) (model.Config, error) {
+	md := &model.Decl{Name: d.Name, Model: d.Model, Provider: d.Provider, BaseURL: d.BaseURL, KeyEnv: d.KeyEnv,
+		Temperature: d.Temperature, MaxTokens: d.MaxTokens, ReasoningEffort: d.ReasoningEffort, Reasoning: d.Reasoning}
+	if d.Answers != nil {
+		rules, err := stubrules.Decode(d.Answers)
+		if err != nil {
+			return model.Config{}, fmt.Errorf("model %q: answers: %v", d.Name, err)
+		}
+		md.Answers = rules
+	}
+	if d.AnswersFile != "" {
+		// Relative to the flow's folder, as child flows' paths are.
+		md.AnswersFile = d.AnswersFile
+		if !filepath.IsAbs(md.AnswersFile) {
+			md.AnswersFile = filepath.Join(filepath.Dir(confine.Abs(g.File)), md.AnswersFile)
+		}
+	}
+	return model.Resolve(md, getenv), nil
 }
 
 // CheckModels reports the first model call of g, or of a literal child
@@ -469,6 +493,13 @@ func CheckModels(g *graphir.Graph, env []string) error {
 			if err == nil {
 				err = c.Usable(getenv)
 			}
+			for _, fb := range c.Fallbacks {
+				if err == nil {
+					if err = fb.Usable(getenv); err != nil {
+						err = fmt.Errorf("fallback %v", err)
+					}
+				}
+			}
 			if err != nil {
 				first = fmt.Errorf("%s: step %q: %v", n.Pos, n.Name, err)
 				return
@@ -488,6 +519,12 @@ func (r *run) modelRequest(f *frame, n *graphir.Node, name string) (*EffectReque
 	chat := cfg.Request()
 	if n.Call != nil && n.Call.MaxTokens > 0 {
 		chat.MaxTokens = n.Call.MaxTokens
+		// The step's bound holds whichever model answers.
+		fbs := slices.Clone(chat.Endpoint.Fallbacks)
+		for i := range fbs {
+			fbs[i].MaxTokens = n.Call.MaxTokens
+		}
+		chat.Endpoint.Fallbacks = fbs
 	}
 	if n.Call != nil {
 		chat.Partial = n.Call.Partial
@@ -718,6 +755,9 @@ func orNone(s string) string {
 func (r *run) modelDone(f *frame, n *graphir.Node, req *EffectRequest, c *EffectCompletion) {
 	rec := r.recs[n.ID]
 	rec.Model = req.Chat.Model
+	if c.Model != "" {
+		rec.Model = c.Model // the model that answered: a fallback's
+	}
 	rec.Usage = rec.Usage.Add(c.Usage)
 	r.res.Usage = r.res.Usage.Add(c.Usage)
 	if c.Model == "" {

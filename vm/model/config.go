@@ -35,6 +35,9 @@ type Config struct {
 	// Answers and AnswersFile are the rules of the offline stub model.
 	Answers     []stubrules.Rule
 	AnswersFile string
+	// Fallbacks are the models asked, in order, when this one fails
+	// with a provider error (their own fallbacks are not followed).
+	Fallbacks []Config
 }
 
 // Decl is a model() declaration, as the graph carries it.
@@ -145,7 +148,7 @@ func (c Config) Label() string {
 
 // Request returns an empty request for c.
 func (c Config) Request() Request {
-	return Request{Endpoint: Endpoint{BaseURL: c.BaseURL, KeyEnv: c.KeyEnv, Answers: c.Answers, AnswersFile: c.AnswersFile}, Provider: c.Provider, Model: c.Model,
+	return Request{Endpoint: Endpoint{BaseURL: c.BaseURL, KeyEnv: c.KeyEnv, Answers: c.Answers, AnswersFile: c.AnswersFile, Fallbacks: c.Fallbacks}, Provider: c.Provider, Model: c.Model,
 		Temperature: c.Temperature, MaxTokens: c.MaxTokens, ReasoningEffort: c.ReasoningEffort, Reasoning: c.Reasoning}
 }
 

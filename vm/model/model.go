@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -74,6 +75,9 @@ type Endpoint struct {
 	// in a file (an absolute path).
 	Answers     []stubrules.Rule `json:",omitempty"`
 	AnswersFile string           `json:",omitempty"`
+	// Fallbacks are the models [Call] asks, in order, when this one
+	// fails with a provider error (model(fallbacks=)).
+	Fallbacks []Config `json:",omitempty"`
 }
 
 // Providers a request can be sent to: the API it speaks.
@@ -147,6 +151,9 @@ type Reply struct {
 	// Filtered says the provider's content filter stopped the reply
 	// (finish_reason "content_filter", Anthropic's "refusal").
 	Filtered bool
+	// Model is the model id of a fallback that answered ([Call]); ""
+	// when the request's own model did.
+	Model string
 }
 
 // Provider answers chat completion requests, one attempt per call.
@@ -218,7 +225,56 @@ const maxWait = 5 * time.Minute
 // 5xx up to pol.Retries times: the wait is the server's Retry-After when it
 // gives one, else pol.Backoff doubled per retry. Cancelling ctx ends a
 // request or a wait at once.
+//
+// When the model fails with a provider error (after its retries: a
+// transport error, an HTTP error, a timeout, or a request a replay-only
+// cassette lacks, where the recording run fell back), the models of
+// req.Endpoint.Fallbacks are asked in order, each with its own retries;
+// the reply's Model names the one that answered. A bad answer (cut,
+// filtered, or not matching the schema) does not fall back, nor does a
+// spent budget.
 func Call(ctx context.Context, p Provider, req Request, pol Policy) (*Reply, error) {
+	rep, err := callModel(ctx, p, req, pol)
+	if !fallsBack(err) || len(req.Endpoint.Fallbacks) == 0 {
+		return rep, err
+	}
+	msgs := []string{err.Error()}
+	first := err
+	for _, fb := range req.Endpoint.Fallbacks {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r := fb.Request()
+		r.Messages, r.Schema, r.SchemaName, r.Tools, r.Partial = req.Messages, req.Schema, req.SchemaName, req.Tools, req.Partial
+		if req.MaxTokens > 0 && r.MaxTokens == 0 {
+			r.MaxTokens = req.MaxTokens
+		}
+		rep, err = callModel(ctx, p, r, pol)
+		if err == nil || !fallsBack(err) {
+			if rep != nil {
+				rep.Model = r.Model
+			}
+			return rep, err
+		}
+		msgs = append(msgs, fmt.Sprintf("fallback %s: %v", fb.Label(), err))
+	}
+	var me *Error
+	errors.As(first, &me)
+	return nil, &Error{Code: me.Code, Status: me.Status, Msg: strings.Join(msgs, "; ")}
+}
+
+// fallsBack reports whether err is a provider error a fallback model may
+// not have.
+func fallsBack(err error) bool {
+	var me *Error
+	if !errors.As(err, &me) {
+		return false
+	}
+	return me.Code == CodeModel || me.Code == CodeTimeout || me.Code == CodeReplay
+}
+
+// callModel is [Call] for one model: its attempts and retries.
+func callModel(ctx context.Context, p Provider, req Request, pol Policy) (*Reply, error) {
 	wait := pol.Backoff
 	for attempt := 1; ; attempt++ {
 		share, err := pol.Budget.reserve(ctx, req.MaxTokens)

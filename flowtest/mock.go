@@ -34,6 +34,7 @@ type Outcome struct {
 	Error    string         // fail, reject
 	By       string         // approve
 	Reason   starlark.Value // approve, reject
+	Values   *starlark.Dict // approve: the values of the step's fields, by name
 }
 
 var _ starlark.HasAttrs = (*Outcome)(nil)
@@ -83,9 +84,27 @@ func (o *Outcome) completion(req *vm.EffectRequest, now time.Time) *vm.EffectCom
 		if reason == nil {
 			reason = starlark.None
 		}
-		out := stdlib.NewMap([]string{"approved", "by", "reason", "at"},
-			[]starlark.Value{starlark.True, starlark.String(o.By), reason, starlark.String(now.UTC().Format(time.RFC3339))})
-		return &vm.EffectCompletion{OK: true, Output: out}
+		keys := []string{"approved", "by", "reason", "at"}
+		vals := []starlark.Value{starlark.True, starlark.String(o.By), reason, starlark.String(now.UTC().Format(time.RFC3339))}
+		if fields := req.Fields(); len(fields) > 0 || o.Values != nil {
+			// Checked as skein approve --set's are: a value that does
+			// not fit fails the step, saying why.
+			given := map[string]any{}
+			if o.Values != nil {
+				for _, it := range o.Values.Items() {
+					k, _ := starlark.AsString(it[0])
+					given[k] = it[1]
+				}
+			}
+			values, err := graphir.BindFields(req.Step, fields, given, true)
+			if err != nil {
+				return &vm.EffectCompletion{Code: codes.StepFailed, Error: "t.approve(): " + err.Error()}
+			}
+			if len(fields) > 0 {
+				keys, vals = append(keys, "values"), append(vals, values)
+			}
+		}
+		return &vm.EffectCompletion{OK: true, Output: stdlib.NewMap(keys, vals)}
 	}
 	// ok, answer
 	if task {
@@ -217,8 +236,24 @@ func (m *Mocks) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.
 		m.Fallback.Start(ctx, req, done)
 		return
 	}
-	n := m.calls[key]
-	m.calls[key] = n + 1
+	list := spec.list
+	count := key
+	if req.Tool != "" && spec.fn == nil {
+		// A tool's mocks answer its calls, and t.approve() and
+		// t.reject() among them the approvals of its calls (approve=).
+		list, count = toolOutcomes(list, req.Kind == graphir.KindApproval), key+"\x00"+req.Kind.String()
+		if len(list) == 0 {
+			m.mu.Unlock()
+			if req.Kind == graphir.KindApproval {
+				m.unmocked(ctx, req, done, fmt.Sprintf("the approval of a call of tool %q (called by agent step %q) was asked without t.approve() or t.reject() among the tool's mocks in a strict test", req.Tool, req.Node.Name))
+				return
+			}
+			m.unmocked(ctx, req, done, fmt.Sprintf("tool %q (called by agent step %q) ran without a mock in a strict test", req.Tool, req.Node.Name))
+			return
+		}
+	}
+	n := m.calls[count]
+	m.calls[count] = n + 1
 	var o *Outcome
 	if spec.fn != nil {
 		var err error
@@ -244,7 +279,7 @@ func (m *Mocks) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.
 			return
 		}
 	} else {
-		o = spec.list[min(n, len(spec.list)-1)]
+		o = list[min(n, len(list)-1)]
 	}
 	now := time.Now
 	if m.Now != nil {
@@ -252,6 +287,32 @@ func (m *Mocks) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.
 	}
 	m.mu.Unlock()
 	done(o.completion(req, now()))
+}
+
+// toolOutcomes are the outcomes of a tool's mocks that answer the
+// approvals of its calls (approvals true: t.approve(), t.reject()) or
+// the calls themselves (every other).
+func toolOutcomes(list []*Outcome, approvals bool) []*Outcome {
+	var out []*Outcome
+	for _, o := range list {
+		if (o.Kind == "approve" || o.Kind == "reject") == approvals {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// unmocked answers an effect its step's mocks have nothing for: a
+// problem in a strict test, else it runs for real (an approval parks).
+func (m *Mocks) unmocked(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion), msg string) {
+	if m.Strict {
+		m.mu.Lock()
+		m.problem(msg)
+		m.mu.Unlock()
+		done(&vm.EffectCompletion{Code: codes.StepFailed, Error: "no mock in a strict test"})
+		return
+	}
+	m.Fallback.Start(ctx, req, done)
 }
 
 // problem records msg once; m.mu is held.
@@ -361,6 +422,9 @@ type extra struct{ name, value string }
 func requestExtras(req *vm.EffectRequest) []extra {
 	if req.Chat != nil {
 		return []extra{{"prompt", req.Prompt}}
+	}
+	if req.Tool != "" && req.Kind == graphir.KindApproval {
+		return []extra{{"tool", req.Tool}, {"arguments", req.ToolArgs}, {"message", req.Message}}
 	}
 	if req.Tool != "" {
 		return []extra{{"tool", req.Tool}, {"arguments", req.ToolArgs}}

@@ -331,8 +331,19 @@ func (t *tester) answer(_ *starlark.Thread, b *starlark.Builtin, args starlark.T
 
 func (t *tester) approve(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	o := &Outcome{Kind: "approve", By: "test", Reason: starlark.None}
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "by?", &o.By, "reason?", &o.Reason); err != nil {
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "by?", &o.By, "reason?", &o.Reason, "values?", &o.Values); err != nil {
 		return nil, err
+	}
+	if o.Values != nil {
+		if _, err := stdlib.Data(o.Values); err != nil {
+			return nil, fmt.Errorf("%s: values: %v", b.Name(), err)
+		}
+		for _, k := range o.Values.Keys() {
+			if _, ok := k.(starlark.String); !ok {
+				return nil, fmt.Errorf("%s: values must be a dict of field names to values, got the key %s", b.Name(), k)
+			}
+		}
+		o.Values.Freeze()
 	}
 	return o.data(b)
 }

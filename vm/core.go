@@ -911,6 +911,9 @@ func (r *run) endVisit(st *nodeState, rec *StepRecord) (now time.Time, took time
 // without the "step "n": " the run's message starts with, since the
 // record is the step's.
 func stepMessage(n *graphir.Node, msg string) string {
+	if n == nil {
+		return msg // an error of the run's (its output expression), no step's
+	}
 	if kind, rest, ok := strings.Cut(msg, " "+strconv.Quote(n.Name)+": "); ok && !strings.Contains(kind, " ") {
 		return rest
 	}

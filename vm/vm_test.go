@@ -1385,3 +1385,21 @@ func TestRetryEventBackoff(t *testing.T) {
 		t.Errorf("step_retrying backoffs (-want +got):\n%s", diff)
 	}
 }
+
+// TestOutputReadsSkippedStep: a flow output that reads a step the path
+// never reached fails the run with dependency_unmet (it panicked: the
+// error had no step to put in its record).
+func TestOutputReadsSkippedStep(t *testing.T) {
+	res := run(t, `
+flow(output = "b")
+a = step("a", run = ["false"])
+b = step("b", fn = lambda r: 1)
+c = step("c", fn = lambda r: 2)
+chain(START, a, b, END)
+edge(a, c, on = "failure")
+edge(c, END)
+`, nil, vm.Options{})
+	if res.Status != vm.Failed || res.Error == nil || res.Error.Code != "dependency_unmet" {
+		t.Fatalf("status %s, error %v; want failed with dependency_unmet", res.Status, res.Error)
+	}
+}

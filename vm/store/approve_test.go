@@ -170,7 +170,7 @@ func TestUndecided(t *testing.T) {
 	ask(rec, "a")
 	b := ask(rec, "b")
 	c := ask(rec, "c")
-	if err := s.Decide("r1", b, true, "bob", ""); err != nil {
+	if err := s.Decide("r1", b, true, "bob", "", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Expire("r1", c, time.Now()); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.starlark.net/starlark"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
@@ -68,6 +69,7 @@ type decider struct {
 	by      string
 	reason  string
 	timeout bool
+	values  map[string]any
 }
 
 func (d decider) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
@@ -79,7 +81,16 @@ func (d decider) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm
 		done(vm.ApprovalTimedOut(req.Timeout))
 		return
 	}
-	done(vm.ApprovalDecision(!d.reject, d.by, d.reason, time.Now(), nil))
+	var values starlark.Value
+	if fields := req.Fields(); len(fields) > 0 {
+		m, err := graphir.BindFields(req.Step, fields, d.values, !d.reject)
+		if err != nil {
+			done(&vm.EffectCompletion{Code: "step_failed", Error: err.Error()})
+			return
+		}
+		values = m
+	}
+	done(vm.ApprovalDecision(!d.reject, d.by, d.reason, time.Now(), values))
 }
 
 // withoutAt drops the decision time from approval outputs, which the two
@@ -101,6 +112,12 @@ ship = step("ship", fn = lambda r: "shipped by " + r.deploy.by)
 edge(START, deploy)
 edge(deploy, ship)
 edge(ship, END)
+`
+
+const fieldsFlow = `
+deploy = step("deploy", approve = "Deploy?", fields = {"version": input(type = "string"), "replicas": input(2), "mode": input("canary", choices = ["canary", "all"])})
+ship = step("ship", fn = lambda r: "%s x%d %s" % (r.deploy.values.version, r.deploy.values.replicas + 1, r.deploy.values.mode))
+chain(START, deploy, ship, END)
 `
 
 const routedFlow = approveFlow + `
@@ -129,6 +146,8 @@ func TestApprovalBySignal(t *testing.T) {
 		{name: "timeout routed", flow: routedFlow, local: decider{timeout: true},
 			status: "succeeded", step: "rollback", want: "rolled back: no decision within 1h0m0s"},
 		{name: "timeout unrouted", flow: approveFlow, local: decider{timeout: true}, status: "failed"},
+		{name: "approve with values", flow: fieldsFlow, local: decider{by: "ann", reason: "ok", values: map[string]any{"version": "1.2", "replicas": "3"}},
+			signal: &Decision{Step: "deploy", By: "ann", Reason: "ok", Values: map[string]any{"version": "1.2", "replicas": "3"}}, status: "succeeded", step: "ship", want: "1.2 x4 canary"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -188,6 +207,31 @@ func TestApprovalBySignal(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestApprovalValuesRefused: a decision whose values do not fit the
+// step's fields is refused, saying why, and the approval waits on; the
+// next one that fits decides it, its values recorded with it.
+func TestApprovalValuesRefused(t *testing.T) {
+	g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": fieldsFlow}})
+	env := newEnv(t)
+	var between *Approvals
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(ApproveSignal, Decision{ID: "bad", Step: "deploy", By: "ann", Values: map[string]any{"version": "1.2", "mode": "most"}})
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() { between = queryApprovals(t, env) }, 2*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(ApproveSignal, Decision{ID: "good", Step: "deploy", By: "ann", Values: map[string]any{"version": "1.3", "replicas": 4.0}})
+	}, 3*time.Minute)
+	env.ExecuteWorkflow(WorkflowName, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1})
+	res := decode(t, result(t, env))
+	if res.Status != "succeeded" || res.Steps["ship"].Output != "1.3 x5 canary" {
+		t.Fatalf("status %s, ship %v", res.Status, res.Steps["ship"].Output)
+	}
+	why, ok := between.Refusal("bad")
+	if !ok || !strings.Contains(why, `field "mode" must be one of "canary", "all", got "most"`) || len(between.Waiting()) != 1 {
+		t.Errorf("after the bad decision: refused %v %q, waiting %d", ok, why, len(between.Waiting()))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -275,5 +276,67 @@ ask = step("ask", llm = "child question")
 				t.Errorf("local (-) and temporal (+) differ:\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestToolApprovalBySignal: on Temporal a tool call with approve= waits in
+// the workflow for a decision signalled by the tool's name; approved it
+// runs as a task activity, rejected the model is told so as the call's
+// result, as locally.
+func TestToolApprovalBySignal(t *testing.T) {
+	g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": `
+sh = tool("sh", run = ["sh", "-c", "{{ args.cmd }}"], params = {"cmd": "string"}, approve = "Run {{ args.cmd }}?")
+fix = step("fix", agent = "fix it", tools = [sh])
+chain(START, fix, END)
+`}})
+	server := func() *modeltest.Server {
+		return modeltest.New(modeltest.Rule{Match: "fix it", Replies: []modeltest.Reply{
+			{ToolCalls: []modeltest.ToolCall{{ID: "a", Name: "sh", Arguments: `{"cmd": "echo ran"}`}}},
+			{ToolCalls: []modeltest.ToolCall{{ID: "b", Name: "sh", Arguments: `{"cmd": "echo danger"}`}}},
+			{Content: "done"},
+		}})
+	}
+	ts := server()
+	defer ts.Close()
+	const key = "sk-worker-key"
+	in := RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1,
+		ModelEnv: []string{"SKEIN_MODEL=m1", "SKEIN_BASE_URL=" + ts.BaseURL()}}
+	e := newEnvWith(t, &Activities{Env: append(os.Environ(), "OPENAI_API_KEY="+key)})
+	var waiting []*Approval
+	e.RegisterDelayedCallback(func() {
+		v, err := e.QueryWorkflow(ApprovalsQuery)
+		if err == nil {
+			var as Approvals
+			if v.Get(&as) == nil {
+				waiting = as.Waiting()
+			}
+		}
+		e.SignalWorkflow(ApproveSignal, Decision{Step: "sh", By: "ann"})
+	}, time.Minute)
+	e.RegisterDelayedCallback(func() { e.SignalWorkflow(ApproveSignal, Decision{Step: "sh", By: "ann", Reject: true, Reason: "too risky"}) }, 2*time.Minute)
+	e.ExecuteWorkflow(WorkflowName, in)
+	if err := e.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow: %v", err)
+	}
+	out := &RunOutput{}
+	if err := e.GetWorkflowResult(out); err != nil {
+		t.Fatal(err)
+	}
+	res := decode(t, out.Result)
+	if res.Status != "succeeded" {
+		t.Fatalf("status %s\n%s", res.Status, out.Result)
+	}
+	if len(waiting) != 1 || waiting[0].Message != "Run echo ran?" || waiting[0].Where() != "fix@1.1 › sh" {
+		t.Errorf("waiting %+v", waiting)
+	}
+	reqs := ts.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model calls, want 3", len(reqs))
+	}
+	if !strings.Contains(reqs[1].Raw, `"content":"ran\n"`) {
+		t.Errorf("the approved call's result is not in the second request: %s", reqs[1].Raw)
+	}
+	if !strings.Contains(reqs[2].Raw, `the call was not run: rejected by ann: too risky`) {
+		t.Errorf("the rejection is not in the third request: %s", reqs[2].Raw)
 	}
 }

@@ -313,7 +313,9 @@ chain(START, fix, END)
 		}
 		e.SignalWorkflow(ApproveSignal, Decision{Step: "sh", By: "ann"})
 	}, time.Minute)
-	e.RegisterDelayedCallback(func() { e.SignalWorkflow(ApproveSignal, Decision{Step: "sh", By: "ann", Reject: true, Reason: "too risky"}) }, 2*time.Minute)
+	e.RegisterDelayedCallback(func() {
+		e.SignalWorkflow(ApproveSignal, Decision{Step: "sh", By: "ann", Reject: true, Reason: "too risky"})
+	}, 2*time.Minute)
 	e.ExecuteWorkflow(WorkflowName, in)
 	if err := e.GetWorkflowError(); err != nil {
 		t.Fatalf("workflow: %v", err)

@@ -14,6 +14,7 @@ import (
 )
 
 type cancelOptions struct {
+	engineFlags
 	store  string
 	reason string
 	by     string
@@ -23,7 +24,7 @@ type cancelOptions struct {
 func init() {
 	register(&command{
 		name:    "cancel",
-		args:    "RUN [--reason R] [--by NAME] [--json]",
+		args:    "RUN [--reason R] [--by NAME] [--json] [--engine temporal [--address HOST:PORT] [--namespace N]]",
 		summary: "cancel a run: running, waiting for an approval, or interrupted",
 		long: `Cancels a recorded run that has not ended; it ends cancelled, its exit
 handler (flow(on_exit=)) runs, and its error says who cancelled it and why
@@ -40,6 +41,12 @@ shows the run end. A run waiting for an approval, or whose process died
 --by defaults to $SKEIN_USER, else $USER, else $LOGNAME. --json prints the
 run as skein runs --json does, after the cancel.
 
+With --engine temporal, RUN is a run on Temporal (its workflow id, a prefix,
+or last): its workflow is cancelled, Temporal cancels its running
+activities (their tasks are killed on their workers), and the run ends
+cancelled after its exit handler. Temporal's cancellation carries no
+reason: --by and --reason are not recorded there.
+
 Exit status: 0 when the run is cancelled or asked to stop; 1 when it is not
 found or has ended already.`,
 		flags: withOptions(func(fs *pflag.FlagSet, o *cancelOptions) {
@@ -47,6 +54,7 @@ found or has ended already.`,
 			fs.StringVar(&o.by, "by", "", "who cancels (default $SKEIN_USER, else $USER, else $LOGNAME)")
 			fs.BoolVar(&o.json, "json", false, "print the run as JSON")
 			storeFlag(fs, &o.store)
+			o.defineConn(fs, "where the run runs: local (the run store) or temporal (RUN is a run on Temporal)")
 		}, runCancel, nil),
 	})
 }
@@ -55,6 +63,13 @@ func runCancel(ctx context.Context, io stdio, opts *cancelOptions, args []string
 	if len(args) != 1 {
 		fmt.Fprintln(io.err, "skein cancel: want one run (an id, a prefix of one, or last)\nusage: skein cancel RUN [--reason R] [--by NAME]")
 		return exitUsage
+	}
+	if err := opts.engineFlags.check("cancel"); err != nil {
+		fmt.Fprintln(io.err, err)
+		return exitUsage
+	}
+	if opts.engine == "temporal" {
+		return onTemporal.cancel(ctx, io, opts, args[0])
 	}
 	st, err := openExistingStore(opts.store)
 	if err != nil {

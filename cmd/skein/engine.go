@@ -27,6 +27,7 @@ var onTemporal *temporalCommands
 type temporalCommands struct {
 	run     func(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *graphir.Graph, src *frontend.Sources, inputs *stdlib.Map) int
 	approve func(ctx context.Context, io stdio, opts *approveOptions, args []string) int
+	cancel  func(ctx context.Context, io stdio, opts *cancelOptions, ref string) int
 	show    func(ctx context.Context, io stdio, opts *showOptions, ref string) int
 	logs    func(ctx context.Context, io stdio, opts *logsOptions, args []string) int
 	// list lists the runs on the namespace; cut says that older ones

@@ -27,7 +27,7 @@ import (
 )
 
 func init() {
-	onTemporal = &temporalCommands{run: runOnTemporal, approve: approveOnTemporal, show: showOnTemporal,
+	onTemporal = &temporalCommands{run: runOnTemporal, approve: approveOnTemporal, cancel: cancelOnTemporal, show: showOnTemporal,
 		logs: logsOnTemporal, list: listOnTemporal, worker: serveWorker}
 }
 

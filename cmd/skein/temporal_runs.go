@@ -24,6 +24,33 @@ import (
 	"github.com/skeinlang/skein/vm/store"
 )
 
+// cancelOnTemporal cancels the workflow of the run ref names: Temporal
+// cancels its running activities (their tasks are killed on their
+// workers), and the run ends cancelled after its exit handler.
+func cancelOnTemporal(ctx context.Context, io stdio, opts *cancelOptions, ref string) int {
+	c, err := opts.dial(ctx)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein cancel: %v\n", err)
+		return exitFail
+	}
+	defer c.Close()
+	w, err := c.Describe(ctx, ref)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein cancel: %v\n", err)
+		return exitFail
+	}
+	if st := w.Status(); st != "running" {
+		fmt.Fprintf(io.err, "skein cancel: run %s has ended (%s): there is nothing to cancel\n", w.ID, st)
+		return exitFail
+	}
+	if err := c.Cancel(ctx, w.ID); err != nil {
+		fmt.Fprintf(io.err, "skein cancel: run %s: %v\n", w.ID, err)
+		return exitFail
+	}
+	fmt.Fprintf(io.err, "asked Temporal to cancel run %s\n", w.ID)
+	return exitOK
+}
+
 func approveOnTemporal(ctx context.Context, io stdio, opts *approveOptions, args []string) int {
 	if opts.resume {
 		fmt.Fprintln(io.err, "skein approve: --resume is for the local engine: a run on Temporal goes on by itself once decided")

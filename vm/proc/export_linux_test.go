@@ -26,3 +26,13 @@ func KeeperRunning() bool {
 // inherited descriptors close-on-exec again (as a new skein's first
 // would), so that a test can inherit one first.
 func ForgetInherited() { inherited = sync.Once{} }
+
+// KeeperPid is the running keeper's pid, 0 when none runs.
+func KeeperPid() int {
+	keeperProc.mu.Lock()
+	defer keeperProc.mu.Unlock()
+	if keeperProc.conn == nil {
+		return 0
+	}
+	return keeperProc.proc.Pid
+}

@@ -58,6 +58,9 @@ var keeperProc struct {
 	nextID  uint64
 	pending map[uint64]chan keeper.Reply
 	warming sync.WaitGroup // WarmKeeper's starts under way
+	// stopping says that StopKeeper asked the keeper to end, which it
+	// does after it killed what the tasks left.
+	stopping bool
 }
 
 // keeperConn returns the connection to the keeper, starting it if need
@@ -121,6 +124,17 @@ func readReplies(conn *keeper.Conn, sock *net.UnixConn, cmd *exec.Cmd, gone chan
 		}
 	}
 	keeperProc.mu.Lock()
+	// Once the keeper is reaped, everything it held has come to skein
+	// (a subreaper): its tasks, killed by their parent-death signal, and
+	// what they left, in their groups or out of them (setsid). A keeper
+	// that was killed did not end them: skein does, before it reports
+	// the tasks, so that none outlives skein's control and none is left
+	// a zombie. (No new keeper starts meanwhile: that takes mu.)
+	sock.Close()
+	cmd.Wait()
+	if !keeperProc.stopping {
+		killKeptOrphans()
+	}
 	for id, ch := range keeperProc.pending {
 		ch <- keeper.Reply{ID: id, Err: "the task keeper died", Exited: true, Status: uint32(syscall.SIGKILL)}
 		delete(keeperProc.pending, id)
@@ -128,10 +142,24 @@ func readReplies(conn *keeper.Conn, sock *net.UnixConn, cmd *exec.Cmd, gone chan
 	if keeperProc.conn == conn {
 		keeperProc.conn = nil
 	}
+	keeperProc.stopping = false
 	keeperProc.mu.Unlock()
-	sock.Close()
-	cmd.Wait()
 	close(gone)
+}
+
+// killKeptOrphans kills and reaps the children of skein, and the
+// children they leave it, round after round until none is left, unless
+// tasks started directly run (their own end kills the orphans then:
+// taskEnded).
+func killKeptOrphans() {
+	reaper.mu.Lock()
+	defer reaper.mu.Unlock()
+	if !reaper.enabled || reaper.live > 0 {
+		return
+	}
+	for round := 0; round < 100 && len(keeper.Children()) > 0; round++ {
+		keeper.KillOrphans()
+	}
 }
 
 // keptProcess is a task the keeper started.
@@ -285,6 +313,9 @@ func StopKeeper() bool {
 	keeperProc.warming.Wait() // a keeper being started is stopped too
 	keeperProc.mu.Lock()
 	conn, sock, gone := keeperProc.conn, keeperProc.sock, keeperProc.gone
+	if conn != nil {
+		keeperProc.stopping = true
+	}
 	keeperProc.mu.Unlock()
 	if conn == nil {
 		return false

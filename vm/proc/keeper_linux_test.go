@@ -5,7 +5,11 @@ package proc_test
 import (
 	"bytes"
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/skeinlang/skein/vm/keeper"
 	"github.com/skeinlang/skein/vm/proc"
 )
 
@@ -190,5 +195,50 @@ func TestTaskDescriptors(t *testing.T) {
 				t.Errorf("the next task: %+v", o)
 			}
 		})
+	}
+}
+
+// Losing the keeper (kill -9) while a task's setsid escapee lives does
+// not lose skein's control: the task is reported killed, and the escapee
+// and the task, which came to skein, are killed and reaped before that,
+// none left running or a zombie (issue 26). The scenario runs in a child
+// test process, a subreaper as skein is.
+func TestKeeperKilledWithEscapee(t *testing.T) {
+	if os.Getenv("SKEIN_TEST_KEEPER_KILLED") != "1" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestKeeperKilledWithEscapee$", "-test.v")
+		cmd.Env = append(os.Environ(), "SKEIN_TEST_KEEPER_KILLED=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "PASS") {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return
+	}
+	if err := proc.EnableSubreaper(); err != nil {
+		t.Skip(err)
+	}
+	defer proc.SetReaper(true, true)()
+	pidFile := filepath.Join(t.TempDir(), "escapee")
+	j := job("sh", "-c", `setsid sh -c 'echo $$ > "$0.tmp"; mv "$0.tmp" "$0"; exec sleep 60' "$1" & exec sleep 60`, "sh", pidFile)
+	j.Timeout = time.Minute
+	done := make(chan *proc.Outcome)
+	go func() { done <- proc.Run(t.Context(), j, nil, nil) }()
+	var escapee int
+	for escapee == 0 {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			escapee, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := syscall.Kill(proc.KeeperPid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if o := <-done; o.OK || o.ExitCode != -1 {
+		t.Errorf("the task: %+v, want killed", o)
+	}
+	if err := syscall.Kill(escapee, 0); err != syscall.ESRCH {
+		t.Errorf("the escapee %d: %v, want it gone (killed and reaped)", escapee, err)
+	}
+	if kids := keeper.Children(); len(kids) > 0 {
+		t.Errorf("children left to skein: %v", kids)
 	}
 }

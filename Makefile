@@ -64,7 +64,7 @@ FUZZ_TARGETS = lang:FuzzLoad:15000 check:FuzzCheck:8000 \
 	stdlib:FuzzInputsFile:20000 stdlib:FuzzRe:5000 \
 	graphir:FuzzInputValue:15000 vm/keeper:FuzzKeeperMessage:10000 \
 	vm/store:FuzzSideJournal:5000 graphir:FuzzBoundLiterals:5000 \
-	stdlib:FuzzIntText:20000
+	stdlib:FuzzIntText:20000 lsp:FuzzFrames:2000
 
 define newline
 

@@ -143,7 +143,9 @@ func TestReader(t *testing.T) {
 		}
 		got = append(got, string(b))
 	}
-	if strings.Join(got, " ") != "{} bad bad bad null" {
+	// After a bad frame, whose body's length is unknown, reading goes on
+	// at the next Content-Length: the headers between are skipped.
+	if strings.Join(got, " ") != "{} bad null" {
 		t.Errorf("frames: %v", got)
 	}
 	if _, err := newReader(strings.NewReader("Content-Length: 10\r\n\r\nabc")).read(); !errors.Is(err, io.ErrUnexpectedEOF) {

@@ -89,6 +89,7 @@ func (s *Server) Serve(in io.Reader, out io.Writer) error {
 		}
 		if isFrameError(err) {
 			s.logf("skipping a bad frame: %v", err)
+			s.reply(nil, nil, &respError{codeParseError, "bad frame: " + err.Error()})
 			continue
 		}
 		if err != nil {

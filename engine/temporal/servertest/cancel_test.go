@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,4 +108,33 @@ func TestCancelDetached(t *testing.T) {
 		t.Fatalf("the run's result: %v", err)
 	}
 	cancelled(t, res.Result, pid)
+}
+
+// TestCancelCommand: skein cancel --engine temporal, from another
+// process, cancels the run's workflow: the task is killed on the worker,
+// the exit handler runs, the run ends cancelled; a second cancel is
+// refused.
+func TestCancelCommand(t *testing.T) {
+	dir := t.TempDir()
+	flow := writeFlow(t, dir, cancelFlow)
+	q := queue(t)
+	worker(t, q, nil)
+	run := start(t, dir, nil, skeinBin, "run", flow, "--engine", "temporal", "--address", address, "--task-queue", q, "--json")
+	pidFile := filepath.Join(dir, "pid")
+	waitFor(t, time.Minute, "the task to start", func() bool { _, err := os.Stat(pidFile); return err == nil })
+	pid := readPid(t, pidFile)
+	t.Cleanup(func() { killGroup(pid) })
+
+	_, stderr, code := skein(t, dir, "cancel", "last", "--engine", "temporal", "--address", address)
+	if code != 0 || !strings.Contains(stderr, "asked Temporal to cancel run ") {
+		t.Fatalf("skein cancel: exit %d\n%s", code, stderr)
+	}
+	if code := run.wait(t, 2*time.Minute); code != 1 {
+		t.Errorf("skein run: exit %d after skein cancel, want 1\nstderr:\n%s", code, run.stderr.String())
+	}
+	cancelled(t, []byte(run.stdout.String()), pid)
+	_, stderr, code = skein(t, dir, "cancel", "last", "--engine", "temporal", "--address", address)
+	if code != 1 || !strings.Contains(stderr, "there is nothing to cancel") {
+		t.Errorf("a second skein cancel: exit %d\n%s", code, stderr)
+	}
 }

@@ -134,28 +134,7 @@ func codeArgs(argv []*graphir.Template) []codeArg {
 		}
 		return false
 	}
-	// skip passes the options of a program starting at i+1 (those in
-	// values take the next argument) and then n positionals: the index
-	// of what follows.
-	skip := func(i int, values []string, n int) int {
-		for i++; i < len(argv); i++ {
-			s, ok := lit(i)
-			if !ok {
-				break // a template: a positional or the command
-			}
-			if s == "--" {
-				i++
-				break
-			}
-			if !strings.HasPrefix(s, "-") || s == "-" {
-				break
-			}
-			if has(values, s) {
-				i++
-			}
-		}
-		return i + n
-	}
+	skip := func(i int, values []string, n int) int { return skipOptions(argv, i, values, n) }
 	var found []codeArg
 	i := 0
 	for depth := 0; depth < 16 && i >= 0 && i < len(argv); depth++ {
@@ -165,16 +144,7 @@ func codeArgs(argv []*graphir.Template) []codeArg {
 		}
 		name := filepath.Base(prog)
 		if name == "env" {
-			// env [-i] [-u NAME] [NAME=VALUE]... PROGRAM ...
-			for i++; i < len(argv); i++ {
-				s, ok := lit(i)
-				if !ok || !(strings.HasPrefix(s, "-") || strings.Contains(s, "=")) {
-					break
-				}
-				if s == "-u" || s == "--unset" || s == "-C" || s == "--chdir" || s == "-S" {
-					i++
-				}
-			}
+			i = skipEnv(argv, i)
 			continue
 		}
 		if w, ok := wrappers[name]; ok {
@@ -318,15 +288,7 @@ func stdinCode(argv []*graphir.Template) (what, read string) {
 		name := filepath.Base(prog)
 		switch w, wrapped := wrappers[name]; {
 		case name == "env":
-			for i++; i < len(argv); i++ {
-				s, ok := lit(i)
-				if !ok || !(strings.HasPrefix(s, "-") || strings.Contains(s, "=")) {
-					break
-				}
-				if s == "-u" || s == "--unset" || s == "-C" || s == "--chdir" || s == "-S" {
-					i++
-				}
-			}
+			i = skipEnv(argv, i)
 			continue
 		case name == "xargs":
 			// xargs hands the items it reads to its command: into code
@@ -372,6 +334,25 @@ func stdinCode(argv []*graphir.Template) (what, read string) {
 		return name, in.read
 	}
 	return "", ""
+}
+
+// skipEnv passes env's options and assignments at argv[i]
+// (env [-i] [-u NAME] [NAME=VALUE]... PROGRAM ...): the index of the
+// program.
+func skipEnv(argv []*graphir.Template, i int) int {
+	for i++; i < len(argv); i++ {
+		if !argv[i].IsLiteral() {
+			break
+		}
+		s := argv[i].Src
+		if !(strings.HasPrefix(s, "-") || strings.Contains(s, "=")) {
+			break
+		}
+		if s == "-u" || s == "--unset" || s == "-C" || s == "--chdir" || s == "-S" {
+			i++
+		}
+	}
+	return i
 }
 
 // skipOptions passes the options of the program at argv[i] (those in

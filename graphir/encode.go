@@ -140,21 +140,26 @@ type jsonEdge struct {
 	Route    *string `json:"route,omitempty"`
 }
 
+// json is the JSON of an input's declaration (or a field's).
+func (in *Input) json() jsonInput {
+	ji := jsonInput{Type: in.TypeName(), Required: in.Required, Help: in.Help}
+	if !in.Required {
+		ji.Default = valueToJSON(in.Default)
+		if ji.Default == nil {
+			ji.Default = json.RawMessage("null")
+		}
+	}
+	for _, c := range in.Choices {
+		ji.Choices = append(ji.Choices, valueToJSON(c))
+	}
+	return ji
+}
+
 // jsonHeader is the JSON of what flow() declared.
 func (g *Graph) jsonHeader() jsonGraph {
 	jg := jsonGraph{Name: g.Name, Description: g.Description, Inputs: map[string]jsonInput{}, MaxVisits: g.MaxVisits}
 	for _, in := range g.Inputs {
-		ji := jsonInput{Type: in.TypeName(), Required: in.Required, Help: in.Help}
-		if !in.Required {
-			ji.Default = valueToJSON(in.Default)
-			if ji.Default == nil {
-				ji.Default = json.RawMessage("null")
-			}
-		}
-		for _, c := range in.Choices {
-			ji.Choices = append(ji.Choices, valueToJSON(c))
-		}
-		jg.Inputs[in.Name] = ji
+		jg.Inputs[in.Name] = in.json()
 	}
 	if g.Output != nil {
 		s := g.Output.String()

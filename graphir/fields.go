@@ -32,17 +32,7 @@ func FieldsJSON(fields []Input) string {
 	}
 	out := make([]jsonField, len(fields))
 	for i, in := range fields {
-		ji := jsonInput{Type: in.TypeName(), Required: in.Required, Help: in.Help}
-		if !in.Required {
-			ji.Default = valueToJSON(in.Default)
-			if ji.Default == nil {
-				ji.Default = json.RawMessage("null")
-			}
-		}
-		for _, c := range in.Choices {
-			ji.Choices = append(ji.Choices, valueToJSON(c))
-		}
-		out[i] = jsonField{Name: in.Name, jsonInput: ji}
+		out[i] = jsonField{Name: in.Name, jsonInput: in.json()}
 	}
 	b, err := json.Marshal(out)
 	if err != nil {

@@ -171,3 +171,45 @@ out = step("out", fn = lambda r: "/".join(r.inputs.words) + " " + r.t.stdout.str
 		t.Errorf("local (-) and temporal (+) events differ:\n%s", diff)
 	}
 }
+
+// TestApproveValuesDetached: skein approve --set on Temporal sends the
+// values of the step's fields with the decision; values that do not fit
+// are refused by the run, saying why, and the approval waits on; the
+// next decision's values reach the steps after it.
+func TestApproveValuesDetached(t *testing.T) {
+	dir := t.TempDir()
+	flow := writeFlow(t, dir, `
+gate = step("gate", approve = "Release?", fields = {"version": input(type = "string"), "rollout": input("canary", choices = ["canary", "all"])})
+ship = step("ship", fn = lambda r: "shipped %s to %s" % (r.gate.values.version, r.gate.values.rollout))
+chain(START, gate, ship, END)
+`)
+	q := queue(t)
+	worker(t, q, nil)
+	id := detach(t, dir, flow, q)
+	conn := []string{"--engine", "temporal", "--address", address}
+	waitFor(t, 2*time.Minute, "the approval to wait", func() bool {
+		out, _, _ := skein(t, dir, append([]string{"show", id}, conn...)...)
+		return strings.Contains(out, "waiting since")
+	})
+	_, stderr, code := skein(t, dir, append([]string{"approve", id, "--set", "version=1.2", "--set", "rollout=most"}, conn...)...)
+	if code != 1 || !strings.Contains(stderr, `field "rollout" must be one of "canary", "all", got "most"`) {
+		t.Errorf("values that do not fit: exit %d\n%s", code, stderr)
+	}
+	_, stderr, code = skein(t, dir, append([]string{"approve", id, "--set", "version=1.2", "--set", "rollout=all", "--by", "ann"}, conn...)...)
+	if code != 0 {
+		t.Errorf("skein approve --set: exit %d\n%s", code, stderr)
+	}
+	var got temporaltest.Comparable
+	waitFor(t, 2*time.Minute, "the run to end", func() bool {
+		out, _, _ := skein(t, dir, append([]string{"show", id, "--json"}, conn...)...)
+		var err error
+		got, err = temporaltest.Decode([]byte(out))
+		return err == nil && got.Status != "running"
+	})
+	if got.Status != "succeeded" {
+		t.Errorf("run: %+v", got)
+	}
+	if s := got.Steps["ship"].Output; s != "shipped 1.2 to all" {
+		t.Errorf("ship output %v", s)
+	}
+}

@@ -148,7 +148,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		_, authed, hasSession := s.session(r)
 		login := r.URL.Path == "/api/login"
-		if s.cfg.Token != "" && !right && !(hasSession && authed) && !login {
+		// GET /api/session answers without the token: it says whether
+		// the request is logged in, so the page knows to ask for it.
+		open := login || (r.Method == http.MethodGet && r.URL.Path == "/api/session")
+		if s.cfg.Token != "" && !right && !(hasSession && authed) && !open {
 			fail(w, http.StatusUnauthorized, "unauthorized", "this server needs its token: send Authorization: Bearer TOKEN, or log in")
 			return
 		}
@@ -193,20 +196,30 @@ func sameOrigin(r *http.Request) bool {
 
 // sessionJSON is GET /api/session's answer.
 type sessionJSON struct {
-	CSRF          string `json:"csrf"`
-	By            string `json:"by"`
+	CSRF          string `json:"csrf,omitempty"`
+	By            string `json:"by,omitempty"`
 	TokenRequired bool   `json:"token_required"`
+	LoggedIn      bool   `json:"logged_in"`
 }
 
 // getSession gives the page its session: the cookie (a new one when the
-// request has none) and the CSRF token that goes with it.
+// request has none) and the CSRF token that goes with it. A request
+// without the token to a server that needs one is answered too, with
+// only that it is not logged in: no cookie, no CSRF token, no name.
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	id, authed, ok := s.session(r)
-	if !ok || (s.cfg.Token != "" && !authed) {
+	if s.cfg.Token != "" && !(ok && authed) {
 		given, right := s.bearer(r)
-		id = s.setSession(w, given && right)
+		if !(given && right) {
+			writeJSON(w, http.StatusOK, sessionJSON{TokenRequired: true})
+			return
+		}
+		id, ok = s.setSession(w, true), true
 	}
-	writeJSON(w, http.StatusOK, sessionJSON{CSRF: s.csrf(id), By: s.cfg.By, TokenRequired: s.cfg.Token != ""})
+	if !ok {
+		id = s.setSession(w, false)
+	}
+	writeJSON(w, http.StatusOK, sessionJSON{CSRF: s.csrf(id), By: s.cfg.By, TokenRequired: s.cfg.Token != "", LoggedIn: true})
 }
 
 // setSession sets a new session cookie and returns its id.
@@ -229,7 +242,7 @@ func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := s.setSession(w, s.cfg.Token != "")
-	writeJSON(w, http.StatusOK, sessionJSON{CSRF: s.csrf(id), By: s.cfg.By, TokenRequired: s.cfg.Token != ""})
+	writeJSON(w, http.StatusOK, sessionJSON{CSRF: s.csrf(id), By: s.cfg.By, TokenRequired: s.cfg.Token != "", LoggedIn: true})
 }
 
 // writeJSON writes v as the response, with status.

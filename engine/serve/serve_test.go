@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -347,7 +348,6 @@ func TestAuth(t *testing.T) {
 		{"GET", "/api/approvals", "", nil, 401},
 		{"GET", "/api/flows", "", nil, 401},
 		{"GET", "/api/runs/last/events", "", nil, 401},
-		{"GET", "/api/session", "", nil, 401},
 		{"POST", "/api/runs", `{"flow": "ok.star"}`, nil, 401},
 		{"POST", "/api/runs", `{"flow": "ok.star"}`, []string{"Authorization", "Bearer nope"}, 401},
 		{"POST", "/api/login", `{"token": "nope"}`, nil, 401},
@@ -363,11 +363,23 @@ func TestAuth(t *testing.T) {
 	if m := ts.run(id); status(m) != "succeeded" {
 		t.Fatalf("run: %v", m["run"])
 	}
-	// A browser: logs in, then works with its cookie and CSRF token.
+	// A browser: asks whether it is logged in (the only API answer
+	// without the token, and it gives away nothing: no cookie, no CSRF
+	// token, no name), logs in, then works with its cookie and CSRF token.
 	ts.token = ""
+	s := ts.must(200, "GET", "/api/session", "")
+	if s["token_required"] != true || s["logged_in"] != false || s["csrf"] != nil || s["by"] != nil {
+		t.Errorf("session before login: %v", s)
+	}
+	if u, _ := url.Parse(ts.http.URL); len(ts.client.Jar.Cookies(u)) != 0 {
+		t.Errorf("session before login set a cookie")
+	}
 	ts.must(401, "GET", "/api/runs", "")
 	m := ts.must(200, "POST", "/api/login", `{"token": "`+token+`"}`)
 	ts.must(200, "GET", "/api/runs", "")
+	if s := ts.must(200, "GET", "/api/session", ""); s["logged_in"] != true || s["csrf"] != m["csrf"] {
+		t.Errorf("session after login: %v (login gave %v)", s, m)
+	}
 	ts.must(403, "POST", "/api/runs", `{"flow": "ok.star"}`) // no CSRF token
 	ts.csrf = m["csrf"].(string)
 	ts.start("ok.star", "")

@@ -80,8 +80,14 @@ const post = (path, body) => call("POST", path, body);
 const enc = encodeURIComponent;
 const flowURL = (path) => "/flows/" + path.split("/").map(enc).join("/");
 
+// loadSession asks the server whether this page is logged in (it answers
+// that without the token); it returns false when the page must ask for
+// the token first.
 async function loadSession() {
-  setSession(await get("/api/session"));
+  const s = await get("/api/session");
+  if (s.token_required && !s.logged_in) return false;
+  setSession(s);
+  return true;
 }
 
 function setSession(s) {
@@ -943,13 +949,18 @@ async function flowPage(path) {
 // ---- Start -------------------------------------------------------------------------------
 
 async function boot() {
+  if (location.pathname === "/") history.replaceState(null, "", "/runs");
+  let ok;
   try {
-    await loadSession();
+    ok = await loadSession();
   } catch (e) {
     if (e.status !== 401) fill(main(), errorBox(e));
     return;
   }
-  if (location.pathname === "/") history.replaceState(null, "", "/runs");
+  if (!ok) {
+    showLogin("");
+    return;
+  }
   route();
 }
 

@@ -86,8 +86,13 @@ func OpenCassette(path string, replayOnly bool, inner Provider) (*Cassette, erro
 
 // readCassette reads the cassette file at path if it is a regular file of
 // at most [MaxCassetteSize] bytes, as flow files are read.
-func readCassette(path string) ([]byte, error) {
-	b, err := stdlib.ReadRegularFile(path, MaxCassetteSize)
+func readCassette(path string) ([]byte, error) { return readFile(path, MaxCassetteSize) }
+
+// readFile reads the file at path if it is a regular file of at most max
+// bytes (a cassette, a stub's answers), saying why not in an error that
+// names it.
+func readFile(path string, max int64) ([]byte, error) {
+	b, err := stdlib.ReadRegularFile(path, max)
 	var nr *stdlib.NotRegularError
 	var tl *stdlib.TooLargeError
 	switch {

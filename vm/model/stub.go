@@ -8,14 +8,11 @@ package model
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-	"syscall"
 
 	"github.com/skeinlang/skein/internal/jsonschema"
 	"github.com/skeinlang/skein/internal/stubrules"
-	"github.com/skeinlang/skein/stdlib"
 )
 
 // ProviderStub is Skein's built-in offline model: [Stub] answers.
@@ -155,17 +152,8 @@ func firstLine(s string) string {
 // ReadAnswers reads a file of stub rules (a JSON list, see
 // docs/models.md), refusing what is not a regular file of at most 4 MiB.
 func ReadAnswers(path string) ([]stubrules.Rule, error) {
-	b, err := stdlib.ReadRegularFile(path, maxAnswersFile)
-	var nr *stdlib.NotRegularError
-	var tl *stdlib.TooLargeError
-	switch {
-	case errors.Is(err, syscall.EISDIR):
-		return nil, fmt.Errorf("answers %s: a directory, not a file of rules", path)
-	case errors.As(err, &nr):
-		return nil, fmt.Errorf("answers %s: %s, not a regular file", path, nr.Kind)
-	case errors.As(err, &tl):
-		return nil, fmt.Errorf("answers %s: %s", path, tl)
-	case err != nil:
+	b, err := readFile(path, maxAnswersFile)
+	if err != nil {
 		return nil, fmt.Errorf("answers: %v", err)
 	}
 	rules, err := stubrules.Parse(b)

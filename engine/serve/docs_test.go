@@ -61,3 +61,38 @@ func TestDocsEndpoints(t *testing.T) {
 	}
 	ts.srv.Wait()
 }
+
+// TestDocsStepStatuses checks that the step statuses docs/serve.md names
+// are the ones the server sends: the word for a step not reached, and
+// every status of a run waiting at an approval.
+func TestDocsStepStatuses(t *testing.T) {
+	b, err := os.ReadFile("../../docs/serve.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Join(strings.Fields(string(b)), " ")
+	list := regexp.MustCompile("`status` \\((`\\w+` for a step not reached[^)]*)\\)").FindStringSubmatch(doc)
+	unreached := regexp.MustCompile("`(\\w+)` for a step not reached").FindStringSubmatch(doc)
+	if list == nil || unreached == nil {
+		t.Fatal("docs/serve.md: no list of step statuses with the word for a step not reached: has the page changed shape?")
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("`(\\w+)`").FindAllStringSubmatch(list[1], -1) {
+		documented[m[1]] = true
+	}
+	ts := newServer(t, "")
+	ts.session()
+	id := ts.start("gate.star", "")
+	m := ts.run(id)
+	got := map[string]string{}
+	for _, s := range m["steps"].([]any) {
+		st := s.(map[string]any)
+		got[st["name"].(string)] = st["status"].(string)
+		if !documented[st["status"].(string)] {
+			t.Errorf("step %s: status %q is not among docs/serve.md's %v", st["name"], st["status"], documented)
+		}
+	}
+	if got["ask"] != "waiting" || got["ship"] != unreached[1] {
+		t.Errorf("steps %v: want ask waiting and ship %q (docs/serve.md's word for a step not reached)", got, unreached[1])
+	}
+}

@@ -31,6 +31,7 @@ func BenchmarkCheckBuffer(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s.mu.Lock()
+		d.an = nil // as after a keystroke
 		s.checkAll()
 		s.mu.Unlock()
 	}

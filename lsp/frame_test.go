@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -124,4 +126,52 @@ func FuzzFrames(f *testing.F) {
 			t.Fatalf("the frame after %q was not read", data)
 		}
 	})
+}
+
+// Opening or changing a buffer checks it and the buffers whose last check
+// read it, not every open buffer: each didOpen checked them all, so with
+// 200 open a hover waited 1.7 s (issue 26).
+func TestRecheckDependents(t *testing.T) {
+	files := map[string]string{"main.star": "load(\"lib.star\", \"x\")\nstep(x)\n", "lib.star": "x = \"a\"\n"}
+	for i := range 5 {
+		files[fmt.Sprintf("other%d.star", i)] = fmt.Sprintf("step(\"o%d\")\n", i)
+	}
+	dir := writeFiles(t, files)
+	s := &Server{Debounce: time.Hour, w: &writer{w: io.Discard}, docs: map[string]*document{}, published: map[string]map[string]bool{}}
+	open := func(name string) {
+		p, _ := json.Marshal(map[string]any{"textDocument": map[string]any{"uri": uriOf(filepath.Join(dir, name)), "version": 1, "text": files[name]}})
+		if err := s.didOpen(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checks := func() map[string]int {
+		got := map[string]int{}
+		for p, d := range s.docs {
+			got[filepath.Base(p)] = d.checks
+		}
+		return got
+	}
+	for i := range 5 {
+		open(fmt.Sprintf("other%d.star", i))
+	}
+	open("main.star")
+	open("lib.star") // main read lib from the disk: it reads the buffer now
+	want := map[string]int{"main.star": 2, "lib.star": 1, "other0.star": 1, "other1.star": 1, "other2.star": 1, "other3.star": 1, "other4.star": 1}
+	if got := checks(); !maps.Equal(got, want) {
+		t.Errorf("checks after opening: %v, want %v", got, want)
+	}
+	p, _ := json.Marshal(map[string]any{"textDocument": map[string]any{"uri": uriOf(filepath.Join(dir, "lib.star")), "version": 2}, "contentChanges": []any{map[string]any{"text": "x = \"b\"\n"}}})
+	if err := s.didChange(p); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.checkAll()
+	s.mu.Unlock()
+	want["main.star"], want["lib.star"] = 3, 2
+	if got := checks(); !maps.Equal(got, want) {
+		t.Errorf("checks after changing lib.star: %v, want %v", got, want)
+	}
+	if g := s.docs[filepath.Join(dir, "main.star")].good.g; g.Node("b") == nil {
+		t.Error("main.star does not see lib.star's change")
+	}
 }

@@ -41,6 +41,8 @@ type jsonTool struct {
 	Help   string            `json:"help,omitempty"`
 	Fn     string            `json:"fn,omitempty"`
 	Flow   string            `json:"flow,omitempty"`
+	// Approve is the question a person answers before each call.
+	Approve string `json:"approve,omitempty"`
 }
 
 type jsonNode struct {
@@ -181,6 +183,9 @@ func (g *Graph) jsonHeader() jsonGraph {
 		}
 		if t.Shell != nil {
 			jt.Shell = t.Shell.Src
+		}
+		if t.Approve != nil {
+			jt.Approve = t.Approve.Src
 		}
 		if t.Fn != nil {
 			jt.Fn = t.Fn.Name()

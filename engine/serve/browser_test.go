@@ -54,6 +54,13 @@ edge(b, c)
 edge(c, END)
 `,
 	// A compile that fails until its fix file exists; resumed from it once fixed.
+	"crash.star": `
+flow(name = "crash")
+def half(n):
+    return 10 // n
+crash = step("crash", fn = lambda r: half(0))
+chain(START, crash, END)
+`,
 	"compile.star": `
 flow(name = "compile", inputs = {"fixed": ""})
 
@@ -582,6 +589,19 @@ func TestBrowserFailedStepAndResumeFrom(t *testing.T) {
 	}
 	u.do("it names the run it continues", visible(`.facts a[href="/runs/`+id+`"]`))
 	u.clean("resumed run page")
+
+	// A fn step's runtime error: its trace is in the step's panel,
+	// collapsed until asked for.
+	crash := u.start("crash.star", nil)
+	u.waitRun(crash, "failed")
+	u.open("/runs/"+crash, node("crash", "failed"))
+	u.do("the crashed step's error", click(`#graph [data-step="crash"]`), visible("#step-error"),
+		until(`document.querySelector("#step-trace") && !document.querySelector("#step-trace").open`),
+		click("#step-trace summary"), visible("#step-trace pre"))
+	if tr := u.text("#step-trace pre"); !strings.Contains(tr, "crash.star:4:") || !strings.Contains(tr, "half") {
+		t.Errorf("the trace reads %q, want the helper half's line crash.star:4", tr)
+	}
+	u.clean("crashed run page")
 }
 
 func TestBrowserApproveAndReject(t *testing.T) {

@@ -66,7 +66,9 @@ func runCheck(_ context.Context, io stdio, opts *checkOptions, args []string) in
 		fmt.Fprintf(io.err, "skein check: %v\n", err)
 		return exitUsage
 	}
-	all, checked := set.check(loadOptions(opts.root, opts.maxLoad), opts.engine)
+	lo := loadOptions(opts.root, opts.maxLoad)
+	lo.Print = printTo(io.err)
+	all, checked := set.check(lo, opts.engine)
 	all = check.Sort(all)
 	errs, warns := check.Count(all)
 	if opts.json {

@@ -47,7 +47,7 @@ func runGraph(_ context.Context, io stdio, opts *graphOptions, args []string) in
 		return exitUsage
 	}
 	// Drawn whatever the checker finds: only a load error stops it.
-	f := frontend.Load(args[0], frontend.Options{Root: opts.root})
+	f := frontend.Load(args[0], frontend.Options{Root: opts.root, Print: printTo(io.err)})
 	g := f.Graph
 	if g == nil {
 		check.WriteText(io.err, f.Diagnostics)

@@ -231,6 +231,7 @@ func runRun(ctx context.Context, io stdio, opts *runOptions, args []string) int 
 		return exitUsage
 	}
 	lo := loadOptions(opts.root, opts.maxLoad)
+	lo.Print = printTo(io.err)
 	loaded := frontend.Load(args[0], lo)
 	g, ds := loaded.Graph, loaded.Diagnostics
 	errs, _ := check.Count(ds)
@@ -441,6 +442,15 @@ func newPrompter(io stdio, off bool) *prompter {
 // flow's directory), with the load-time step budget (0: the default).
 func loadOptions(root string, maxSteps uint64) frontend.Options {
 	return frontend.Options{Root: root, MaxSteps: maxSteps, BudgetHint: budgetHint, LeanGC: true}
+}
+
+// printTo shows a print() of a flow's load on w, after its position
+// (file:line:col: text), so that it neither vanishes nor mixes with the
+// command's own output (docs/language.md).
+func printTo(w io.Writer) func(graphir.Pos, string) {
+	return func(pos graphir.Pos, msg string) {
+		fmt.Fprintf(w, "%s: %s\n", pos, msg)
+	}
 }
 
 // budgetHint is the hint of a flow whose load exceeds its step budget.

@@ -8,33 +8,20 @@ import (
 	"maps"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// syncBuffer is a bytes.Buffer the server's goroutines may write at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
 
 // serveBytes serves in to its end and returns the messages the server
 // wrote.
 func serveBytes(t *testing.T, in string) []message {
 	t.Helper()
-	var out syncBuffer
+	var out bytes.Buffer // the server's writer holds a lock; its timers stop when Serve returns
 	s := &Server{Debounce: time.Millisecond}
 	if err := s.Serve(strings.NewReader(in), &out); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
-	r := newReader(bytes.NewReader(out.b.Bytes()))
+	r := newReader(bytes.NewReader(out.Bytes()))
 	var msgs []message
 	for {
 		body, err := r.read()

@@ -899,9 +899,9 @@ func TestExamplesRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Examples with model steps replay their cassettes: no key, no
-		// server.
-		var opts vm.Options
+		// Examples with model steps replay their cassettes; the others are
+		// answered by the offline stub: no key, no server, no network.
+		opts := vm.Options{Models: model.Stub{}}
 		cassette := filepath.Join("../examples/cassettes", strings.TrimSuffix(filepath.Base(f), ".star")+".json")
 		if _, err := os.Stat(cassette); err == nil {
 			if opts.Models, err = model.OpenCassette(cassette, true, nil); err != nil {
@@ -911,6 +911,11 @@ func TestExamplesRun(t *testing.T) {
 		res, err := vm.Run(context.Background(), g, nil, opts)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// With nobody to decide, an approval without a timeout parks the
+		// run: that is the example working as written.
+		if res.Status == vm.Waiting && len(res.Pending) > 0 {
+			continue
 		}
 		if res.Status != vm.Succeeded {
 			t.Errorf("%s: %s: %+v", f, res.Status, res.Error)

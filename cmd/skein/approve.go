@@ -117,12 +117,21 @@ func askFields(ctx context.Context, out io.Writer, req *vm.EffectRequest, read f
 }
 
 func currentUser() string {
+	if u := envUser(); u != "" {
+		return u
+	}
+	return "unknown"
+}
+
+// envUser is the user the environment names ($SKEIN_USER, else $USER,
+// else $LOGNAME), "" when none does.
+func envUser() string {
 	for _, k := range []string{"SKEIN_USER", "USER", "LOGNAME"} {
 		if u := os.Getenv(k); u != "" {
 			return u
 		}
 	}
-	return "unknown"
+	return ""
 }
 
 type approveOptions struct {

@@ -139,6 +139,8 @@ func (o *resumeOptions) check() error {
 // runOptions are the options of the resumed run: the recorded ones, each
 // replaced by its flag when given.
 func (o *resumeOptions) runOptions(rec store.RunOptions) (store.RunOptions, error) {
+	// The new run is started by who resumes it, not who started the old.
+	rec.By = envUser()
 	if o.changed("parallel") {
 		rec.Parallel = o.parallel
 	}

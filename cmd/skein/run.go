@@ -53,6 +53,8 @@ type runOptions struct {
 	model string
 	// prune is --prune: drop from the cassette what the run did not use.
 	prune bool
+	// by is --by: who starts the run, as recorded.
+	by string
 }
 
 func init() {
@@ -109,6 +111,7 @@ errors, 3 waiting for an approval.`, vm.DefaultParallel),
 			o.limitFlags.define(fs, false)
 			o.outputFlags.define(fs)
 			fs.StringVar(&o.root, "root", "", "flow root that load() and child flows may not leave (default: the flow's directory)")
+			fs.StringVar(&o.by, "by", "", "who starts the run, as recorded (default $SKEIN_USER, else $USER, else $LOGNAME)")
 			o.recordFlags.define(fs, "the run", "$SKEIN_STORE, else .skein/runs.db at or above the flow root")
 			fs.BoolVar(&o.noPrompt, "no-prompt", false, "never ask for approvals on the terminal: park the run instead (exit 3)")
 			fs.BoolVar(&o.dryRun, "dry-run", false, "execute no effect: tasks, shells, child flows, model calls, approvals and waits succeed with empty output and print what they would do (not recorded)")
@@ -668,7 +671,10 @@ func interrupts(parent context.Context) (run, exit context.Context, stop func())
 
 // recorded are the options recorded with the run, which a resume reuses.
 func (o *runOptions) recorded() store.RunOptions {
-	ro := store.RunOptions{Parallel: o.parallel, Timeout: o.timeout, MaxLoadSteps: o.maxLoad, MaxTokens: o.maxTokens, ReplayOnly: o.replayOnly, Model: o.model}
+	ro := store.RunOptions{Parallel: o.parallel, Timeout: o.timeout, MaxLoadSteps: o.maxLoad, MaxTokens: o.maxTokens, ReplayOnly: o.replayOnly, Model: o.model, By: o.by}
+	if ro.By == "" {
+		ro.By = envUser()
+	}
 	if o.cassette != "" {
 		ro.Cassette = confine.Abs(o.cassette)
 	}

@@ -137,3 +137,35 @@ func TestStoreReadOnlyListed(t *testing.T) {
 		}
 	}
 }
+
+// A run records who started it: --by, else the user the environment
+// names; skein show says so (and skein serve's pages show it).
+func TestRunBy(t *testing.T) {
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "f.star")
+	if err := os.WriteFile(flow, []byte("step(\"a\", run = [\"true\"])\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	main := func(args ...string) (int, string, string) {
+		var o, e strings.Builder
+		code := Main(context.Background(), args, stdio{strings.NewReader(""), &o, &e})
+		return code, o.String(), e.String()
+	}
+	t.Setenv("SKEIN_USER", "bob")
+	store := filepath.Join(dir, ".skein", "runs.db")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--by", "alice", flow}, " by alice, took "},
+		{[]string{"run", flow}, " by bob, took "},
+	} {
+		if code, _, errs := main(c.args...); code != exitOK {
+			t.Fatalf("skein %v: exit %d: %s", c.args, code, errs)
+		}
+		code, out, errs := main("show", "last", "--store", store)
+		if code != exitOK || !strings.Contains(out, c.want) {
+			t.Errorf("skein show after skein %v: exit %d, want %q in\n%s%s", c.args, code, c.want, out, errs)
+		}
+	}
+}

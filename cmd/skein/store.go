@@ -352,6 +352,9 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 	}
 	fmt.Fprintf(io.out, "run %s\nflow %s (%s)\nstatus %s\n", r.ID, visible.Text(r.Flow, false), visible.Text(r.File, false), r.Status)
 	fmt.Fprintf(io.out, "started %s", r.Started.Local().Format("2006-01-02 15:04:05.000"))
+	if r.Options.By != "" {
+		fmt.Fprintf(io.out, " by %s", visible.Text(r.Options.By, false))
+	}
 	if !r.Ended.IsZero() {
 		fmt.Fprintf(io.out, ", took %s", runDuration(r))
 	}

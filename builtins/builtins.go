@@ -443,7 +443,7 @@ func (c *call) duration(param string, v starlark.Value) (time.Duration, error) {
 	if !ok {
 		return 0, c.errorf("%s must be a duration string such as \"30s\", got %s", param, describe(v))
 	}
-	d, err := time.ParseDuration(string(s))
+	d, err := graphir.ParseDuration(string(s))
 	if err != nil || d <= 0 {
 		return 0, c.errorf("%s must be a positive duration such as \"30s\" or \"10m\", got %q", param, string(s))
 	}

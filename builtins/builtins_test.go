@@ -389,6 +389,21 @@ func srcs(ts []*graphir.Template) []string {
 	return out
 }
 
+// Durations take days: "30d", "1d12h" (docs/language.md).
+func TestDurationDays(t *testing.T) {
+	g := mustLoad(t, `flow(timeout = "30d")
+s = step("s", run = ["true"], timeout = "1d12h", retries = 1, backoff = "1d")
+`)
+	if g.Timeout != 30*24*time.Hour {
+		t.Errorf("flow timeout %v, want 720h", g.Timeout)
+	}
+	for _, n := range g.Steps() {
+		if n.Name == "s" && (n.Timeout != 36*time.Hour || n.Backoff != 24*time.Hour) {
+			t.Errorf("step timeout %v backoff %v, want 36h and 24h", n.Timeout, n.Backoff)
+		}
+	}
+}
+
 func TestFlowParams(t *testing.T) {
 	g := mustLoad(t, `flow(
     name = "demo",

@@ -6,6 +6,8 @@ package graphir
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -653,3 +655,32 @@ func mermaidText(s string) string {
 }
 
 var mermaidEscaper = strings.NewReplacer(`#`, "#35;", `"`, "#quot;", "<", "#lt;", ">", "#gt;", "\r\n", " ", "\n", " ", "\r", " ")
+
+// ParseDuration reads a duration as flows and commands write it: a Go
+// duration ("250ms", "1h30m") that may start with a whole number of days
+// ("30d", "1d12h"), a day being 24 hours.
+func ParseDuration(s string) (time.Duration, error) {
+	days, rest := 0, s
+	if i := strings.IndexByte(s, 'd'); i > 0 {
+		n, err := strconv.Atoi(s[:i])
+		if err != nil || n < 0 || s[0] == '+' || n > int(math.MaxInt64/int64(24*time.Hour)) {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		days, rest = n, s[i+1:]
+		if rest == "" {
+			return time.Duration(days) * 24 * time.Hour, nil
+		}
+		if rest[0] < '0' || rest[0] > '9' {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+	}
+	d, err := time.ParseDuration(rest)
+	if err != nil {
+		return 0, err
+	}
+	total := time.Duration(days) * 24 * time.Hour
+	if d > math.MaxInt64-total {
+		return 0, fmt.Errorf("invalid duration %q: too long", s)
+	}
+	return total + d, nil
+}

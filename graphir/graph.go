@@ -498,10 +498,10 @@ func (g *Graph) ForwardIn(n *Node) []*Edge {
 	return out
 }
 
-// ParseWait reads the duration of a wait= step: a Go duration such as
-// "30s", "1m30s" or "250ms", at least zero.
+// ParseWait reads the duration of a wait= step: a duration such as
+// "30s", "1m30s", "250ms" or "2d" ([ParseDuration]), at least zero.
 func ParseWait(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(strings.TrimSpace(s))
+	d, err := ParseDuration(strings.TrimSpace(s))
 	if err != nil || d < 0 {
 		return 0, fmt.Errorf("want a duration such as \"30s\" or \"10m\", got %q", s)
 	}

@@ -13,7 +13,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -632,15 +631,7 @@ func (a ageFlag) String() string {
 }
 
 func (a ageFlag) Set(s string) error {
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil || n > 1<<20 {
-			return fmt.Errorf("want a whole number of days such as 30d, or a duration such as 720h")
-		}
-		*a.d = time.Duration(n) * 24 * time.Hour
-		return nil
-	}
-	d, err := time.ParseDuration(s)
+	d, err := graphir.ParseDuration(s)
 	if err != nil {
 		return fmt.Errorf("want a duration such as 720h, or days such as 30d")
 	}

@@ -387,7 +387,8 @@ func (p *progress) summary(res *vm.Result) {
 	for _, f := range res.Findings {
 		fmt.Fprintf(p.w, "  %s %s\n", p.paint("33", "finding:"), visible.Text(f, false))
 	}
-	if res.ModelCalls > 0 {
+	// Calls that failed before an answer used no tokens: nothing to say.
+	if res.ModelCalls > 0 && res.Usage.Total() > 0 {
 		fmt.Fprintf(p.w, "  tokens: %d (%d prompt, %d completion) in %s\n", res.Usage.Total(), res.Usage.PromptTokens, res.Usage.CompletionTokens, plural(res.ModelCalls, "model call"))
 	}
 	if h := res.OnExit; h != nil && h.Status != vm.StepSucceeded {

@@ -32,6 +32,10 @@ func (p *pass) checkDefault(in *graphir.Input, n *graphir.Node) {
 		return
 	}
 	if _, err := in.Check(in.Default); err != nil {
+		hint := fmt.Sprintf("give a default of type %s, or change type= to match it", in.TypeName())
+		if graphir.HasType(in.TypeName(), in.Default) {
+			hint = "give a default among the choices, or add it to choices="
+		}
 		pos := in.Pos
 		if !pos.IsValid() {
 			pos = p.flowPos()
@@ -42,6 +46,6 @@ func (p *pass) checkDefault(in *graphir.Input, n *graphir.Node) {
 		}
 		p.report(codes.InputType, n, pos,
 			fmt.Sprintf("the default of %s %q does not fit its declaration: %v", what, in.Name, err),
-			fmt.Sprintf("give a default of type %s, or change type= to match it", in.TypeName()))
+			hint)
 	}
 }

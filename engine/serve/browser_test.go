@@ -88,6 +88,22 @@ edge(gate, rollback, on = "failure")
 edge(ship, END)
 edge(rollback, END)
 `,
+	// An approval that asks for values: the version to ship (required
+	// text), how many replicas (a whole number with a default) and the
+	// rollout (a choice, required); the ship step prints what was given.
+	"release_gate.star": `
+flow(name = "release_gate")
+
+gate = step("gate", approve = "Ship the release?", fields = {
+    "version": input(type = "string", help = "the version to ship"),
+    "replicas": input(3),
+    "rollout": input(choices = ["canary", "all"], help = "how far"),
+})
+ship = step("ship", run = ["echo", "shipping {{ gate.values.version }} x{{ gate.values.replicas }} to {{ gate.values.rollout }}"])
+edge(START, gate)
+edge(gate, ship)
+edge(ship, END)
+`,
 	// A graph with a retried step, a loop body, a map body, a condition
 	// and a failure edge, for the screenshot.
 	"release.star": `
@@ -638,6 +654,76 @@ func TestBrowserApproveAndReject(t *testing.T) {
 		t.Errorf("the gate's record says %q, want who rejected it and why", d)
 	}
 	u.clean("rejected run page")
+}
+
+// TestBrowserApprovalFields decides an approval that asks for values:
+// the form has a field of each type, a value the server refuses shows its
+// error and keeps the approval open, and the values given reach the step
+// after it.
+func TestBrowserApprovalFields(t *testing.T) {
+	u := newUI(t)
+	id := u.start("release_gate.star", nil)
+	u.waitRun(id, "waiting")
+	card := func(sel string) string { return fmt.Sprintf(`[data-run=%q] %s`, id, sel) }
+	u.open("/approvals", card(`[data-decide="approve"]`))
+	u.do("the fields", visible(card(`input#ap-gate-version[type="text"]`)), visible(card(`input#ap-gate-replicas[type="number"]`)),
+		visible(card(`select#ap-gate-rollout`)))
+	if v := u.text(card(`label[for="ap-gate-version"] .help`)); v != "the version to ship" {
+		t.Errorf("version's help reads %q", v)
+	}
+	opts, err := chromedp.Run(u.ctx, chromedp.Evaluate[[]string](fmt.Sprintf(
+		`[...document.querySelectorAll(%q)].map((o) => o.textContent)`, card(`select#ap-gate-rollout option`))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := u.text(card(`label[for="ap-gate-rollout"] small`)); l != "a choice, required" {
+		t.Errorf("the rollout is labelled %q, want a choice, required", l)
+	}
+	if strings.Join(opts, ",") != "choose…,canary,all" {
+		t.Errorf("the rollout offers %q, want choose…, canary, all", opts)
+	}
+	if v, err := chromedp.Run(u.ctx, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector(%q).value`, card(`#ap-gate-replicas`)))); err != nil || v != "3" {
+		t.Errorf("replicas starts at %q (%v), want its default 3", v, err)
+	}
+	u.screenshot("serve-approval-fields")
+	u.clean("approval with fields")
+
+	// No version, no rollout: the server refuses, the card says why, the
+	// approval stays open.
+	u.confirm(card(`[data-decide="approve"]`))
+	u.do("the server's refusal", visible(card(".result .error-box")))
+	if e := u.text(card(".result .error-box")); !strings.Contains(e, `needs a value for field "version"`) {
+		t.Errorf("approving without a version says %q, want the server's error about the required version", e)
+	}
+	u.mu.Lock()
+	u.problems = nil // the refused request, logged by Chromium itself
+	u.mu.Unlock()
+	var st struct {
+		Run struct {
+			Status string `json:"status"`
+		} `json:"run"`
+	}
+	u.api("GET", "/api/runs/"+id, nil, &st)
+	if st.Run.Status != "waiting" {
+		t.Errorf("after a refused approval the run is %s, want it still waiting", st.Run.Status)
+	}
+
+	// Good values: approved, the run ships the version given.
+	u.do("the values", chromedp.SendKeys(chromedp.CSS(card("#ap-gate-version")), "2.7.1"),
+		chromedp.SetValue(chromedp.CSS(card("#ap-gate-rollout")), `"all"`),
+		eval(fmt.Sprintf(`document.querySelector(%q).value = "5"; true`, card("#ap-gate-replicas"))))
+	u.confirm(card(`[data-decide="approve"]`))
+	u.do("follow the approved run", visible(card(".result a")), click(card(".result a")),
+		visible(runBadge("succeeded")), visible(node("ship", "succeeded")))
+	u.do("the ship step's output", click(`#graph [data-step="ship"]`), visible(`#step-panel [data-stream="stdout"] pre`))
+	if out := strings.TrimSpace(u.text(`#step-panel [data-stream="stdout"] pre`)); out != "shipping 2.7.1 x5 to all" {
+		t.Errorf("ship printed %q, want %q", out, "shipping 2.7.1 x5 to all")
+	}
+	u.do("the decision's values", click(`#graph [data-step="gate"]`), visible(`#step-panel .decision pre`))
+	if d := u.text(`#step-panel .decision pre`); !strings.Contains(d, "2.7.1") || !strings.Contains(d, "all") {
+		t.Errorf("the gate's record shows the values %q", d)
+	}
+	u.clean("approved run page")
 }
 
 func TestBrowserPages(t *testing.T) {

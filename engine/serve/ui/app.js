@@ -270,7 +270,9 @@ function typedField(spec, idPrefix) {
     };
   } else if (type === "string") {
     input = h("input", { id, name: spec.name, type: "text", value: has ? spec.default : "" });
-    value = () => (input.value === "" && !spec.required && has ? undefined : input.value);
+    // Left empty, text is left out: its default applies, and a required
+    // field is refused as missing (not given as "").
+    value = () => (input.value === "" ? undefined : input.value);
   } else {
     // list, dict, any: JSON (a plain word for any is taken as text)
     input = h("textarea", { id, name: spec.name, spellcheck: "false", placeholder: type === "list" ? '["a", "b"]' : type === "dict" ? '{"key": "value"}' : "JSON or text" },
@@ -290,7 +292,7 @@ function typedField(spec, idPrefix) {
     };
   }
   const label = h("label", { class: "field", for: id },
-    h("span", {}, spec.name, " ", h("small", { class: "muted" }, typeWords(type), spec.required ? ", required" : "")),
+    h("span", {}, spec.name, " ", h("small", { class: "muted" }, spec.choices && spec.choices.length ? "a choice" : typeWords(type), spec.required ? ", required" : "")),
     input,
     spec.help ? h("div", { class: "help" }, spec.help) : null,
     has && type !== "bool" ? h("div", { class: "help" }, "Default: ", h("code", {}, JSON.stringify(spec.default))) : null);
@@ -828,6 +830,7 @@ function approvalCard(a, onDone, inRun) {
   const reason = h("input", { type: "text", name: "reason", placeholder: "why (kept with the decision)", "aria-label": "Reason" });
   const result = h("div", { class: "result", "aria-live": "polite" });
   const decide = async (approve) => {
+    fill(result);
     let values;
     try {
       values = collect(fields);
@@ -843,7 +846,12 @@ function approvalCard(a, onDone, inRun) {
       body: [a.message, approve ? "The run goes on." : "The run goes the way the flow routes a rejection.",
         body.reason ? "Reason: " + body.reason : ""].filter(Boolean),
       ok: verb, danger: !approve,
-      run: () => post(`/api/runs/${enc(r.id)}/${approve ? "approve" : "reject"}`, body),
+      // A refusal (a value that does not fit a field) stays on the card,
+      // beside the fields to mend, as well as in the toast.
+      run: () => post(`/api/runs/${enc(r.id)}/${approve ? "approve" : "reject"}`, body).catch((e) => {
+        fill(result, errorBox(e));
+        throw e;
+      }),
       done: (v) => `${approve ? "Approved" : "Rejected"} ${a.step}${v.approval && v.approval.by ? " as " + v.approval.by : ""}; the run is ${STATUS_WORDS[v.run.status] || v.run.status}`,
     });
     if (v) {

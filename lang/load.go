@@ -43,6 +43,11 @@ const DefaultMaxSteps = 10_000_000
 // take hours; the time budget ends it.
 const stepTime = 6 * time.Microsecond
 
+// minTime is the least time budget a small step budget gives: a budget of
+// a few thousand steps is about counting steps, and a loaded machine must
+// not turn it into a race with the clock.
+const minTime = 10 * time.Second
+
 // MaxChildDepth is how deep literal child flows are loaded. The checker
 // reports chains deeper than 8 (subflow_depth); loading stops a little
 // beyond so the report can name the chain.
@@ -57,7 +62,8 @@ type Options struct {
 	MaxSteps uint64
 	// MaxTime bounds the wall time of loading one flow file with its
 	// modules (a literal child flow has its own); 0 means 6 µs for each
-	// step of the step budget (60 s for the default).
+	// step of the step budget (60 s for the default), and never less than
+	// 10 s.
 	MaxTime time.Duration
 	// MaxMemory bounds how much the heap may grow while one file runs;
 	// 0 means DefaultMaxMemory.
@@ -83,7 +89,7 @@ func (o *Options) maxTime() time.Duration {
 	if steps > uint64(math.MaxInt64/stepTime) {
 		return math.MaxInt64
 	}
-	return time.Duration(steps) * stepTime
+	return max(time.Duration(steps)*stepTime, minTime)
 }
 
 func (o *Options) readFile(name string) ([]byte, error) {

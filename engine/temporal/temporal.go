@@ -186,7 +186,7 @@ func EncodeInputs(in map[string]starlark.Value) (map[string]json.RawMessage, err
 // at run time: as a local run does, from the sources sent with the run,
 // under the names the client's load read them by.
 func (in *RunInput) frontend() frontend.Options {
-	return frontend.Options{ReadFile: func(name string) ([]byte, error) {
+	return frontend.Options{Remote: true, ReadFile: func(name string) ([]byte, error) {
 		s, ok := in.Sources[name]
 		if !ok {
 			return nil, fmt.Errorf("%s is not among the sources sent with the run: %w", name, fs.ErrNotExist)

@@ -43,6 +43,10 @@ type Options struct {
 	// An editor passes one that serves its open buffers first; a worker
 	// one that serves the sources sent with the run.
 	ReadFile func(name string) ([]byte, error)
+	// Remote says the files are not on this machine's disk (a worker
+	// loading the sources sent with a run, through ReadFile): the flow
+	// root is then not looked for on disk.
+	Remote bool
 	// Recorded, when not nil, are the only files a load may read: the
 	// sources recorded with a run, which its resume loads again. A child
 	// flow a run names that the record does not hold is read with
@@ -180,9 +184,10 @@ func load(file string, src []byte, opts Options) *Flow {
 
 // rootHolds says why a flow root given (--root) cannot be file's: it does
 // not exist, is no directory, or does not hold file. (A recorded run's
-// root is not asked for: its sources come from the record.)
+// root is not asked for: its sources come from the record; nor a remote
+// load's.)
 func rootHolds(opts Options, file string) error {
-	if opts.Root == "" || opts.Recorded != nil {
+	if opts.Root == "" || opts.Recorded != nil || opts.Remote {
 		return nil
 	}
 	fi, err := os.Stat(opts.Root)

@@ -49,6 +49,10 @@ func BoundLiterals(file string, src any) error {
 
 // boundLiterals is BoundLiterals of the text s with at most limit digits.
 func boundLiterals(file, s string, limit int) error {
+	if strings.Contains(s, "\r") {
+		// Starlark's scanner reads \r\n and a lone \r as one newline.
+		s = strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+	}
 	line, col := 1, 1 // of s[i]; col counts bytes, fixed up on error
 	lineStart := 0
 	for i := 0; i < len(s); {
@@ -58,8 +62,12 @@ func boundLiterals(file, s string, limit int) error {
 			i++
 			line, lineStart = line+1, i
 			continue
+		case c == 0:
+			// Starlark's scanner reads a NUL outside a string (a comment's
+			// included) as the end of the file: nothing after it is parsed.
+			return nil
 		case c == '#':
-			for i < len(s) && s[i] != '\n' {
+			for i < len(s) && s[i] != '\n' && s[i] != 0 {
 				i++
 			}
 			continue
@@ -89,22 +97,21 @@ func boundLiterals(file, s string, limit int) error {
 				i += len(q)
 			}
 			continue
-		case isNameByte(c) && !isDigitByte(c), isDigitByte(c), c == '.' && i+1 < len(s) && isDigitByte(s[i+1]):
+		case isDigitByte(c), c == '.' && i+1 < len(s) && isDigitByte(s[i+1]):
+			j := numberEnd(s, i)
+			if n := j - i; n > limit+2 {
+				col = utf8.RuneCountInString(s[lineStart:i]) + 1
+				return syntax.Error{Pos: syntax.MakePosition(&file, int32(line), int32(col)),
+					Msg: fmt.Sprintf("number literal of %d characters; a number may have at most %d digits", n, limit)}
+			}
+			i = j
+			continue
+		case isNameByte(c):
+			// A name, the attributes after it, and the string it may
+			// prefix (r"...", b'...').
 			j := i + 1
 			for j < len(s) && (isNameByte(s[j]) || s[j] == '.') {
 				j++
-			}
-			if isDigitByte(c) || c == '.' {
-				if n := j - i; n > limit+2 {
-					col = utf8.RuneCountInString(s[lineStart:i]) + 1
-					return syntax.Error{Pos: syntax.MakePosition(&file, int32(line), int32(col)),
-						Msg: fmt.Sprintf("number literal of %d characters; a number may have at most %d digits", n, limit)}
-				}
-			} else {
-				// A name, and the string it may prefix (r"...", b'...').
-				for j < len(s) && isNameByte(s[j]) {
-					j++
-				}
 			}
 			i = j
 			continue
@@ -114,7 +121,55 @@ func boundLiterals(file, s string, limit int) error {
 	return nil
 }
 
+// numberEnd returns where the number literal at s[i] ends, read as
+// Starlark's scanner reads one (syntax.scanNumber): a 0x, 0o or 0b prefix
+// and its digits; or digits, at most one fraction, and an exponent with
+// its sign. What follows (a second point, a letter) is another token.
+func numberEnd(s string, i int) int {
+	at := func(j int) byte {
+		if j < len(s) {
+			return s[j]
+		}
+		return 0
+	}
+	digits := func(j int, ok func(byte) bool) int {
+		for j < len(s) && ok(s[j]) {
+			j++
+		}
+		return j
+	}
+	j := i
+	if s[i] == '0' {
+		switch at(i + 1) {
+		case 'x', 'X':
+			return digits(i+2, isHexByte)
+		case 'o', 'O':
+			return digits(i+2, func(c byte) bool { return '0' <= c && c <= '7' })
+		case 'b', 'B':
+			return digits(i+2, func(c byte) bool { return c == '0' || c == '1' })
+		}
+	}
+	if s[i] != '.' {
+		j = digits(i, isDigitByte)
+	}
+	if at(j) == '.' {
+		j = digits(j+1, isDigitByte)
+	}
+	if c := at(j); c == 'e' || c == 'E' {
+		j++
+		if c := at(j); c == '+' || c == '-' {
+			j++
+		}
+		j = digits(j, isDigitByte)
+	}
+	return j
+}
+
 func isDigitByte(c byte) bool { return '0' <= c && c <= '9' }
+
+func isHexByte(c byte) bool {
+	return isDigitByte(c) || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
 
 func isNameByte(c byte) bool {
 	return isDigitByte(c) || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' || c >= 0x80

@@ -303,6 +303,7 @@ func keyValues(getenv func(string) string, keys map[string]bool) []string {
 type maskWriter struct {
 	w     io.Writer
 	pairs []string // old, new, ... as [strings.NewReplacer] takes them
+	keys  [][]byte // the olds, as bytes once rather than at every byte written
 	hold  int      // the longest key's length, less one
 	buf   []byte
 }
@@ -310,6 +311,7 @@ type maskWriter struct {
 func newMaskWriter(w io.Writer, pairs []string) *maskWriter {
 	m := &maskWriter{w: w, pairs: pairs}
 	for i := 0; i < len(pairs); i += 2 {
+		m.keys = append(m.keys, []byte(pairs[i]))
 		m.hold = max(m.hold, len(pairs[i])-1)
 	}
 	return m
@@ -335,9 +337,9 @@ func (m *maskWriter) emit(cut int) error {
 	i := 0
 next:
 	for i < cut {
-		for j := 0; j < len(m.pairs); j += 2 {
-			if k := m.pairs[j]; bytes.HasPrefix(m.buf[i:], []byte(k)) {
-				out = append(out, m.pairs[j+1]...)
+		for j, k := range m.keys {
+			if bytes.HasPrefix(m.buf[i:], k) {
+				out = append(out, m.pairs[2*j+1]...)
 				i += len(k)
 				continue next
 			}

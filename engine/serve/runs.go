@@ -55,12 +55,7 @@ type errJSON struct {
 
 func (s *Server) runJSON(r *store.Run) runJSON {
 	j := runJSON{ID: r.ID, Flow: r.Flow, File: r.File, Status: r.Status, Started: r.Started.UTC(), ResumedFrom: r.ResumedFrom, StartedBy: r.Options.By}
-	end := time.Now()
-	if !r.Ended.IsZero() {
-		e := r.Ended.UTC()
-		j.Ended, end = &e, r.Ended
-	}
-	j.DurationMS = max(end.Sub(r.Started).Milliseconds(), 0)
+	j.Ended, j.DurationMS = span(r.Started, r.Ended)
 	if r.ErrorCode != "" {
 		j.Error = &errJSON{Code: r.ErrorCode, Step: r.ErrorStep, Message: r.ErrorMsg}
 		j.At = r.ErrorStep
@@ -76,6 +71,17 @@ func (s *Server) runJSON(r *store.Run) runJSON {
 		}
 	}
 	return j
+}
+
+// span is the end (nil while there is none) and duration in
+// milliseconds, up to now while it has not ended, of what started at
+// started and ended at ended (zero: not yet).
+func span(started, ended time.Time) (*time.Time, int64) {
+	if ended.IsZero() {
+		return nil, max(time.Since(started).Milliseconds(), 0)
+	}
+	e := ended.UTC()
+	return &e, max(ended.Sub(started).Milliseconds(), 0)
 }
 
 // listRuns is GET /api/runs.
@@ -159,12 +165,11 @@ func attempt(e *store.Effect, status string, streams bool) *attemptJSON {
 	a := &attemptJSON{ID: e.ID, Place: runs.Place(e.Path, e.Step), Path: e.Path, Step: e.Step, Kind: e.Kind, Visit: e.Visit, Attempt: e.Attempt,
 		Status: status, OnExit: e.OnExit, Started: e.Started.UTC(), Code: e.Code, Error: e.Error, ExitCode: e.ExitCode,
 		Truncated: e.Truncated, Output: e.Output, Model: e.Model, PromptTokens: e.PromptTokens, CompletionTokens: e.CompletionTokens, Answer: e.Answer}
-	end := time.Now()
-	if status != store.Running && !e.Ended.IsZero() {
-		t := e.Ended.UTC()
-		a.Ended, end = &t, e.Ended
+	ended := e.Ended
+	if status == store.Running {
+		ended = time.Time{}
 	}
-	a.DurationMS = max(end.Sub(e.Started).Milliseconds(), 0)
+	a.Ended, a.DurationMS = span(e.Started, ended)
 	if a.Output == nil {
 		a.Output = json.RawMessage("null")
 	}

@@ -116,6 +116,15 @@ func askFields(ctx context.Context, out io.Writer, req *vm.EffectRequest, read f
 	return values, true
 }
 
+// byOrUser is who a --by flag names, else the current user: the default
+// every command that records a decider shares.
+func byOrUser(by string) string {
+	if by != "" {
+		return by
+	}
+	return currentUser()
+}
+
 func currentUser() string {
 	if u := envUser(); u != "" {
 		return u
@@ -229,10 +238,7 @@ func runApprove(ctx context.Context, io stdio, opts *approveOptions, args []stri
 		return exitFail
 	}
 	defer st.Close()
-	by := opts.by
-	if by == "" {
-		by = currentUser()
-	}
+	by := byOrUser(opts.by)
 	values, err := opts.values()
 	if err != nil {
 		fmt.Fprintf(io.err, "skein approve: %v\n", err)

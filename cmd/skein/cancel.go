@@ -77,10 +77,7 @@ func runCancel(ctx context.Context, io stdio, opts *cancelOptions, args []string
 		return exitFail
 	}
 	defer st.Close()
-	by := opts.by
-	if by == "" {
-		by = currentUser()
-	}
+	by := byOrUser(opts.by)
 	svc := &runs.Service{Store: st, Load: loadOptions("", 0)}
 	c, err := svc.Cancel(ctx, args[0], runs.CancelSpec{By: by, Reason: opts.reason})
 	if err != nil {

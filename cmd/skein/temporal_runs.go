@@ -66,10 +66,7 @@ func approveOnTemporal(ctx context.Context, io stdio, opts *approveOptions, args
 	if len(args) == 2 {
 		step = args[1]
 	}
-	by := opts.by
-	if by == "" {
-		by = currentUser()
-	}
+	by := byOrUser(opts.by)
 	values, err := opts.values()
 	if err != nil {
 		fmt.Fprintf(io.err, "skein approve: %v\n", err)

@@ -98,21 +98,12 @@ func TestRejectDetached(t *testing.T) {
 	id := detach(t, dir, flow, q)
 	conn := []string{"--engine", "temporal", "--address", address}
 	// Until the run asks, there is nothing to decide.
-	waitFor(t, 2*time.Minute, "the approval to wait", func() bool {
-		out, _, _ := skein(t, dir, append([]string{"show", id}, conn...)...)
-		return strings.Contains(out, "waiting since")
-	})
+	awaitApproval(t, dir, id, conn)
 	_, stderr, code := skein(t, dir, append([]string{"approve", id, "deploy", "--reject", "--reason", "not today", "--by", "bob"}, conn...)...)
 	if code != 0 || stderr != `rejected "deploy" of run `+id+"\n" {
 		t.Errorf("skein approve --reject: exit %d\n%s", code, stderr)
 	}
-	var got temporaltest.Comparable
-	waitFor(t, 2*time.Minute, "the run to end", func() bool {
-		out, _, _ := skein(t, dir, append([]string{"show", id, "--json"}, conn...)...)
-		var err error
-		got, err = temporaltest.Decode([]byte(out))
-		return err == nil && got.Status != "running"
-	})
+	got := awaitEnd(t, dir, id, conn)
 	want := temporaltest.Comparable{Status: "succeeded", Output: "rolled back: rejected by bob: not today", Path: []string{"build", "deploy", "rollback"},
 		Steps: map[string]temporaltest.Step{
 			"build":    {Status: "succeeded", Visits: 1, Output: map[string]any{"stdout": "building\n", "stderr": "", "exit_code": 0.0, "error": nil, "code": nil}},
@@ -187,10 +178,7 @@ chain(START, gate, ship, END)
 	worker(t, q, nil)
 	id := detach(t, dir, flow, q)
 	conn := []string{"--engine", "temporal", "--address", address}
-	waitFor(t, 2*time.Minute, "the approval to wait", func() bool {
-		out, _, _ := skein(t, dir, append([]string{"show", id}, conn...)...)
-		return strings.Contains(out, "waiting since")
-	})
+	awaitApproval(t, dir, id, conn)
 	_, stderr, code := skein(t, dir, append([]string{"approve", id, "--set", "version=1.2", "--set", "rollout=most"}, conn...)...)
 	if code != 1 || !strings.Contains(stderr, `field "rollout" must be one of "canary", "all", got "most"`) {
 		t.Errorf("values that do not fit: exit %d\n%s", code, stderr)
@@ -199,6 +187,28 @@ chain(START, gate, ship, END)
 	if code != 0 {
 		t.Errorf("skein approve --set: exit %d\n%s", code, stderr)
 	}
+	got := awaitEnd(t, dir, id, conn)
+	if got.Status != "succeeded" {
+		t.Errorf("run: %+v", got)
+	}
+	if s := got.Steps["ship"].Output; s != "shipped 1.2 to all" {
+		t.Errorf("ship output %v", s)
+	}
+}
+
+// awaitApproval waits until skein show says run id's approval waits.
+func awaitApproval(t testing.TB, dir, id string, conn []string) {
+	t.Helper()
+	waitFor(t, 2*time.Minute, "the approval to wait", func() bool {
+		out, _, _ := skein(t, dir, append([]string{"show", id}, conn...)...)
+		return strings.Contains(out, "waiting since")
+	})
+}
+
+// awaitEnd waits until run id is no longer running and returns its
+// record as skein show --json gives it.
+func awaitEnd(t testing.TB, dir, id string, conn []string) temporaltest.Comparable {
+	t.Helper()
 	var got temporaltest.Comparable
 	waitFor(t, 2*time.Minute, "the run to end", func() bool {
 		out, _, _ := skein(t, dir, append([]string{"show", id, "--json"}, conn...)...)
@@ -206,10 +216,5 @@ chain(START, gate, ship, END)
 		got, err = temporaltest.Decode([]byte(out))
 		return err == nil && got.Status != "running"
 	})
-	if got.Status != "succeeded" {
-		t.Errorf("run: %+v", got)
-	}
-	if s := got.Steps["ship"].Output; s != "shipped 1.2 to all" {
-		t.Errorf("ship output %v", s)
-	}
+	return got
 }

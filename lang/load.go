@@ -238,9 +238,9 @@ func (l *loader) exec(file string, src []byte) (starlark.StringDict, error) {
 	thread := l.newThread(file)
 	l.chain = append(l.chain, file)
 	pop := l.push(thread)
-	timer := l.watchTime(thread)
+	stopTimer := l.watchTime(thread)
 	globals, err := prog.Init(thread, builtins.Predeclared())
-	timer.Stop()
+	stopTimer()
 	pop()
 	l.chain = l.chain[:len(l.chain)-1]
 	l.used += thread.ExecutionSteps()
@@ -274,30 +274,20 @@ func (l *loader) newThread(file string) *starlark.Thread {
 	return thread
 }
 
-// watchTime cancels thread when the load's time budget runs out. A thread
-// paused in a load() notices once the module's returns, whose own thread
-// is cancelled at the same time.
-// It also cancels thread when the load's context is done.
-func (l *loader) watchTime(thread *starlark.Thread) interface{ Stop() bool } {
+// watchTime cancels thread when the load's time budget runs out, or when
+// the load's context is done; stop ends the watch. A thread paused in a
+// load() notices once the module's returns, whose own thread is cancelled
+// at the same time.
+func (l *loader) watchTime(thread *starlark.Thread) (stop func()) {
 	t := time.AfterFunc(time.Until(l.until), func() {
 		thread.Cancel(fmt.Sprintf("load-time budget of %s exceeded (is there an endless or huge computation? one step can take long: a dict or set of keys whose hashes collide, a big computation on huge ints)", l.limit))
 	})
 	ctx := l.s.opts.Context
 	if ctx == nil {
-		return t
+		return func() { t.Stop() }
 	}
-	stop := context.AfterFunc(ctx, func() { thread.Cancel("cancelled") })
-	return stopBoth{t, stop}
-}
-
-type stopBoth struct {
-	t    *time.Timer
-	stop func() bool
-}
-
-func (s stopBoth) Stop() bool {
-	a, b := s.t.Stop(), s.stop()
-	return a && b
+	stopCtx := context.AfterFunc(ctx, func() { thread.Cancel("cancelled") })
+	return func() { t.Stop(); stopCtx() }
 }
 
 // remaining returns the steps left in the budget, counting threads that are

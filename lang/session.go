@@ -246,7 +246,7 @@ func (s *Session) Exec(ctx context.Context, src string) (starlark.Value, error) 
 	l.until = time.Now().Add(l.limit) // each chunk has the budget of a file
 	thread := l.newThread(filepath.Join(filepath.Dir(s.file), ChunkFile))
 	defer l.push(thread)()
-	defer l.watchTime(thread).Stop()
+	defer l.watchTime(thread)()
 	done := make(chan struct{})
 	defer close(done)
 	go func() {

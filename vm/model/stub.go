@@ -51,27 +51,12 @@ func (s Stub) Complete(ctx context.Context, req Request) (*Reply, error) {
 	case !ok:
 		content = "stub answer to: " + clip(firstLine(lastUser(req)), 80)
 	default:
-		switch r := turn.Reply.(type) {
-		case nil:
-		case string:
-			content = r
-		default:
-			b, err := json.Marshal(r)
-			if err != nil {
-				return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: stub reply: %v", req.Model, err)}
-			}
-			content = string(b)
+		var err error
+		if content, err = ruleText(turn.Reply, ""); err != nil {
+			return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: stub reply: %v", req.Model, err)}
 		}
 		for i, c := range turn.ToolCalls {
-			args := "{}"
-			switch a := c.Arguments.(type) {
-			case nil:
-			case string:
-				args = a
-			default:
-				b, _ := json.Marshal(a)
-				args = string(b)
-			}
+			args, _ := ruleText(c.Arguments, "{}")
 			calls = append(calls, map[string]any{"id": fmt.Sprintf("stub_call_%d_%d", assistantTurns(req)+1, i+1), "type": "function",
 				"function": map[string]any{"name": c.Name, "arguments": args}})
 		}
@@ -185,4 +170,17 @@ func completeStub(ctx context.Context, req Request) (*Reply, error) {
 		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: %v", req.Model, err)}
 	}
 	return Stub{Rules: rules}.Complete(ctx, req)
+}
+
+// ruleText is a rule's reply or arguments as the text a server sends:
+// none is empty, a string is itself, anything else its JSON.
+func ruleText(v any, empty string) (string, error) {
+	switch v := v.(type) {
+	case nil:
+		return empty, nil
+	case string:
+		return v, nil
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
 }

@@ -35,11 +35,12 @@ func Format(file string, src []byte) ([]byte, error) {
 		return nil, FileError(file, tooBig(file))
 	}
 	src = dropBOM(src)
-	before, err := meaning(file, src)
+	parsed, err := parseFlow(file, src)
 	if err != nil {
 		return nil, err
 	}
-	f, err := build.ParseDefault(file, untab(file, src))
+	before := meaningOf(parsed)
+	f, err := build.ParseDefault(file, untab(parsed, src))
 	if err != nil {
 		e := &graphir.Error{Code: codes.ParseError, Pos: graphir.Pos{File: file}, Msg: err.Error(), Err: err}
 		if pe, ok := err.(build.ParseError); ok {
@@ -60,14 +61,28 @@ func Format(file string, src []byte) ([]byte, error) {
 // meaning parses src in the flow dialect and returns its syntax tree as
 // text, without positions, comments or parentheses.
 func meaning(file string, src []byte) (string, error) {
+	f, err := parseFlow(file, src)
+	if err != nil {
+		return "", err
+	}
+	return meaningOf(f), nil
+}
+
+// parseFlow parses src in the flow dialect, its error a *graphir.Error.
+func parseFlow(file string, src []byte) (*syntax.File, error) {
 	f, err := graphir.ParseFile(file, src, 0)
 	if err != nil {
 		if e, ok := err.(syntax.Error); ok {
 			e.Pos = graphir.SyntaxErrorStart(string(src), e)
 			err = e
 		}
-		return "", convert(err, nil)
+		return nil, convert(err, nil)
 	}
+	return f, nil
+}
+
+// meaningOf is [meaning] of a parsed file.
+func meaningOf(f *syntax.File) string {
 	// A def's docstring is re-indented by the formatter; it is not part of
 	// what the flow does.
 	docs := map[syntax.Expr]bool{}
@@ -144,20 +159,16 @@ func meaning(file string, src []byte) (string, error) {
 		return true
 	}
 	syntax.Walk(f, visit)
-	return b.String(), nil
+	return b.String()
 }
 
 // untab returns src with the tabs that indent its lines written as
 // spaces, to the next multiple of 8 as the Starlark scanner counts them:
 // the loader accepts tab-indented blocks, buildtools' parser does not. A
 // line inside a string literal of several lines is its text and is left
-// as it is. src has parsed in the flow dialect.
-func untab(file string, src []byte) []byte {
+// as it is. f is src parsed in the flow dialect.
+func untab(f *syntax.File, src []byte) []byte {
 	if !bytes.Contains(src, []byte("\n\t")) && !bytes.HasPrefix(src, []byte("\t")) && !bytes.Contains(src, []byte(" \t")) {
-		return src
-	}
-	f, err := graphir.ParseFile(file, src, 0)
-	if err != nil {
 		return src
 	}
 	inString := map[int32]bool{} // lines that begin inside a string literal

@@ -108,6 +108,14 @@ func writable(dir string) {
 	os.Chmod(dir, 0o755)
 }
 
+// runMain runs skein with args and no input, returning its exit code,
+// output and errors.
+func runMain(args ...string) (int, string, string) {
+	var o, e strings.Builder
+	code := Main(context.Background(), args, stdio{strings.NewReader(""), &o, &e})
+	return code, o.String(), e.String()
+}
+
 // A store in a directory that cannot be written, its write-ahead log
 // gone (checkpointed when its last run ended), is still listed and shown;
 // a run on it is refused as before (issue 26: skein runs could not open
@@ -118,12 +126,7 @@ func TestStoreReadOnlyListed(t *testing.T) {
 	if err := os.WriteFile(flow, []byte("step(\"a\", run = [\"true\"])\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	main := func(args ...string) (int, string, string) {
-		var o, e strings.Builder
-		code := Main(context.Background(), args, stdio{strings.NewReader(""), &o, &e})
-		return code, o.String(), e.String()
-	}
-	if code, _, errs := main("run", flow); code != exitOK {
+	if code, _, errs := runMain("run", flow); code != exitOK {
 		t.Fatalf("making the store: exit %d: %s", code, errs)
 	}
 	store := filepath.Join(dir, ".skein", "runs.db")
@@ -132,7 +135,7 @@ func TestStoreReadOnlyListed(t *testing.T) {
 	}
 	readOnly(t, filepath.Join(dir, ".skein"))
 	for _, args := range [][]string{{"runs", "--store", store}, {"show", "last", "--store", store}} {
-		if code, out, errs := main(args...); code != exitOK || !strings.Contains(out, "succeeded") {
+		if code, out, errs := runMain(args...); code != exitOK || !strings.Contains(out, "succeeded") {
 			t.Errorf("skein %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errs)
 		}
 	}
@@ -146,11 +149,6 @@ func TestRunBy(t *testing.T) {
 	if err := os.WriteFile(flow, []byte("step(\"a\", run = [\"true\"])\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	main := func(args ...string) (int, string, string) {
-		var o, e strings.Builder
-		code := Main(context.Background(), args, stdio{strings.NewReader(""), &o, &e})
-		return code, o.String(), e.String()
-	}
 	t.Setenv("SKEIN_USER", "bob")
 	store := filepath.Join(dir, ".skein", "runs.db")
 	for _, c := range []struct {
@@ -160,10 +158,10 @@ func TestRunBy(t *testing.T) {
 		{[]string{"run", "--by", "alice", flow}, " by alice, took "},
 		{[]string{"run", flow}, " by bob, took "},
 	} {
-		if code, _, errs := main(c.args...); code != exitOK {
+		if code, _, errs := runMain(c.args...); code != exitOK {
 			t.Fatalf("skein %v: exit %d: %s", c.args, code, errs)
 		}
-		code, out, errs := main("show", "last", "--store", store)
+		code, out, errs := runMain("show", "last", "--store", store)
 		if code != exitOK || !strings.Contains(out, c.want) {
 			t.Errorf("skein show after skein %v: exit %d, want %q in\n%s%s", c.args, code, c.want, out, errs)
 		}

@@ -40,12 +40,8 @@ func (p *pass) checkDefault(in *graphir.Input, n *graphir.Node) {
 		if !pos.IsValid() {
 			pos = p.flowPos()
 		}
-		what := "input"
-		if in.Field {
-			what = "field"
-		}
 		p.report(codes.InputType, n, pos,
-			fmt.Sprintf("the default of %s %q does not fit its declaration: %v", what, in.Name, err),
+			fmt.Sprintf("the default of %s %q does not fit its declaration: %v", in.Noun(), in.Name, err),
 			hint)
 	}
 }

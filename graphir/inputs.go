@@ -37,8 +37,8 @@ type Input struct {
 	Field bool
 }
 
-// noun is what messages call the input: "input", or "field".
-func (in *Input) noun() string {
+// Noun is what messages call the input: "input", or "field".
+func (in *Input) Noun() string {
 	if in.Field {
 		return "field"
 	}
@@ -142,7 +142,7 @@ func ValueString(v starlark.Value) string {
 // use.
 func (in *Input) Check(v starlark.Value) (starlark.Value, error) {
 	if !HasType(in.TypeName(), v) {
-		return nil, fmt.Errorf("%s %q must be %s, got %s", in.noun(), in.Name, typeArticle(in.TypeName()), describeValue(v))
+		return nil, fmt.Errorf("%s %q must be %s, got %s", in.Noun(), in.Name, typeArticle(in.TypeName()), describeValue(v))
 	}
 	if i, ok := v.(starlark.Int); ok && in.TypeName() == "float" {
 		v = starlark.Float(i.Float())
@@ -159,7 +159,7 @@ func (in *Input) checkChoice(v starlark.Value) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%s %q must be one of %s, got %s", in.noun(), in.Name, in.choiceList(), ValueString(v))
+	return fmt.Errorf("%s %q must be one of %s, got %s", in.Noun(), in.Name, in.choiceList(), ValueString(v))
 }
 
 // Parse converts text given on a command line (--input name=text) by the
@@ -170,7 +170,7 @@ func (in *Input) checkChoice(v starlark.Value) error {
 func (in *Input) Parse(text string) (starlark.Value, error) {
 	var v starlark.Value
 	bad := func() error {
-		return fmt.Errorf("%s %q must be %s, got %q", in.noun(), in.Name, typeArticle(in.TypeName()), text)
+		return fmt.Errorf("%s %q must be %s, got %q", in.Noun(), in.Name, typeArticle(in.TypeName()), text)
 	}
 	switch in.TypeName() {
 	case "string":
@@ -178,7 +178,7 @@ func (in *Input) Parse(text string) (starlark.Value, error) {
 	case "int":
 		t := strings.TrimSpace(text)
 		if len(t) > stdlib.MaxIntDigits+1 {
-			return nil, fmt.Errorf("%s %q: %v", in.noun(), in.Name, stdlib.IntDigitsError("the int", len(t)))
+			return nil, fmt.Errorf("%s %q: %v", in.Noun(), in.Name, stdlib.IntDigitsError("the int", len(t)))
 		}
 		if n, err := strconv.ParseInt(t, 10, 64); err == nil {
 			v = starlark.MakeInt64(n)
@@ -202,17 +202,17 @@ func (in *Input) Parse(text string) (starlark.Value, error) {
 	case "list", "dict":
 		j, err := stdlib.FromJSON([]byte(text))
 		if errors.Is(err, stdlib.ErrTooBig) || errors.Is(err, stdlib.ErrIntDigits) {
-			return nil, fmt.Errorf("%s %q: %v", in.noun(), in.Name, err)
+			return nil, fmt.Errorf("%s %q: %v", in.Noun(), in.Name, err)
 		}
 		if err != nil || InferType(j) != in.TypeName() {
-			return nil, fmt.Errorf("%s %q must be %s as JSON, got %q", in.noun(), in.Name, typeArticle(in.TypeName()), text)
+			return nil, fmt.Errorf("%s %q must be %s as JSON, got %q", in.Noun(), in.Name, typeArticle(in.TypeName()), text)
 		}
 		v = j
 	default:
 		if j, err := stdlib.FromJSON([]byte(text)); err == nil {
 			v = j
 		} else if errors.Is(err, stdlib.ErrTooBig) || errors.Is(err, stdlib.ErrIntDigits) {
-			return nil, fmt.Errorf("%s %q: %v", in.noun(), in.Name, err) // JSON, too big to be its value
+			return nil, fmt.Errorf("%s %q: %v", in.Noun(), in.Name, err) // JSON, too big to be its value
 		} else {
 			v = starlark.String(text)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/confine"
+	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/lang/frontend"
 )
 
@@ -75,14 +76,14 @@ type cachedFlow struct {
 func (c *flowCache) init() { c.m = map[string]cachedFlow{} }
 
 // load loads file under root, or returns what an earlier load of it
-// found when it has not changed since. (A file it loads, such as a
-// module, changing is not seen until the flow's own file changes.)
+// found when neither it nor a file that load read (a module it loads)
+// has changed since.
 func (s *Server) load(file, root string, fi fs.FileInfo) *frontend.Flow {
 	c := &s.flows
 	c.mu.Lock()
 	cf, ok := c.m[file]
 	c.mu.Unlock()
-	if ok && cf.mod.Equal(fi.ModTime()) && cf.size == fi.Size() {
+	if ok && cf.mod.Equal(fi.ModTime()) && cf.size == fi.Size() && sourcesUnchanged(cf.f, file) {
 		return cf.f
 	}
 	lo := s.cfg.Load
@@ -95,6 +96,21 @@ func (s *Server) load(file, root string, fi fs.FileInfo) *frontend.Flow {
 	c.m[file] = cachedFlow{mod: fi.ModTime(), size: fi.Size(), f: f}
 	c.mu.Unlock()
 	return f
+}
+
+// sourcesUnchanged reports whether every file f's load read, other than
+// its own file, still holds what the load read.
+func sourcesUnchanged(f *frontend.Flow, file string) bool {
+	own := confine.Abs(file)
+	for _, src := range f.Sources.List() {
+		if src.Path == own {
+			continue
+		}
+		if b, err := lang.ReadFile(src.Path); err != nil || !bytes.Equal(b, src.Text) {
+			return false
+		}
+	}
+	return true
 }
 
 // maxFlows bounds how many files the flow list looks at.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -142,5 +143,40 @@ func BenchmarkListRuns10k(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestFlowListSeesModuleChange: the flow list's cache of loads notices a
+// module a flow loads changing, not only the flow's own file.
+func TestFlowListSeesModuleChange(t *testing.T) {
+	ts := newServer(t, "")
+	mod := filepath.Join(ts.dir, "names.star")
+	if err := os.WriteFile(mod, []byte(`NAME = "first"`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	flow := `load("names.star", "NAME")
+flow(name = NAME)
+a = step("a", shell = "true")
+chain(START, a, END)
+`
+	if err := os.WriteFile(filepath.Join(ts.dir, "uses.star"), []byte(flow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	name := func() any {
+		for _, f := range ts.must(200, "GET", "/api/flows", "")["flows"].([]any) {
+			if f := f.(map[string]any); f["path"] == "uses.star" {
+				return f["name"]
+			}
+		}
+		return nil
+	}
+	if got := name(); got != "first" {
+		t.Fatalf("uses.star's name: %v, want first", got)
+	}
+	if err := os.WriteFile(mod, []byte(`NAME = "second"`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := name(); got != "second" {
+		t.Errorf("uses.star's name after its module changed: %v, want second", got)
 	}
 }

@@ -344,11 +344,7 @@ func (c *Client) Approve(ctx context.Context, ref, step, by string, reject bool,
 	sent := &Sent{ID: id, Where: w.Where()}
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		var as Approvals
-		qctx, cancel := context.WithTimeout(ctx, AskTimeout)
-		err := c.query(qctx, w.Workflow, ApprovalsQuery, nil, &as)
-		cancel()
-		if err == nil {
+		if as, err := c.Approvals(ctx, w.Workflow); err == nil {
 			if why, refused := as.Refusal(d.ID); refused {
 				return nil, fmt.Errorf("run %s refused the decision: %s", id, why)
 			}

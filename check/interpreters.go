@@ -126,15 +126,6 @@ func codeArgs(argv []*graphir.Template) []codeArg {
 		}
 		return "", false
 	}
-	has := func(list []string, s string) bool {
-		for _, x := range list {
-			if x == s {
-				return true
-			}
-		}
-		return false
-	}
-	skip := func(i int, values []string, n int) int { return skipOptions(argv, i, values, n) }
 	var found []codeArg
 	i := 0
 	for depth := 0; depth < 16 && i >= 0 && i < len(argv); depth++ {
@@ -150,19 +141,19 @@ func codeArgs(argv []*graphir.Template) []codeArg {
 		if w, ok := wrappers[name]; ok {
 			if len(w.sub) > 0 {
 				sub, ok := lit(i + 1)
-				if !ok || !has(w.sub, sub) {
+				if !ok || !slices.Contains(w.sub, sub) {
 					return found
 				}
 				i++
 			}
-			i = skip(i, w.values, w.positional)
+			i = skipOptions(argv, i, w.values, w.positional)
 			if s, ok := lit(i); ok && w.dashC && (s == "-c" || s == "--command") && i+1 < len(argv) {
 				return append(found, codeArg{at: i + 1, what: name + " " + s, read: `"$%s"`})
 			}
 			continue
 		}
 		if w, ok := remote[name]; ok {
-			j := skip(i, w.values, w.positional)
+			j := skipOptions(argv, i, w.values, w.positional)
 			what := "ssh (the remote shell runs its command line)"
 			read := ""
 			if name == "watch" {

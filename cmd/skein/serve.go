@@ -90,11 +90,7 @@ func runServe(ctx context.Context, io stdio, opts *serveOptions, args []string) 
 		return exitFail
 	}
 	defer st.Close()
-	by := opts.by
-	if by == "" {
-		by = currentUser()
-	}
-	srv, err := serve.New(serve.Config{Store: st, Roots: roots, Token: token, By: by, Loopback: loopback,
+	srv, err := serve.New(serve.Config{Store: st, Roots: roots, Token: token, By: byOrUser(opts.by), Loopback: loopback,
 		Load: loadOptions("", 0), OpenCassette: openCassette,
 		Logf: func(format string, args ...any) { fmt.Fprintf(io.err, "skein serve: "+format+"\n", args...) }})
 	if err != nil {

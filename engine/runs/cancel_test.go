@@ -27,13 +27,7 @@ step("tidy", env = {"S": "{{ run.status }}", "M": "{{ run.error.message }}", "B"
 // neither build nor ship runs again. A second cancel is refused.
 func TestCancelWaiting(t *testing.T) {
 	s, g, dir := setup(t, "deploy.star", cancelFlow)
-	r, err := s.Start(bind(t, g))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res := run(t, r); res.Status != vm.Waiting {
-		t.Fatalf("got %s; want waiting", res.Status)
-	}
+	r := parked(t, s, g)
 	c, err := s.Cancel(context.Background(), r.ID, CancelSpec{By: "alice", Reason: "release pulled"})
 	if err != nil {
 		t.Fatal(err)
@@ -108,13 +102,7 @@ chain(START, nap, END)
 // handler run.
 func TestCancelInterrupted(t *testing.T) {
 	s, g, dir := setup(t, "deploy.star", cancelFlow)
-	r, err := s.Start(bind(t, g))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res := run(t, r); res.Status != vm.Waiting {
-		t.Fatalf("got %s; want waiting", res.Status)
-	}
+	r := parked(t, s, g)
 	// What a process that died while the run waited for its approval
 	// would have left: running, owned by a process that is gone.
 	db, err := sql.Open("sqlite", s.Store.Path())

@@ -72,6 +72,20 @@ func bind(t *testing.T, g *graphir.Graph, kv ...string) *Spec {
 	return &Spec{Graph: g, Inputs: in, Sources: sources}
 }
 
+// parked starts a run of g, with its inputs' defaults, and runs it until
+// it waits for an approval.
+func parked(t *testing.T, s *Service, g *graphir.Graph) *Run {
+	t.Helper()
+	r, err := s.Start(bind(t, g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := run(t, r); res.Status != vm.Waiting {
+		t.Fatalf("got %s; want waiting", res.Status)
+	}
+	return r
+}
+
 func run(t *testing.T, r *Run) *vm.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -264,13 +278,7 @@ edge(START, right)
 edge(left, END)
 edge(right, END)
 `)
-	r, err := s.Start(bind(t, g))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res := run(t, r); res.Status != vm.Waiting {
-		t.Fatalf("got %s", res.Status)
-	}
+	parked(t, s, g)
 	var ce *ChoiceError
 	if _, err := s.Approve("last", "", Decision{Approved: true, By: "ann"}); !errors.As(err, &ce) || len(ce.Pending) != 2 {
 		t.Fatalf("no step: got %v, want a choice of two", err)
@@ -322,13 +330,7 @@ chain(START, gate, ship, END)
 // decision, and read downstream once the run is resumed.
 func TestApproveValues(t *testing.T) {
 	s, g, dir := setup(t, "release.star", releaseFlow)
-	r, err := s.Start(bind(t, g))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res := run(t, r); res.Status != vm.Waiting {
-		t.Fatalf("status %s, want waiting", res.Status)
-	}
+	r := parked(t, s, g)
 	for _, c := range []struct {
 		values map[string]any
 		want   string

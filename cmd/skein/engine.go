@@ -36,7 +36,7 @@ type temporalCommands struct {
 	worker func(ctx context.Context, io stdio, opts *workerOptions) int
 }
 
-// TemporalInstall is how to get a skein with the Temporal engine.
+// temporalInstall is how to get a skein with the Temporal engine.
 const temporalInstall = "go install -tags temporal github.com/skeinlang/skein/cmd/skein@latest"
 
 // errNoTemporal is what a skein built without the Temporal engine says

@@ -74,3 +74,35 @@ chain(START, s, END)
 		t.Errorf("got %v", err)
 	}
 }
+
+// A fallback's reply that does not match the schema is repaired by that
+// fallback, not by the model that was down; the record names the fallback.
+func TestFallbackRepairGoesToFallback(t *testing.T) {
+	down := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Status: 503, Raw: `{"error":{"message":"overloaded"}}`}}})
+	defer down.Close()
+	up := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{
+		{Content: `{"label": 7}`, Prompt: 4, Completion: 3},
+		{Content: `{"label": "ok"}`, Prompt: 5, Completion: 2},
+	}})
+	defer up.Close()
+	src := `
+model("main", model = "big", base_url = "` + down.BaseURL() + `", api_key_env = "", fallbacks = ["backup"])
+model("backup", model = "small", base_url = "` + up.BaseURL() + `", api_key_env = "")
+s = step("s", llm = "hello", model = "main", retries = 0, schema = {"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"], "additionalProperties": False})
+chain(START, s, END)
+`
+	res := run(t, src, nil, vm.Options{Models: &model.Client{}})
+	s := res.Step("s")
+	if res.Status != vm.Succeeded || s.Model != "small" || !strings.Contains(s.Output.String(), `"ok"`) {
+		t.Errorf("s: %v from %q (%s %s)", s.Output, s.Model, s.Code, s.Error)
+	}
+	if n := len(down.Requests()); n != 1 {
+		t.Errorf("the failing primary was asked %d times, want 1 (the repair went back to it)", n)
+	}
+	if n := len(up.Requests()); n != 2 {
+		t.Fatalf("the fallback was asked %d times, want 2 (answer and repair)", n)
+	}
+	if got := up.Requests()[1].Body["model"]; got != "small" {
+		t.Errorf("the repair named model %v, want the fallback's small", got)
+	}
+}

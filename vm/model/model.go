@@ -234,15 +234,22 @@ const maxWait = 5 * time.Minute
 // filtered, or not matching the schema) does not fall back, nor does a
 // spent budget.
 func Call(ctx context.Context, p Provider, req Request, pol Policy) (*Reply, error) {
+	rep, _, err := call(ctx, p, req, pol)
+	return rep, err
+}
+
+// call is [Call], also returning the request that answered: req itself, or
+// the request sent to the fallback whose reply it is.
+func call(ctx context.Context, p Provider, req Request, pol Policy) (*Reply, Request, error) {
 	rep, err := callModel(ctx, p, req, pol)
 	if !fallsBack(err) || len(req.Endpoint.Fallbacks) == 0 {
-		return rep, err
+		return rep, req, err
 	}
 	msgs := []string{err.Error()}
 	first := err
 	for _, fb := range req.Endpoint.Fallbacks {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, req, ctx.Err()
 		}
 		r := fb.Request()
 		r.Messages, r.Schema, r.SchemaName, r.Tools, r.Partial = req.Messages, req.Schema, req.SchemaName, req.Tools, req.Partial
@@ -254,13 +261,13 @@ func Call(ctx context.Context, p Provider, req Request, pol Policy) (*Reply, err
 			if rep != nil {
 				rep.Model = r.Model
 			}
-			return rep, err
+			return rep, r, err
 		}
 		msgs = append(msgs, fmt.Sprintf("fallback %s: %v", fb.Label(), err))
 	}
 	var me *Error
 	errors.As(first, &me)
-	return nil, &Error{Code: me.Code, Status: me.Status, Msg: strings.Join(msgs, "; ")}
+	return nil, req, &Error{Code: me.Code, Status: me.Status, Msg: strings.Join(msgs, "; ")}
 }
 
 // fallsBack reports whether err is a provider error a fallback model may
@@ -375,10 +382,11 @@ func complete(ctx context.Context, p Provider, req Request, timeout time.Duratio
 // Generate is one model step: [Call], and when req has a schema, the reply
 // parsed as JSON and validated against it. A reply that does not validate is
 // asked for once more with the validation error appended to the
-// conversation; a second invalid reply is a CodeModel error. The returned
-// usage covers every attempt.
+// conversation, of the model that gave it (a fallback's invalid reply is
+// repaired by that fallback); a second invalid reply is a CodeModel error.
+// The returned usage covers every attempt.
 func Generate(ctx context.Context, p Provider, req Request, pol Policy) (*Reply, error) {
-	rep, err := Call(ctx, p, req, pol)
+	rep, answered, err := call(ctx, p, req, pol)
 	if err != nil || req.Schema == nil {
 		return rep, err
 	}
@@ -387,7 +395,10 @@ func Generate(ctx context.Context, p Provider, req Request, pol Policy) (*Reply,
 		rep.Object = obj
 		return rep, nil
 	}
-	repair := req
+	repair := answered
+	if rep.Model != "" {
+		repair.Endpoint.Fallbacks = nil // a fallback's own fallbacks are not followed
+	}
 	repair.Messages = append(append([]Message(nil), req.Messages...),
 		Message{Role: "assistant", Content: rep.Text},
 		Message{Role: "user", Content: "Your reply does not match the required JSON schema: " + verr.Error() + ". Reply again with only a JSON value that matches the schema."})
@@ -395,6 +406,9 @@ func Generate(ctx context.Context, p Provider, req Request, pol Policy) (*Reply,
 	rep2, err := Call(ctx, p, repair, pol)
 	if err != nil {
 		return nil, err
+	}
+	if rep2.Model == "" {
+		rep2.Model = rep.Model
 	}
 	rep2.Usage = used.Add(rep2.Usage)
 	obj, verr2 := decodeValid(req.Schema, rep2.Text)

@@ -66,7 +66,7 @@ type exprIndex struct {
 }
 
 // taskFields are the fields of a task or shell step's output (docs/language.md).
-var taskFields = []string{"stdout", "stderr", "exit_code", "error", "code"}
+var taskFields = []string{"stdout", "text", "stderr", "exit_code", "error", "code"}
 
 // rootNames are the names every expression may read besides steps.
 var rootNames = []string{"inputs", "self", "visits", "status"}
@@ -249,7 +249,7 @@ func (p *pass) resolveRef(ix *exprIndex, si int32, r graphir.Ref) {
 		p.resolveValuesRef(ix, s, n, r)
 	}
 	if field := r.Attr + r.Key; n.Kind.IsProcess() && field != "" && !contains(taskFields, field) && !mapMethod(r) {
-		hint := "task outputs have stdout, stderr, exit_code, error and code"
+		hint := "task outputs have stdout, text, stderr, exit_code, error and code"
 		if near := spell.Nearest(field, taskFields); near != "" {
 			hint = fmt.Sprintf("did you mean %q?", near)
 		}

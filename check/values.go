@@ -41,7 +41,7 @@ func checkOver(p *pass) {
 		case k.typ == "dict" && k.step == nil:
 			// A map never iterates a dict's keys for it: say which.
 			hint = fmt.Sprintf(`map over its keys or its items: over = "list(%s)" or over = "%s.items()"`, n.Map.Over.Src, n.Map.Over.Src)
-		case k.step != nil && (k.field == "" || k.field == "stdout" || k.field == "stderr"):
+		case k.step != nil && (k.field == "" || k.field == "stdout" || k.field == "stderr" || k.field == "text"):
 			field := k.field
 			if field == "" {
 				field = "stdout"
@@ -78,6 +78,8 @@ func checkConditions(p *pass) {
 		switch {
 		case k.step != nil && k.field == "exit_code":
 			hint = fmt.Sprintf(`compare it: %s.exit_code == 0`, k.step.Name)
+		case k.step != nil && k.field == "text":
+			hint = fmt.Sprintf(`compare it: %s.text != "" (a string is not taken as true for being non-empty)`, k.step.Name)
 		case k.step != nil && (k.field == "stdout" || k.field == "stderr"):
 			hint = fmt.Sprintf(`compare it: %s.%s.strip() != "" (a string is not taken as true for being non-empty)`, k.step.Name, k.field)
 		case k.step != nil && k.field == "":
@@ -166,7 +168,7 @@ func (p *pass) knownValue(x *graphir.Expr, scope graphir.NodeID) *known {
 		}
 		if n := p.stepIn(scope, base.Name); n != nil && n.Kind.IsProcess() {
 			switch field {
-			case "stdout", "stderr":
+			case "stdout", "stderr", "text":
 				return &known{typ: "string", step: n, field: field, what: fmt.Sprintf("the %s of %s step %q, a string", field, n.Kind, n.Name)}
 			case "exit_code":
 				return &known{typ: "int", step: n, field: field, what: fmt.Sprintf("the exit_code of %s step %q, an int", n.Kind, n.Name)}

@@ -561,7 +561,7 @@ var fieldBefore = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z0-9_]*)$
 // fields are the output fields completion offers after NAME. by step kind.
 func fields(k graphir.Kind) []string {
 	if k.IsProcess() {
-		return []string{"stdout", "stderr", "exit_code", "error", "code"}
+		return []string{"stdout", "text", "stderr", "exit_code", "error", "code"}
 	}
 	return []string{"error", "code"}
 }

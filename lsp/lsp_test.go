@@ -462,7 +462,7 @@ func TestFeatures(t *testing.T) {
 	if got := labels(at(0, `patterns`, 0)); got != "@std/patterns.star=>patterns.star" {
 		t.Errorf("completion after @std/: %s", got)
 	}
-	if got := labels(at(7, `stdout`, 0)); got != "stdout stderr exit_code error code" {
+	if got := labels(at(7, `stdout`, 0)); got != "stdout text stderr exit_code error code" {
 		t.Errorf("completion after a.: %s", got)
 	}
 	if got := labels(at(4, `{{ `, 3)); !strings.HasPrefix(got, "a b c pick inputs self") {
@@ -534,7 +534,7 @@ func TestMultilineTemplate(t *testing.T) {
 	for _, it := range s.request("textDocument/completion", pos("a. }}", 2)).(map[string]any)["items"].([]any) {
 		labels = append(labels, it.(map[string]any)["label"].(string))
 	}
-	if strings.Join(labels, ",") != "stdout,stderr,exit_code,error,code" {
+	if strings.Join(labels, ",") != "stdout,text,stderr,exit_code,error,code" {
 		t.Errorf("completion in a multi-line prompt: %v", labels)
 	}
 	h := s.request("textDocument/hover", pos("a.stdout", 0))

@@ -91,6 +91,44 @@ chain(START, hello, count, sh, shout, END)
 	}
 }
 
+// A task's text is its stdout without the last line ending, in templates
+// and fn steps alike; stdout stays as printed. vm.TaskStdout knows the
+// record for what it is.
+func TestTaskText(t *testing.T) {
+	src := `
+flow(output = "show")
+a = step("a", run = ["/nonexistent/a"])
+b = step("b", shell = "/nonexistent/b")
+c = step("c", run = ["/nonexistent/c"])
+e = step("e", run = ["/nonexistent/e", "[{{ a.text }}]", "[{{ b.text }}]", "[{{ c.text }}]"])
+show = step("show", fn = lambda r: [r.a.text, r.b.text, r.c.text, r.a.stdout, r.e])
+chain(START, a, b, c, e, show, END)
+`
+	p := &scripted{script: map[string]*vm.EffectCompletion{
+		"//a#1.1": {OK: true, Stdout: "v1.2\n"},
+		"//b#1.1": {OK: true, Stdout: "two\r\nlines\r\n\n"},
+		"//c#1.1": {OK: true},
+		"//e#1.1": {OK: true, Stdout: "done\n"},
+	}}
+	res := run(t, src, nil, vm.Options{Effects: p})
+	if res.Status != vm.Succeeded {
+		t.Fatalf("status %s: %+v", res.Status, res.Error)
+	}
+	if got, want := p.reqs[3].Argv, []string{"/nonexistent/e", "[v1.2]", "[two\r\nlines\r\n]", "[]"}; !cmp.Equal(got, want) {
+		t.Errorf("argv = %q, want %q", got, want)
+	}
+	out := goValue(t, res.Output).([]any)
+	if diff := cmp.Diff([]any{"v1.2", "two\r\nlines\r\n", "", "v1.2\n"}, out[:4]); diff != "" {
+		t.Errorf("texts (-want +got):\n%s", diff)
+	}
+	if s, ok := vm.TaskStdout(res.Step("e").Output); !ok || s != "done\n" {
+		t.Errorf("TaskStdout(e) = %q, %v", s, ok)
+	}
+	if _, ok := vm.TaskStdout(res.Output); ok {
+		t.Error("TaskStdout took a list for a task's record")
+	}
+}
+
 // Effects inside loops, maps and child flows carry their scope and flow
 // chain, and a failed scripted completion routes like a real failure.
 func TestScriptedProducerScopes(t *testing.T) {
@@ -133,7 +171,7 @@ chain(START, c, END)
 	if s := res.Step("sub"); s.Status != vm.StepFailed || s.Child == nil || s.Child.Step("c").Status != vm.StepFailed {
 		t.Errorf("sub = %+v", s)
 	}
-	if diff := cmp.Diff(map[string]any{"stdout": "fixed", "stderr": "", "exit_code": 0.0, "error": nil, "code": nil}, goValue(t, res.Output)); diff != "" {
+	if diff := cmp.Diff(map[string]any{"stdout": "fixed", "text": "fixed", "stderr": "", "exit_code": 0.0, "error": nil, "code": nil}, goValue(t, res.Output)); diff != "" {
 		t.Errorf("output (-want +got):\n%s", diff)
 	}
 	if s := res.Step("fix"); s.Status != vm.StepSucceeded {

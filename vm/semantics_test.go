@@ -290,7 +290,7 @@ edge(head, slow)
 edge(head, fast)
 chain(START, l, END)
 `, nil, vm.Options{Parallel: 4})
-	check(t, res, want{status: vm.Succeeded, output: map[string]any{"stdout": "slow\n", "stderr": "", "exit_code": 0.0, "error": nil, "code": nil}})
+	check(t, res, want{status: vm.Succeeded, output: map[string]any{"stdout": "slow\n", "stderr": "", "exit_code": 0.0, "error": nil, "code": nil, "text": "slow"}})
 }
 
 // A body step's failure edge that never fires does not change how the map

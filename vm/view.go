@@ -7,6 +7,7 @@ package vm
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.starlark.net/starlark"
 
@@ -239,11 +240,48 @@ func failedTask(v starlark.Value, err string, code codes.Code) starlark.Value {
 	return stdlib.NewMap(keys, vals)
 }
 
-// taskOutput is the output of a task or shell step.
+// taskOutput is the output of a task or shell step that succeeded or
+// has not yet been told why it failed.
 func taskOutput(stdout, stderr string, code int) *stdlib.Map {
+	return TaskOutput(stdout, stderr, code, starlark.None, starlark.None)
+}
+
+// TaskOutput is the record of a task or shell step as expressions and
+// results see it: stdout, stderr, exit_code, error and code, and text,
+// which is stdout without its last line ending ("3\n" is "3"), so that a
+// template can use a command's answer as it is read. errMsg and code are
+// None unless the step failed.
+func TaskOutput(stdout, stderr string, exitCode int, errMsg, code starlark.Value) *stdlib.Map {
 	return stdlib.NewMap(
-		[]string{"stdout", "stderr", "exit_code", "error", "code"},
-		[]starlark.Value{starlark.String(stdout), starlark.String(stderr), starlark.MakeInt(code), starlark.None, starlark.None})
+		[]string{"stdout", "stderr", "exit_code", "error", "code", "text"},
+		[]starlark.Value{starlark.String(stdout), starlark.String(stderr), starlark.MakeInt(exitCode), errMsg, code, starlark.String(trimLineEnd(stdout))})
+}
+
+// trimLineEnd is s without one trailing "\n" or "\r\n".
+func trimLineEnd(s string) string {
+	s, ok := strings.CutSuffix(s, "\n")
+	if ok {
+		s = strings.TrimSuffix(s, "\r")
+	}
+	return s
+}
+
+// TaskStdout returns the stdout of v when v is a task or shell step's
+// record (see [TaskOutput]), so a front end can show what the command
+// printed rather than the whole record.
+func TaskStdout(v starlark.Value) (string, bool) {
+	m, ok := v.(*stdlib.Map)
+	if !ok || m.Len() != 6 {
+		return "", false
+	}
+	for _, k := range []string{"stderr", "exit_code", "error", "code", "text"} {
+		if _, found := m.Lookup(k); !found {
+			return "", false
+		}
+	}
+	out, _ := m.Lookup("stdout")
+	s, ok := out.(starlark.String)
+	return string(s), ok
 }
 
 // history is the read-only list of earlier iterations' outputs that until

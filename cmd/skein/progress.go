@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"go.starlark.net/starlark"
 	"golang.org/x/term"
 
 	"github.com/skeinlang/skein/graphir"
@@ -395,10 +396,40 @@ func (p *progress) summary(res *vm.Result) {
 		fmt.Fprintf(p.w, "  on_exit: %s %s: %s [%s]\n", h.Name, h.Status, visible.Text(traceAt(h.Trace)+h.Error, false), h.Code)
 	}
 	if res.Status == vm.Succeeded {
-		fmt.Fprintf(p.w, "  output: %s\n", visible.Text(valueText(res.Output, 300), false))
+		fmt.Fprintf(p.w, "  output: %s\n", outputText(res.Output))
 	}
 	p.w.sync()
 }
+
+// outputText is a run's result as the summary shows it: a task's record
+// as what the task printed (its stdout, trimmed; --json keeps the whole
+// record), its lines under each other, at most outputLines of them; any
+// other value on one line, as valueText gives it.
+func outputText(v starlark.Value) string {
+	stdout, isTask := vm.TaskStdout(v)
+	if !isTask {
+		return visible.Text(valueText(v, 300), false)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		return "(nothing on stdout)"
+	}
+	var b strings.Builder
+	for i, l := range lines {
+		if i == outputLines {
+			fmt.Fprintf(&b, "\n          … %d more lines (--json has them all)", len(lines)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("\n          ")
+		}
+		b.WriteString(visible.Text(valueText(starlark.String(strings.TrimSuffix(l, "\r")), 300), false))
+	}
+	return b.String()
+}
+
+// outputLines is how many lines of a task's stdout the summary shows.
+const outputLines = 20
 
 // pathText shows the path, the last max entries of it when it is long.
 func pathText(res *vm.Result, max int) string {

@@ -172,8 +172,7 @@ func (rec *Record) SoFar() (*vm.Result, error) {
 			case "cancelled":
 				errMsg, code = starlark.String("cancelled"), starlark.String(codes.Cancelled)
 			}
-			s.Output = stdlib.NewMap([]string{"stdout", "stderr", "exit_code", "error", "code"},
-				[]starlark.Value{starlark.String(e.Stdout), starlark.String(e.Stderr), starlark.MakeInt(e.ExitCode), errMsg, code})
+			s.Output = vm.TaskOutput(e.Stdout, e.Stderr, e.ExitCode, errMsg, code)
 		case e.Output != nil:
 			v, err := stdlib.FromStoredJSON(e.Output)
 			if err != nil {

@@ -162,7 +162,7 @@ chain(START, a, deploy, END)
 		"path": []any{"a", "deploy"}, "path_total": 2.0,
 		"approvals": []any{map[string]any{"step": "deploy", "scope": []any{}, "visit": 1.0, "message": "Ship hi?"}},
 		"steps": map[string]any{
-			"a":      map[string]any{"status": "succeeded", "visits": 1.0, "output": map[string]any{"stdout": "hi\n", "stderr": "", "exit_code": 0.0, "code": nil, "error": nil}, "error": nil},
+			"a":      map[string]any{"status": "succeeded", "visits": 1.0, "output": map[string]any{"stdout": "hi\n", "stderr": "", "exit_code": 0.0, "code": nil, "error": nil, "text": "hi"}, "error": nil},
 			"deploy": map[string]any{"status": "running", "visits": 1.0, "output": nil, "error": nil},
 		},
 	}

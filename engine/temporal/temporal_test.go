@@ -158,7 +158,7 @@ func TestRelativePathsRunInCwd(t *testing.T) {
 		t.Errorf("local (-) and temporal (+) differ:\n%s", diff)
 	}
 	want := filepath.Join(in.Cwd, "data") + "\n"
-	if got := remote.Steps["kid"].Output; !cmp.Equal(got, map[string]any{"stdout": want, "stderr": "", "exit_code": 0.0, "error": nil, "code": nil}) {
+	if got := remote.Steps["kid"].Output; !cmp.Equal(got, map[string]any{"stdout": want, "stderr": "", "exit_code": 0.0, "error": nil, "code": nil, "text": strings.TrimSuffix(want, "\n")}) {
 		t.Errorf("the task ran with output %v, want stdout %q", got, want)
 	}
 }

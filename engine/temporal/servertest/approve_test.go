@@ -106,7 +106,7 @@ func TestRejectDetached(t *testing.T) {
 	got := awaitEnd(t, dir, id, conn)
 	want := temporaltest.Comparable{Status: "succeeded", Output: "rolled back: rejected by bob: not today", Path: []string{"build", "deploy", "rollback"},
 		Steps: map[string]temporaltest.Step{
-			"build":    {Status: "succeeded", Visits: 1, Output: map[string]any{"stdout": "building\n", "stderr": "", "exit_code": 0.0, "error": nil, "code": nil}},
+			"build":    {Status: "succeeded", Visits: 1, Output: map[string]any{"stdout": "building\n", "stderr": "", "exit_code": 0.0, "error": nil, "code": nil, "text": "building"}},
 			"deploy":   {Status: "failed", Visits: 1, Code: "rejected"},
 			"ship":     {Status: "skipped"},
 			"rollback": {Status: "succeeded", Visits: 1, Output: "rolled back: rejected by bob: not today"},

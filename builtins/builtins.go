@@ -36,21 +36,22 @@ func BuilderOf(thread *starlark.Thread) *graphir.Builder {
 
 var predeclared = func() starlark.StringDict {
 	d := starlark.StringDict{
-		"flow":   starlark.NewBuiltin("flow", flowFn),
-		"step":   starlark.NewBuiltin("step", stepFn),
-		"edge":   starlark.NewBuiltin("edge", edgeFn),
-		"chain":  starlark.NewBuiltin("chain", chainFn),
-		"router": starlark.NewBuiltin("router", routerFn),
-		"loop":   starlark.NewBuiltin("loop", loopFn),
-		"map":    starlark.NewBuiltin("map", mapFn),
-		"input":  starlark.NewBuiltin("input", inputFn),
-		"model":  starlark.NewBuiltin("model", modelFn),
-		"judge":  starlark.NewBuiltin("judge", judgeFn),
-		"tool":   starlark.NewBuiltin("tool", toolFn),
-		"range":  starlark.NewBuiltin("range", rangeFn),
-		"START":  &Step{id: graphir.Start, name: "START", kind: "start"},
-		"END":    &Step{id: graphir.End, name: "END", kind: "end"},
-		"ABORT":  &Step{id: graphir.Abort, name: "ABORT", kind: "abort"},
+		"flow":    starlark.NewBuiltin("flow", flowFn),
+		"step":    starlark.NewBuiltin("step", stepFn),
+		"edge":    starlark.NewBuiltin("edge", edgeFn),
+		"chain":   starlark.NewBuiltin("chain", chainFn),
+		"router":  starlark.NewBuiltin("router", routerFn),
+		"loop":    starlark.NewBuiltin("loop", loopFn),
+		"map":     starlark.NewBuiltin("map", mapFn),
+		"input":   starlark.NewBuiltin("input", inputFn),
+		"model":   starlark.NewBuiltin("model", modelFn),
+		"judge":   starlark.NewBuiltin("judge", judgeFn),
+		"tool":    starlark.NewBuiltin("tool", toolFn),
+		"range":   starlark.NewBuiltin("range", rangeFn),
+		"trigger": starlark.NewBuiltin("trigger", triggerFn),
+		"START":   &Step{id: graphir.Start, name: "START", kind: "start"},
+		"END":     &Step{id: graphir.End, name: "END", kind: "end"},
+		"ABORT":   &Step{id: graphir.Abort, name: "ABORT", kind: "abort"},
 	}
 	for k, v := range stdlib.Predeclared() {
 		d[k] = v

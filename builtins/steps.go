@@ -39,7 +39,7 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	var vals [10]starlark.Value
+	var vals [12]starlark.Value
 	if err := c.unpack(args, kwargs, flowParams, vals[:]); err != nil {
 		return nil, err
 	}
@@ -106,6 +106,9 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		if f.MaxGrants, err = c.intAtLeast("max_grants", vals[9], 0); err != nil {
 			return nil, err
 		}
+	}
+	if err := c.concurrency(&f, vals[10], vals[11]); err != nil {
+		return nil, err
 	}
 	switch h := onExit.(type) {
 	case nil, starlark.NoneType:
@@ -676,7 +679,7 @@ func chainFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 
 // Parameter names, in order; "?" marks an optional one.
 var (
-	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?", "on_exit?", "max_tokens?", "tools?", "max_grants?"}
+	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?", "on_exit?", "max_tokens?", "tools?", "max_grants?", "concurrency?", "concurrency_key?"}
 	stepParams = []string{"name", "run?", "shell?", "fn?", "flow?", "args?", "env?", "stdin?", "dir?", "inputs?", "max_visits?", "retries?", "backoff?", "timeout?", "join?",
 		"llm?", "system?", "model?", "schema?", "max_tokens?", "retry_when?", "wait?", "approve?", "agent?", "tools?", "max_turns?",
 		"backoff_factor?", "max_backoff?", "jitter?", "wait_until?", "partial?", "fields?"}

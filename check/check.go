@@ -74,6 +74,7 @@ func init() {
 		checkDataflow,     // dataflow.go
 		checkExitHandler,  // exit.go
 		checkInputs,       // inputs.go
+		checkTriggers,     // triggers.go
 		checkOver,         // values.go
 		checkConditions,   // values.go
 	}

@@ -38,7 +38,13 @@ type FlowDecl struct {
 	MaxGrants   int       // flow(max_grants=)
 	OnExit      string    // the exit handler's name, "" for none
 	OnExitPos   Pos
-	Pos         Pos
+	// Concurrency bounds the runs of the flow at once under skein serve
+	// (0: no bound), per value of ConcurrencyKey when that is set
+	// ("inputs.NAME").
+	Concurrency       int
+	ConcurrencyKey    string
+	ConcurrencyKeyPos Pos
+	Pos               Pos
 }
 
 // Builder collects a graph while a flow loads. The builtins call it; one
@@ -55,6 +61,7 @@ type Builder struct {
 	flow     *FlowDecl
 	models   []ModelDecl
 	tools    []*Tool
+	triggers []Trigger
 	userEdge int          // edges added by edge()/chain(), not counting router routes
 	recorded atomic.Int64 // steps and edges recorded; read by the loader's memory watchdog
 }
@@ -104,6 +111,18 @@ func (b *Builder) AddModel(d ModelDecl) error {
 		}
 	}
 	b.models = append(b.models, d)
+	return nil
+}
+
+// AddTrigger records a trigger() declaration; it fails on a webhook name
+// or a schedule declared before.
+func (b *Builder) AddTrigger(t Trigger) error {
+	for _, o := range b.triggers {
+		if o.Key() == t.Key() {
+			return fmt.Errorf("%s was already declared at %s", t.Key(), o.Pos)
+		}
+	}
+	b.triggers = append(b.triggers, t)
 	return nil
 }
 
@@ -289,7 +308,9 @@ func (b *Builder) freeze(copyNodes bool) *Graph {
 		g.MaxTokens = f.MaxTokens
 		g.ToolPool, g.MaxGrants = f.Tools, f.MaxGrants
 		g.OnExitName, g.OnExitPos = f.OnExit, f.OnExitPos
+		g.Concurrency, g.ConcurrencyKey, g.ConcurrencyKeyPos = f.Concurrency, f.ConcurrencyKey, f.ConcurrencyKeyPos
 	}
+	g.Triggers = append([]Trigger(nil), b.triggers...)
 	g.Models = append([]ModelDecl(nil), b.models...)
 	g.Tools = append([]*Tool(nil), b.tools...)
 	g.Nodes = make([]*Node, len(b.nodes))

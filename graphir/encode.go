@@ -30,6 +30,9 @@ type jsonGraph struct {
 	Tools       []jsonTool           `json:"tools,omitempty"`
 	ToolPool    []string             `json:"tool_pool,omitempty"`
 	MaxGrants   int                  `json:"max_grants,omitempty"`
+	Triggers    []jsonTrigger        `json:"triggers,omitempty"`
+	Concurrency int                  `json:"concurrency,omitempty"`
+	ConcKey     string               `json:"concurrency_key,omitempty"`
 	Nodes       []jsonNode           `json:"nodes"`
 	Edges       []jsonEdge           `json:"edges"`
 }
@@ -207,6 +210,10 @@ func (g *Graph) jsonHeader() jsonGraph {
 		jg.MaxGrants = g.MaxGrants
 	}
 	jg.OnExit = g.OnExitName
+	for i := range g.Triggers {
+		jg.Triggers = append(jg.Triggers, g.Triggers[i].json())
+	}
+	jg.Concurrency, jg.ConcKey = g.Concurrency, g.ConcurrencyKey
 	return jg
 }
 
@@ -456,6 +463,12 @@ func (g *Graph) DOT() string {
 		}
 	}
 	cluster(None, "  ")
+	if g.Nodes[Start] != nil && len(g.Nodes[Start].Out) > 0 {
+		for i := range g.Triggers {
+			id := dotID(fmt.Sprintf("trigger %d", i+1))
+			fmt.Fprintf(&b, "  %s [shape=note, label=%q];\n  %s -> %s [style=dotted];\n", id, g.Triggers[i].Key(), id, g.dotNode(g.Nodes[Start]))
+		}
+	}
 	for _, e := range g.Edges {
 		var attrs []string
 		if label := g.edgeLabel(e); label != "" {

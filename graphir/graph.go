@@ -372,6 +372,12 @@ type Graph struct {
 	OnExit     NodeID
 	OnExitName string
 	OnExitPos  Pos
+	// Triggers are the flow's trigger() declarations, in order; the
+	// concurrency bound is flow(concurrency=, concurrency_key=).
+	Triggers          []Trigger
+	Concurrency       int
+	ConcurrencyKey    string
+	ConcurrencyKeyPos Pos
 
 	Nodes []*Node
 	Edges []*Edge

@@ -559,8 +559,10 @@ func runLogs(ctx context.Context, io stdio, opts *logsOptions, args []string) in
 			}
 			printed++
 			stdout, stderr := e.Stdout, e.Stderr
-			if status == store.Running {
-				// Not followed: what it has printed so far.
+			if status == store.Running || status == runs.Interrupted && stdout == "" && stderr == "" {
+				// Not followed, or cut short by its process dying before
+				// a resume or gc kept it in the record: what it printed,
+				// as far as its live files have it.
 				t := st.TailLive(r.ID, e.ID)
 				out, errOut := t.Next()
 				t.Close()

@@ -13,14 +13,19 @@ package store
 // it reads on through its descriptor, one that did not reads the record.
 // A stream that printed more than liveMax bytes has, after its liveMax
 // bytes, the decimal count of all it printed, written when the task ended.
-// Nothing else reads these files; losing them loses nothing recorded.
+// Nothing else reads these files, with one exception: an attempt cut short
+// by its process dying has no completion, and its live files are all
+// that is left of what it printed; before they are removed (a resume, gc)
+// keepLive copies them into the attempt's record, for skein logs.
 
 import (
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +55,7 @@ func (s *Store) liveFile(runID string, effect int64, stderr bool) string {
 // RemoveLive removes the live output of run id: what a process that died
 // left behind, or what is left when the run ends.
 func (s *Store) RemoveLive(id string) {
+	s.keepLive(id)
 	os.RemoveAll(s.liveRunDir(id))
 	os.Remove(s.LiveDir()) // once empty
 }
@@ -63,10 +69,46 @@ func (s *Store) sweepLive() {
 	}
 	for _, e := range ents {
 		if r, err := s.Get(e.Name()); err != nil || r.ID != e.Name() || r.Status != Running {
+			if err == nil && r.ID == e.Name() {
+				// The dead process's side journal goes in first, with the
+				// start rows the live files belong to.
+				s.foldDead(r.ID)
+				s.keepLive(r.ID)
+			}
 			os.RemoveAll(filepath.Join(s.LiveDir(), e.Name()))
 		}
 	}
 	os.Remove(s.LiveDir())
+}
+
+// keepLive copies the live output of the attempts of run id that have no
+// completion (their process died) into their records, which then say what
+// they printed before they were cut short: the first liveMax bytes of each
+// stream, marked truncated when there were that many. An attempt that
+// completed keeps its record as it is.
+func (s *Store) keepLive(id string) {
+	ents, err := os.ReadDir(s.liveRunDir(id))
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		name, isOut := strings.CutSuffix(e.Name(), ".out")
+		if !isOut {
+			name, _ = strings.CutSuffix(name, ".err")
+		}
+		effect, err := strconv.ParseInt(name, 10, 64)
+		if err != nil || (!isOut && slices.ContainsFunc(ents, func(o os.DirEntry) bool { return o.Name() == name+".out" })) {
+			continue // not ours, or done with its .out
+		}
+		t := s.TailLive(id, effect)
+		stdout, stderr := t.Next()
+		t.Close()
+		truncated := int64(len(stdout)) >= liveMax || int64(len(stderr)) >= liveMax
+		// Only a row still running, with nothing recorded of its streams.
+		s.db.Exec(`UPDATE effects SET stdout = ?, stderr = ?, truncated = ? WHERE id = ? AND status = 'running'
+			AND COALESCE(length(stdout), 0) = 0 AND COALESCE(length(stderr), 0) = 0
+			AND run = (SELECT n FROM runs WHERE id = ?)`, stdout, stderr, truncated, effect, id)
+	}
 }
 
 // liveDelay is how long a task runs before its output goes to live files:

@@ -3,7 +3,8 @@ package check
 // This file checks tools and agent steps: what a tool's templates read
 // (unknown_param, unknown_input, unknown_name, expr_syntax,
 // shell_interpolation) and the tools agent steps and flow(tools=) name
-// (unknown_tool).
+// (unknown_tool), and that no tool with approve= is named like an agent
+// step that may call it (tool_named_like_step).
 //
 // A tool's templates are evaluated when an agent's model calls it, at any
 // turn of any agent step that has it, so they read only the call's
@@ -66,6 +67,29 @@ func checkTools(p *pass) {
 	}
 	for _, r := range g.ToolPool {
 		unknown(nil, r, "flow(tools=)")
+	}
+	// A call's approval is keyed by the tool's name and the call by the
+	// step's, in the same turn's scope: the same name would make one key.
+	for _, n := range g.Steps() {
+		if n.Call == nil || n.Kind != graphir.KindAgent {
+			continue
+		}
+		refs := n.Call.Tools
+		if len(g.ToolPool) > 0 {
+			refs = append(refs[:len(refs):len(refs)], g.ToolPool...)
+		}
+		for _, r := range refs {
+			if t := g.Tool(r.Name); t != nil && t.Approve != nil && t.Name == n.Name {
+				pos := r.Pos
+				if pos.Line == 0 {
+					pos = t.Pos
+				}
+				p.report(codes.ToolNamedLikeStep, n, pos,
+					fmt.Sprintf("tool %q has approve= and the name of agent step %q, which may call it: the approval of a call and the call would be recorded under one name", t.Name, n.Name),
+					fmt.Sprintf("rename the tool (tool(%q, ...)) or the step", t.Name+"_tool"))
+				break
+			}
+		}
 	}
 }
 

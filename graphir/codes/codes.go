@@ -55,6 +55,7 @@ const (
 	ReplayMiss               Code = "replay_miss"
 	UnknownParam             Code = "unknown_param"
 	UnknownTool              Code = "unknown_tool"
+	ToolNamedLikeStep        Code = "tool_named_like_step"
 	ExitHandlerEdge          Code = "exit_handler_edge"
 	MaybeUnmet               Code = "maybe_unmet"
 	UnusedResult             Code = "unused_result"
@@ -170,6 +171,7 @@ var table = []Info{
 	{ReplayMiss, Runtime, Error, "with --cassette --replay-only, a model request the cassette has no recorded answer for"},
 	{UnknownParam, Diagnostic, Error, "a tool's template reads args.x and the tool declares no parameter x in params="},
 	{UnknownTool, Diagnostic, Error, "an agent step's tools= or flow(tools=) names a tool no tool() declares (request_tool, the built-in, is always known)"},
+	{ToolNamedLikeStep, Diagnostic, Error, "a tool with approve= has the name of an agent step that may call it (its approvals and its calls would be recorded under one name)"},
 	{ExitHandlerEdge, Diagnostic, Error, "an edge, route or body that includes the exit handler flow(on_exit=) names"},
 	{MaybeUnmet, Diagnostic, Warning, "an expression reads a step that does not complete on every path before it"},
 	{UnusedResult, Diagnostic, Warning, "a fn step whose result nothing reads and that does not lead to END"},

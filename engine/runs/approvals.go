@@ -380,6 +380,12 @@ func (a *approvals) decide(ctx context.Context, req *vm.EffectRequest) (*vm.Effe
 		return &vm.EffectCompletion{Code: "step_failed", Error: err.Error()}, deadline
 	}
 	if err := a.st.Decide(a.runID, ap, d.Approved, d.By, d.Reason, js); err != nil {
+		if errors.Is(err, store.ErrCancelling) {
+			// Someone asked to cancel the run while the person was
+			// answering: the run's cancel poll ends ctx.
+			<-ctx.Done()
+			return &vm.EffectCompletion{Cancelled: true, Error: "cancelled"}, deadline
+		}
 		if !errors.Is(err, store.ErrDecided) && !errors.Is(err, store.ErrTimedOut) {
 			return storeStop(err), deadline
 		}

@@ -45,6 +45,16 @@ func TestCancelWaiting(t *testing.T) {
 	if _, err := s.Cancel(context.Background(), r.ID, CancelSpec{}); !errors.Is(err, store.ErrEnded) {
 		t.Fatalf("second cancel: %v; want ErrEnded", err)
 	}
+	// Its approval was left open: a decision on it is refused, and
+	// none is recorded.
+	_, err = s.Approve(r.ID, "deploy", Decision{Approved: true, By: "bob"})
+	if !errors.Is(err, store.ErrEnded) || err.Error() != "run "+r.ID+` has ended (cancelled): its approval "deploy" can no longer be decided` {
+		t.Fatalf("approve after cancel: %v; want ErrEnded", err)
+	}
+	all, err := s.Store.Approvals(r.ID)
+	if err != nil || len(all) != 1 || !all[0].Decided.IsZero() {
+		t.Fatalf("approvals %+v, %v; want one undecided", all, err)
+	}
 }
 
 // A running run is cancelled from elsewhere (another Service on the same

@@ -4,6 +4,8 @@ package store
 // runs from then, across parks), and the one decision it gets.
 
 import (
+	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -136,7 +138,10 @@ var ErrTimedOut = errors.New("timed out")
 // and when, and one after the approval's recorded deadline (or after a
 // run recorded it timed out) fails with ErrTimedOut. The check and the
 // write are one statement, so a decision and the run timing the approval
-// out ([Store.Expire]) cannot both be recorded.
+// out ([Store.Expire]) cannot both be recorded. A decision for a run that
+// has ended (cancelled with the approval open, say), or that someone has
+// asked to cancel, fails with ErrEnded or ErrCancelling: nothing would
+// ever take it.
 func (s *Store) Decide(id string, a *Approval, approved bool, by, reason, values string) error {
 	now := nanos(time.Now())
 	var vals any
@@ -144,7 +149,8 @@ func (s *Store) Decide(id string, a *Approval, approved bool, by, reason, values
 		vals = values
 	}
 	res, err := s.db.Exec(`UPDATE approvals SET decided = ?, approved = ?, by = ?, reason = ?, vals = ?
-		WHERE run = (SELECT n FROM runs WHERE id = ?) AND path = ? AND step = ? AND visit = ?
+		WHERE run = (SELECT n FROM runs WHERE id = ? AND status IN ('running', 'waiting') AND COALESCE(cancel, '') = '')
+		AND path = ? AND step = ? AND visit = ?
 		AND decided IS NULL AND expired IS NULL AND (COALESCE(timeout, 0) = 0 OR requested + timeout > ?)`,
 		now, approved, by, reason, vals, id, a.Path, a.Step, a.Visit, now)
 	if err != nil {
@@ -156,6 +162,21 @@ func (s *Store) Decide(id string, a *Approval, approved bool, by, reason, values
 		return nil
 	}
 	// Refused: say why.
+	var status string
+	var cancel sql.NullString
+	if err := s.db.QueryRow(`SELECT status, cancel FROM runs WHERE id = ?`, id).Scan(&status, &cancel); errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w %q in %s", ErrNoRun, id, s.path)
+	} else if err != nil {
+		return s.fail(err)
+	}
+	if status != Running && status != Waiting {
+		return fmt.Errorf("run %s %w (%s): its approval %q can no longer be decided", id, ErrEnded, status, a.Step)
+	}
+	if cancel.Valid && cancel.String != "" {
+		var c CancelRequest
+		json.Unmarshal([]byte(cancel.String), &c)
+		return fmt.Errorf("run %s %w%s: its approval %q can no longer be decided", id, ErrCancelling, c.by(), a.Step)
+	}
 	rows, err := s.approvals(`a.run = (SELECT n FROM runs WHERE id = ?) AND a.path = ? AND a.step = ? AND a.visit = ?`, id, a.Path, a.Step, a.Visit)
 	if err != nil {
 		return err

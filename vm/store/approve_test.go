@@ -66,6 +66,35 @@ func TestDecideOnceAndNotLate(t *testing.T) {
 	}
 }
 
+// A decision for a run someone asked to cancel, or that has ended, is
+// refused: nothing would take it.
+func TestDecideNotOnEndingRun(t *testing.T) {
+	s, rec := beginRun(t)
+	defer s.Close()
+	a, err := rec.Ask(&vm.EffectRequest{Step: "a", Kind: graphir.KindApproval, Visit: 1, Message: "Go?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RequestCancel("r1", CancelRequest{By: "ann", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Decide("r1", a, true, "bob", "", "")
+	if !errors.Is(err, ErrCancelling) || !strings.Contains(err.Error(), `run r1 is being cancelled (asked by ann at `) {
+		t.Errorf("decision while cancelling: %v", err)
+	}
+	if err := rec.Finish(&vm.Result{Status: vm.Cancelled}); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Decide("r1", a, true, "bob", "", "")
+	if !errors.Is(err, ErrEnded) || !strings.Contains(err.Error(), `run r1 has ended (cancelled): its approval "a" can no longer be decided`) {
+		t.Errorf("decision after the end: %v", err)
+	}
+	got, err := s.Approvals("r1")
+	if err != nil || len(got) != 1 || !got[0].Decided.IsZero() {
+		t.Errorf("approvals %+v, %v; want one undecided", got, err)
+	}
+}
+
 // A decision racing the run timing the approval out: exactly one of them
 // is recorded, and both sides read the same outcome.
 func TestDecideRacesExpire(t *testing.T) {

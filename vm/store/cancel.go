@@ -22,6 +22,22 @@ type CancelRequest struct {
 // has ended: there is nothing left to cancel.
 var ErrEnded = errors.New("has ended")
 
+// ErrCancelling is returned (wrapped) by [Store.Decide] for a run someone
+// has asked to cancel: its approvals are not decided any more.
+var ErrCancelling = errors.New("is being cancelled")
+
+// by says who asked and when, for messages: " (asked by bob at 10:02:03)".
+func (c *CancelRequest) by() string {
+	who := ""
+	if c.By != "" {
+		who = "by " + c.By + " "
+	}
+	if c.At.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf(" (asked %sat %s)", who, c.At.Local().Format("2006-01-02 15:04:05"))
+}
+
 // RequestCancel records c on the run with id, which must not have ended.
 // A second request replaces the first while the run has not ended.
 func (s *Store) RequestCancel(id string, c CancelRequest) error {

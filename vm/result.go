@@ -220,6 +220,14 @@ func (e *resultEncoder) result(r *Result, level int) error {
 	if r.ResumedFrom != "" {
 		e.str(l, "resumed_from", r.ResumedFrom)
 	}
+	if c := r.CancelAsked; c != nil {
+		e.key(l, "cancel_requested")
+		e.open()
+		e.str(l+1, "by", c.By)
+		e.str(l+1, "reason", c.Reason)
+		e.str(l+1, "at", c.At.UTC().Format(time.RFC3339Nano))
+		e.close(l)
+	}
 	if r.Error == nil {
 		e.null(l, "error")
 	} else {
@@ -386,6 +394,7 @@ func (e *jsonError) graphir() *graphir.Error {
 type jsonResult struct {
 	RunID       string          `json:"run_id"`
 	ResumedFrom string          `json:"resumed_from"`
+	CancelAsked *CancelAsked    `json:"cancel_requested"`
 	Flow        string          `json:"flow"`
 	File        string          `json:"file"`
 	Status      Status          `json:"status"`
@@ -438,7 +447,7 @@ func DecodeResult(b []byte) (*Result, error) {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return nil, fmt.Errorf("result: %v", err)
 	}
-	res := &Result{RunID: j.RunID, ResumedFrom: j.ResumedFrom, Flow: j.Flow, File: j.File, Status: j.Status,
+	res := &Result{RunID: j.RunID, ResumedFrom: j.ResumedFrom, CancelAsked: j.CancelAsked, Flow: j.Flow, File: j.File, Status: j.Status,
 		Error: j.Error.graphir(), Path: j.Path, PathTotal: j.PathTotal, Duration: millis(j.DurationMS),
 		Warnings: j.Warnings, Grants: j.Grants, Findings: j.Findings}
 	var err error

@@ -271,6 +271,13 @@ const (
 	Waiting Status = "waiting"
 )
 
+// CancelAsked is who asked to cancel a run, why and when.
+type CancelAsked struct {
+	By     string    `json:"by"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}
+
 // StepStatus is the state of one step in a result.
 type StepStatus string
 
@@ -290,6 +297,10 @@ type Result struct {
 	// ResumedFrom names the run this one resumed, when it resumed an
 	// ended one (the caller sets it; the VM only reports it).
 	ResumedFrom string
+	// CancelAsked is a request to cancel the run that it has not acted
+	// on yet (the caller sets it from its record; the VM only reports
+	// it): skein show of a run still going.
+	CancelAsked *CancelAsked
 	Flow        string
 	File        string
 	Status      Status

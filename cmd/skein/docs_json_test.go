@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skeinlang/skein/vm/model/modeltest"
+	"github.com/skeinlang/skein/vm/store"
 )
 
 // docFlows are flows that between them make every member of the JSON that
@@ -199,6 +200,25 @@ func TestDocsJSONFields(t *testing.T) {
 			}
 		}
 	}
+
+	// show --json of a run someone asked to cancel: a run begun by this
+	// process, which is alive, so the run is running.
+	if st, err := store.Open(db); err != nil {
+		t.Fatal(err)
+	} else {
+		if _, err := st.Begin(&store.NewRun{ID: "20260101T000000.000Z-0000000c", Flow: "c", File: "c.star", Started: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.RequestCancel("20260101T000000.000Z-0000000c", store.CancelRequest{By: "ops", At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+	}
+	var asked map[string]any
+	if err := json.Unmarshal([]byte(skein("show", "--json", "20260101T000000.000Z-0000000c")), &asked); err != nil {
+		t.Fatal(err)
+	}
+	seen.result(asked)
 
 	same(t, "the result object (run --json, show --json)", "| field | type | meaning |", resultDoc, seen.sets["result"])
 	same(t, "a step record", "| step field | type | meaning |", stepDoc, seen.sets["step"])

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,8 +11,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/skeinlang/skein/vm/store"
 )
 
 // TestStoreScripts runs the scripts in testdata/store: recording runs, the
@@ -165,5 +169,44 @@ func TestRunBy(t *testing.T) {
 		if code != exitOK || !strings.Contains(out, c.want) {
 			t.Errorf("skein show after skein %v: exit %d, want %q in\n%s%s", c.args, code, c.want, out, errs)
 		}
+	}
+}
+
+// skein show of a running run someone asked to cancel says so, in text
+// and in --json, until its process acts on the request.
+func TestShowCancelRequested(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".skein", "runs.db")
+	st, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// Begun by this process, which is alive: the run is running.
+	if _, err := st.Begin(&store.NewRun{ID: "20260101T000000.000Z-0000000a", Flow: "f", File: "f.star", Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runMain("show", "last", "--store", path)
+	if code != exitOK || strings.Contains(out, "cancel") {
+		t.Fatalf("before any request: exit %d\n%s%s", code, out, errs)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := st.RequestCancel("20260101T000000.000Z-0000000a", store.CancelRequest{By: "ops", Reason: "release pulled", At: at}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runMain("show", "last", "--store", path)
+	want := "cancel requested by ops at " + at.Local().Format("2006-01-02 15:04:05") + ": release pulled (not acted on yet)\n"
+	if code != exitOK || !strings.Contains(out, "\nstatus running\n") || !strings.Contains(out, want) {
+		t.Errorf("show: exit %d, want %q in\n%s%s", code, want, out, errs)
+	}
+	code, out, errs = runMain("show", "--json", "last", "--store", path)
+	var got struct {
+		Status string
+		Cancel *struct{ By, Reason, At string } `json:"cancel_requested"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitOK {
+		t.Fatalf("show --json: exit %d, %v\n%s%s", code, err, out, errs)
+	}
+	if got.Status != "running" || got.Cancel == nil || got.Cancel.By != "ops" || got.Cancel.Reason != "release pulled" || got.Cancel.At != "2026-01-02T03:04:05Z" {
+		t.Errorf("show --json: %s", out)
 	}
 }

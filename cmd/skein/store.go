@@ -361,6 +361,17 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 	if r.ResumedFrom != "" {
 		fmt.Fprintf(io.out, "resumed from %s\n", r.ResumedFrom)
 	}
+	if c := rec.Cancel; c != nil {
+		fmt.Fprintf(io.out, "cancel requested")
+		if c.By != "" {
+			fmt.Fprintf(io.out, " by %s", visible.Text(c.By, false))
+		}
+		fmt.Fprintf(io.out, " at %s", c.At.Local().Format("2006-01-02 15:04:05"))
+		if c.Reason != "" {
+			fmt.Fprintf(io.out, ": %s", visible.Text(c.Reason, false))
+		}
+		fmt.Fprintln(io.out, " (not acted on yet)")
+	}
 	if r.ErrorCode != "" {
 		fmt.Fprintf(io.out, "error %s: %s\n", r.ErrorCode, visible.Text(r.ErrorMsg, false))
 	}
@@ -464,7 +475,7 @@ func showJSON(w io.Writer, rec *runs.Record) error {
 	if err != nil {
 		return fmt.Errorf("the recorded result is not valid JSON: %v", err)
 	}
-	if res.Status == vm.Status(r.Status) && (res.ResumedFrom != "" || r.ResumedFrom == "") {
+	if res.Status == vm.Status(r.Status) && (res.ResumedFrom != "" || r.ResumedFrom == "") && rec.Cancel == nil {
 		// As recorded. Encoded again it would read the same, but a
 		// U+FFFD that the record escapes (it replaced invalid UTF-8)
 		// would not be escaped.
@@ -477,6 +488,7 @@ func showJSON(w io.Writer, rec *runs.Record) error {
 	}
 	// A parked run resumed since, for instance: the store's status.
 	res.Status = vm.Status(r.Status)
+	res.CancelAsked = rec.CancelAsked()
 	if res.ResumedFrom == "" {
 		res.ResumedFrom = r.ResumedFrom
 	}

@@ -34,6 +34,9 @@ type Record struct {
 	// (other steps still work).
 	Approvals []*store.Approval
 	Held      []*store.Approval
+	// Cancel is a request to cancel the run that it has not acted on
+	// yet ([Service.Cancel] of a running run), or nil.
+	Cancel *store.CancelRequest
 }
 
 // Record reads back the run ref names (an id, a unique prefix of one, or
@@ -51,7 +54,20 @@ func (s *Service) Record(ref string) (*Record, error) {
 		return nil, err
 	}
 	rec.Held = heldOpen(r, rec.Effects, rec.Approvals)
+	if !r.HasEnded() {
+		if rec.Cancel, err = s.Store.CancelRequested(r.ID); err != nil {
+			return nil, err
+		}
+	}
 	return rec, nil
+}
+
+// CancelAsked is rec.Cancel as a result reports it (nil for none).
+func (rec *Record) CancelAsked() *vm.CancelAsked {
+	if rec.Cancel == nil {
+		return nil
+	}
+	return &vm.CancelAsked{By: rec.Cancel.By, Reason: rec.Cancel.Reason, At: rec.Cancel.At}
 }
 
 // EffectStatus is the status of the i'th attempt of rec.Effects: as
@@ -135,7 +151,7 @@ func heldOpen(r *store.Run, effects []*store.Effect, approvals []*store.Approval
 // result in Run.Result.)
 func (rec *Record) SoFar() (*vm.Result, error) {
 	r, effects, held := rec.Run, rec.Effects, rec.Held
-	res := &vm.Result{RunID: r.ID, Flow: r.Flow, File: r.File, Status: vm.Status(r.Status), ResumedFrom: r.ResumedFrom, Path: []string{}}
+	res := &vm.Result{RunID: r.ID, Flow: r.Flow, File: r.File, Status: vm.Status(r.Status), ResumedFrom: r.ResumedFrom, CancelAsked: rec.CancelAsked(), Path: []string{}}
 	if r.ErrorCode != "" {
 		// A run that ended without its result recorded (it did not fit).
 		res.Error = &graphir.Error{Code: codes.Code(r.ErrorCode), Step: r.ErrorStep, Msg: r.ErrorMsg}

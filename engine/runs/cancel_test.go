@@ -134,3 +134,45 @@ func TestCancelInterrupted(t *testing.T) {
 		t.Fatalf("log:\n%s\nwant:\n%s\nstatus %s", got, want, c.Result.Status)
 	}
 }
+
+// A cancel asked of a parked run that is resumed before it is cancelled
+// (here: the request recorded, then the run resumed with its approval
+// decided) takes effect once the run has replayed its record: the exit
+// handler sees build's recorded output (build is not run again), and the
+// run is cancelled at the approval, the first effect its journal does not
+// answer (the decision is not taken: ship never runs).
+func TestCancelResumedMeanwhile(t *testing.T) {
+	s, g, dir := setup(t, "deploy.star", cancelFlow)
+	r := parked(t, s, g)
+	if _, err := s.Approve(r.ID, "deploy", Decision{Approved: true, By: "ann"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Store.RequestCancel(r.ID, store.CancelRequest{By: "ops", Reason: "stop", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.Store.Get(r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _, err := s.Resume(&ResumeSpec{Run: rec, Options: rec.Options})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, again)
+	want := "the run was cancelled by ops: stop"
+	if res.Status != vm.Cancelled || res.Error == nil || res.Error.Msg != want {
+		t.Fatalf("got %s %v; want cancelled: %s", res.Status, res.Error, want)
+	}
+	if st := res.Step("build").Status; st != vm.StepSucceeded {
+		t.Errorf("build %s; want succeeded, as recorded", st)
+	}
+	if st := res.Step("deploy").Status; st != vm.StepCancelled {
+		t.Errorf("deploy %s; want cancelled", st)
+	}
+	if st := res.Step("ship").Status; st != vm.StepNotRun {
+		t.Errorf("ship %s; want not_run", st)
+	}
+	if got, want := readLog(t, dir), "build\ntidy cancelled 0: "+want+"\n"; got != want {
+		t.Fatalf("log:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -64,9 +64,9 @@ func serveWorker(ctx context.Context, io stdio, opts *workerOptions) int {
 		acts.Models = cas
 	}
 	// What goes wrong on the worker (a workflow task that fails, the
-	// server gone) is for its operator to see: the SDK's warnings and
-	// errors go to stderr.
-	c, err := opts.dialLogging(ctx, slog.New(workerLog{slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: slog.LevelWarn})}))
+	// server gone, a task's heartbeat not reaching it) is for its
+	// operator to see: the SDK's warnings and errors go to stderr.
+	c, err := opts.dialLogging(ctx, slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		fmt.Fprintf(io.err, "skein worker: %v\n", err)
 		return exitFail
@@ -81,22 +81,6 @@ func serveWorker(ctx context.Context, io stdio, opts *workerOptions) int {
 	}
 	return exitOK
 }
-
-// workerLog is the worker's log: the SDK's warnings and errors, without
-// those that say nothing to an operator. A heartbeat that fails is a
-// cancelled task (the run cancelled it) or a server out of reach (which
-// the failed polls say).
-type workerLog struct{ slog.Handler }
-
-func (l workerLog) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == "RecordActivityHeartbeat with error" {
-		return nil
-	}
-	return l.Handler.Handle(ctx, r)
-}
-
-func (l workerLog) WithAttrs(as []slog.Attr) slog.Handler { return workerLog{l.Handler.WithAttrs(as)} }
-func (l workerLog) WithGroup(name string) slog.Handler    { return workerLog{l.Handler.WithGroup(name)} }
 
 // runOnTemporal starts the run as a workflow and follows it to its end
 // (or, with --detach, prints the workflow id), showing the same progress,

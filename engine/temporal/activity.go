@@ -2,13 +2,17 @@ package temporal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
+	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -62,18 +66,13 @@ func (a *Activities) Model(ctx context.Context, job vm.ModelJob) (*vm.ModelOutco
 	if p == nil {
 		p = &model.Client{Getenv: getenv}
 	}
-	ch := make(chan *vm.ModelOutcome, 1)
-	go func() { ch <- job.Call(ctx, p) }()
-	tick := time.NewTicker(heartbeat)
-	defer tick.Stop()
-	for {
-		select {
-		case o := <-ch:
-			return o, nil
-		case <-tick.C:
-			activity.RecordHeartbeat(ctx)
-		}
+	wctx, stop := keepAlive(ctx)
+	defer stop()
+	o := job.Call(wctx, p)
+	if err := stopped(wctx); err != nil {
+		return nil, err
 	}
+	return o, nil
 }
 
 // lookupEnv looks key up in env, the last entry winning.
@@ -98,18 +97,115 @@ func (a *Activities) Task(ctx context.Context, in TaskInput) (*proc.Outcome, err
 	job := in.Job
 	job.Env = append(append([]string(nil), env...), in.Env...)
 	job.Dir = a.dir(in)
-	ch := make(chan *proc.Outcome, 1)
-	go func() { ch <- proc.Run(ctx, &job, nil, nil) }()
-	tick := time.NewTicker(heartbeat)
-	defer tick.Stop()
-	for {
-		select {
-		case o := <-ch:
-			return o, nil
-		case <-tick.C:
-			activity.RecordHeartbeat(ctx)
-		}
+	wctx, stop := keepAlive(ctx)
+	defer stop()
+	o := proc.Run(wctx, &job, nil, nil)
+	if err := stopped(wctx); err != nil {
+		return nil, err
 	}
+	return o, nil
+}
+
+// keepAlive returns the context an activity's work runs on, and
+// heartbeats the activity every heartbeat until stop is called.
+//
+// It heartbeats by the worker's client's service rather than
+// activity.RecordHeartbeat, because the SDK cancels an activity whose
+// heartbeat does not reach the server within its throttle interval (a
+// second here): a server paused or restarting for a second would stop
+// every running task, and the task would end as cancelled. Here only an
+// answer from the server stops the work: the activity cancelled (the
+// run cancelled, the step's branch abandoned), paused or reset, or not
+// found (the server timed the attempt out and runs it again elsewhere).
+// A server out of reach is no answer: the work goes on, the heartbeat is
+// tried again, and the server's heartbeat timeout alone decides whether
+// the worker was lost. The SDK still cancels ctx when the worker shuts
+// down or the activity's start-to-close timeout passes.
+func keepAlive(ctx context.Context) (context.Context, func()) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	info := activity.GetInfo(ctx)
+	svc := activity.GetClient(ctx).WorkflowService()
+	req := &workflowservice.RecordActivityTaskHeartbeatRequest{TaskToken: info.TaskToken, Namespace: info.WorkflowNamespace}
+	log := activity.GetLogger(ctx)
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(heartbeat)
+		defer tick.Stop()
+		unreachable := false
+		for {
+			select {
+			case <-done:
+				return
+			case <-wctx.Done():
+				return
+			case <-tick.C:
+			}
+			hctx, hcancel := context.WithTimeout(wctx, heartbeatAnswer)
+			err := answer(svc.RecordActivityTaskHeartbeat(hctx, req))
+			hcancel()
+			switch {
+			case err == nil:
+				if unreachable {
+					log.Info("the heartbeat reaches Temporal again", "step", info.ActivityType.Name)
+				}
+				unreachable = false
+			case answered(err):
+				cancel(err)
+				return
+			case wctx.Err() != nil:
+				return
+			case !unreachable:
+				unreachable = true
+				log.Warn("the heartbeat did not reach Temporal; the work goes on and the heartbeat is tried again", "error", err)
+			}
+		}
+	}()
+	return wctx, func() { close(done); cancel(nil) }
+}
+
+// heartbeatAnswer is how long one heartbeat waits for the server.
+const heartbeatAnswer = 5 * time.Second
+
+// answer is a heartbeat's answer as an error: the activity cancelled,
+// paused or reset, or err.
+func answer(r *workflowservice.RecordActivityTaskHeartbeatResponse, err error) error {
+	switch {
+	case err != nil:
+		return err
+	case r.GetCancelRequested():
+		return sdktemporal.NewCanceledError()
+	case r.GetActivityPaused():
+		return activity.ErrActivityPaused
+	case r.GetActivityReset():
+		return activity.ErrActivityReset
+	}
+	return nil
+}
+
+// answered reports whether err, a heartbeat's, is the server's answer
+// that the activity must stop, rather than the server out of reach.
+func answered(err error) bool {
+	var nf *serviceerror.NotFound
+	return sdktemporal.IsCanceledError(err) || errors.Is(err, activity.ErrActivityPaused) ||
+		errors.Is(err, activity.ErrActivityReset) || errors.As(err, &nf)
+}
+
+// stopped is the error an activity returns when its work (on wctx, from
+// keepAlive) was stopped by anything but the workflow cancelling it: the
+// worker shutting down, the server no longer knowing the attempt, a
+// pause or a reset. The work's own outcome is then not the step's: the
+// error is retryable, so Temporal runs the attempt again (on another
+// worker), as for a lost worker. nil when the work ran to its end or the
+// workflow cancelled it (its outcome says so).
+func stopped(wctx context.Context) error {
+	if wctx.Err() == nil {
+		return nil
+	}
+	cause := context.Cause(wctx)
+	if sdktemporal.IsCanceledError(cause) {
+		return nil
+	}
+	return sdktemporal.NewApplicationError(fmt.Sprintf("the activity was stopped before its work ended (%v); Temporal runs it again", cause), "activity_stopped")
 }
 
 // dir is where the task runs on this worker.

@@ -138,70 +138,102 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// startServer starts a dev server on a free port, in memory, and waits
-// until it answers; stop kills it and waits for it to exit.
+// startServer starts the dev server every test shares, on a free port,
+// in memory, and waits until it answers; stop kills it and waits for it
+// to exit.
 func startServer(tmp string) (stop func() error, err error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	address = fmt.Sprintf("127.0.0.1:%d", port)
-	logf, err := os.Create(filepath.Join(tmp, "server.log"))
+	s, err := launchServer(filepath.Join(tmp, "server.log"), port)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(temporalBin, "server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--headless", "--log-level", "warn")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = procAttr()
-	if err := cmd.Start(); err != nil {
+	address = s.address
+	return s.stop, nil
+}
+
+// devServer is a running dev server.
+type devServer struct {
+	address string
+	cmd     *exec.Cmd
+	exited  chan error
+	log     *os.File
+	once    sync.Once
+}
+
+// launchServer starts a dev server on port, its log in logPath, with
+// more flags (--db-filename to keep its state across a restart), and
+// waits until it answers.
+func launchServer(logPath string, port int, args ...string) (*devServer, error) {
+	s := &devServer{address: fmt.Sprintf("127.0.0.1:%d", port), exited: make(chan error, 1)}
+	var err error
+	if s.log, err = os.Create(logPath); err != nil {
+		return nil, err
+	}
+	s.cmd = exec.Command(temporalBin, append([]string{"server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--headless", "--log-level", "warn"}, args...)...)
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	s.cmd.SysProcAttr = procAttr()
+	if err := s.cmd.Start(); err != nil {
+		s.log.Close()
 		return nil, fmt.Errorf("start %s server start-dev: %v", temporalBin, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stop = func() error {
-		defer logf.Close()
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-		return nil
-	}
+	go func() { s.exited <- s.cmd.Wait() }()
 	// Wait for the frontend to answer (the server is usually up in well
 	// under a second; the machine may be busy).
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
-		case err := <-exited:
-			log, _ := os.ReadFile(logf.Name())
+		case err := <-s.exited:
+			s.log.Close()
+			log, _ := os.ReadFile(logPath)
 			return nil, fmt.Errorf("the dev server exited: %v\n%s", err, log)
 		default:
 		}
-		c, err := dial(2 * time.Second)
+		c, err := dialAt(s.address, 2*time.Second)
 		if err == nil {
 			_, err = c.CheckHealth(context.Background(), &client.CheckHealthRequest{})
 			c.Close()
 			if err == nil {
-				return stop, nil
+				return s, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			stop()
-			log, _ := os.ReadFile(logf.Name())
-			return nil, fmt.Errorf("the dev server at %s did not answer within 60s: %v\n%s", address, err, log)
+			s.stop()
+			log, _ := os.ReadFile(logPath)
+			return nil, fmt.Errorf("the dev server at %s did not answer within 60s: %v\n%s", s.address, err, log)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
+// stop ends the server (SIGTERM, then SIGKILL after 10s) and waits for
+// it to exit.
+func (s *devServer) stop() error {
+	s.once.Do(func() {
+		defer s.log.Close()
+		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGCONT) // a paused one cannot stop
+		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+			<-s.exited
+		}
+	})
+	return nil
+}
+
 // dial connects a client to the dev server.
-func dial(timeout time.Duration) (client.Client, error) {
+func dial(timeout time.Duration) (client.Client, error) { return dialAt(address, timeout) }
+
+// dialAt connects a client to the server at addr.
+func dialAt(addr string, timeout time.Duration) (client.Client, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return client.DialContext(ctx, client.Options{HostPort: address,
+	return client.DialContext(ctx, client.Options{HostPort: addr,
 		Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
 }
 
@@ -349,7 +381,13 @@ func detach(t testing.TB, dir, flow, q string) string {
 // waits until it serves.
 func worker(t testing.TB, q string, env []string, args ...string) *proc {
 	t.Helper()
-	args = append([]string{"worker", "--engine", "temporal", "--address", address, "--task-queue", q}, args...)
+	return workerAt(t, address, q, env, args...)
+}
+
+// workerAt is worker on the server at addr.
+func workerAt(t testing.TB, addr, q string, env []string, args ...string) *proc {
+	t.Helper()
+	args = append([]string{"worker", "--engine", "temporal", "--address", addr, "--task-queue", q}, args...)
 	p := start(t, "", env, skeinBin, args...)
 	waitFor(t, 60*time.Second, "the worker to serve", func() bool {
 		select {

@@ -143,6 +143,48 @@ func (req *EffectRequest) Outstanding() int {
 	return req.from.running + len(req.from.slotq)
 }
 
+// Rendered is what an attempt actually ran, after its templates, as a
+// run's record keeps it: a task's or shell's argv (a tool call's too),
+// or the messages of a model call (an agent's first turn: its later turns
+// add the tool calls' results, which are recorded as those calls). The
+// value of every model key of the run is masked in it.
+type Rendered struct {
+	Argv     []string          `json:"argv,omitempty"`
+	Messages []RenderedMessage `json:"messages,omitempty"`
+}
+
+// RenderedMessage is one message of a model call as [Rendered] keeps it.
+type RenderedMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Rendered returns what req runs, masked, for its record (see
+// [Rendered]); nil for an effect with nothing rendered to show (a wait,
+// an approval, whose question is recorded with it, a child flow, an
+// agent's later turns).
+func (req *EffectRequest) Rendered() *Rendered {
+	mask := func(s string) string { return s }
+	if req.from != nil {
+		mask = req.from.mask
+	}
+	switch {
+	case len(req.Argv) > 0:
+		out := &Rendered{Argv: make([]string, len(req.Argv))}
+		for i, a := range req.Argv {
+			out.Argv[i] = mask(a)
+		}
+		return out
+	case req.Chat != nil && req.Turn <= 1:
+		out := &Rendered{Messages: make([]RenderedMessage, 0, len(req.Chat.Messages))}
+		for _, m := range req.Chat.Messages {
+			out.Messages = append(out.Messages, RenderedMessage{Role: m.Role, Content: mask(m.Content)})
+		}
+		return out
+	}
+	return nil
+}
+
 // Nudge makes the run that asked for req go round its driver loop again,
 // so that, if it waits, it calls its producer's Idle once more: a producer
 // that starts holding req back after the run went idle calls it, so that

@@ -1,8 +1,12 @@
 package vm_test
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/model/modeltest"
@@ -129,5 +133,52 @@ chain(START, a, END)
 	}
 	if !strings.Contains(all, "Incorrect API key provided: [masked $OPENAI_API_KEY]") {
 		t.Errorf("the error was not kept, masked:\n%s", all)
+	}
+}
+
+// rendering records what each attempt rendered, by step, and runs it.
+type rendering struct {
+	mu   sync.Mutex
+	seen map[string][]*vm.Rendered
+}
+
+func (p *rendering) Start(ctx context.Context, q *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	p.mu.Lock()
+	p.seen[q.Step] = append(p.seen[q.Step], q.Rendered())
+	p.mu.Unlock()
+	vm.Local{}.Start(ctx, q, done)
+}
+
+// TestRenderedMasked: an attempt's rendered argv and model messages are
+// those after the templates, with the run's model keys masked, and an
+// agent's later turns render nothing (its first holds the messages).
+func TestRenderedMasked(t *testing.T) {
+	s := modeltest.New(modeltest.Rule{Match: "look", Replies: []modeltest.Reply{
+		{ToolCalls: []modeltest.ToolCall{{ID: "c1", Name: "say", Arguments: `{"word": "` + testKey + `"}`}}},
+		{Content: "done"},
+	}}, modeltest.Rule{Replies: []modeltest.Reply{{Content: "ok"}}})
+	defer s.Close()
+	opts := modelOpts(s, nil)
+	p := &rendering{seen: map[string][]*vm.Rendered{}}
+	opts.Effects = p
+	res := run(t, `
+flow(inputs = {"who": input(type = "string")})
+say = tool("say", run = ["echo", "{{ args.word }}"], params = {"word": "string"})
+task = step("task", run = ["echo", "hello {{ inputs.who }}"])
+ask = step("ask", llm = "tell {{ inputs.who }}", system = "be brief")
+look = step("look", agent = "look", tools = [say])
+chain(START, task, ask, look, END)
+`, map[string]any{"who": "Ann " + testKey}, opts)
+	if res.Status != vm.Succeeded {
+		t.Fatalf("status %s: %v", res.Status, res.Error)
+	}
+	masked := "Ann [masked $OPENAI_API_KEY]"
+	want := map[string][]*vm.Rendered{
+		"task": {{Argv: []string{"echo", "hello " + masked}}},
+		"ask":  {{Messages: []vm.RenderedMessage{{Role: "system", Content: "be brief"}, {Role: "user", Content: "tell " + masked}}}},
+		"look": {{Messages: []vm.RenderedMessage{{Role: "user", Content: "look"}}}, {Argv: []string{"echo", "[masked $OPENAI_API_KEY]"}}, nil},
+	}
+	if diff := cmp.Diff(want, p.seen); diff != "" {
+		t.Errorf("rendered (-want +got):\n%s", diff)
 	}
 }

@@ -53,6 +53,13 @@ edge(a, b)
 edge(b, c)
 edge(c, END)
 `,
+	// A task given a model key in an input: what it ran shows masked.
+	"keyed.star": `
+model("m", model = "m1", base_url = "http://127.0.0.1:9/v1", api_key_env = "BROWSER_TEST_KEY")
+flow(name = "keyed", inputs = {"note": input(type = "string")})
+say = step("say", run = ["echo", "note: {{ inputs.note }}"])
+chain(START, say, END)
+`,
 	// A compile that fails until its fix file exists; resumed from it once fixed.
 	"crash.star": `
 flow(name = "crash")
@@ -519,6 +526,8 @@ func (u *ui) screenshot(name string) {
 }
 
 func TestBrowserStartAndWatch(t *testing.T) {
+	const key = "sk-browser-SECRET-3141"
+	t.Setenv("BROWSER_TEST_KEY", key)
 	u := newUI(t)
 	gate := t.TempDir()
 	u.open("/flows/steps.star", "#start-form")
@@ -544,12 +553,27 @@ func TestBrowserStartAndWatch(t *testing.T) {
 	if out := u.text(`#step-panel [data-stream="stdout"] pre`); !strings.Contains(out, "c passed") {
 		t.Errorf("step c's stdout shows %q, want it to say c passed", out)
 	}
+	// ... and the command it ran, its input filled in.
+	if ran := u.text(`#step-panel [data-rendered="argv"]`); !strings.Contains(ran, gate+" c") || strings.Contains(ran, "{{") {
+		t.Errorf("step c's command shows %q, want it with the gate folder %s filled in", ran, gate)
+	}
 	u.clean("run page")
 	u.open("/runs", "tr[data-run]")
 	if n := u.count(`tr[data-run] .badge[data-status="succeeded"]`); n != 1 {
 		t.Errorf("the runs list shows %d succeeded runs, want 1", n)
 	}
 	u.clean("runs page")
+	// A model key given in an input is masked in what the step ran.
+	id := u.start("keyed.star", map[string]any{"note": "the key is " + key})
+	u.waitRun(id, "succeeded")
+	u.open("/runs/"+id+"?step=say", `#step-panel [data-rendered="argv"]`)
+	if ran := u.text(`#step-panel [data-rendered="argv"]`); ran != `echo "note: the key is [masked $BROWSER_TEST_KEY]"` {
+		t.Errorf("the keyed step's command shows %q, want the key masked", ran)
+	}
+	if panel := u.text("#step-panel"); strings.Contains(panel, key) {
+		t.Errorf("the step panel shows the key:\n%s", panel)
+	}
+	u.clean("keyed run page")
 }
 
 // TestBrowserLiveOutput watches a task's output arrive while it runs,

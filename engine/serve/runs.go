@@ -18,6 +18,7 @@ import (
 	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang/frontend"
+	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
 )
 
@@ -158,13 +159,18 @@ type attemptJSON struct {
 	PromptTokens     int             `json:"prompt_tokens"`
 	CompletionTokens int             `json:"completion_tokens"`
 	Answer           string          `json:"answer"`
+	// Rendered is what the attempt ran, after its templates: argv, or a
+	// model call's messages (null for neither, and for attempts
+	// recorded before skein kept it).
+	Rendered *vm.Rendered `json:"rendered"`
 }
 
 // attempt is e as JSON, with status; with streams, its stdout and stderr.
 func attempt(e *store.Effect, status string, streams bool) *attemptJSON {
 	a := &attemptJSON{ID: e.ID, Place: runs.Place(e.Path, e.Step), Path: e.Path, Step: e.Step, Kind: e.Kind, Visit: e.Visit, Attempt: e.Attempt,
 		Status: status, OnExit: e.OnExit, Started: e.Started.UTC(), Code: e.Code, Error: e.Error, ExitCode: e.ExitCode,
-		Truncated: e.Truncated, Output: e.Output, Model: e.Model, PromptTokens: e.PromptTokens, CompletionTokens: e.CompletionTokens, Answer: e.Answer}
+		Truncated: e.Truncated, Output: e.Output, Model: e.Model, PromptTokens: e.PromptTokens, CompletionTokens: e.CompletionTokens, Answer: e.Answer,
+		Rendered: e.Rendered}
 	ended := e.Ended
 	if status == store.Running {
 		ended = time.Time{}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -56,6 +57,12 @@ flow(name = "live")
 talk = step("talk", shell = "echo first; while [ ! -f go ]; do sleep 0.02; done; echo second; echo warn >&2")
 after = step("after", shell = "echo after")
 chain(START, talk, after, END)
+`,
+	"keyed.star": `
+model("m", model = "m1", base_url = "http://127.0.0.1:9/v1", api_key_env = "SERVE_TEST_KEY")
+flow(name = "keyed", inputs = {"note": input(type = "string")})
+say = step("say", run = ["echo", "note: {{ inputs.note }}"])
+chain(START, say, END)
 `,
 	"sub/bad.star": `
 flow(name = "bad")
@@ -252,6 +259,42 @@ func TestStartShowList(t *testing.T) {
 	ts.must(400, "GET", "/api/runs?limit=0", "")
 }
 
+// A run's attempts carry what each ran, after its templates, with the
+// flow's model keys masked: the key given in an input is in the run's
+// inputs as given, never in what its steps record.
+func TestRenderedInRun(t *testing.T) {
+	const key = "sk-serve-SECRET-2718"
+	t.Setenv("SERVE_TEST_KEY", key)
+	ts := newServer(t, "")
+	ts.session()
+	id := ts.start("keyed.star", `{"note": "the key is `+key+`"}`)
+	m := ts.run(id)
+	if status(m) != "succeeded" {
+		t.Fatalf("run: %v", m["run"])
+	}
+	atts := m["attempts"].([]any)
+	if len(atts) != 1 {
+		t.Fatalf("attempts: %v", atts)
+	}
+	r, _ := atts[0].(map[string]any)["rendered"].(map[string]any)
+	if fmt.Sprint(r["argv"]) != "[echo note: the key is [masked $SERVE_TEST_KEY]]" {
+		t.Errorf("rendered: %v, want the argv with the key masked", r)
+	}
+	b, _ := json.Marshal(atts)
+	if strings.Contains(string(b), key) {
+		t.Errorf("the key is in the run's attempts: %s", b)
+	}
+	// An attempt with nothing rendered says null.
+	id = ts.start("gate.star", "")
+	m = ts.run(id)
+	for _, a := range m["attempts"].([]any) {
+		a := a.(map[string]any)
+		if r, ok := a["rendered"]; !ok || (a["step"] == "ask") != (r == nil) {
+			t.Errorf("attempt %v: rendered %v", a["step"], r)
+		}
+	}
+}
+
 func TestStartRefused(t *testing.T) {
 	ts := newServer(t, "")
 	ts.session()
@@ -276,7 +319,7 @@ func TestFlows(t *testing.T) {
 	for _, f := range m["flows"].([]any) {
 		paths = append(paths, f.(map[string]any)["path"].(string))
 	}
-	if got, want := strings.Join(paths, " "), "fail.star fields.star gate.star live.star ok.star sub/bad.star"; got != want {
+	if got, want := strings.Join(paths, " "), "fail.star fields.star gate.star keyed.star live.star ok.star sub/bad.star"; got != want {
 		t.Errorf("flows: %s, want %s", got, want)
 	}
 	f := ts.must(200, "GET", "/api/flows/ok.star", "")

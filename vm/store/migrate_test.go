@@ -46,7 +46,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	// back whole and in order, each under its own run's range of ids.
 	for id, want := range map[string][]string{"r1": {"a", "b"}, "r2": {"x", "y"}} {
 		effects, err := s.Effects(id, 0)
-		if err != nil || len(effects) != 2 || effects[0].OnExit || effects[0].Model != "" {
+		if err != nil || len(effects) != 2 || effects[0].OnExit || effects[0].Model != "" || effects[0].Rendered != nil {
 			t.Fatalf("effects of %s: %+v, %v", id, effects, err)
 		}
 		for i, e := range effects {

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/skeinlang/skein/vm"
 )
 
 // Run is a run's record.
@@ -244,6 +246,11 @@ type Effect struct {
 	Stderr    string
 	Truncated bool
 	OnExit    bool // an effect of the flow's exit handler
+	// Rendered is what the attempt ran: a task's argv after its
+	// templates, a model call's messages (keys masked); nil for an
+	// effect with nothing rendered, and for attempts recorded before
+	// skein kept it.
+	Rendered *vm.Rendered
 	// Model calls.
 	Model            string
 	Answer           string
@@ -266,7 +273,7 @@ func (s *Store) Effects(id string, afterID int64) ([]*Effect, error) {
 	rows, err := s.db.Query(`SELECT e.id, e.path, e.step, e.kind, e.visit, e.attempt, e.status, COALESCE(e.done, 0), COALESCE(e.code, ''),
 		COALESCE(e.error, ''), e.output, COALESCE(e.exit_code, 0), COALESCE(e.stdout, ''), COALESCE(e.stderr, ''), COALESCE(e.truncated, 0),
 		e.on_exit, e.started, COALESCE(e.ended, 0), COALESCE(e.model, ''), COALESCE(e.answer, ''),
-		COALESCE(e.prompt_tokens, 0), COALESCE(e.completion_tokens, 0)
+		COALESCE(e.prompt_tokens, 0), COALESCE(e.completion_tokens, 0), e.rendered
 		FROM effects e WHERE e.id > ? AND e.id < ? ORDER BY e.id`, max(lo, afterID), hi)
 	if err != nil {
 		return nil, s.fail(err)
@@ -275,12 +282,18 @@ func (s *Store) Effects(id string, afterID int64) ([]*Effect, error) {
 	var out []*Effect
 	for rows.Next() {
 		e := &Effect{}
-		var output sql.NullString
+		var output, rendered sql.NullString
 		var started, ended int64
 		if err := rows.Scan(&e.ID, &e.Path, &e.Step, &e.Kind, &e.Visit, &e.Attempt, &e.Status, &e.Done, &e.Code, &e.Error,
 			&output, &e.ExitCode, &e.Stdout, &e.Stderr, &e.Truncated, &e.OnExit, &started, &ended,
-			&e.Model, &e.Answer, &e.PromptTokens, &e.CompletionTokens); err != nil {
+			&e.Model, &e.Answer, &e.PromptTokens, &e.CompletionTokens, &rendered); err != nil {
 			return nil, s.fail(err)
+		}
+		if rendered.Valid {
+			var r vm.Rendered
+			if json.Unmarshal([]byte(rendered.String), &r) == nil {
+				e.Rendered = &r
+			}
 		}
 		if output.Valid {
 			e.Output = json.RawMessage(output.String)

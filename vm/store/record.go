@@ -343,9 +343,10 @@ func (s *Store) Continue(id string, opts RunOptions) (*Recorder, error) {
 // queues the completion before passing it on. A store that cannot be
 // written stops the run (store_error).
 func (rec *Recorder) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	rendered := renderedJSON(req)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	id := rec.queueStart(req, req.Attempt)
+	id := rec.queueStart(req, req.Attempt, rendered)
 	rec.then = append(rec.then, func(err error) {
 		if err != nil {
 			done(rec.storeStop(err))
@@ -396,13 +397,28 @@ func (rec *Recorder) ended(id int64, req *vm.EffectRequest, done func(*vm.Effect
 	}
 }
 
-// queueStart queues the start row of an attempt and returns its id. It is
-// called holding rec.mu.
-func (rec *Recorder) queueStart(req *vm.EffectRequest, attempt int) int64 {
+// queueStart queues the start row of an attempt, with what it runs
+// (renderedJSON's), and returns its id. It is called holding rec.mu.
+func (rec *Recorder) queueStart(req *vm.EffectRequest, attempt int, rendered any) int64 {
 	rec.last++
 	id := rec.last
-	rec.queue(write{ins: true, step: req.Step, args: []any{id, rec.n, EffectPath(req), req.Step, req.Kind.String(), req.Visit, attempt, req.OnExit, nanos(time.Now())}})
+	rec.queue(write{ins: true, step: req.Step, args: []any{id, rec.n, EffectPath(req), req.Step, req.Kind.String(), req.Visit, attempt, req.OnExit, nanos(time.Now()), rendered}})
 	return id
+}
+
+// renderedJSON is what req runs as its start row's rendered column has
+// it: [vm.EffectRequest.Rendered] as JSON (its keys masked), or nil for
+// nothing.
+func renderedJSON(req *vm.EffectRequest) any {
+	r := req.Rendered()
+	if r == nil {
+		return nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil
+	}
+	return string(b)
 }
 
 // queue adds w to the batch, making sure it commits within flushDelay. It
@@ -696,8 +712,8 @@ func merge(batch []write) []write {
 			if i, ok := at[id]; ok {
 				st := out[i].args
 				// id, run, path, step, kind, visit, attempt, on_exit,
-				// started, then the end's columns but its id.
-				whole := make([]any, 0, 23)
+				// started, rendered, then the end's columns but its id.
+				whole := make([]any, 0, insArgs+endArgs-1)
 				whole = append(whole, st...)
 				whole = append(whole, w.args[:len(w.args)-1]...)
 				out[i] = write{ins: true, fin: true, step: w.step, args: whole}
@@ -1054,7 +1070,7 @@ func (rec *Recorder) record(req *vm.EffectRequest, attempt int, c *vm.EffectComp
 		rec.mu.Unlock()
 		return rec.failed
 	}
-	id := rec.queueStart(req, attempt)
+	id := rec.queueStart(req, attempt, renderedJSON(req))
 	err := rec.queueEnd(id, req, c)
 	rec.mu.Unlock()
 	if err != nil {

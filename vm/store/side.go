@@ -39,7 +39,13 @@ import (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // sideMagic opens the header's payload (and names the format's version).
-const sideMagic = "skein-side-journal 1\n"
+// Version 1's start rows had no rendered column (insArgs1 arguments); a
+// side journal of version 1, left by a skein that died before an
+// upgrade, still folds in.
+const (
+	sideMagic  = "skein-side-journal 2\n"
+	sideMagic1 = "skein-side-journal 1\n"
+)
 
 // Kinds of write in a batch record.
 const (
@@ -62,8 +68,9 @@ const frameHeader = 8
 // insArgs and endArgs are how many arguments a start row and an end take
 // (see queueStart and queueEnd).
 const (
-	insArgs = 9
-	endArgs = 15
+	insArgs  = 10
+	insArgs1 = 9 // version 1's
+	endArgs  = 15
 )
 
 // sideHeader is the owner of a side journal.
@@ -244,10 +251,17 @@ func nextRecord(b []byte) (payload, rest []byte, ok bool) {
 // whole header (nothing was ever acted on).
 func decodeSide(b []byte) (h sideHeader, writes []write, ok bool) {
 	payload, b, ok := nextRecord(b)
-	if !ok || !bytes.HasPrefix(payload, []byte(sideMagic)) {
+	ins := insArgs
+	switch {
+	case !ok:
+		return h, nil, false
+	case bytes.HasPrefix(payload, []byte(sideMagic)):
+	case bytes.HasPrefix(payload, []byte(sideMagic1)):
+		ins = insArgs1
+	default:
 		return h, nil, false
 	}
-	d := decoder{b: payload[len(sideMagic):]}
+	d := decoder{b: payload[len(sideMagic):]} // (both magics are as long)
 	h.run, h.host = d.string(), d.string()
 	pid := d.varint()
 	h.start = d.string()
@@ -260,7 +274,7 @@ func decodeSide(b []byte) (h sideHeader, writes []write, ok bool) {
 		if !ok {
 			return h, writes, true
 		}
-		batch, ok := decodeBatch(payload)
+		batch, ok := decodeBatch(payload, ins)
 		if !ok {
 			return h, writes, true
 		}
@@ -269,8 +283,10 @@ func decodeSide(b []byte) (h sideHeader, writes []write, ok bool) {
 	}
 }
 
-// decodeBatch reads a batch record's payload.
-func decodeBatch(payload []byte) ([]write, bool) {
+// decodeBatch reads a batch record's payload, whose start rows have ins
+// arguments (insArgs1 in version 1: the rendered column, missing, is
+// nil).
+func decodeBatch(payload []byte, ins int) ([]write, bool) {
 	d := decoder{b: payload}
 	n := d.uvarint()
 	if n == 0 || n > uint64(len(payload)) {
@@ -282,7 +298,7 @@ func decodeBatch(payload []byte) ([]write, bool) {
 		want := uint64(endArgs)
 		switch d.byte() {
 		case wIns:
-			w.ins, want = true, insArgs
+			w.ins, want = true, uint64(ins)
 		case wEnd:
 		default:
 			return nil, false
@@ -290,9 +306,12 @@ func decodeBatch(payload []byte) ([]write, bool) {
 		if d.uvarint() != want {
 			return nil, false
 		}
-		w.args = make([]any, want)
+		w.args = make([]any, want, max(want, insArgs))
 		for i := range w.args {
 			w.args[i] = d.value()
+		}
+		if w.ins && want < insArgs {
+			w.args = append(w.args, nil) // version 1: nothing rendered
 		}
 		if !wellTyped(w) {
 			return nil, false
@@ -568,7 +587,8 @@ func openRegular(path string) (*os.File, os.FileInfo, error) {
 // side journal in another format than this skein's.
 func otherVersion(b []byte) bool {
 	payload, _, ok := nextRecord(b)
-	return ok && bytes.HasPrefix(payload, []byte("skein-side-journal ")) && !bytes.HasPrefix(payload, []byte(sideMagic))
+	return ok && bytes.HasPrefix(payload, []byte("skein-side-journal ")) &&
+		!bytes.HasPrefix(payload, []byte(sideMagic)) && !bytes.HasPrefix(payload, []byte(sideMagic1))
 }
 
 // fold writes a dead run's side journal writes into the database.
@@ -610,7 +630,7 @@ func (s *Store) fold(run string, writes []write) error {
 
 // The statements of a fold: idempotent versions of the journal's own.
 const (
-	foldIns   = `INSERT OR IGNORE INTO effects (id, run, path, step, kind, visit, attempt, on_exit, status, started) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)`
+	foldIns   = `INSERT OR IGNORE INTO effects (id, run, path, step, kind, visit, attempt, on_exit, status, started, rendered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)`
 	foldEnd   = `UPDATE effects SET status = ?, done = ?, code = ?, error = ?, output = ?, exit_code = ?, stdout = ?, stderr = ?, truncated = ?, ended = ?, model = ?, answer = ?, prompt_tokens = ?, completion_tokens = ? WHERE id = ?`
 	foldWhole = insWholeSQL
 )

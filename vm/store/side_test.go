@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,10 +22,10 @@ import (
 // sideBatches are two batches as the Recorder writes them: a start row,
 // then its end with the next start row.
 var sideBatches = [][]write{
-	{{ins: true, args: []any{int64(1<<32 + 1), int64(1), "", "a", "task", 1, 1, false, int64(1700000000000000000)}}},
+	{{ins: true, args: []any{int64(1<<32 + 1), int64(1), "", "a", "task", 1, 1, false, int64(1700000000000000000), `{"argv":["echo","hi"]}`}}},
 	{
 		{args: []any{"succeeded", int64(1), "", "", nil, 0, "out\x00\xff", "", false, int64(1700000000000000001), nil, nil, nil, nil, int64(1<<32 + 1)}},
-		{ins: true, args: []any{int64(1<<32 + 2), int64(1), "per[2]/x", "b", "llm", 3, 2, true, int64(-5)}},
+		{ins: true, args: []any{int64(1<<32 + 2), int64(1), "per[2]/x", "b", "llm", 3, 2, true, int64(-5), nil}},
 	},
 }
 
@@ -158,7 +159,7 @@ func deadRun(t *testing.T) (*Store, string, []byte) {
 	})
 	for _, step := range []string{"a", "b"} {
 		ch := make(chan *vm.EffectCompletion, 1)
-		rec.Start(context.Background(), &vm.EffectRequest{Kind: graphir.KindTask, Step: step, Visit: 1, Attempt: 1},
+		rec.Start(context.Background(), &vm.EffectRequest{Kind: graphir.KindTask, Step: step, Visit: 1, Attempt: 1, Argv: []string{"echo", step}},
 			func(c *vm.EffectCompletion) { ch <- c })
 		rec.Idle(nil)
 		<-ch
@@ -197,6 +198,9 @@ func TestFoldTwice(t *testing.T) {
 	if len(once) != 2 || once[0].Status != "succeeded" || once[1].Status != "succeeded" || once[1].Stdout != "out of b" || once[1].Done != 2 {
 		t.Fatalf("folded effects: %+v %+v", once[0], once[len(once)-1])
 	}
+	if r := once[1].Rendered; r == nil || !slices.Equal(r.Argv, []string{"echo", "b"}) {
+		t.Errorf("folded rendered argv: %+v, want echo b", r)
+	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -205,6 +209,43 @@ func TestFoldTwice(t *testing.T) {
 	}
 	if diff := cmp.Diff(once, effectsOf(t, s, "r1")); diff != "" {
 		t.Errorf("folded twice (-once +twice):\n%s", diff)
+	}
+}
+
+// A side journal of version 1 (start rows without what the attempt
+// rendered), left by a skein that died before an upgrade, still folds
+// in: its attempts have nothing rendered.
+func TestFoldVersion1(t *testing.T) {
+	s, rec := beginRun(t)
+	defer s.Close()
+	isAlive = func(pid int, _, _ string) bool { return pid != 7 }
+	defer func() { isAlive = alive }()
+	b, _ := frame(nil, func(b []byte) ([]byte, error) {
+		b = append(b, sideMagic1...)
+		b = appendString(b, "r1")
+		b = appendString(b, "h")
+		b = binary.AppendVarint(b, 7)
+		return appendString(b, "1"), nil
+	})
+	lo, _ := effectIDs(rec.n)
+	b, err := appendBatch(b, []write{
+		{ins: true, args: []any{lo + 1, rec.n, "", "a", "task", 1, 1, false, int64(1)}},
+		{args: []any{"succeeded", int64(1), "", "", nil, 0, "out", "", false, int64(2), nil, nil, nil, nil, lo + 1}},
+		{ins: true, args: []any{lo + 2, rec.n, "", "b", "task", 1, 1, false, int64(3)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.sideDir(), "r1.7.1"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.foldDead("r1"); err != nil {
+		t.Fatal(err)
+	}
+	got := effectsOf(t, s, "r1")
+	if len(got) != 2 || got[0].Step != "a" || got[0].Status != "succeeded" || got[0].Stdout != "out" || got[1].Status != Running ||
+		got[0].Rendered != nil || got[1].Rendered != nil {
+		t.Fatalf("folded version 1: %+v", got)
 	}
 }
 
@@ -368,7 +409,7 @@ func TestFoldOtherVersion(t *testing.T) {
 	s, rec := beginRun(t)
 	defer s.Close()
 	path := filepath.Join(s.sideDir(), "r1.1.1")
-	b, _ := frame(nil, func(b []byte) ([]byte, error) { return append(b, "skein-side-journal 2\nwhatever"...), nil })
+	b, _ := frame(nil, func(b []byte) ([]byte, error) { return append(b, "skein-side-journal 3\nwhatever"...), nil })
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -173,7 +173,7 @@ func (s *Store) prepareJournal() error {
 		{&s.begin, `BEGIN IMMEDIATE`},
 		{&s.commit, `COMMIT`},
 		{&s.rollback, `ROLLBACK`},
-		{&s.insEffect, `INSERT INTO effects (id, run, path, step, kind, visit, attempt, on_exit, status, started) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)`},
+		{&s.insEffect, `INSERT INTO effects (id, run, path, step, kind, visit, attempt, on_exit, status, started, rendered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)`},
 		{&s.endEffect, `UPDATE effects SET status = ?, done = ?, code = ?, error = ?, output = ?, exit_code = ?, stdout = ?, stderr = ?, truncated = ?, ended = ?, model = ?, answer = ?, prompt_tokens = ?, completion_tokens = ? WHERE id = ?`},
 		{&s.insWhole, insWholeSQL},
 		{&s.endRun, `UPDATE runs SET status = ?, error_code = ?, error_step = ?, error_msg = ?, ended = ?, result = ?, owner_pid = NULL WHERE n = ?`},
@@ -187,9 +187,9 @@ func (s *Store) prepareJournal() error {
 
 // insWholeSQL writes an effect's whole row at once: its start row's
 // columns, then its end's (see merge).
-const insWholeSQL = `INSERT OR REPLACE INTO effects (id, run, path, step, kind, visit, attempt, on_exit, started,
+const insWholeSQL = `INSERT OR REPLACE INTO effects (id, run, path, step, kind, visit, attempt, on_exit, started, rendered,
 	status, done, code, error, output, exit_code, stdout, stderr, truncated, ended, model, answer, prompt_tokens, completion_tokens)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // Close closes the store.
 func (s *Store) Close() error {
@@ -349,6 +349,10 @@ var migrations = []string{
 	// with the decision (a JSON object of every field).
 	`ALTER TABLE approvals ADD COLUMN fields TEXT;
 	ALTER TABLE approvals ADD COLUMN vals TEXT;`,
+	// What an attempt actually ran (vm.Rendered as JSON: a task's argv
+	// after its templates, a model call's messages), keys masked,
+	// recorded with its start row. NULL for attempts recorded before.
+	`ALTER TABLE effects ADD COLUMN rendered TEXT;`,
 }
 
 // effectIDs is the range of effect ids of run n: [lo, hi).

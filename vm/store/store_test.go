@@ -144,6 +144,44 @@ edge(fix, END)
 	}
 }
 
+// What each attempt ran is recorded with it, after its templates: a
+// task's argv, a shell's, a model call's messages; an fn step records
+// nothing, and an effect with nothing rendered has none.
+func TestRecordRendered(t *testing.T) {
+	s := open(t)
+	src := `
+model("m", provider = "stub", answers = [{"reply": "fine"}])
+flow(inputs = {"who": input(type = "string", default = "Ann")})
+a = step("a", run = ["echo", "hi {{ inputs.who }}"])
+b = step("b", shell = "echo two")
+c = step("c", llm = "ask {{ inputs.who }}", system = "be brief", model = "m")
+w = step("w", wait = "1ms")
+chain(START, a, b, c, w, END)
+`
+	g := loadFlow(t, src)
+	res, rec := record(t, s, g, src, vm.Options{Parallel: 1})
+	if res.Status != vm.Succeeded {
+		t.Fatalf("run: %s %+v", res.Status, res.Error)
+	}
+	effects, err := s.Effects(rec.ID(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*vm.Rendered{}
+	for _, e := range effects {
+		got[e.Step] = e.Rendered
+	}
+	want := map[string]*vm.Rendered{
+		"a": {Argv: []string{"echo", "hi Ann"}},
+		"b": {Argv: []string{"/bin/sh", "-c", "echo two"}},
+		"c": {Messages: []vm.RenderedMessage{{Role: "system", Content: "be brief"}, {Role: "user", Content: "ask Ann"}}},
+		"w": nil,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rendered (-want +got):\n%s", diff)
+	}
+}
+
 // Run references: exact ids, unique prefixes, last; ambiguity and misses
 // are errors naming the candidates.
 func TestResolve(t *testing.T) {

@@ -746,6 +746,7 @@ class RunView {
         a.kind === "task" || a.kind === "shell" ? [h("dt", {}, "Exit code"), h("dd", {}, a.ended ? String(a.exit_code) : "")] : null,
         a.on_exit ? [h("dt", {}, "Part of"), h("dd", {}, "the exit handler")] : null),
       a.error ? h("div", { class: "error-box" }, h("strong", {}, a.error), a.code ? h("div", { class: "muted" }, `(${a.code})`) : null) : null,
+      rendered(a.rendered),
       a.kind === "task" || a.kind === "shell" || stdout || stderr
         ? [outputBlock("Output (stdout)", stdout, { "data-stream": "stdout" }), outputBlock("Errors (stderr)", stderr, { "data-stream": "stderr" })] : null,
       a.truncated ? h("p", { class: "muted" }, "The output was cut: only its first part was kept.") : null,
@@ -762,12 +763,35 @@ class RunView {
   }
 }
 
+// argvText is a command's words as a shell line, quoting those that need it.
+function argvText(argv) {
+  return argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(" ");
+}
+
+// rendered shows what an attempt actually ran, its templates filled in:
+// the command, or the messages sent to the model.
+function rendered(r) {
+  if (!r) return null;
+  if (r.argv && r.argv.length) {
+    const sh = r.argv.length === 3 && r.argv[0] === "/bin/sh" && r.argv[1] === "-c";
+    return h("div", { class: "rendered" }, h("h3", {}, sh ? "Script it ran" : "Command it ran"),
+      h("pre", { class: "def", "data-rendered": "argv" }, visible(sh ? r.argv[2] : argvText(r.argv))));
+  }
+  if (r.messages && r.messages.length) {
+    const who = { system: "Instructions", user: "Prompt", assistant: "Model", tool: "Tool result" };
+    return h("div", { class: "rendered" }, h("h3", {}, "Prompt it sent"),
+      r.messages.map((m) => h("div", { class: "message" }, h("div", { class: "muted" }, who[m.role] || m.role),
+        h("pre", { class: "def", "data-rendered": m.role }, visible(m.content)))));
+  }
+  return null;
+}
+
 // definition shows what a step is written to do: its command, script,
 // prompt, question or function.
 function definition(n) {
   const rows = [];
   const add = (label, value) => rows.push(h("h3", {}, label), value);
-  if (n.run) add("Command", h("pre", { class: "def" }, n.run.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(" ")));
+  if (n.run) add("Command", h("pre", { class: "def" }, argvText(n.run)));
   if (n.shell) add("Shell script", h("pre", { class: "def" }, n.shell));
   if (n.llm) add("Prompt", h("pre", { class: "def" }, n.llm));
   if (n.agent) add("Task given to the agent", h("pre", { class: "def" }, n.agent));

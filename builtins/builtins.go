@@ -10,6 +10,7 @@ package builtins
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -267,6 +268,26 @@ func (c *call) target(param string, v starlark.Value) (graphir.Target, error) {
 	return graphir.Target{}, c.errorf("%s must be a step or a step name, got %s", param, describe(v))
 }
 
+// keywordAliases are keywords people bring from other tools (and
+// Python), with the keyword meant, when spelling alone does not find it.
+var keywordAliases = map[string]string{
+	"retry":       "retries",
+	"max_retries": "retries",
+	"attempts":    "retries",
+	"cmd":         "run",
+	"command":     "run",
+	"argv":        "run",
+	"script":      "shell",
+	"cwd":         "dir",
+	"workdir":     "dir",
+	"environment": "env",
+	"func":        "fn",
+	"function":    "fn",
+	"prompt":      "llm",
+	"deadline":    "timeout",
+	"sleep":       "wait",
+}
+
 // unpack binds the arguments of a call to params, a builtin's parameter
 // names in order (a trailing "?" marks an optional one), storing each in
 // the matching element of out. Unlike starlark.UnpackArgs it allocates
@@ -285,7 +306,11 @@ func (c *call) unpack(args starlark.Tuple, kwargs []starlark.Tuple, params []str
 			for j, p := range params {
 				names[j] = strings.TrimSuffix(p, "?")
 			}
-			if near := spell.Nearest(k, names); near != "" {
+			near := spell.Nearest(k, names)
+			if alias := keywordAliases[k]; near == "" && slices.Contains(names, alias) {
+				near = alias
+			}
+			if near != "" {
 				return fmt.Errorf("%s: unexpected keyword argument %q (did you mean %q?)", c.fn, k, near)
 			}
 			return fmt.Errorf("%s: unexpected keyword argument %q (want one of %s)", c.fn, k, strings.Join(names, ", "))

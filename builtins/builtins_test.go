@@ -125,7 +125,10 @@ func TestStepBad(t *testing.T) {
 		{src: `step(None)`, frag: `step: name must be a string, got None`},
 		{src: `step("x", "echo")`, frag: `step: takes 1 positional argument (name); give the others by keyword`},
 		{src: `step("x", rn = ["echo"])`, frag: `step: unexpected keyword argument "rn"`, hint: `did you mean "run"?`},
-		{src: `step("x", command = ["echo"])`, frag: `step: unexpected keyword argument "command" (want one of name, run, shell, fn, flow, args, env, stdin, dir, inputs, max_visits, retries, backoff, timeout, join, llm, system, model, schema, max_tokens, retry_when, wait, approve, agent, tools, max_turns, backoff_factor, max_backoff, jitter, wait_until, partial, fields)`},
+		// Habits from other tools: the keyword meant, not all of them.
+		{src: `step("x", run = ["echo"], retry = 3)`, frag: `step: unexpected keyword argument "retry"`, hint: `did you mean "retries"?`},
+		{src: `step("x", command = ["echo"])`, frag: `step: unexpected keyword argument "command"`, hint: `did you mean "run"?`},
+		{src: `step("x", colour = ["echo"])`, frag: `step: unexpected keyword argument "colour" (want one of name, run, shell, fn, flow, args, env, stdin, dir, inputs, max_visits, retries, backoff, timeout, join, llm, system, model, schema, max_tokens, retry_when, wait, approve, agent, tools, max_turns, backoff_factor, max_backoff, jitter, wait_until, partial, fields)`},
 		{src: `step("x", run = ["echo"], shell = "echo")`, frag: `step "x": give at most one of run, shell, fn, flow, llm, agent, wait, wait_until, approve; got run and shell`},
 		{src: `step("x", fn = len, flow = "c.star")`, frag: `step "x": give at most one of run, shell, fn, flow, llm, agent, wait, wait_until, approve; got fn and flow`},
 		{src: `step("x", run = "echo hi")`, frag: `step "x": run must be a list of strings, got string "echo hi"`,

@@ -62,6 +62,7 @@ func init() {
 		checkScopes,       // scopes.go
 		checkExprs,        // exprs.go
 		checkInterpreters, // interpreters.go
+		checkOneString,    // interpreters.go
 		checkStdinCode,    // interpreters.go
 		checkCycles,       // cycles.go
 		checkJoins,        // cycles.go

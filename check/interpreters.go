@@ -397,3 +397,54 @@ func checkStdinCode(p *pass) {
 		}
 	}
 }
+
+// knownPrograms are programs a run= item names with its arguments often
+// enough, in a flow, that an item holding one and a space is surely the
+// mistake argv_one_string warns of (the interpreters count too).
+var knownPrograms = map[string]bool{
+	"npm": true, "npx": true, "yarn": true, "pnpm": true, "make": true, "go": true, "cargo": true,
+	"rustc": true, "gcc": true, "cc": true, "clang": true, "mvn": true, "gradle": true, "dotnet": true,
+	"pip": true, "pip3": true, "uv": true, "poetry": true, "pytest": true, "tox": true, "bundle": true,
+	"rake": true, "gem": true, "composer": true, "git": true, "docker": true, "podman": true,
+	"kubectl": true, "helm": true, "terraform": true, "ansible-playbook": true, "curl": true,
+	"wget": true, "echo": true, "printf": true, "cat": true, "ls": true, "cp": true, "mv": true,
+	"rm": true, "mkdir": true, "grep": true, "sed": true, "awk": true, "jq": true, "tar": true,
+	"ssh": true, "scp": true, "rsync": true, "sleep": true, "test": true, "true": true, "false": true,
+	"env": true, "sudo": true, "timeout": true, "xargs": true, "find": true, "touch": true,
+	"eslint": true, "tsc": true, "jest": true, "vitest": true, "ruff": true, "black": true, "mypy": true,
+}
+
+// checkOneString warns of a run= whose first item is a known program and
+// its arguments in one string (run = ["npm test"]): run= never splits, so
+// the step would look for a program called "npm test".
+func checkOneString(p *pass) {
+	for _, n := range p.g.Steps() {
+		if n.Kind != graphir.KindTask || len(n.Argv) == 0 || !n.Argv[0].IsLiteral() {
+			continue
+		}
+		words := strings.Fields(n.Argv[0].Src)
+		if len(words) < 2 {
+			continue
+		}
+		prog := words[0]
+		_, interp := interpreterOf(prog)
+		path := strings.HasPrefix(prog, "./") || strings.HasPrefix(prog, "../") || strings.HasPrefix(prog, "/")
+		if !knownPrograms[prog] && !interp && !path {
+			continue
+		}
+		items := make([]string, len(words))
+		for i, w := range words {
+			items[i] = fmt.Sprintf("%q", w)
+		}
+		hint := fmt.Sprintf("give each argument as an item of its own: run = [%s]", strings.Join(items, ", "))
+		if strings.ContainsAny(n.Argv[0].Src, "|&;<>$`*") {
+			hint = fmt.Sprintf("a command line with pipes, && or redirections needs a shell: shell = %q", n.Argv[0].Src)
+		}
+		at := n.Argv[0].Pos
+		if !at.IsValid() {
+			at = n.Pos
+		}
+		p.report(codes.ArgvOneString, n, at,
+			fmt.Sprintf("run= of step %q starts with %q, one item holding a program and its arguments: run= never splits it, so the step would look for a program called %q", n.Name, n.Argv[0].Src, n.Argv[0].Src), hint)
+	}
+}

@@ -4,11 +4,12 @@ package lang
 // make sense where NAME is written: in an argument of edge(), chain(),
 // router(), loop() or map() that takes steps, the step variables of the
 // file come first; anywhere, the file's own names win over builtins that
-// are as near.
+// are as near. It also names the Starlark way for Python's habits.
 
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -17,6 +18,8 @@ import (
 	"go.starlark.net/syntax"
 
 	"github.com/skeinlang/skein/builtins"
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/spell"
 )
 
@@ -192,4 +195,76 @@ func spans(n syntax.Node, pos syntax.Position) bool {
 
 func posLE(a, b syntax.Position) bool {
 	return a.Line < b.Line || a.Line == b.Line && a.Col <= b.Col
+}
+
+// withPythonHint gives e the hint [pythonHint] has for it, if any, in
+// place of a did-you-mean (sum is not a typo of str).
+func withPythonHint(src string, e *graphir.Error) *graphir.Error {
+	if h := pythonHint(src, e); h != "" {
+		e.Hint = h
+	}
+	return e
+}
+
+// pythonHint returns advice for an error that Python's habits cause, at
+// e's position in src, naming the Starlark way; "" for other errors.
+// Starlark reads like Python but has no import, no f-strings and fewer
+// builtins, and load is a statement: the raw parser messages for these
+// ("got '=', want '('") do not say so.
+func pythonHint(src string, e *graphir.Error) string {
+	if e == nil || e.Code != codes.ParseError {
+		return ""
+	}
+	line := lineAt(src, e.Pos.Line)
+	before := ""
+	if c := e.Pos.Col - 1; c >= 0 && c <= len(line) {
+		before = line[:c]
+	}
+	switch {
+	case strings.HasPrefix(e.Msg, "got import") || strings.HasPrefix(e.Msg, "got from") && strings.HasPrefix(strings.TrimSpace(line), "from "):
+		return `Starlark has no import: load("lib.star", "name") loads a name from a module of your own, json, math and re are already there, and files, processes and the environment belong in a step (run = ["cmd", ...])`
+	case strings.HasPrefix(e.Msg, "got '=', want '('") && loadName.MatchString(before):
+		return `load is a statement of Starlark (load("lib.star", "name")), not a name a variable can take: call it something else, e.g. load_step`
+	case strings.HasPrefix(e.Msg, "got string literal") && fPrefix.MatchString(before):
+		return `Starlark has no f-strings: write "hi %s" % name or "hi {}".format(name); in a step's run=, args= or prompt, a template "{{ inputs.name }}" reads a run's values`
+	}
+	if name, ok := strings.CutPrefix(e.Msg, "undefined: "); ok {
+		if h, found := pythonBuiltins[name]; found {
+			return h
+		}
+	}
+	return ""
+}
+
+var (
+	// loadName is the text of a line up to an "=" after a variable
+	// named load.
+	loadName = regexp.MustCompile(`(^|[^A-Za-z0-9_.])load\s*$`)
+	// fPrefix is the text of a line up to a string literal that starts
+	// an f-string (f"...", rf'...').
+	fPrefix = regexp.MustCompile(`(^|[^A-Za-z0-9_])[rR]?[fF][rR]?$`)
+)
+
+// pythonBuiltins are Python builtins Starlark lacks, with what to write
+// instead.
+var pythonBuiltins = map[string]string{
+	"sum":        "Starlark has no sum(): add in a loop (total = 0, then for x in xs: total += x), in a def",
+	"open":       `Starlark cannot open files while a flow loads or runs: read one in a step (run = ["cat", "notes.txt"]) and use its text`,
+	"isinstance": `Starlark has no isinstance(): compare type(x) == "list" (or "dict", "string", "int")`,
+	"round":      "Starlark has no round(): int(x + 0.5) rounds a positive number, or keep the float",
+}
+
+// lineAt returns line n (1-based) of src, without its end.
+func lineAt(src string, n int) string {
+	for i := 1; i < n; i++ {
+		j := strings.IndexByte(src, '\n')
+		if j < 0 {
+			return ""
+		}
+		src = src[j+1:]
+	}
+	if j := strings.IndexByte(src, '\n'); j >= 0 {
+		src = src[:j]
+	}
+	return src
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -216,7 +217,7 @@ func (l *loader) exec(file string, src []byte) (starlark.StringDict, error) {
 			e.Pos = graphir.SyntaxErrorStart(string(src), e)
 			err = e
 		}
-		return nil, convert(err, nil)
+		return nil, withPythonHint(string(src), convert(err, nil))
 	}
 	stdlib.Rewrite(f) // bound the values one operation makes
 	prog, err := starlark.FileProgram(f, builtins.Predeclared().Has)
@@ -231,7 +232,7 @@ func (l *loader) exec(file string, src []byte) (starlark.StringDict, error) {
 				e.Hint = h
 			}
 		}
-		return nil, e
+		return nil, withPythonHint(string(src), e)
 	}
 	l.s.loc.add(f)
 
@@ -468,6 +469,31 @@ func (l *loader) loadChildren(file string, chain []string) {
 	}
 }
 
+// nearFlow is the did-you-mean for a child flow rel (path from here) that
+// does not exist: the nearest .star file in its folder, written as rel
+// writes it, when its folder is on this machine's disk (a worker's
+// sources are only those sent).
+func (l *loader) nearFlow(rel, path string) string {
+	ents, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return ""
+	}
+	var names []string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".star") && !strings.HasSuffix(e.Name(), "_test.star") && !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	near := spell.Nearest(filepath.Base(rel), names)
+	if near == "" {
+		return ""
+	}
+	if dir, _ := filepath.Split(rel); dir != "" {
+		near = dir + near
+	}
+	return fmt.Sprintf("did you mean %q?", near)
+}
+
 // loadChild loads the child flow that the literal flow= template ref of
 // step (or of a tool, when step is "") names: its path, its graph when it
 // loaded, and why it could not be.
@@ -501,7 +527,7 @@ func (l *loader) loadChild(file string, chain []string, ref *graphir.Template, s
 			var pe *fs.PathError
 			switch {
 			case errors.As(err, &pe) && errors.Is(pe.Err, fs.ErrNotExist):
-				c.err = &graphir.Error{Code: codes.SubflowNotFound, Msg: fmt.Sprintf("child flow %s does not exist", path)}
+				c.err = &graphir.Error{Code: codes.SubflowNotFound, Msg: fmt.Sprintf("child flow %s does not exist", path), Hint: l.nearFlow(rel, path)}
 			case errors.As(err, &pe):
 				// A directory, say: still the step's flow= that is wrong.
 				c.err = &graphir.Error{Code: codes.SubflowNotFound, Msg: fmt.Sprintf("child flow %s cannot be read: %v", path, pe.Err), Err: err}

@@ -392,6 +392,24 @@ func TestLoadSyntaxError(t *testing.T) {
 		wantError(t, err, "parse_error", tc.pos, tc.frag)
 	}
 
+	// Python's habits get a hint naming the Starlark way.
+	for _, tc := range []struct{ src, pos, frag, hint string }{
+		{"load = step(\"load\")\n", "flow.star:1:6", "got '=', want '('", "load is a statement of Starlark"},
+		{"x = 1\ns = step(\"s\", run = [\"echo\", f\"v{x}\"])\n", "flow.star:2:31", "got string literal", "Starlark has no f-strings"},
+		{"import os\n", "flow.star:1:1", "got import", "Starlark has no import: load("},
+		{"from os import path\n", "flow.star:1:1", "got from", "Starlark has no import"},
+		{"n = sum([1, 2])\n", "flow.star:1:5", "undefined: sum", "Starlark has no sum()"},
+		{"s = step(\"s\", fn = lambda r: sum([1]))\n", "flow.star:1:30", "undefined: sum", "Starlark has no sum()"},
+		// Not a habit: no such hint.
+		{"loader = step(\"s\")\nloader = = 1\n", "flow.star:2:10", "want primary expression", ""},
+	} {
+		_, err := memFS{"flow.star": tc.src}.load(t, "flow.star")
+		wantError(t, err, "parse_error", tc.pos, tc.frag)
+		if h := hintOf(err); tc.hint == "" && strings.Contains(h, "Starlark") || !strings.Contains(h, tc.hint) {
+			t.Errorf("%q: hint %q, want %q", tc.src, h, tc.hint)
+		}
+	}
+
 	// Misspelled names get a hint.
 	_, err := memFS{"flow.star": "s = step(\"a\")\nchian(START, s, END)\n"}.load(t, "flow.star")
 	wantError(t, err, "parse_error", "flow.star:2:1", "undefined: chian")

@@ -229,7 +229,7 @@ func (s *Session) Exec(ctx context.Context, src string) (starlark.Value, error) 
 		err = graphir.BoundDepth(f)
 	}
 	if err != nil {
-		return nil, convert(err, nil)
+		return nil, withPythonHint(src, convert(err, nil))
 	}
 	stdlib.Rewrite(f) // bound the values one operation makes
 	s.ls.loc.add(f)
@@ -261,13 +261,13 @@ func (s *Session) Exec(ctx context.Context, src string) (starlark.Value, error) 
 		if e, ok := f.Stmts[0].(*syntax.ExprStmt); ok {
 			v, err := starlark.EvalExprOptions(chunkOptions, thread, e.X, s.globals)
 			if err != nil {
-				return nil, s.hint(f, err, convert(err, s.ls.loc))
+				return nil, withPythonHint(src, s.hint(f, err, convert(err, s.ls.loc)))
 			}
 			return v, nil
 		}
 	}
 	if err := starlark.ExecREPLChunk(f, thread, s.globals); err != nil {
-		return nil, s.hint(f, err, convert(err, s.ls.loc))
+		return nil, withPythonHint(src, s.hint(f, err, convert(err, s.ls.loc)))
 	}
 	return nil, nil
 }

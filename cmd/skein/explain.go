@@ -27,11 +27,18 @@ const (
 // outputTail returns the last lines a failed task printed, bounded (see
 // tailLines and tailBytes), made visible: its stderr, or its stdout when
 // stderr is empty. The first result names the stream; both are "" when
-// the step printed nothing or is no task.
+// the step printed nothing or is no task. A stderr that only says what
+// the step's error says (a task that could not start) is not shown again.
 func outputTail(output starlark.Value) (stream string, lines []string) {
 	m, ok := output.(starlark.HasAttrs)
 	if !ok {
 		return "", nil
+	}
+	errMsg := ""
+	if v, err := m.Attr("error"); err == nil {
+		if s, ok := v.(starlark.String); ok {
+			errMsg = strings.TrimSpace(string(s))
+		}
 	}
 	for _, name := range []string{"stderr", "stdout"} {
 		v, err := m.Attr(name)
@@ -39,7 +46,7 @@ func outputTail(output starlark.Value) (stream string, lines []string) {
 			return "", nil // no task output
 		}
 		s, ok := v.(starlark.String)
-		if !ok || strings.TrimSpace(string(s)) == "" {
+		if !ok || strings.TrimSpace(string(s)) == "" || name == "stderr" && errMsg != "" && strings.TrimSpace(string(s)) == errMsg {
 			continue
 		}
 		return name, textTail(string(s))

@@ -43,6 +43,7 @@ const (
 	InputType                Code = "input_type"
 	ShellInterpolation       Code = "shell_interpolation"
 	InterpreterInterpolation Code = "interpreter_interpolation"
+	ArgvOneString            Code = "argv_one_string"
 	ModelUnknown             Code = "model_unknown"
 	RoutesMissing            Code = "routes_missing"
 	SchemaInvalid            Code = "schema_invalid"
@@ -159,6 +160,7 @@ var table = []Info{
 	{InputType, Diagnostic, Error, "a value known before the run does not have the type an input declares, or is not among its choices"},
 	{ShellInterpolation, Diagnostic, Error, "a {{ }} template inside shell=: its value would be parsed by the shell"},
 	{InterpreterInterpolation, Diagnostic, Warning, "a template inside the code an interpreter started with run= runs (sh -c, python -c, ...): its value becomes code"},
+	{ArgvOneString, Diagnostic, Warning, "run= starts with one item holding a known program and its arguments (run = [\"npm test\"]): run= never splits, so it would look for a program called \"npm test\""},
 	{ModelUnknown, Diagnostic, Error, "a step, LLM router or judge() names model = \"x\" and the flow declares models with model(), none called x"},
 	{RoutesMissing, Diagnostic, Error, "a router(llm=...) without routes=, or with labels empty or equal once normalized"},
 	{SchemaInvalid, Diagnostic, Error, "a schema= that is not a JSON Schema object of the supported subset"},

@@ -287,7 +287,7 @@ func startFailure(job *Job, err error) string {
 			path = filepath.Join(job.Dir, path)
 		}
 		if _, serr := os.Stat(path); errors.Is(serr, fs.ErrNotExist) {
-			return fmt.Sprintf("cannot start %q: %s does not exist", name, path)
+			return fmt.Sprintf("cannot start %q: %s does not exist%s", name, path, oneString(name))
 		}
 	}
 	msg := unwrapPath(unwrapExec(err)).Error()
@@ -303,7 +303,20 @@ func startFailure(job *Job, err error) string {
 	case "exec format error":
 		msg += " (not a program this machine runs: a script run directly needs a #! line)"
 	}
-	return fmt.Sprintf("cannot start %q: %s", name, msg)
+	return fmt.Sprintf("cannot start %q: %s%s", name, msg, oneString(name))
+}
+
+// oneString says how to write a program that was given with its
+// arguments in one string (run = ["npm test"]): run= never splits.
+func oneString(name string) string {
+	words := strings.Fields(name)
+	if len(words) < 2 {
+		return ""
+	}
+	for i, w := range words {
+		words[i] = strconv.Quote(w)
+	}
+	return fmt.Sprintf(" (run= takes the program and each argument as items of their own: [%s])", strings.Join(words, ", "))
 }
 
 // unwrapPath is the errno of a path error ("no such file or directory"),

@@ -88,7 +88,9 @@ func lookupEnv(env []string, key string) string {
 // Task runs one attempt of a task or shell step, heartbeating while it
 // runs. The workflow cancelling the activity (the run cancelled, the
 // step's branch abandoned) reaches it through the heartbeat and kills the
-// task's process group, as locally.
+// task's process group, as locally. The task's SKEIN_ATTEMPT counts the
+// step's attempts and the times Temporal ran this one again after a lost
+// worker (the activity's attempts past the first).
 func (a *Activities) Task(ctx context.Context, in TaskInput) (*proc.Outcome, error) {
 	env := a.Env
 	if env == nil {
@@ -97,6 +99,7 @@ func (a *Activities) Task(ctx context.Context, in TaskInput) (*proc.Outcome, err
 	job := in.Job
 	job.Env = append(append([]string(nil), env...), in.Env...)
 	job.Dir = a.dir(in)
+	job.Attempt += int(activity.GetInfo(ctx).Attempt) - 1
 	wctx, stop := keepAlive(ctx)
 	defer stop()
 	o := proc.Run(wctx, &job, nil, nil)

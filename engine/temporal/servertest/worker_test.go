@@ -2,6 +2,7 @@ package servertest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -163,4 +164,65 @@ after = step("after", fn = lambda r: r.a.stdout.strip() + " and after")
 func identityPid(identity string) int {
 	pid, _ := strconv.Atoi(strings.SplitN(identity, "@", 2)[0])
 	return pid
+}
+
+// TestWorkerKilledTwiceAttempts kills (-9) the worker running a task,
+// then the worker running it again: the third run, on the third worker,
+// succeeds, and the task saw SKEIN_ATTEMPT 1, 2 and 3 (Temporal's
+// re-runs after a lost worker count, as a re-run after a crash does
+// locally).
+func TestWorkerKilledTwiceAttempts(t *testing.T) {
+	dir := t.TempDir()
+	flow := writeFlow(t, dir, `
+flow(output = "slow")
+slow = step("slow", run = ["sh", "-c", 'echo "$SKEIN_ATTEMPT $WORKER $$" >> attempts; if [ "$(wc -l < attempts)" -lt 3 ]; then exec sleep 3600; fi; echo "attempt $SKEIN_ATTEMPT"'])
+`)
+	q := queue(t)
+	workers := map[string]*proc{}
+	for _, name := range []string{"w1", "w2", "w3"} {
+		workers[name] = worker(t, q, []string{"WORKER=" + name})
+	}
+	run := start(t, dir, nil, skeinBin, "run", flow, "--engine", "temporal", "--address", address, "--task-queue", q,
+		"--json", "--heartbeat-timeout", "6s")
+	attempts := filepath.Join(dir, "attempts")
+	lines := func() [][]string {
+		b, _ := os.ReadFile(attempts)
+		var l [][]string
+		for _, s := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if f := strings.Fields(s); len(f) == 3 {
+				l = append(l, f)
+			}
+		}
+		return l
+	}
+	for n := 1; n <= 2; n++ {
+		waitFor(t, 2*time.Minute, fmt.Sprintf("run %d of the task", n), func() bool { return len(lines()) >= n })
+		l := lines()[n-1]
+		w, ok := workers[l[1]]
+		if !ok {
+			t.Fatalf("the task ran on %q, not a live worker of the test", l[1])
+		}
+		delete(workers, l[1])
+		pid := atoiPid(t, l[2])
+		w.cmd.Process.Kill()
+		<-w.done
+		t.Cleanup(func() { killGroup(pid) })
+	}
+	if code := run.wait(t, 3*time.Minute); code != 0 {
+		t.Fatalf("skein run: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, run.stdout.String(), run.stderr.String())
+	}
+	var seen []string
+	for _, l := range lines() {
+		seen = append(seen, l[0])
+	}
+	if strings.Join(seen, " ") != "1 2 3" {
+		t.Errorf("the task saw SKEIN_ATTEMPT %v; want 1 2 3", seen)
+	}
+	res, err := temporaltest.Decode([]byte(run.stdout.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Steps["slow"]; res.Status != "succeeded" || got.Visits != 1 || !strings.Contains(fmt.Sprint(got.Output), "stdout:attempt 3") {
+		t.Errorf("status %s, slow %+v; want succeeded, one visit, attempt 3", res.Status, got)
+	}
 }

@@ -298,7 +298,8 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approved bool) {
 	case errors.As(err, &choice):
 		fail(w, http.StatusNotFound, "not_found", err.Error())
 		return
-	case errors.Is(err, store.ErrDecided) || errors.Is(err, store.ErrTimedOut):
+	case errors.Is(err, store.ErrDecided) || errors.Is(err, store.ErrTimedOut) ||
+		errors.Is(err, store.ErrEnded) || errors.Is(err, store.ErrCancelling):
 		fail(w, http.StatusConflict, "conflict", err.Error())
 		return
 	case errors.As(err, new(*runs.ValuesError)):

@@ -13,10 +13,12 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/skeinlang/skein/builtins"
+	"github.com/skeinlang/skein/engine/telemetry"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/vm/proc"
 )
@@ -31,6 +33,13 @@ func process() int {
 	proc.EnableSubreaper() // best effort: elsewhere, only the group is cleaned up
 	code := Main(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr})
 	proc.StopKeeper() // what tasks left behind is gone before skein exits
+	// The spans of the runs (an interrupted one's too) are exported
+	// before skein exits.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := telemetry.Shutdown(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "skein: traces: %v\n", err)
+	}
 	return code
 }
 

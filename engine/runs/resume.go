@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skeinlang/skein/check"
+	"github.com/skeinlang/skein/engine/telemetry"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/internal/spell"
@@ -202,7 +203,8 @@ func (s *Service) Resume(spec *ResumeSpec) (*Run, []check.Diagnostic, error) {
 		return nil, ds, err
 	}
 	run.opts = vm.Options{Parallel: ropts.Parallel, Timeout: ropts.Timeout, MaxTokens: ropts.MaxTokens, Models: spec.Models, Set: set}
-	run.record(rec, &approvals{inner: vm.Local{}, ask: spec.Ask, noDecision: spec.NoDecision}, replay)
+	run.tel = s.tracing().Start(g, telemetry.RunInfo{File: r.File, Predecessor: r.ID})
+	run.record(rec, &approvals{inner: run.tel.Effects(vm.Local{}), ask: spec.Ask, noDecision: spec.NoDecision}, replay)
 	run.opts.LoadFlow = s.childLoader(rec, lo.Recorded, ropts.MaxLoadSteps)
 	return run, ds, nil
 }

@@ -26,6 +26,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/skeinlang/skein/engine/telemetry"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang/frontend"
@@ -47,6 +50,10 @@ type Service struct {
 	// and Recorded are set for each load; a front end sets the rest
 	// (BudgetHint, LeanGC, Print).
 	Load frontend.Options
+	// Telemetry exports the spans of the runs the service starts and
+	// resumes (nil: the process's, from the environment; see
+	// [telemetry.Default]).
+	Telemetry *telemetry.Provider
 }
 
 // Spec is what a run starts with, and how its front end follows it.
@@ -73,6 +80,9 @@ type Spec struct {
 	// parked, without one the step fails, saying NoDecision).
 	Ask        Asker
 	NoDecision string
+	// Parent is the span the run's trace continues (a caller's, from the
+	// request that started it); invalid for a new trace.
+	Parent trace.SpanContext
 }
 
 // Run is one run the service started or resumed: call [Run.Run] (or
@@ -99,6 +109,7 @@ type Run struct {
 	replay *store.Replay   // a resumed run's
 	cutAt  []string        // the replay is cut where the first of these steps starts
 	gate   *cancelGate     // a resumed run's, behind its replay
+	tel    *telemetry.Run  // nil: no traces
 
 	mu     sync.Mutex
 	cancel context.CancelCauseFunc
@@ -111,6 +122,11 @@ type Run struct {
 func (s *Service) Start(spec *Spec) (*Run, error) {
 	g := spec.Graph
 	r := &Run{g: g, inputs: spec.Inputs}
+	file := spec.File
+	if file == "" {
+		file = confine.Abs(g.File)
+	}
+	r.tel = s.tracing().Start(g, telemetry.RunInfo{File: file, Parent: spec.Parent})
 	o := spec.Options
 	r.opts = vm.Options{Parallel: o.Parallel, Timeout: o.Timeout, MaxTokens: o.MaxTokens, Models: spec.Models,
 		LoadFlow: s.childLoader(nil, nil, o.MaxLoadSteps)}
@@ -121,14 +137,10 @@ func (s *Service) Start(spec *Spec) (*Run, error) {
 	if mayRunProcesses(g) {
 		proc.WarmKeeper() // while the run is recorded
 	}
-	ap := &approvals{inner: vm.Local{}, ask: spec.Ask, noDecision: spec.NoDecision}
+	ap := &approvals{inner: r.tel.Effects(vm.Local{}), ask: spec.Ask, noDecision: spec.NoDecision}
 	if s.Store == nil {
 		r.opts.Effects = ap
 		return r, nil
-	}
-	file := spec.File
-	if file == "" {
-		file = confine.Abs(g.File)
 	}
 	started := time.Now()
 	rec, err := s.Store.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: file, Root: confine.Abs(g.Root),
@@ -175,7 +187,7 @@ func (r *Run) Run(ctx context.Context) (*vm.Result, error) {
 	r.cancel = cancel
 	r.mu.Unlock()
 	opts := r.opts
-	opts.OnEvent, opts.ExitCtx = r.OnEvent, r.ExitCtx
+	opts.OnEvent, opts.ExitCtx = r.tel.Events(r.OnEvent), r.ExitCtx
 	if r.rec != nil {
 		opts.OnEvent = r.rec.Events(opts.OnEvent)
 		defer r.watchCancel(ctx)()
@@ -185,6 +197,7 @@ func (r *Run) Run(ctx context.Context) (*vm.Result, error) {
 	}
 	res := vm.Prepare(r.g).Run(ctx, r.inputs, opts)
 	res.ResumedFrom = r.ResumedFrom
+	r.tel.End(res)
 	if r.rec != nil {
 		if err := r.rec.Finish(res); err != nil {
 			return res, err
@@ -239,6 +252,17 @@ func (s *Service) childLoader(rec *store.Recorder, recorded frontend.Recorded, m
 		return lo.ChildLoader(nil)
 	}
 	return lo.ChildLoader(rec.AddSource)
+}
+
+// tracing is the provider of the service's runs' traces (nil: none).
+// A provider the environment asks for but that cannot be made leaves the
+// runs untraced: it said why when the front end asked [telemetry.Default].
+func (s *Service) tracing() *telemetry.Provider {
+	if s.Telemetry != nil {
+		return s.Telemetry
+	}
+	p, _ := telemetry.Default()
+	return p
 }
 
 // mayRunProcesses reports whether a run of g may start a process: it has

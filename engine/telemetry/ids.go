@@ -1,0 +1,63 @@
+package telemetry
+
+// This file makes the ids of spans: random, except a run's own span when
+// it begins a trace, whose ids derive from the run's id, so that a
+// resumed run links to its predecessor without the ids being stored.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"math/rand/v2"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ids is the provider's id generator.
+type ids struct{}
+
+// wantKey is the context key of the ids a span is to have.
+type wantKey struct{}
+
+// want returns ctx asking the span started with it to have sc's ids.
+func want(ctx context.Context, sc trace.SpanContext) context.Context {
+	return context.WithValue(ctx, wantKey{}, sc)
+}
+
+func (ids) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+	if sc, ok := ctx.Value(wantKey{}).(trace.SpanContext); ok {
+		return sc.TraceID(), sc.SpanID()
+	}
+	var t trace.TraceID
+	for !t.IsValid() {
+		binary.BigEndian.PutUint64(t[:8], rand.Uint64())
+		binary.BigEndian.PutUint64(t[8:], rand.Uint64())
+	}
+	return t, randomSpanID()
+}
+
+func (ids) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
+	if sc, ok := ctx.Value(wantKey{}).(trace.SpanContext); ok {
+		return sc.SpanID()
+	}
+	return randomSpanID()
+}
+
+func randomSpanID() trace.SpanID {
+	var s trace.SpanID
+	for !s.IsValid() {
+		binary.BigEndian.PutUint64(s[:], rand.Uint64())
+	}
+	return s
+}
+
+// RunSpan returns the span context of the span of run id when the run
+// began its own trace: what a resumed run links to.
+func RunSpan(id string) trace.SpanContext {
+	h := sha256.Sum256([]byte("skein run " + id))
+	var t trace.TraceID
+	var s trace.SpanID
+	copy(t[:], h[:16])
+	copy(s[:], h[16:24])
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: t, SpanID: s, TraceFlags: trace.FlagsSampled})
+}

@@ -1,0 +1,173 @@
+// Package telemetry turns a run's events into OpenTelemetry traces and
+// exports them over OTLP: a span per run, per step attempt, per loop
+// iteration and map item, per model call (following the GenAI semantic
+// conventions), per tool call and per child flow (docs/observability.md).
+//
+// It is configured only from the standard environment
+// (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+// OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER...),
+// read by the SDK itself. When nothing is configured there is no
+// [Provider]: nothing is exported, no goroutine is started and a run's
+// events cost nothing more.
+//
+// It reads [vm.Event]s, wherever they come from (the local VM, a
+// Temporal workflow's event stream), so one flow gives one trace shape on
+// every engine; on the local engine it also sits in the run's stack of
+// effect producers ([Run.Effects]) to hand a task's process its
+// TRACEPARENT. It knows no terminal and no flag.
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Provider exports the spans of runs. A nil *Provider is valid: it
+// exports nothing and its runs are nil.
+type Provider struct {
+	tp     *sdktrace.TracerProvider
+	tracer trace.Tracer
+	// content: prompts, completions and tool arguments are recorded
+	// (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true).
+	content bool
+	// secrets replaces the values of the environment's secrets (keys,
+	// tokens, passwords) in every attribute; nil when there are none.
+	secrets *strings.Replacer
+}
+
+// Configured reports whether the environment asks for traces: an OTLP
+// endpoint is set, and neither OTEL_SDK_DISABLED nor OTEL_TRACES_EXPORTER
+// says otherwise.
+func Configured() bool {
+	if strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") {
+		return false
+	}
+	switch strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")) {
+	case "", "otlp":
+	default:
+		return false
+	}
+	return os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != ""
+}
+
+// FromEnv returns a provider configured from the environment, or nil
+// (and no error) when the environment asks for no traces (see
+// [Configured]). The exporter, the sampler, the batching and the
+// resource are read from the standard variables by the SDK.
+func FromEnv(ctx context.Context) (*Provider, error) {
+	if !Configured() {
+		return nil, nil
+	}
+	exp, err := exporter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, sdktrace.WithBatcher(exp))
+}
+
+// New returns a provider exporting with the SDK options opts (a test's
+// exporter or span processor), its resource and sampler read from the
+// environment.
+func New(ctx context.Context, opts ...sdktrace.TracerProviderOption) (*Provider, error) {
+	res, err := resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", "skein")),
+		resource.WithFromEnv(), resource.WithTelemetrySDK())
+	if err != nil && res == nil {
+		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %v", err)
+	}
+	opts = append([]sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithIDGenerator(ids{})}, opts...)
+	tp := sdktrace.NewTracerProvider(opts...)
+	return &Provider{tp: tp, tracer: tp.Tracer("github.com/skeinlang/skein"),
+		content: strings.EqualFold(os.Getenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"), "true"),
+		secrets: secretsOf(os.Environ())}, nil
+}
+
+// Shutdown exports the spans not exported yet and stops the exporter.
+func (p *Provider) Shutdown(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
+	return p.tp.Shutdown(ctx)
+}
+
+// Flush exports the spans ended so far.
+func (p *Provider) Flush(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
+	return p.tp.ForceFlush(ctx)
+}
+
+var (
+	defaultOnce sync.Once
+	defaultP    *Provider
+	defaultErr  error
+)
+
+// Default is the process's provider from the environment ([FromEnv]),
+// made on first use: the one every run service of the process shares, so
+// that a front end flushes it once, on exit ([Shutdown]).
+func Default() (*Provider, error) {
+	defaultOnce.Do(func() { defaultP, defaultErr = FromEnv(context.Background()) })
+	return defaultP, defaultErr
+}
+
+// Shutdown shuts down the process's provider if [Default] made one:
+// what a front end calls as it exits (and after an interrupt), so that
+// the spans of its runs are exported. It also says why the environment's
+// configuration could not be used, if it could not.
+func Shutdown(ctx context.Context) error {
+	defaultOnce.Do(func() {}) // none made from now on
+	if defaultErr != nil {
+		return fmt.Errorf("not exported: %v", defaultErr)
+	}
+	return defaultP.Shutdown(ctx)
+}
+
+// secretName matches the names of variables whose values are secrets.
+var secretName = regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|HEADERS)`)
+
+// secretsOf returns a replacer of the values of env's secret variables
+// (values of 6 bytes or more) by "[masked $NAME]", as the VM masks a
+// model's key; nil when there are none.
+func secretsOf(env []string) *strings.Replacer {
+	var pairs []string
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || len(v) < 6 || !secretName.MatchString(k) {
+			continue
+		}
+		pairs = append(pairs, v, "[masked $"+k+"]")
+	}
+	if len(pairs) == 0 {
+		return nil
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// mask returns s with the environment's secrets masked.
+func (p *Provider) mask(s string) string {
+	if p.secrets == nil || s == "" {
+		return s
+	}
+	return p.secrets.Replace(s)
+}
+
+// Parent returns the span context that the W3C traceparent and
+// tracestate headers of a request carry (invalid when they carry none):
+// the caller's span a run it starts continues.
+func Parent(h http.Header) trace.SpanContext {
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.HeaderCarrier(h))
+	return trace.SpanContextFromContext(ctx)
+}

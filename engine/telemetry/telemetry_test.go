@@ -1,0 +1,393 @@
+package telemetry_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	common "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"go.starlark.net/starlark"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/skeinlang/skein/engine/runs"
+	"github.com/skeinlang/skein/engine/telemetry"
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/lang/frontend"
+	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm"
+)
+
+// receiver is an OTLP/HTTP trace receiver: it keeps the spans posted to
+// it, in either encoding.
+type receiver struct {
+	*httptest.Server
+	mu      sync.Mutex
+	spans   []*tracepb.Span
+	headers http.Header
+}
+
+func newReceiver(t *testing.T) *receiver {
+	rc := &receiver{}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/traces" {
+			http.NotFound(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var req coltrace.ExportTraceServiceRequest
+		var err error
+		if r.Header.Get("Content-Type") == "application/json" {
+			err = protojson.Unmarshal(hexIDs(t, body), &req)
+		} else {
+			err = proto.Unmarshal(body, &req)
+		}
+		if err != nil {
+			t.Errorf("receiver: %v", err)
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		rc.mu.Lock()
+		rc.headers = r.Header.Clone()
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				rc.spans = append(rc.spans, ss.Spans...)
+			}
+		}
+		rc.mu.Unlock()
+		w.Header().Set("Content-Type", r.Header.Get("Content-Type"))
+		w.Write([]byte("{}"))
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+// hexIDs rewrites the ids of OTLP JSON, which are hex, in the base64
+// that protojson reads bytes in.
+func hexIDs(t *testing.T, body []byte) []byte {
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Errorf("receiver: %v", err)
+		return body
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if s, ok := e.(string); ok && (k == "traceId" || k == "spanId" || k == "parentSpanId") {
+					b, err := hex.DecodeString(s)
+					if err != nil {
+						t.Errorf("receiver: %s %q is not hex", k, s)
+					}
+					x[k] = base64.StdEncoding.EncodeToString(b)
+					continue
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	out, _ := json.Marshal(v)
+	return out
+}
+
+const secret = "s3cr3t-token-value-4242"
+
+// provider returns a provider configured from the environment to export
+// to rc.
+func provider(t *testing.T, rc *receiver) *telemetry.Provider {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-team=team-"+secret)
+	t.Setenv("OTEL_SERVICE_NAME", "skein-test")
+	t.Setenv("DEPLOY_TOKEN", secret)
+	p, err := telemetry.FromEnv(context.Background())
+	if err != nil || p == nil {
+		t.Fatalf("FromEnv: %v, %v", p, err)
+	}
+	return p
+}
+
+const tracedFlow = `
+model("m", provider = "stub", answers = [{"match": "Summarize", "reply": "all good"}])
+flow(name = "traced", inputs = {"files": ["a", "b"]}, output = "summary")
+
+flaky = step("flaky", shell = 'if [ "$SKEIN_ATTEMPT" -lt 2 ]; then echo "no $DEPLOY_TOKEN" >&2; exit 1; fi; echo "$TRACEPARENT"', retries = 1, backoff = "1ms")
+
+tick = step("tick", fn = lambda r: r.loop.index)
+def enough(it):
+    return it.output >= 2
+polish = loop("polish", body = [tick], until = "enough", max_iterations = 3)
+
+one = step("one", run = ["echo", "{{ item }}"])
+per_file = map("per_file", over = "inputs.files", body = [one])
+
+child = step("child", flow = "child.star", inputs = {"n": 2})
+gate = step("gate", approve = "Ship it?")
+summary = step("summary", llm = "Summarize {{ flaky.stdout }}", model = "m")
+
+chain(START, flaky, polish, per_file, child, gate, summary, END)
+`
+
+const childFlow = `
+flow(name = "child", inputs = {"n": 1})
+inner = step("inner", fn = lambda r: r.inputs.n * 2)
+chain(START, inner, END)
+`
+
+type approve struct{}
+
+func (approve) Ask(context.Context, *vm.EffectRequest, time.Time) (runs.Decision, bool) {
+	return runs.Decision{Approved: true, By: "tester"}, true
+}
+
+// load writes files into a fresh directory and loads the first.
+func load(t *testing.T, files ...string) *graphir.Graph {
+	t.Helper()
+	dir := t.TempDir()
+	for i := 0; i < len(files); i += 2 {
+		if err := os.WriteFile(filepath.Join(dir, files[i]), []byte(files[i+1]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := frontend.Load(filepath.Join(dir, files[0]), frontend.Options{Root: dir})
+	if err := f.Err(); err != nil {
+		t.Fatalf("the flow does not check: %v", err)
+	}
+	return f.Graph
+}
+
+func run(t *testing.T, p *telemetry.Provider, g *graphir.Graph, spec *runs.Spec, kv ...string) *vm.Result {
+	t.Helper()
+	given := map[string]starlark.Value{}
+	for i := 0; i < len(kv); i += 2 {
+		given[kv[i]] = starlark.String(kv[i+1])
+	}
+	in, err := vm.BindInputs(g, given)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Graph, spec.Inputs = g, in
+	svc := &runs.Service{Telemetry: p}
+	r, err := svc.Start(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// shown are the attributes a tree shows of each span.
+var shown = []string{"skein.step.visit", "skein.step.attempt", "skein.step.status", "error.type", "skein.scope",
+	"skein.loop.iteration", "skein.map.index", "gen_ai.operation.name", "gen_ai.request.model",
+	"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.response.finish_reasons", "skein.run.status", "skein.inputs"}
+
+// tree draws spans as an indented tree, children in the order of their
+// names (map items run at once), each with the attributes shown and
+// whether it failed.
+func tree(spans []*tracepb.Span) string {
+	kids := map[string][]*tracepb.Span{}
+	ids := map[string]bool{}
+	for _, s := range spans {
+		ids[hex.EncodeToString(s.SpanId)] = true
+	}
+	var roots []*tracepb.Span
+	for _, s := range spans {
+		p := hex.EncodeToString(s.ParentSpanId)
+		if !ids[p] {
+			roots = append(roots, s)
+			continue
+		}
+		kids[p] = append(kids[p], s)
+	}
+	var b strings.Builder
+	var draw func(ss []*tracepb.Span, depth int)
+	draw = func(ss []*tracepb.Span, depth int) {
+		slices.SortFunc(ss, func(a, b *tracepb.Span) int {
+			if c := strings.Compare(a.Name, b.Name); c != 0 {
+				return c
+			}
+			return int(a.StartTimeUnixNano - b.StartTimeUnixNano)
+		})
+		for _, s := range ss {
+			fmt.Fprintf(&b, "%s%s", strings.Repeat("  ", depth), s.Name)
+			for _, k := range shown {
+				for _, a := range s.Attributes {
+					if a.Key == k {
+						fmt.Fprintf(&b, " %s=%s", k, show(a.Value))
+					}
+				}
+			}
+			if s.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR {
+				b.WriteString(" !error")
+			}
+			b.WriteByte('\n')
+			draw(kids[hex.EncodeToString(s.SpanId)], depth+1)
+		}
+	}
+	draw(roots, 0)
+	return b.String()
+}
+
+func show(v *common.AnyValue) string {
+	switch x := v.Value.(type) {
+	case *common.AnyValue_StringValue:
+		return x.StringValue
+	case *common.AnyValue_IntValue:
+		return fmt.Sprint(x.IntValue)
+	case *common.AnyValue_BoolValue:
+		return fmt.Sprint(x.BoolValue)
+	case *common.AnyValue_ArrayValue:
+		var parts []string
+		for _, e := range x.ArrayValue.Values {
+			parts = append(parts, show(e))
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	return v.String()
+}
+
+func attr(s *tracepb.Span, k string) string {
+	for _, a := range s.Attributes {
+		if a.Key == k {
+			return show(a.Value)
+		}
+	}
+	return ""
+}
+
+// TestSpanTree runs a flow with a retried task, a loop, a map, a child
+// flow, an approval and a model call, and compares the tree of the spans
+// the receiver got with testdata/tree.golden (UPDATE=1 rewrites it).
+func TestSpanTree(t *testing.T) {
+	rc := newReceiver(t)
+	p := provider(t, rc)
+	g := load(t, "traced.star", tracedFlow, "child.star", childFlow)
+	res := run(t, p, g, &runs.Spec{Ask: approve{}})
+	if res.Status != vm.Succeeded {
+		t.Fatalf("run %s: %v", res.Status, res.Error)
+	}
+	got := tree(rc.spans)
+	golden := filepath.Join("testdata", "tree.golden")
+	if os.Getenv("UPDATE") != "" {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(string(want), got); d != "" {
+		t.Errorf("span tree (-want +got):\n%s", d)
+	}
+
+	// One trace; the run's span carries the run's id and the flow's file,
+	// a step's its declaration.
+	var root *tracepb.Span
+	for _, s := range rc.spans {
+		if string(s.TraceId) != string(rc.spans[0].TraceId) {
+			t.Errorf("span %s is in another trace", s.Name)
+		}
+		if len(s.ParentSpanId) == 0 {
+			root = s
+		}
+		if s.Name == "shell flaky" && attr(s, "code.lineno") != "5" {
+			t.Errorf("shell flaky: code.lineno %q, want 5", attr(s, "code.lineno"))
+		}
+		if s.Name == "fn inner" && !strings.HasSuffix(attr(s, "code.filepath"), "child.star") {
+			t.Errorf("fn inner: code.filepath %q, want child.star's", attr(s, "code.filepath"))
+		}
+	}
+	if root == nil || attr(root, "skein.run.id") != res.RunID {
+		t.Fatalf("no run span with the run's id %s", res.RunID)
+	}
+
+	// The task's second attempt printed the TRACEPARENT it was given: its
+	// attempt's span.
+	var attempt2 *tracepb.Span
+	for _, s := range rc.spans {
+		if s.Name == "shell flaky" && attr(s, "skein.step.attempt") == "2" {
+			attempt2 = s
+		}
+	}
+	want2 := fmt.Sprintf("00-%x-%x-01", attempt2.TraceId, attempt2.SpanId)
+	if got := strings.TrimSpace(outputOf(t, res, "flaky")); got != want2 {
+		t.Errorf("the task's TRACEPARENT is %q, want %q", got, want2)
+	}
+}
+
+func outputOf(t *testing.T, res *vm.Result, step string) string {
+	t.Helper()
+	for _, s := range res.Steps {
+		if m, ok := s.Output.(*stdlib.Map); ok && s.Name == step {
+			v, _ := m.Lookup("stdout")
+			if out, ok := v.(starlark.String); ok {
+				return string(out)
+			}
+		}
+	}
+	t.Fatalf("no stdout of step %s", step)
+	return ""
+}
+
+const leakyFlow = `
+model("m", provider = "stub", answers = [{"match": "Summarize", "reply": "ok"}])
+flow(name = "leaky", inputs = {"token": "none"})
+ask = step("ask", llm = "Summarize {{ inputs.token }}", model = "m")
+leak = step("leak", fn = lambda r: fail("bad token " + r.inputs.token))
+chain(START, ask, leak, END)
+`
+
+// TestSecretsMasked: a secret of the environment that reaches an error
+// message or a prompt (recorded on request), and the exporter's own
+// headers, never appear in an attribute or a status.
+func TestSecretsMasked(t *testing.T) {
+	rc := newReceiver(t)
+	t.Setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+	p := provider(t, rc)
+	g := load(t, "leaky.star", leakyFlow)
+	if res := run(t, p, g, &runs.Spec{}, "token", secret); res.Status != vm.Failed {
+		t.Fatalf("run %s, want failed", res.Status)
+	}
+	if rc.headers.Get("X-Team") != "team-"+secret {
+		t.Errorf("OTEL_EXPORTER_OTLP_HEADERS not sent: %v", rc.headers)
+	}
+	var status, prompt bool
+	for _, s := range rc.spans {
+		text := protojson.Format(s)
+		if strings.Contains(text, secret) {
+			t.Errorf("span %s holds the secret: %s", s.Name, text)
+		}
+		status = status || strings.Contains(s.Status.GetMessage(), "bad token [masked $DEPLOY_TOKEN]")
+		prompt = prompt || strings.Contains(attr(s, "gen_ai.input.messages"), "Summarize [masked $DEPLOY_TOKEN]")
+	}
+	if !status || !prompt {
+		t.Errorf("the secret was not met masked in a status (%v) and a prompt (%v): the test does not reach it", status, prompt)
+	}
+}

@@ -26,6 +26,7 @@ package stdlib
 //     operand whose length they know, measure the list they would make.
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -78,15 +79,25 @@ func CheckedOps() starlark.StringDict { return checkedOps }
 // can write (completion and hints leave these out).
 func IsCheckedOp(name string) bool { return checkedOps.Has(name) }
 
+// ErrTooLarge is what the error of an operation refused because its value
+// would pass MaxValueBytes is (errors.Is), whatever its message.
+var ErrTooLarge = errors.New("value too large")
+
+// tooLarge is such an error.
+type tooLarge struct{ msg string }
+
+func (e *tooLarge) Error() string        { return e.msg }
+func (e *tooLarge) Is(target error) bool { return target == ErrTooLarge }
+
 // sizeError is the error of an operation whose result would be too big.
 func sizeError(what string, bytes float64) error {
-	return fmt.Errorf("%s would make %s; one value may take at most %d MiB", what, human(bytes), MaxValueBytes>>20)
+	return &tooLarge{fmt.Sprintf("%s would make %s; one value may take at most %d MiB", what, human(bytes), MaxValueBytes>>20)}
 }
 
 // overError is the error of an operation whose result is known to be over
 // the bound, before its size is known.
 func overError(what string) error {
-	return fmt.Errorf("%s would make more than %d MiB, the most one value may take", what, MaxValueBytes>>20)
+	return &tooLarge{fmt.Sprintf("%s would make more than %d MiB, the most one value may take", what, MaxValueBytes>>20)}
 }
 
 func human(b float64) string {
@@ -488,11 +499,21 @@ func checkedGetattr(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 
 // CheckSize reports an error if the text of v (str, or JSON) would be over
 // MaxValueBytes: a value that shares one big string many times is small in
-// memory and huge once written out.
+// memory and huge once written out, and a string's escapes write up to 6
+// bytes for one ("\u0001"), so a 60 MB string of control characters is
+// 360 MB of JSON.
 func CheckSize(v starlark.Value) error {
-	switch v.(type) {
-	case starlark.String, starlark.Int, starlark.Float, starlark.Bool, starlark.NoneType:
+	switch x := v.(type) {
+	case starlark.Int, starlark.Float, starlark.Bool, starlark.NoneType:
 		return nil // already made
+	case starlark.String:
+		if len(x) <= MaxValueBytes/maxEscape {
+			return nil
+		}
+		if size := quotedString(string(x), QuoteJSON); size > MaxValueBytes {
+			return sizeError(fmt.Sprintf("writing out this %d-byte string as JSON (its escapes counted)", len(x)), float64(size))
+		}
+		return nil
 	}
 	if size := QuotedSize(v, MaxValueBytes+1, QuoteJSON); size > MaxValueBytes {
 		return overError("writing out this " + v.Type())
@@ -534,6 +555,16 @@ func QuotedSize(v starlark.Value, limit int64, quote int) int64 {
 		return size
 	}
 	t := textSizer{limit: limit, quote: quote}
+	return t.size(v)
+}
+
+// JSONSize returns how many bytes AppendJSON writes for v, compact, its
+// strings' escapes counted; or a number over limit once it is known to be
+// over. It reads every string: writers size their buffer with it, so that
+// a big value is escaped once into a buffer of its size, not into one
+// that grows (and copies itself) as the text comes.
+func JSONSize(v starlark.Value, limit int64) int64 {
+	t := textSizer{limit: limit, quote: QuoteJSON}
 	return t.size(v)
 }
 

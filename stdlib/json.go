@@ -7,6 +7,7 @@ package stdlib
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -183,10 +184,19 @@ var jsonSafe = func() (safe [utf8.RuneSelf]bool) {
 	return safe
 }()
 
+// bigString is the length from which AppendJSONString measures a string's
+// escapes first.
+const bigString = 64 << 10
+
 // AppendJSONString appends s as a JSON string, escaped as encoding/json
 // escapes it: quotes, backslashes and control characters, the HTML
 // characters <, > and &, U+2028 and U+2029; invalid UTF-8 becomes U+FFFD.
 func AppendJSONString(b []byte, s string) []byte {
+	if len(s) >= bigString {
+		// Room for all of it at once: escaping writes up to 6 bytes
+		// for one, and a buffer grown as it goes copies itself each time.
+		b = slices.Grow(b, int(quotedString(s, QuoteJSON)))
+	}
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {

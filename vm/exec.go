@@ -811,8 +811,13 @@ func (r *run) callFn(f *frame, n *graphir.Node, attempt int) {
 // fnDone carries on after attempt number attempt of fn step n gave out or
 // err: the step finishes, fails, or is retried.
 func (r *run) fnDone(f *frame, n *graphir.Node, attempt int, out starlark.Value, err error) {
+	tooLarge := false
 	if err == nil {
-		if out, err = stdlib.Data(out); err != nil {
+		if out, err = stdlib.Data(out); errors.Is(err, stdlib.ErrTooLarge) {
+			// Refused before anything writes it out: its JSON (what
+			// the store, the events and show write) would be too big.
+			err, tooLarge = fmt.Errorf("its result is too large: %v", err), true
+		} else if err != nil {
 			err = fmt.Errorf("returned a value that is not flow data: %v", err)
 		}
 	}
@@ -829,7 +834,9 @@ func (r *run) fnDone(f *frame, n *graphir.Node, attempt int, out starlark.Value,
 		return
 	}
 	msg, code := evalMessage(err), codes.StepFailed
-	if errors.Is(err, errEvalTimeout) {
+	if tooLarge {
+		code = codes.OutputTooLarge
+	} else if errors.Is(err, errEvalTimeout) {
 		msg, code = fmt.Sprintf("timed out after %s", n.Timeout), codes.Timeout
 	} else if strings.Contains(msg, "step budget") {
 		msg = fmt.Sprintf("exceeded its step budget of %d steps", r.opts.EvalSteps)

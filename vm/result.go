@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,7 +46,7 @@ func (r *Result) WriteJSON(w io.Writer, indent string) error {
 // json.MarshalIndent(r, "", indent) would give (json.Marshal with indent
 // ""), without building an intermediate tree or re-indenting.
 func (r *Result) AppendJSON(b []byte, indent string) ([]byte, error) {
-	e := resultEncoder{b: b, indent: indent}
+	e := resultEncoder{b: r.grow(b), indent: indent}
 	if err := e.result(r, 0); err != nil {
 		return b, err
 	}
@@ -61,11 +62,36 @@ func (r *Result) AppendJSON(b []byte, indent string) ([]byte, error) {
 // Temporal workflow folds from its events and a store's journal does not
 // have. Indent is as for [Result.AppendJSON].
 func (r *Result) AppendSoFar(b []byte, indent string, timed bool) ([]byte, error) {
-	e := resultEncoder{b: b, indent: indent, soFar: true, timed: timed}
+	e := resultEncoder{b: r.grow(b), indent: indent, soFar: true, timed: timed}
 	if err := e.result(r, 0); err != nil {
 		return b, err
 	}
 	return e.b, nil
+}
+
+// grow makes room in b for the outputs in r when they are big (over a
+// megabyte as JSON): they are then escaped once into a buffer of their
+// size, where one grown as they come would copy itself each time (and
+// keep the copies it outgrew until they are collected). The rest of the
+// result is small beside them.
+func (r *Result) grow(b []byte) []byte {
+	var n int64
+	add := func(v starlark.Value) {
+		if v != nil {
+			n += stdlib.JSONSize(v, math.MaxInt64)
+		}
+	}
+	add(r.Output)
+	for _, s := range r.Steps {
+		add(s.Output)
+	}
+	if r.OnExit != nil {
+		add(r.OnExit.Output)
+	}
+	if n < 1<<20 {
+		return b
+	}
+	return slices.Grow(b, int(n)+4096+len(r.Steps)*256)
 }
 
 // resultEncoder is the one encoder of result objects: a run's result

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 	"go.starlark.net/starlark"
@@ -624,13 +625,17 @@ func valueText(v starlark.Value, max int) string {
 	var s string
 	if str, ok := v.(starlark.String); ok {
 		s = string(str)
-	} else if g, err := stdlib.ToGo(v); err == nil {
-		b, _ := json.Marshal(g)
+	} else if b, err := stdlib.AppendJSON(nil, v, "", 0); err == nil {
 		s = string(b)
 	} else {
 		s = v.String()
 	}
 	s = strings.TrimRight(s, "\n")
+	// Only the runes shown are decoded: an output can be tens of
+	// megabytes, and four bytes a rune of all of it is more.
+	if len(s) > max*utf8.UTFMax {
+		s = s[:max*utf8.UTFMax+1]
+	}
 	if r := []rune(s); len(r) > max {
 		s = string(r[:max-1]) + "…"
 	}

@@ -471,20 +471,31 @@ func showJSON(w io.Writer, rec *runs.Record) error {
 		_, err = w.Write(append(b, '\n'))
 		return err
 	}
-	res, err := vm.DecodeResult(r.Result)
-	if err != nil {
+	// Its status first: the outputs in it, which can be tens of
+	// megabytes, are made into values only when it must be encoded again.
+	var head struct {
+		Status      vm.Status `json:"status"`
+		ResumedFrom string    `json:"resumed_from"`
+	}
+	if err := json.Unmarshal(r.Result, &head); err != nil {
 		return fmt.Errorf("the recorded result is not valid JSON: %v", err)
 	}
-	if res.Status == vm.Status(r.Status) && (res.ResumedFrom != "" || r.ResumedFrom == "") && rec.Cancel == nil {
+	if head.Status == vm.Status(r.Status) && (head.ResumedFrom != "" || r.ResumedFrom == "") && rec.Cancel == nil {
 		// As recorded. Encoded again it would read the same, but a
 		// U+FFFD that the record escapes (it replaced invalid UTF-8)
 		// would not be escaped.
 		var b bytes.Buffer
+		b.Grow(len(r.Result) + len(r.Result)/4 + 1)
 		if err := json.Indent(&b, r.Result, "", "  "); err != nil {
 			return err
 		}
-		_, err := w.Write(append(b.Bytes(), '\n'))
+		b.WriteByte('\n')
+		_, err := w.Write(b.Bytes())
 		return err
+	}
+	res, err := vm.DecodeResult(r.Result)
+	if err != nil {
+		return fmt.Errorf("the recorded result is not valid JSON: %v", err)
 	}
 	// A parked run resumed since, for instance: the store's status.
 	res.Status = vm.Status(r.Status)

@@ -64,6 +64,7 @@ const (
 	JoinSingle               Code = "join_single"
 	FnTimeoutIgnored         Code = "fn_timeout_ignored"
 	StepFailed               Code = "step_failed"
+	OutputTooLarge           Code = "output_too_large"
 	Timeout                  Code = "timeout"
 	FlowTimeout              Code = "flow_timeout"
 	Cancelled                Code = "cancelled"
@@ -181,6 +182,7 @@ var table = []Info{
 	{JoinSingle, Diagnostic, Warning, "join= on a step with fewer than two forward in-edges: there is nothing to join"},
 	{FnTimeoutIgnored, Diagnostic, Warning, "with --engine temporal, a fn step's timeout=, which a run on Temporal cannot enforce"},
 	{StepFailed, Runtime, Error, "a step failed (a task exited non-zero, a fn step raised, a child flow failed) and no edge took the failure"},
+	{OutputTooLarge, Runtime, Error, "a fn step returned a value whose text, as JSON with its escapes, would be over the 64 MiB one value may take"},
 	{Timeout, Runtime, Error, "an attempt of a step, or a loop or map as a whole, ran past its timeout"},
 	{FlowTimeout, Runtime, Error, "the whole run went past flow(timeout=) or --timeout"},
 	{Cancelled, Runtime, Error, "the run was cancelled (Ctrl-C, SIGTERM, a watch --run restart)"},

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"go.starlark.net/starlark"
 
@@ -902,7 +903,9 @@ func (rec *Recorder) endRow(res *vm.Result) (*write, error) {
 	if res.Status == vm.Waiting {
 		ended = nil // not over: it waits for a decision
 	}
-	return &write{fin: true, args: []any{string(res.Status), code, step, msg, ended, string(b), rec.n}}, nil
+	// b is not written again: the text shares it rather than copy a
+	// result that can hold outputs of tens of megabytes.
+	return &write{fin: true, args: []any{string(res.Status), code, step, msg, ended, unsafe.String(unsafe.SliceData(b), len(b)), rec.n}}, nil
 }
 
 // storeFailed makes res a run stopped because its record could not be

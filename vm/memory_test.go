@@ -1,0 +1,67 @@
+package vm_test
+
+// Tests of what a run's values may cost in memory once written out
+// (issue 26, item 9): escaping multiplies a string of control characters
+// six times as JSON, so a fn step's result is bounded as JSON, and the
+// result's encoder escapes each output once into a buffer of its size.
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skeinlang/skein/vm"
+)
+
+func TestFnResultBoundedAsJSON(t *testing.T) {
+	// 12 MB of control characters is 72 MB of JSON: refused before the
+	// store, the events or the terminal write it out.
+	res := run(t, `def dump(r):
+    return "\x01" * 12000000
+step("dump", fn = dump)
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Failed, code: "output_too_large", step: "dump", msg: "as JSON (its escapes counted) would make 68.7 MiB"})
+
+	// The same length of plain text is 12 MB of JSON: a result like any.
+	res = run(t, `def dump(r):
+    return "a" * 12000000
+step("dump", fn = dump)
+`, nil, vm.Options{})
+	check(t, res, want{status: vm.Succeeded})
+}
+
+// allocated returns the bytes f allocates on the heap.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+func TestResultJSONEscapesOnce(t *testing.T) {
+	// A result whose output (and its step's) is 4 MB of control
+	// characters: 24 MB of JSON each. Escaped into a buffer grown as it
+	// went, encoding allocated three to five times the text (each growth
+	// copies it); sized first, about the text.
+	big := starlark.String(strings.Repeat("\x01", 4<<20))
+	res := &vm.Result{Status: vm.Succeeded, Output: big,
+		Steps: []*vm.StepRecord{{Name: "dump", Status: vm.StepSucceeded, Visits: 1, Output: big}}}
+	var n int
+	alloc := allocated(func() {
+		b, err := res.AppendJSON(nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n = len(b)
+	})
+	if n < 48<<20 {
+		t.Fatalf("the result's JSON is %d bytes, want the two outputs' 48 MiB at least", n)
+	}
+	if limit := uint64(n) + uint64(n)/8; alloc > limit {
+		t.Errorf("encoding a %d-byte result allocated %d bytes, want at most %d (its text and an eighth)", n, alloc, limit)
+	}
+}

@@ -146,6 +146,7 @@ type Recorder struct {
 
 	side     *sideFile   // written holding commitMu
 	sqlq     []write     // in the side journal, not yet in SQLite (mu)
+	sqlqSize int         // its size in the side journal, in bytes (mu)
 	sqlArmed bool        // sqlTimer will write sqlq to SQLite (mu)
 	sqlTimer *time.Timer // ... sqlDelay after the first batch of it
 	sqlMu    sync.Mutex  // one SQLite transaction at a time, in order
@@ -507,7 +508,14 @@ func (rec *Recorder) flushTo(toSQL bool, final *write) error {
 			err = sqlErr
 		}
 	case len(batch) > 0 && err == nil:
-		err = rec.sideWrite(batch)
+		if err = rec.sideWrite(batch); err == nil && rec.behind() {
+			// SQLite falls behind (tasks that fail at once and are
+			// retried at once, each with megabytes of output): the
+			// run waits for it, rather than queue without bound. A
+			// failure stops the run at its next completion, as the
+			// timer's does.
+			rec.commitSQL(nil, nil)
+		}
 	}
 	rec.mu.Lock()
 	if err != nil {
@@ -534,7 +542,9 @@ func (rec *Recorder) flushTo(toSQL bool, final *write) error {
 func (rec *Recorder) sideWrite(batch []write) error {
 	sf := rec.side
 	b, err := appendBatch(sf.buf[:0], batch)
-	sf.buf = b[:0]
+	if sf.buf = b[:0]; cap(b) > maxSideBuf {
+		sf.buf = nil // a batch of big outputs: not kept for the next
+	}
 	if err != nil {
 		return err
 	}
@@ -557,6 +567,7 @@ func (rec *Recorder) sideWrite(batch []write) error {
 		}
 	}
 	rec.sqlq = append(rec.sqlq, batch...)
+	rec.sqlqSize += len(b)
 	if !rec.sqlArmed && faultSide == "" {
 		rec.sqlArmed = true
 		if rec.sqlTimer == nil {
@@ -566,6 +577,23 @@ func (rec *Recorder) sideWrite(batch []write) error {
 		}
 	}
 	return nil
+}
+
+// maxSQLQueue bounds the bytes of journal writes the side journal holds
+// and SQLite not yet: past it, the run's next flush writes them to SQLite
+// before the run goes on. maxSideBuf bounds the buffer kept for encoding
+// the next batch.
+const (
+	maxSQLQueue = 64 << 20
+	maxSideBuf  = 1 << 20
+)
+
+// behind reports whether the writes queued for SQLite are past
+// maxSQLQueue.
+func (rec *Recorder) behind() bool {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return rec.sqlqSize > maxSQLQueue
 }
 
 // sqlDelay is how long what reached the side journal waits to be written
@@ -631,8 +659,8 @@ func (rec *Recorder) commitSQL(extra []write, final *write) error {
 	rec.sqlMu.Lock()
 	defer rec.sqlMu.Unlock()
 	rec.mu.Lock()
-	all := rec.sqlq
-	rec.sqlq = nil
+	all, size := rec.sqlq, rec.sqlqSize
+	rec.sqlq, rec.sqlqSize = nil, 0
 	rec.mu.Unlock()
 	if sqlTaken != nil {
 		sqlTaken()
@@ -649,6 +677,7 @@ func (rec *Recorder) commitSQL(extra []write, final *write) error {
 	if err != nil {
 		rec.mu.Lock()
 		rec.sqlq = append(all[:n:n], rec.sqlq...) // still only in the side journal
+		rec.sqlqSize += size
 		if rec.failed == nil {
 			rec.failed = err
 		}

@@ -654,3 +654,55 @@ func TestSideNotRegular(t *testing.T) {
 		})
 	}
 }
+
+// queued returns the bytes of output the journal holds for SQLite.
+func queued(rec *Recorder) int {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	n := 0
+	for _, w := range rec.sqlq {
+		for _, a := range w.args {
+			if s, ok := a.(string); ok {
+				n += len(s)
+			}
+		}
+	}
+	return n
+}
+
+// Completions that come faster than SQLite takes them (tasks with
+// megabytes of output, failing and retried at once) are not queued for it
+// without bound: past 64 MiB the run's flush writes them to SQLite, and
+// the buffer a big batch was encoded in is not kept. Here SQLite's timer
+// never fires: before, 40 completions of 2 MiB queued 80 MiB.
+func TestSideQueueBounded(t *testing.T) {
+	defer func(d time.Duration) { sqlDelay = d }(sqlDelay)
+	sqlDelay = time.Hour
+	s, rec := beginRun(t)
+	defer s.Close()
+	out := strings.Repeat("o", MaxStream)
+	most := 0
+	for i := range 40 {
+		req := &vm.EffectRequest{Kind: graphir.KindTask, Step: "s", Visit: 1, Attempt: i + 1}
+		if err := rec.record(req, i+1, &vm.EffectCompletion{ExitCode: 1, Stdout: out, Stderr: out}); err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, queued(rec))
+	}
+	if most > 70<<20 {
+		t.Errorf("the journal held %d MiB of output for SQLite, want at most 64 MiB and a batch", most>>20)
+	}
+	if c := cap(rec.side.buf); c > 1<<20 {
+		t.Errorf("the side journal keeps a %d-byte buffer after a big batch, want at most 1 MiB", c)
+	}
+	if err := rec.Finish(&vm.Result{Status: vm.Failed, Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := s.db.QueryRow(`SELECT count(*) FROM effects WHERE length(stdout) = ?`, MaxStream).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 40 {
+		t.Errorf("%d attempts recorded with their output, want 40", n)
+	}
+}

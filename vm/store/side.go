@@ -368,7 +368,7 @@ var sideOpening func()
 func (s *Store) openSide(id string) (*sideFile, error) {
 	pid, start, host := owner()
 	path := s.sidePath(id, pid, start)
-	s.removing.Wait() // (a run's own, when it is continued at once)
+	s.waitRemoved() // (a run's own, when it is continued at once)
 	if err := os.MkdirAll(s.sideDir(), 0o755); err != nil {
 		return nil, unwrapPath(err)
 	}
@@ -458,9 +458,9 @@ func (sf *sideFile) removeLater(s *Store) {
 		return
 	}
 	sf.f = nil
-	s.removing.Add(1)
+	s.removing.add(1)
 	go func() {
-		defer s.removing.Done()
+		defer s.removing.add(-1)
 		f.Close()
 		os.Remove(path)
 	}()

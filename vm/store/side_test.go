@@ -349,7 +349,7 @@ func TestSideTruncated(t *testing.T) {
 	if err := rec.Finish(&vm.Result{Status: vm.Succeeded, Started: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	s.removing.Wait() // (Finish deletes it on a goroutine of its own)
+	s.waitRemoved() // (Finish deletes it on a goroutine of its own)
 	if _, err := os.Stat(rec.side.path); !os.IsNotExist(err) {
 		t.Errorf("side journal after Finish: %v, want it deleted", err)
 	}

@@ -49,8 +49,11 @@ type Store struct {
 	begin, commit, rollback      *sql.Stmt
 	insEffect, endEffect, endRun *sql.Stmt
 	insWhole                     *sql.Stmt
-	// removing counts the side journals being deleted (removeLater).
-	removing sync.WaitGroup
+	// removing counts the side journals being deleted (removeLater);
+	// waitRemoved waits for none to be. (A WaitGroup would do, but its
+	// Add may not race with its Wait, and the runs of one process start
+	// and end at the same time.)
+	removing counter
 
 	// journal serializes this process's journal writes. Without it, tasks
 	// finishing together commit on as many connections, and all but one
@@ -193,12 +196,43 @@ const insWholeSQL = `INSERT OR REPLACE INTO effects (id, run, path, step, kind, 
 
 // Close closes the store.
 func (s *Store) Close() error {
-	s.removing.Wait()
+	s.waitRemoved()
 	for _, st := range []*sql.Stmt{s.begin, s.commit, s.rollback, s.insEffect, s.endEffect, s.endRun, s.insWhole} {
 		st.Close()
 	}
 	s.jconn.Close()
 	return s.db.Close()
+}
+
+// waitRemoved waits for the side journals being deleted.
+func (s *Store) waitRemoved() { s.removing.wait() }
+
+// counter is a count that may be waited on to reach zero, and added to
+// while it is.
+type counter struct {
+	mu   sync.Mutex
+	n    int
+	zero *sync.Cond
+}
+
+func (c *counter) add(d int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n += d
+	if c.n == 0 && c.zero != nil {
+		c.zero.Broadcast()
+	}
+}
+
+func (c *counter) wait() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.zero == nil {
+		c.zero = sync.NewCond(&c.mu)
+	}
+	for c.n > 0 {
+		c.zero.Wait()
+	}
 }
 
 // Checkpoint folds the write-ahead log back into the database file.

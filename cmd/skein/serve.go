@@ -27,12 +27,13 @@ type serveOptions struct {
 	tokenFile string
 	by        string
 	roots     []string
+	maxRuns   int
 }
 
 func init() {
 	register(&command{
 		name:    "serve",
-		args:    "[--addr HOST:PORT] [--root DIR]... [--store PATH] [--token-file FILE] [--by NAME]",
+		args:    "[--addr HOST:PORT] [--root DIR]... [--store PATH] [--token-file FILE] [--by NAME] [--max-runs N]",
 		summary: "serve the runs, approvals and flows in a browser, and as a JSON API",
 		long: `Serves a web UI and an HTTP JSON API over the run store (docs/serve.md): the
 runs with their graphs, steps and output, live; the approvals waiting, to
@@ -46,6 +47,12 @@ which every request must then carry. --by names who the decisions made
 through it are recorded as (default $SKEIN_USER, else $USER, else
 $LOGNAME).
 
+It runs the flows' triggers (trigger() in a flow: cron, every, webhook):
+each firing and delivery becomes a queued run, started in order with at
+most --max-runs at once in all, and a flow's concurrency= per flow or
+per concurrency_key. Queued runs wait across restarts; runs left
+running by a stopped server are resumed when it starts again.
+
 On an interrupt or SIGTERM it stops; the runs it was running are left
 interrupted, for skein resume (or the page) to continue.`,
 		flags: withOptions(func(fs *pflag.FlagSet, o *serveOptions) {
@@ -54,13 +61,18 @@ interrupted, for skein resume (or the page) to continue.`,
 			fs.StringVar(&o.tokenFile, "token-file", "", "a file whose first line is the token every request must carry (default $SKEIN_SERVE_TOKEN)")
 			fs.StringVar(&o.by, "by", "", "who decisions made through the server are recorded as (default $SKEIN_USER, else $USER, else $LOGNAME)")
 			fs.StringArrayVar(&o.roots, "root", nil, "a flow root whose flows can be started (repeatable; default: the current directory)")
+			fs.IntVar(&o.maxRuns, "max-runs", 8, "the most queued runs (triggers, webhooks) running at once; 0 for no bound")
 		}, runServe, nil),
 	})
 }
 
 func runServe(ctx context.Context, io stdio, opts *serveOptions, args []string) int {
 	if len(args) != 0 {
-		fmt.Fprintln(io.err, "skein serve: takes no arguments\nusage: skein serve [--addr HOST:PORT] [--root DIR]... [--store PATH] [--token-file FILE] [--by NAME]")
+		fmt.Fprintln(io.err, "skein serve: takes no arguments\nusage: skein serve [--addr HOST:PORT] [--root DIR]... [--store PATH] [--token-file FILE] [--by NAME] [--max-runs N]")
+		return exitUsage
+	}
+	if opts.maxRuns < 0 {
+		fmt.Fprintln(io.err, "skein serve: --max-runs must be 0 (no bound) or more")
 		return exitUsage
 	}
 	token, err := serveToken(opts.tokenFile)
@@ -91,7 +103,7 @@ func runServe(ctx context.Context, io stdio, opts *serveOptions, args []string) 
 	}
 	defer st.Close()
 	srv, err := serve.New(serve.Config{Store: st, Roots: roots, Token: token, By: byOrUser(opts.by), Loopback: loopback,
-		Load: loadOptions("", 0), OpenCassette: openCassette,
+		Load: loadOptions("", 0), OpenCassette: openCassette, MaxRuns: opts.maxRuns,
 		Logf: func(format string, args ...any) { fmt.Fprintf(io.err, "skein serve: "+format+"\n", args...) }})
 	if err != nil {
 		fmt.Fprintf(io.err, "skein serve: %v\n", err)
@@ -109,6 +121,7 @@ func runServe(ctx context.Context, io stdio, opts *serveOptions, args []string) 
 	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
+	go srv.Schedule()
 	select {
 	case err := <-served:
 		fmt.Fprintf(io.err, "skein serve: %v\n", err)

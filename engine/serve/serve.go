@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/skeinlang/skein/engine/runs"
+	"github.com/skeinlang/skein/engine/trigger"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/vm/model"
 	"github.com/skeinlang/skein/vm/store"
@@ -63,6 +64,9 @@ type Config struct {
 	// Logf, when set, is told what goes wrong that no response says
 	// (a run that could not record its end).
 	Logf func(format string, args ...any)
+	// MaxRuns bounds the queued runs running at once (0: no bound; see
+	// [Server.Schedule]).
+	MaxRuns int
 }
 
 // Server is the API and the UI over one store. Its zero value is not
@@ -87,6 +91,7 @@ type Server struct {
 
 	graphs graphCache
 	flows  flowCache
+	sched  *trigger.Scheduler // triggers.go
 }
 
 // active is a run the server's process runs.
@@ -125,6 +130,7 @@ func New(cfg Config) (*Server, error) {
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	s.graphs.init()
 	s.flows.init()
+	s.sched = s.newScheduler()
 	s.routes()
 	return s, nil
 }
@@ -187,6 +193,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/approvals", s.listApprovals)
 	m.HandleFunc("GET /api/flows", s.listFlows)
 	m.HandleFunc("GET /api/flows/{path...}", s.getFlow)
+	s.triggerRoutes(m)
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, "not_found", "no such API: "+r.Method+" "+r.URL.Path+" (docs/serve.md lists them)")
 	})

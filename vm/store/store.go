@@ -387,6 +387,36 @@ var migrations = []string{
 	// after its templates, a model call's messages), keys masked,
 	// recorded with its start row. NULL for attempts recorded before.
 	`ALTER TABLE effects ADD COLUMN rendered TEXT;`,
+	// skein serve's queue: every firing of a trigger, webhook delivery
+	// and enqueued start, in order, with the run it became; and each
+	// clock trigger's last firing, recorded with it (a firing is made
+	// once, whatever restarts).
+	`CREATE TABLE queue (
+		n        INTEGER PRIMARY KEY,
+		flow     TEXT NOT NULL,
+		root     TEXT NOT NULL,
+		name     TEXT NOT NULL,
+		inputs   TEXT NOT NULL,
+		trigger  TEXT NOT NULL,
+		conc     INTEGER NOT NULL,
+		key      TEXT NOT NULL,
+		fired    INTEGER,
+		delivery TEXT,
+		state    TEXT NOT NULL,
+		run      TEXT,
+		error    TEXT,
+		enqueued INTEGER NOT NULL,
+		started  INTEGER,
+		ended    INTEGER
+	);
+	CREATE INDEX queue_state ON queue (state, n);
+	CREATE UNIQUE INDEX queue_delivery ON queue (trigger, delivery) WHERE delivery IS NOT NULL;
+	CREATE TABLE trigger_marks (
+		flow    TEXT NOT NULL,
+		trigger TEXT NOT NULL,
+		at      INTEGER NOT NULL,
+		PRIMARY KEY (flow, trigger)
+	) WITHOUT ROWID;`,
 }
 
 // effectIDs is the range of effect ids of run n: [lo, hi).

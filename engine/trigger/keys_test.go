@@ -1,0 +1,127 @@
+package trigger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/skeinlang/skein/engine/runs"
+	"github.com/skeinlang/skein/lang/frontend"
+	"github.com/skeinlang/skein/vm/store"
+)
+
+// serviceRunner runs queued items through the run service, as skein
+// serve does.
+type serviceRunner struct {
+	svc *runs.Service
+}
+
+func (r *serviceRunner) Start(it *store.QueueItem) (string, func(), error) {
+	f := frontend.Load(it.File, frontend.Options{Root: it.Root})
+	if err := f.Err(); err != nil {
+		return "", nil, err
+	}
+	given := &frontend.Inputs{}
+	if err := given.SetJSON(it.Inputs); err != nil {
+		return "", nil, err
+	}
+	in, err := given.Bind(f.Graph)
+	if err != nil {
+		return "", nil, err
+	}
+	run, err := r.svc.Start(&runs.Spec{Graph: f.Graph, Inputs: in, Sources: f.Sources.List()})
+	if err != nil {
+		return "", nil, err
+	}
+	return run.ID, func() { run.Run(context.Background()) }, nil
+}
+
+func (r *serviceRunner) Resume(it *store.QueueItem) (func(), error) {
+	rec, err := r.svc.Store.Get(it.Run)
+	if err != nil {
+		return nil, err
+	}
+	run, _, err := r.svc.Resume(&runs.ResumeSpec{Run: rec, Options: rec.Options})
+	if err != nil {
+		return nil, err
+	}
+	return func() { run.Run(context.Background()) }, nil
+}
+
+func (r *serviceRunner) Cancel(string) {}
+
+// TestConcurrencyKeys: 20 runs queued over 3 keys with concurrency = 1
+// per key all run, and no two runs of one key overlap: each appends its
+// start and end to a file, which must read start, end, start, end... per
+// key.
+func TestConcurrencyKeys(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	marks := filepath.Join(dir, "marks")
+	f := loadFlow(t, dir, "build.star", `
+flow(inputs = {"repo": input(type = "string"), "n": 0, "marks": ""}, concurrency = 1, concurrency_key = "inputs.repo")
+work = step("work", shell = "echo start $REPO $N >> $MARKS; sleep 0.05; echo end $REPO $N >> $MARKS",
+            env = {"REPO": "{{ inputs.repo }}", "N": "{{ inputs.n }}", "MARKS": "{{ inputs.marks }}"})
+chain(START, work, END)
+`)
+	s := &Scheduler{Store: st, Runner: &serviceRunner{svc: &runs.Service{Store: st}}, MaxRuns: 8}
+	repos := []string{"a", "b", "c"}
+	for i := range 20 {
+		in, _ := json.Marshal(map[string]any{"repo": repos[i%3], "n": i, "marks": marks})
+		if _, err := s.Enqueue(f, "api", "", in, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	for {
+		changed := s.Changed()
+		pending, err := st.Pending()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) == 0 {
+			break
+		}
+		<-changed
+	}
+	cancel()
+	<-done
+	s.Wait()
+	b, err := os.ReadFile(marks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := map[string]string{}
+	starts := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var what, repo, n string
+		fmt.Sscan(line, &what, &repo, &n)
+		switch what {
+		case "start":
+			if o := open[repo]; o != "" {
+				t.Errorf("run %s of %s started while run %s of it ran", n, repo, o)
+			}
+			open[repo] = n
+			starts++
+		case "end":
+			if open[repo] != n {
+				t.Errorf("run %s of %s ended, but %q was running", n, repo, open[repo])
+			}
+			open[repo] = ""
+		}
+	}
+	if starts != 20 {
+		t.Errorf("%d runs started, want 20:\n%s", starts, b)
+	}
+	for _, it := range items(t, st) {
+		if it.State != store.QueueDone {
+			t.Errorf("item %d: %s %s", it.N, it.State, it.Error)
+		}
+	}
+}

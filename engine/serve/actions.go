@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skeinlang/skein/engine/runs"
+	"github.com/skeinlang/skein/engine/telemetry"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
@@ -66,7 +67,8 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusUnprocessableEntity, "model_config", err.Error())
 		return
 	}
-	spec := &runs.Spec{Graph: g, Inputs: inputs, Sources: f.Sources.List(), Options: store.RunOptions{By: s.cfg.By}, NoDecision: noDecision}
+	spec := &runs.Spec{Graph: g, Inputs: inputs, Sources: f.Sources.List(), Options: store.RunOptions{By: s.cfg.By}, NoDecision: noDecision,
+		Parent: telemetry.Parent(r.Header)} // the caller's trace, continued
 	run, err := s.svc.Start(spec)
 	if err != nil {
 		storeFail(w, err)

@@ -1,0 +1,46 @@
+package serve
+
+import (
+	"context"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/skeinlang/skein/engine/telemetry"
+)
+
+// A run started by a request carrying a W3C traceparent continues the
+// caller's trace: its run span is a child of the caller's span.
+func TestStartContinuesTrace(t *testing.T) {
+	ts := newServer(t, "")
+	exp := tracetest.NewInMemoryExporter()
+	p, err := telemetry.New(context.Background(), sdktrace.WithSyncer(exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.srv.svc.Telemetry = p
+	ts.session()
+	const traceID, spanID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	code, m := ts.req("POST", "/api/runs", `{"flow": "ok.star", "inputs": {"who": "web", "n": 1}}`,
+		"Traceparent", "00-"+traceID+"-"+spanID+"-01")
+	if code != 201 {
+		t.Fatalf("POST /api/runs: %d %v", code, m)
+	}
+	ts.srv.Wait()
+	var found bool
+	for _, s := range exp.GetSpans() {
+		if s.Parent.SpanID().String() == spanID {
+			found = true
+			if s.Name != "run ok" || s.SpanContext.TraceID().String() != traceID || !s.Parent.IsRemote() {
+				t.Errorf("the caller's child is %s in trace %s", s.Name, s.SpanContext.TraceID())
+			}
+		}
+		if s.SpanContext.TraceID().String() != traceID {
+			t.Errorf("span %s is in trace %s, not the caller's", s.Name, s.SpanContext.TraceID())
+		}
+	}
+	if !found {
+		t.Errorf("no span continues the caller's: %d spans", len(exp.GetSpans()))
+	}
+}

@@ -161,7 +161,7 @@ func (approve) Ask(context.Context, *vm.EffectRequest, time.Time) (runs.Decision
 }
 
 // load writes files into a fresh directory and loads the first.
-func load(t *testing.T, files ...string) *graphir.Graph {
+func load(t testing.TB, files ...string) *graphir.Graph {
 	t.Helper()
 	dir := t.TempDir()
 	for i := 0; i < len(files); i += 2 {

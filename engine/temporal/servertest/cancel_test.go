@@ -138,3 +138,48 @@ func TestCancelCommand(t *testing.T) {
 		t.Errorf("a second skein cancel: exit %d\n%s", code, stderr)
 	}
 }
+
+// TestCancelBeforeStart: a run cancelled while one of its tasks waits for
+// a free slot on the only worker (--parallel 1) shows that task, which
+// never started, cancelled with exit_code -1, as locally (a task stopped
+// before it told how it ended has no exit status).
+func TestCancelBeforeStart(t *testing.T) {
+	dir := t.TempDir()
+	flow := writeFlow(t, dir, `
+a = step("a", run = ["sh", "-c", 'echo $$ > a; sleep 600'])
+b = step("b", run = ["sh", "-c", 'echo $$ > b; sleep 600'])
+edge(START, a)
+edge(START, b)
+edge(a, END)
+edge(b, END)
+`)
+	q := queue(t)
+	worker(t, q, nil, "--parallel", "1")
+	run := start(t, dir, nil, skeinBin, "run", flow, "--engine", "temporal", "--address", address, "--task-queue", q, "--json")
+	started := func(name string) bool { _, err := os.Stat(filepath.Join(dir, name)); return err == nil }
+	waitFor(t, time.Minute, "a task to start", func() bool { return started("a") || started("b") })
+	first, second := "a", "b"
+	if !started("a") {
+		first, second = "b", "a"
+	}
+	pid := readPid(t, filepath.Join(dir, first))
+	t.Cleanup(func() { killGroup(pid) })
+	run.cmd.Process.Signal(os.Interrupt)
+	if code := run.wait(t, 2*time.Minute); code != 1 {
+		t.Fatalf("skein run: exit %d after Ctrl-C, want 1\nstderr:\n%s", code, run.stderr.String())
+	}
+	if started(second) {
+		t.Skipf("both tasks started (the worker ran %s too before the cancel)", second)
+	}
+	res, err := temporaltest.Decode([]byte(run.stdout.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{first, second} {
+		s := res.Steps[name]
+		out, _ := s.Output.(map[string]any)
+		if s.Status != "cancelled" || out["exit_code"] != -1.0 {
+			t.Errorf("%s: status %s, output %v; want cancelled, exit_code -1", name, s.Status, s.Output)
+		}
+	}
+}

@@ -18,12 +18,14 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
+	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/skeinlang/skein/graphir"
@@ -100,12 +102,32 @@ type Started struct {
 // workflow's memo holds g's file (made absolute) and name, for the run
 // lists and records. It returns once the workflow is started.
 func (c *Client) Start(ctx context.Context, taskQueue, id string, g *graphir.Graph, in RunInput) (*Started, error) {
+	in.Searchable = c.searchable(ctx)
 	run, err := c.sdk.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue,
-		Memo: map[string]any{FileMemo: confine.Abs(g.File), FlowMemo: g.Name}}, WorkflowName, in)
+		StaticSummary: "skein run of " + g.Name,
+		Memo:          map[string]any{FileMemo: confine.Abs(g.File), FlowMemo: g.Name}}, WorkflowName, in)
 	if err != nil {
 		return nil, fmt.Errorf("cannot start the run on Temporal at %s: %v", c.address, err)
 	}
 	return &Started{ID: run.GetID(), run: run}, nil
+}
+
+// searchable reports whether the namespace has Skein's search attributes
+// (StatusAttribute and FlowAttribute, as keywords); false when the server
+// does not say.
+func (c *Client) searchable(ctx context.Context) bool {
+	actx, cancel := context.WithTimeout(ctx, AskTimeout)
+	defer cancel()
+	resp, err := c.sdk.OperatorService().ListSearchAttributes(actx, &operatorservice.ListSearchAttributesRequest{Namespace: c.namespace})
+	if err != nil {
+		return false
+	}
+	for _, k := range []sdktemporal.SearchAttributeKeyKeyword{StatusAttribute, FlowAttribute} {
+		if resp.GetCustomAttributes()[k.GetName()] != enumspb.INDEXED_VALUE_TYPE_KEYWORD {
+			return false
+		}
+	}
+	return true
 }
 
 // Wait waits for the run to end (across its continued runs) and returns

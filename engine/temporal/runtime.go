@@ -25,7 +25,8 @@ func (rt *wfRuntime) Now() time.Time { return workflow.Now(rt.ctx) }
 func (rt *wfRuntime) AfterFunc(d time.Duration, f func()) func() bool {
 	tctx, cancel := workflow.WithCancel(rt.ctx)
 	fired, stopped := false, false
-	t := workflow.NewTimer(tctx, max(d, 0))
+	// The VM's timers: a step's or the flow's timeout, a retry's backoff.
+	t := workflow.NewTimerWithOptions(tctx, max(d, 0), workflow.TimerOptions{Summary: "skein: a timeout or a retry's backoff"})
 	workflow.Go(rt.ctx, func(c workflow.Context) {
 		if err := t.Get(c, nil); err == nil && !stopped {
 			fired = true
@@ -103,7 +104,7 @@ func (rt *wfRuntime) Pace(steps uint64) {
 	rt.work = 0
 	rt.yields++
 	if rt.yields%paceTimerEvery == 0 {
-		_ = workflow.Sleep(rt.ctx, time.Millisecond)
+		_ = workflow.NewTimerWithOptions(rt.ctx, time.Millisecond, workflow.TimerOptions{Summary: "skein: a pause in a long stretch of fn steps"}).Get(rt.ctx, nil)
 		return
 	}
 	resumed := false

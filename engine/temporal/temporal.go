@@ -32,6 +32,7 @@ import (
 	"github.com/skeinlang/skein/engine/temporal/limits"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/graphir/codes"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
@@ -54,7 +55,26 @@ const (
 	FileMemo = "skein.file"
 	// FlowMemo holds the flow's name, for skein runs.
 	FlowMemo = "skein.flow"
+	// StatusMemo holds the run's status once it ended ("succeeded",
+	// "failed", "cancelled", "waiting"): the workflow completes whatever
+	// the run's status, its result saying which.
+	StatusMemo = "skein.status"
 )
+
+// The search attributes a run sets when the namespace has them (see
+// RunInput.Searchable): its status ("running" until it ends) and its
+// flow's name, so `temporal workflow list --query 'skein_status="failed"'`
+// finds the failed runs. Both are Keyword attributes an operator
+// registers (temporal operator search-attribute create).
+var (
+	StatusAttribute = sdktemporal.NewSearchAttributeKeyKeyword("skein_status")
+	FlowAttribute   = sdktemporal.NewSearchAttributeKeyKeyword("skein_flow")
+)
+
+// statusVersion marks, in a workflow's history, the runs that set the
+// status memo and search attributes: histories recorded before replay
+// without them.
+const statusVersion = "skein-status"
 
 // heartbeat is how often a task's activity heartbeats (a cancellation
 // reaches the activity with the answer to a heartbeat, so this bounds how
@@ -132,6 +152,11 @@ type RunInput struct {
 	// Carry is what the queries of the execution before this one answered
 	// from (continue-as-new).
 	Carry *Carried `json:",omitempty"`
+	// Searchable: the namespace has the search attributes
+	// StatusAttribute and FlowAttribute, which the run then sets (the
+	// client that starts it looks; upserting one the namespace does not
+	// have would fail the workflow's task).
+	Searchable bool `json:",omitempty"`
 }
 
 // Continue-as-new: a workflow execution's history is bounded (Temporal
@@ -219,6 +244,13 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), string(codes.BadInput), nil)
 	}
 
+	labelled := workflow.GetVersion(ctx, statusVersion, workflow.DefaultVersion, 1) == 1
+	if labelled && in.Searchable {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, StatusAttribute.ValueSet("running"), FlowAttribute.ValueSet(g.Name)); err != nil {
+			return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "search_attributes", nil)
+		}
+	}
+
 	// The VM's context: cancelled when the workflow is.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -274,7 +306,42 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 	if err != nil {
 		return nil, sdktemporal.NewNonRetryableApplicationError("result: "+err.Error(), "result", nil)
 	}
+	if labelled {
+		if err := labelStatus(dctx, in.Searchable, string(res.Status)); err != nil {
+			return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "search_attributes", nil)
+		}
+	}
 	return &RunOutput{Status: string(res.Status), Result: b, ModelCalls: res.ModelCalls}, nil
+}
+
+// labelStatus says in the workflow's memo, and its search attribute when
+// searchable, how the run ended, for Temporal's own tools.
+func labelStatus(ctx workflow.Context, searchable bool, status string) error {
+	if err := workflow.UpsertMemo(ctx, map[string]any{StatusMemo: status}); err != nil {
+		return err
+	}
+	if searchable {
+		return workflow.UpsertTypedSearchAttributes(ctx, StatusAttribute.ValueSet(status))
+	}
+	return nil
+}
+
+// summary is how Temporal's tools (the Web UI, temporal workflow
+// describe) name an effect's activity, timer or child workflow: the
+// step's place as events name it ("per_file[2] › lint"), with its visit
+// and attempt past the first.
+func summary(req *vm.EffectRequest) string {
+	s := strings.Join(append(append(append([]string{}, req.Flow...), req.Scope...), req.Step), " › ")
+	if req.Visit > 1 {
+		s += fmt.Sprintf(", visit %d", req.Visit)
+	}
+	if req.Attempt > 1 {
+		s += fmt.Sprintf(", attempt %d", req.Attempt)
+	}
+	if req.OnExit {
+		s += " (exit handler)"
+	}
+	return s
 }
 
 // continueAsNew continues the run as a new execution of the workflow from
@@ -369,6 +436,7 @@ func (p *producer) task(ctx context.Context, req *vm.EffectRequest, done func(*v
 	}
 	actx, cancel := workflow.WithCancel(p.ctx)
 	actx = workflow.WithActivityOptions(actx, workflow.ActivityOptions{
+		Summary:             summary(req),
 		StartToCloseTimeout: close,
 		HeartbeatTimeout:    p.heartbeatTimeout(),
 		WaitForCancellation: true,
@@ -407,6 +475,15 @@ func (in *RunInput) abs(path string) string {
 	return filepath.Join(in.Cwd, path)
 }
 
+// underRoot is path as the flow root names it ("sub/child.star"), or as
+// given when it is not under the root.
+func (in *RunInput) underRoot(path string) string {
+	if rel, ok := confine.Rel(in.abs(in.Root), in.abs(path)); ok {
+		return filepath.ToSlash(rel)
+	}
+	return path
+}
+
 func (p *producer) heartbeatTimeout() time.Duration {
 	if p.in.HeartbeatTimeout > 0 {
 		return p.in.HeartbeatTimeout
@@ -435,6 +512,7 @@ func (p *producer) model(ctx context.Context, req *vm.EffectRequest, done func(*
 	job, _ := req.ModelJob()
 	actx, cancel := workflow.WithCancel(p.ctx)
 	actx = workflow.WithActivityOptions(actx, workflow.ActivityOptions{
+		Summary:             "model call: " + summary(req),
 		StartToCloseTimeout: 24 * time.Hour, // the call's own timeout and retries bound it
 		HeartbeatTimeout:    p.heartbeatTimeout(),
 		WaitForCancellation: true,
@@ -459,7 +537,7 @@ func (p *producer) model(ctx context.Context, req *vm.EffectRequest, done func(*
 
 func (p *producer) wait(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
 	tctx, cancel := workflow.WithCancel(p.ctx)
-	fut := workflow.NewTimer(tctx, max(req.Wait, 0))
+	fut := workflow.NewTimerWithOptions(tctx, max(req.Wait, 0), workflow.TimerOptions{Summary: summary(req)})
 	p.follow(ctx, fut, cancel, func(c workflow.Context, cancelled bool) *vm.EffectCompletion {
 		if cancelled {
 			return &vm.EffectCompletion{Cancelled: true}
@@ -478,7 +556,8 @@ func (p *producer) child(ctx context.Context, req *vm.EffectRequest, done func(*
 	cin := RunInput{Flow: req.ChildPath, Root: p.in.Root, Cwd: p.in.Cwd, Sources: p.in.Sources, Inputs: inputs,
 		Parallel: p.in.Parallel, EvalSteps: p.in.EvalSteps, MaxOutput: p.in.MaxOutput, KillGrace: p.in.KillGrace,
 		MaxPath: p.in.MaxPath, ExitGrace: p.in.ExitGrace, HeartbeatTimeout: p.in.HeartbeatTimeout, Nesting: &nest,
-		ContinueEvery: p.in.ContinueEvery, MaxPayload: p.in.MaxPayload, ModelEnv: p.in.ModelEnv, MaxTokens: p.in.MaxTokens}
+		ContinueEvery: p.in.ContinueEvery, MaxPayload: p.in.MaxPayload, ModelEnv: p.in.ModelEnv, MaxTokens: p.in.MaxTokens,
+		Searchable: p.in.Searchable}
 	id := p.id + "/"
 	for _, s := range req.Scope {
 		id += s + "/"
@@ -490,6 +569,7 @@ func (p *producer) child(ctx context.Context, req *vm.EffectRequest, done func(*
 	cctx, cancel := workflow.WithCancel(p.ctx)
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
 		WorkflowID:          id,
+		StaticSummary:       summary(req) + ": " + p.in.underRoot(req.ChildPath),
 		WaitForCancellation: true,
 		RetryPolicy:         &sdktemporal.RetryPolicy{MaximumAttempts: 1},
 	})

@@ -32,6 +32,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/skeinlang/skein/engine/temporal"
 	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 )
 
@@ -146,7 +147,10 @@ func startServer(tmp string) (stop func() error, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := launchServer(filepath.Join(tmp, "server.log"), port)
+	// Skein's search attributes, as docs/temporal.md has an operator
+	// register them.
+	s, err := launchServer(filepath.Join(tmp, "server.log"), port,
+		"--search-attribute", temporal.StatusAttribute.GetName()+"=Keyword", "--search-attribute", temporal.FlowAttribute.GetName()+"=Keyword")
 	if err != nil {
 		return nil, err
 	}

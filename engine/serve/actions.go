@@ -355,6 +355,10 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	}
 	out := []*approvalJSON{}
 	seen := map[string]*runJSON{}
+	byRun := map[string][]*store.Approval{} // where each run waits
+	for i, a := range aps {
+		byRun[ids[i]] = append(byRun[ids[i]], a)
+	}
 	now := time.Now()
 	for i, a := range aps {
 		if !a.Pending(now) {
@@ -364,7 +368,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			run, err := s.cfg.Store.Get(ids[i])
 			if err == nil {
-				j := s.runJSON(run)
+				j := runWith(run, byRun[ids[i]])
 				rj = &j
 			}
 			seen[ids[i]] = rj

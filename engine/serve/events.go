@@ -8,7 +8,9 @@ package serve
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,9 +18,21 @@ import (
 	"github.com/skeinlang/skein/vm/store"
 )
 
-// pollEvery is how often a stream reads the store again, when nothing
-// woke it sooner (a run of this process wakes it as it records).
+// pollEvery is how often a stream looks at the store again, when nothing
+// woke it sooner (a run of this process wakes it as it records): it reads
+// the run again only if something was committed to the store since it
+// last did (Store.DataVersion), and otherwise only the live output of the
+// tasks it follows.
 var pollEvery = 100 * time.Millisecond
+
+// polled, when set, is told at each look whether the stream reads the
+// run again (tests count the looks that do not).
+var polled func(read bool)
+
+// readEvery is how often a stream reads the run again even when nothing
+// was committed: a run whose process died is seen interrupted (which the
+// store derives; nothing is written).
+var readEvery = time.Second
 
 // pingEvery is how often a quiet stream sends a comment, so that proxies
 // do not close it.
@@ -77,13 +91,26 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	defer f.close()
 	ping := time.NewTicker(pingEvery)
 	defer ping.Stop()
+	version, read := int64(-1), time.Time{}
 	for {
 		wake := s.woken(run.ID)
-		done, err := f.step()
-		if err != nil || done {
-			if err == nil {
-				f.out.send("end", struct{}{})
+		// The version is read before the run: a commit after it is
+		// read next time round.
+		v, err := s.cfg.Store.DataVersion()
+		again := err != nil || v != version || time.Since(read) >= readEvery
+		if polled != nil {
+			polled(again)
+		}
+		if again {
+			version, read = v, time.Now()
+			done, err := f.step()
+			if err != nil || done {
+				if err == nil {
+					f.out.send("end", struct{}{})
+				}
+				return
 			}
+		} else if f.live() != nil {
 			return
 		}
 		select {
@@ -119,7 +146,7 @@ func (f *follower) step() (done bool, err error) {
 			return false, err
 		}
 	}
-	effects, err := f.s.cfg.Store.Effects(f.id, f.from)
+	effects, err := f.s.cfg.Store.RunEffects(cur, f.from)
 	if err != nil {
 		return false, err
 	}
@@ -199,6 +226,18 @@ func (f *follower) attempt(cur *store.Run, e *store.Effect, status string) error
 	}
 	f.sent[e.ID] = status
 	return f.out.send("attempt", attempt(e, status, false))
+}
+
+// live sends what the tasks followed printed since the last look, in the
+// order they started.
+func (f *follower) live() error {
+	for _, id := range slices.Sorted(maps.Keys(f.tails)) {
+		out, errOut := f.tails[id].Next()
+		if err := f.output(id, out, errOut); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (f *follower) output(id int64, stdout, stderr []byte) error {

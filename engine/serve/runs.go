@@ -55,6 +55,16 @@ type errJSON struct {
 }
 
 func (s *Server) runJSON(r *store.Run) runJSON {
+	var aps []*store.Approval
+	if r.Status == store.Waiting {
+		aps, _ = s.cfg.Store.Approvals(r.ID)
+	}
+	return runWith(r, aps)
+}
+
+// runWith is r as JSON, aps its approvals (read only for a waiting run:
+// the place it waits at).
+func runWith(r *store.Run, aps []*store.Approval) runJSON {
 	j := runJSON{ID: r.ID, Flow: r.Flow, File: r.File, Status: r.Status, Started: r.Started.UTC(), ResumedFrom: r.ResumedFrom, StartedBy: r.Options.By}
 	j.Ended, j.DurationMS = span(r.Started, r.Ended)
 	if r.ErrorCode != "" {
@@ -62,12 +72,10 @@ func (s *Server) runJSON(r *store.Run) runJSON {
 		j.At = r.ErrorStep
 	}
 	if r.Status == store.Waiting {
-		if aps, err := s.cfg.Store.Approvals(r.ID); err == nil {
-			for _, a := range aps {
-				if a.Pending(time.Now()) {
-					j.At = runs.Place(a.Path, a.Step)
-					break
-				}
+		for _, a := range aps {
+			if a.Pending(time.Now()) {
+				j.At = runs.Place(a.Path, a.Step)
+				break
 			}
 		}
 	}
@@ -118,8 +126,21 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		list = list[:want]
 		out.Next = list[want-1].ID
 	}
+	// The waiting runs' approvals, for where each waits: one query for
+	// the page.
+	var waiting []string
 	for _, run := range list {
-		out.Runs = append(out.Runs, s.runJSON(run))
+		if run.Status == store.Waiting {
+			waiting = append(waiting, run.ID)
+		}
+	}
+	aps, err := s.cfg.Store.ApprovalsOf(waiting)
+	if err != nil {
+		storeFail(w, err)
+		return
+	}
+	for _, run := range list {
+		out.Runs = append(out.Runs, runWith(run, aps[run.ID]))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -578,6 +579,49 @@ func TestEventsLive(t *testing.T) {
 	})
 	if got, want := strings.Join(late, ","), "talk running,talk succeeded,after running,after succeeded"; got != want {
 		t.Errorf("late events: %s, want %s", got, want)
+	}
+}
+
+// A stream of a run that records nothing for a while (a task that
+// prints nothing) does not read the run again at each look: only the
+// store's data version, and the task's live output.
+func TestEventsIdleReadsNothing(t *testing.T) {
+	defer func(p, r time.Duration) { pollEvery, readEvery = p, r }(pollEvery, readEvery)
+	pollEvery, readEvery = time.Millisecond, time.Hour
+	ts := newServer(t, "")
+	ts.session()
+	var mu sync.Mutex
+	looks, idle, most := 0, 0, 0
+	polled = func(read bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		looks++
+		if idle++; read {
+			idle = 0
+		}
+		most = max(most, idle)
+		if most == 50 || looks == 1000 {
+			// Enough seen: let the task end.
+			os.WriteFile(filepath.Join(ts.dir, "go"), nil, 0o644)
+		}
+	}
+	defer func() { polled = nil }()
+	id := ts.start("live.star", "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out []string
+	ts.events(ctx, id, func(event string, d map[string]any) {
+		if event == "output" {
+			out = append(out, d["stream"].(string)+" "+strings.TrimSpace(d["text"].(string)))
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if most < 50 {
+		t.Errorf("in %d looks at a run that recorded nothing, at most %d in a row did not read it again; want 50", looks, most)
+	}
+	if got, want := strings.Join(out, ", "), "stdout first, stdout second, stderr warn, stdout after"; got != want {
+		t.Errorf("output: %s, want %s", got, want)
 	}
 }
 

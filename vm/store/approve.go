@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/skeinlang/skein/graphir"
@@ -71,6 +72,28 @@ func (rec *Recorder) Ask(req *vm.EffectRequest) (*Approval, error) {
 // were asked.
 func (s *Store) Approvals(id string) ([]*Approval, error) {
 	return s.approvals(`a.run = (SELECT n FROM runs WHERE id = ?)`, id)
+}
+
+// ApprovalsOf returns the approvals of the runs with ids (a page of a
+// list), by run id, each run's in the order they were asked: one query
+// for them all.
+func (s *Store) ApprovalsOf(ids []string) (map[string][]*Approval, error) {
+	out := map[string][]*Approval{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	list, err := s.approvals(`r.id IN (?`+strings.Repeat(`, ?`, len(ids)-1)+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range list {
+		out[a.run] = append(out[a.run], a)
+	}
+	return out, nil
 }
 
 // Undecided returns the approvals of every run still to be decided (no

@@ -230,3 +230,79 @@ func TestUndecided(t *testing.T) {
 		t.Errorf("undecided: %s, want %s", strings.Join(got, ", "), want)
 	}
 }
+
+// ApprovalsOf reads the approvals of several runs at once, each run's
+// under its id, in the order they were asked; a run without any, or not
+// asked for, has none.
+func TestApprovalsOf(t *testing.T) {
+	s, rec := beginRun(t)
+	defer s.Close()
+	ask := func(rec *Recorder, step string) {
+		t.Helper()
+		if _, err := rec.Ask(&vm.EffectRequest{Step: step, Kind: graphir.KindApproval, Visit: 1, Message: step + "?"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ask(rec, "a")
+	ask(rec, "b")
+	for _, id := range []string{"r2", "r3", "r4"} {
+		r, err := s.Begin(&NewRun{ID: id, Flow: "f", File: "f.star", Started: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id != "r3" {
+			ask(r, "x"+id)
+		}
+	}
+	if m, err := s.ApprovalsOf(nil); err != nil || len(m) != 0 {
+		t.Errorf("ApprovalsOf(nil) = %v, %v", m, err)
+	}
+	m, err := s.ApprovalsOf([]string{"r1", "r2", "r3", "nope"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, id := range []string{"r1", "r2", "r3", "r4", "nope"} {
+		for _, a := range m[id] {
+			got = append(got, id+" "+a.Step)
+		}
+	}
+	if want := "r1 a, r1 b, r2 xr2"; strings.Join(got, ", ") != want {
+		t.Errorf("ApprovalsOf: %s, want %s", strings.Join(got, ", "), want)
+	}
+}
+
+// DataVersion changes when anything commits to the store, this
+// process's journal or another store's connection, and not otherwise.
+func TestDataVersion(t *testing.T) {
+	s, rec := beginRun(t)
+	defer s.Close()
+	v0, err := s.DataVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.DataVersion(); err != nil || v != v0 {
+		t.Fatalf("DataVersion with no change: %d, %v; want %d", v, err, v0)
+	}
+	if err := rec.record(&vm.EffectRequest{Step: "t", Kind: graphir.KindTask, Visit: 1, Attempt: 1}, 1, &vm.EffectCompletion{OK: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	v1, err := s.DataVersion()
+	if err != nil || v1 == v0 {
+		t.Fatalf("DataVersion after the journal's commit: %d, %v; want a change from %d", v1, err, v0)
+	}
+	other, err := Open(s.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.RequestCancel("r1", CancelRequest{By: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if v2, err := s.DataVersion(); err != nil || v2 == v1 {
+		t.Fatalf("DataVersion after another store's commit: %d, %v; want a change from %d", v2, err, v1)
+	}
+}

@@ -192,13 +192,18 @@ func (s *Store) Resolve(ref string) (string, error) {
 
 // Get returns the record of the run ref names (see [Store.Resolve]).
 func (s *Store) Get(ref string) (*Run, error) {
-	id, err := s.Resolve(ref)
-	if err != nil {
-		return nil, err
-	}
+	// A whole id (what a caller that read it once has) is read at once;
+	// Resolve would find it first among the ids it starts too.
 	var inputs string
 	var result sql.NullString
-	r, err := scanRun(s.db.QueryRow(`SELECT `+runColumns+`, inputs, result FROM runs WHERE id = ?`, id), &inputs, &result)
+	r, err := scanRun(s.db.QueryRow(`SELECT `+runColumns+`, inputs, result FROM runs WHERE id = ?`, ref), &inputs, &result)
+	if errors.Is(err, sql.ErrNoRows) {
+		var id string
+		if id, err = s.Resolve(ref); err != nil {
+			return nil, err
+		}
+		r, err = scanRun(s.db.QueryRow(`SELECT `+runColumns+`, inputs, result FROM runs WHERE id = ?`, id), &inputs, &result)
+	}
 	if err != nil {
 		return nil, s.fail(err)
 	}
@@ -269,6 +274,16 @@ func (s *Store) Effects(id string, afterID int64) ([]*Effect, error) {
 	} else if err != nil {
 		return nil, s.fail(err)
 	}
+	return s.effects(n, afterID)
+}
+
+// RunEffects is [Store.Effects] of a run already read (with [Store.Get]
+// or [Store.Runs]), without reading it again.
+func (s *Store) RunEffects(r *Run, afterID int64) ([]*Effect, error) {
+	return s.effects(r.n, afterID)
+}
+
+func (s *Store) effects(n, afterID int64) ([]*Effect, error) {
 	lo, hi := effectIDs(n)
 	rows, err := s.db.Query(`SELECT e.id, e.path, e.step, e.kind, e.visit, e.attempt, e.status, COALESCE(e.done, 0), COALESCE(e.code, ''),
 		COALESCE(e.error, ''), e.output, COALESCE(e.exit_code, 0), COALESCE(e.stdout, ''), COALESCE(e.stderr, ''), COALESCE(e.truncated, 0),

@@ -55,6 +55,12 @@ type Store struct {
 	// and end at the same time.)
 	removing counter
 
+	// version is a connection of its own that never writes, on which
+	// DataVersion asks SQLite whether anything changed (opened on first
+	// use; versionMu guards it).
+	version   *sql.Conn
+	versionMu sync.Mutex
+
 	// journal serializes this process's journal writes. Without it, tasks
 	// finishing together commit on as many connections, and all but one
 	// find SQLite's write lock taken and sleep in its busy handler (a
@@ -194,9 +200,35 @@ const insWholeSQL = `INSERT OR REPLACE INTO effects (id, run, path, step, kind, 
 	status, done, code, error, output, exit_code, stdout, stderr, truncated, ended, model, answer, prompt_tokens, completion_tokens)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
+// DataVersion is a number that changes whenever a change to the store is
+// committed, by any process, this one included: a reader that polls the
+// store (a run's event stream) reads it again only when it changed.
+// (SQLite's data_version, asked on a connection that never writes, so
+// that every commit is another connection's.)
+func (s *Store) DataVersion() (int64, error) {
+	s.versionMu.Lock()
+	defer s.versionMu.Unlock()
+	ctx := context.Background()
+	if s.version == nil {
+		conn, err := s.db.Conn(ctx)
+		if err != nil {
+			return 0, s.fail(err)
+		}
+		s.version = conn
+	}
+	var v int64
+	err := s.version.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v)
+	return v, s.fail(err)
+}
+
 // Close closes the store.
 func (s *Store) Close() error {
 	s.waitRemoved()
+	s.versionMu.Lock()
+	if s.version != nil {
+		s.version.Close()
+	}
+	s.versionMu.Unlock()
 	for _, st := range []*sql.Stmt{s.begin, s.commit, s.rollback, s.insEffect, s.endEffect, s.endRun, s.insWhole} {
 		st.Close()
 	}

@@ -18,8 +18,10 @@ import (
 
 	"go.starlark.net/starlark"
 
+	"github.com/skeinlang/skein/engine/telemetry"
 	"github.com/skeinlang/skein/engine/temporal"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/internal/visible"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
@@ -155,7 +157,12 @@ func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *
 		note(lonely)
 	}
 	f := c.Follower(id)
+	// The run's spans, from the events it follows (docs/observability.md).
+	tp, _ := telemetry.Default()
+	tel := tp.Start(g, telemetry.RunInfo{File: confine.Abs(g.File), Engine: "temporal"})
+	defer tel.End(nil)
 	f.OnEvent = func(raw json.RawMessage, ev vm.Event) {
+		tel.Event(&ev)
 		switch {
 		case enc != nil:
 			enc.writeRaw(raw, &ev)
@@ -218,7 +225,7 @@ follow:
 			return exitFail
 		}
 	}
-	if getErr == nil && (prog != nil || enc != nil) {
+	if getErr == nil && (prog != nil || enc != nil || tel != nil) {
 		// The rest of the events: the workflow is closed, its logs final.
 		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		f.Drain(dctx)

@@ -391,3 +391,48 @@ func TestSecretsMasked(t *testing.T) {
 		t.Errorf("the secret was not met masked in a status (%v) and a prompt (%v): the test does not reach it", status, prompt)
 	}
 }
+
+// TestEventsOnly: the spans made from a run's events alone, read back
+// from their JSON as a remote engine's client reads a workflow's events
+// (skein run --engine temporal), form the tree a local run's do.
+func TestEventsOnly(t *testing.T) {
+	rc := newReceiver(t)
+	p := provider(t, rc)
+	g := load(t, "traced.star", tracedFlow, "child.star", childFlow)
+	var mu sync.Mutex
+	var lines [][]byte
+	in, err := vm.BindInputs(g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := (&runs.Service{Telemetry: p}).Start(&runs.Spec{Graph: g, Inputs: in, Ask: approve{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.OnEvent = func(ev *vm.Event) {
+		mu.Lock()
+		lines = append(lines, ev.AppendJSON(nil))
+		mu.Unlock()
+	}
+	if res, _ := r.Run(context.Background()); res.Status != vm.Succeeded {
+		t.Fatalf("run %s: %v", res.Status, res.Error)
+	}
+	p.Shutdown(context.Background())
+	local := tree(rc.spans)
+
+	rc2 := newReceiver(t)
+	p2 := provider(t, rc2)
+	remote := p2.Start(g, telemetry.RunInfo{Engine: "temporal"})
+	for _, l := range lines {
+		ev, err := vm.DecodeEvent(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		remote.Event(&ev)
+	}
+	remote.End(nil)
+	p2.Shutdown(context.Background())
+	if d := cmp.Diff(local, tree(rc2.spans)); d != "" {
+		t.Errorf("the tree from the events alone (-local +events):\n%s", d)
+	}
+}

@@ -1,6 +1,7 @@
 package lsp
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -18,7 +19,7 @@ func openSteps(b *testing.B, tail string) (*Server, *document) {
 	}
 	s := &Server{w: &writer{w: io.Discard}, docs: map[string]*document{}, published: map[string]map[string]bool{}}
 	path := filepath.Join(b.TempDir(), "big.star")
-	d := &document{path: path, uri: uriOf(path), text: newText(src.String())}
+	d := &document{path: path, uri: uriOf(path), text: newText(src.String()), stale: true}
 	s.docs[path] = d
 	return s, d
 }
@@ -31,9 +32,9 @@ func BenchmarkCheckBuffer(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s.mu.Lock()
-		d.an = nil // as after a keystroke
-		s.checkAll()
+		d.stale = true // as after a keystroke
 		s.mu.Unlock()
+		s.checkStale(context.Background())
 	}
 	if d.good == nil || len(d.good.g.Steps()) != 1000 {
 		b.Fatal("the buffer did not load")
@@ -45,9 +46,7 @@ func BenchmarkCheckBuffer(b *testing.B) {
 // template hole) is read from the start of the buffer.
 func BenchmarkHoverLastLine(b *testing.B) {
 	s, d := openSteps(b, "  # step's 'comment'")
-	s.mu.Lock()
-	s.checkAll()
-	s.mu.Unlock()
+	s.checkStale(context.Background())
 	line := strings.Index("s999 = step(\"s999\", run = [\"echo\", \"{{ inputs.who }}\"])", "who") + 1
 	params := []byte(fmt.Sprintf(`{"textDocument": {"uri": %q}, "position": {"line": 1000, "character": %d}}`, d.uri, line))
 	b.ReportAllocs()
@@ -60,7 +59,7 @@ func BenchmarkHoverLastLine(b *testing.B) {
 
 // BenchmarkHoverVariable measures a hover over a variable bound to a step
 // near the end of a buffer of 20,000 steps: which variables name steps is
-// read from the syntax tree once per check, not once per request.
+// read from the syntax tree once per version, not once per request.
 func BenchmarkHoverVariable(b *testing.B) {
 	var src strings.Builder
 	for i := 0; i < 20000; i++ {
@@ -68,11 +67,9 @@ func BenchmarkHoverVariable(b *testing.B) {
 	}
 	s := &Server{w: &writer{w: io.Discard}, docs: map[string]*document{}, published: map[string]map[string]bool{}}
 	path := filepath.Join(b.TempDir(), "big.star")
-	d := &document{path: path, uri: uriOf(path), text: newText(src.String())}
+	d := &document{path: path, uri: uriOf(path), text: newText(src.String()), stale: true}
 	s.docs[path] = d
-	s.mu.Lock()
-	s.checkAll()
-	s.mu.Unlock()
+	s.checkStale(context.Background())
 	params := []byte(fmt.Sprintf(`{"textDocument": {"uri": %q}, "position": {"line": 19000, "character": 2}}`, d.uri))
 	b.ReportAllocs()
 	for b.Loop() {

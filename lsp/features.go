@@ -26,9 +26,10 @@ type cursor struct {
 	d    *document
 	g    *graphir.Graph // the last graph of the buffer, or nil
 	file *syntax.File   // the last syntax tree, or nil
-	// fileOf is the analysis file comes from, which keeps what is read
-	// from the tree once per check rather than once per request.
-	fileOf *analysis
+	// fileOf is the text file was parsed from, which keeps what is read
+	// from the tree once per version of the buffer rather than once per
+	// request.
+	fileOf *text
 	pos    position
 	line   string   // the cursor's line
 	off    int      // byte offset of the cursor in line
@@ -64,15 +65,19 @@ func (s *Server) at(params json.RawMessage) (*cursor, *respError) {
 	if e != nil {
 		return nil, e
 	}
-	s.current(d)
+	// Answered from the last good state: the graph of the last check that
+	// made one (a check under way is not waited for), and the tree of the
+	// buffer as it is, or as it was at that check if it does not parse.
 	c := &cursor{d: d, pos: p.Position, line: d.text.line(p.Position.Line), off: d.text.offset(p.Position)}
 	if d.good != nil {
 		c.g = d.good.g
 	}
-	if d.an.file != nil {
-		c.file, c.fileOf = d.an.file, d.an
+	if f := d.text.tree(d.path); f != nil {
+		c.file, c.fileOf = f, d.text
 	} else if d.good != nil {
-		c.file, c.fileOf = d.good.file, d.good
+		if f := d.good.text.tree(d.path); f != nil {
+			c.file, c.fileOf = f, d.good.text
+		}
 	}
 	return c, nil
 }
@@ -157,13 +162,13 @@ func calledName(call *syntax.CallExpr) string {
 
 // stepVars maps the globals bound to a step() (router, loop, map) call
 // with a literal name to that name, in the cursor's syntax tree. The map
-// is made once per check of the buffer: it walks the whole tree.
+// is made once per version of the buffer: it walks the whole tree.
 func (c *cursor) stepVars() map[string]string {
 	if c.fileOf == nil {
 		return nil
 	}
 	if c.fileOf.vars == nil {
-		c.fileOf.vars = stepVars(c.fileOf.file)
+		c.fileOf.vars = stepVars(c.file)
 	}
 	return c.fileOf.vars
 }
@@ -699,7 +704,6 @@ func (s *Server) documentSymbols(params json.RawMessage) (any, *respError) {
 	if e != nil {
 		return nil, e
 	}
-	s.current(d)
 	if d.good == nil {
 		return []documentSymbol{}, nil
 	}

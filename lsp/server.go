@@ -8,6 +8,7 @@
 package lsp
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,8 +18,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"go.starlark.net/syntax"
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
@@ -49,8 +48,9 @@ type Server struct {
 	mu        sync.Mutex
 	docs      map[string]*document       // open buffers by cleaned path
 	published map[string]map[string]bool // by flow path: the URIs its last check published to
-	timer     *time.Timer                // a pending check, or nil
-	dirty     map[string]bool            // files changed since the last check, by cleaned path
+	timer     *time.Timer                // a change's debounce, or nil
+	running   *checking                  // the check under way, or nil
+	wake      chan struct{}              // tells the checker there may be work (nil: none runs)
 	shutdown  bool
 }
 
@@ -60,19 +60,28 @@ type document struct {
 	uri     string
 	version int
 	text    *text
-	an      *analysis // the last check of the buffer
-	checks  int       // how many times it was checked (tests)
-	good    *analysis // the last check that produced a graph
+	// stale says the buffer, or a file its last check read, changed
+	// since: it is checked again.
+	stale bool
+	an    *analysis // the last check of the buffer
+	good  *analysis // the last check that produced a graph
 }
 
 // analysis is what one check of a buffer found.
 type analysis struct {
-	text  *text
-	file  *syntax.File // the buffer's syntax tree, nil if it does not parse
-	g     *graphir.Graph
-	diags []check.Diagnostic
-	vars  map[string]string // stepVars of file, once a request has asked
-	deps  map[string]bool   // the files its load read or tried to, by cleaned path
+	text    *text
+	version int
+	g       *graphir.Graph
+	diags   []check.Diagnostic
+	deps    map[string]bool // the files its load read or tried to, by cleaned path
+}
+
+// checking is the check under way, which a change to its buffer or to a
+// file it read cancels: its result would be stale.
+type checking struct {
+	d      *document
+	an     *analysis
+	cancel context.CancelFunc
 }
 
 // Serve reads requests from in and writes replies and notifications to
@@ -83,7 +92,18 @@ func (s *Server) Serve(in io.Reader, out io.Writer) error {
 	s.w = &writer{w: out}
 	s.docs = map[string]*document{}
 	s.published = map[string]map[string]bool{}
-	defer s.stopTimers()
+	s.wake = make(chan struct{}, 1)
+	ctx, stop := context.WithCancel(context.Background())
+	checked := make(chan struct{})
+	go func() {
+		defer close(checked)
+		s.checker(ctx)
+	}()
+	defer func() {
+		stop() // cancels the check under way
+		<-checked
+		s.stopTimers()
+	}()
 	r := newReader(in)
 	for {
 		body, err := r.read()
@@ -280,10 +300,10 @@ func (s *Server) didOpen(params json.RawMessage) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d := &document{path: filepath.Clean(path), uri: p.TextDocument.URI, version: p.TextDocument.Version, text: newText(p.TextDocument.Text)}
+	d := &document{path: filepath.Clean(path), uri: p.TextDocument.URI, version: p.TextDocument.Version, text: newText(p.TextDocument.Text), stale: true}
 	s.docs[d.path] = d
 	s.changed(d.path)
-	s.checkAll()
+	s.checkNow()
 	return nil
 }
 
@@ -326,11 +346,11 @@ func (s *Server) didSave(params json.RawMessage) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	path := filepath.Clean(pathOf(p.TextDocument.URI))
-	if d := s.docs[path]; d != nil && p.Text != nil {
+	if d := s.docs[path]; d != nil && p.Text != nil && *p.Text != d.text.src {
 		d.text = newText(*p.Text)
 	}
 	s.changed(path) // the disk's copy, which unopened files see
-	s.checkAll()
+	s.checkNow()
 	return nil
 }
 
@@ -353,11 +373,11 @@ func (s *Server) didClose(params json.RawMessage) error {
 		}
 	}
 	delete(s.published, path)
-	s.checkAll()
+	s.checkNow()
 	return nil
 }
 
-// schedule checks the open buffers once no change has come for the
+// schedule has the stale buffers checked once no change has come for the
 // debounce interval. It is called with s.mu held.
 func (s *Server) schedule() {
 	delay := s.Debounce
@@ -367,63 +387,109 @@ func (s *Server) schedule() {
 	if s.timer != nil {
 		s.timer.Stop()
 	}
-	s.timer = time.AfterFunc(delay, func() {
-		defer s.recoverTo("checking")
+	var t *time.Timer
+	t = time.AfterFunc(delay, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.checkAll()
+		if s.timer == t {
+			s.checkNow()
+		}
 	})
+	s.timer = t
 }
 
-// changed notes that the file at path changed: the buffers whose last
-// check read it are checked again. It is called with s.mu held.
-func (s *Server) changed(path string) {
-	if s.dirty == nil {
-		s.dirty = map[string]bool{}
-	}
-	s.dirty[path] = true
-}
-
-// checkAll checks now every open buffer that changed or whose last check
-// read a file that changed since (a buffer may load the one that changed),
-// and publishes the diagnostics; the others are left as they are (every
-// didOpen checked every buffer: 200 open ones made a hover take 1.7 s).
-// It is called with s.mu held.
-func (s *Server) checkAll() {
+// checkNow has the stale buffers checked now, not after a debounce. It is
+// called with s.mu held.
+func (s *Server) checkNow() {
 	if s.timer != nil {
 		s.timer.Stop()
 		s.timer = nil
 	}
-	paths := make([]string, 0, len(s.docs))
-	for p := range s.docs {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	dirty := s.dirty
-	s.dirty = nil
-	for _, p := range paths {
-		if d := s.docs[p]; d.an == nil || d.an.text != d.text || d.an.reads(dirty) {
-			s.checkDoc(d)
-		}
+	select {
+	case s.wake <- struct{}{}:
+	default: // the checker is told already, or none runs (tests)
 	}
 }
 
-// reads reports whether the check that made an read any of files.
-func (an *analysis) reads(files map[string]bool) bool {
-	for f := range files {
-		if an.deps[f] {
-			return true
+// changed notes that the file at path changed: the buffer of path and
+// those whose last check read it are stale, and the check under way is
+// cancelled if it is of path or read it (a newer version cancels the
+// older check; every didOpen checked every buffer once, so with 200 open
+// a hover took 1.7 s). It is called with s.mu held.
+func (s *Server) changed(path string) {
+	for _, d := range s.docs {
+		if d.path == path || d.an != nil && d.an.deps[path] {
+			d.stale = true
 		}
 	}
-	return false
+	if c := s.running; c != nil && (c.d.path == path || c.an.deps[path]) {
+		c.cancel()
+		c.d.stale = true
+	}
 }
 
-// current makes sure d's analysis reflects its buffer, checking now if a
-// check is pending. It is called with s.mu held.
-func (s *Server) current(d *document) {
-	if d.an == nil || d.an.text != d.text {
-		s.checkAll()
+// checker checks the stale buffers whenever it is told there may be
+// some, until ctx is done. It runs on a goroutine of its own, so that
+// requests are answered while a check runs: a flow's top-level code can
+// take as long as its load budget.
+func (s *Server) checker(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+		}
+		s.checkStale(ctx)
 	}
+}
+
+// checkStale checks the stale buffers one at a time, in the order of
+// their paths, until none is left or a change's debounce is pending.
+func (s *Server) checkStale(ctx context.Context) {
+	for s.checkNext(ctx) {
+	}
+}
+
+// checkNext checks the first stale buffer and reports whether there was
+// one. The load runs without s.mu held; its result is recorded and
+// published only if nothing it read changed meanwhile (the change then
+// cancelled it, and the buffer is stale again).
+func (s *Server) checkNext(ctx context.Context) bool {
+	s.mu.Lock()
+	var d *document
+	if s.timer == nil && ctx.Err() == nil {
+		for _, doc := range s.docs {
+			if doc.stale && (d == nil || doc.path < d.path) {
+				d = doc
+			}
+		}
+	}
+	if d == nil {
+		s.mu.Unlock()
+		return false
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	c := &checking{d: d, cancel: cancel, an: &analysis{text: d.text, version: d.version, deps: map[string]bool{d.path: true}}}
+	s.running, d.stale = c, false
+	s.mu.Unlock()
+
+	defer cancel()
+	defer s.recoverTo("checking " + d.path)
+	loaded := frontend.LoadSource(d.path, []byte(c.an.text.src), frontend.Options{Context: cctx, ReadFile: func(name string) ([]byte, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		c.an.deps[filepath.Clean(confine.Abs(name))] = true
+		return s.readFile(name)
+	}})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running = nil
+	if cctx.Err() != nil || s.docs[d.path] != d {
+		return true // stale, or closed: what is checked next replaces it
+	}
+	c.an.g, c.an.diags = loaded.Graph, loaded.Diagnostics
+	s.record(d, c.an)
+	return true
 }
 
 // readFile reads a file for the loader: an open buffer's contents, else
@@ -435,29 +501,18 @@ func (s *Server) readFile(name string) ([]byte, error) {
 	return lang.ReadFile(name) // bounded, as the loader's own reads are
 }
 
-// checkDoc loads and checks one buffer, records the analysis and publishes
-// its diagnostics to the files they are in, clearing the files that no
-// longer have any. It is called with s.mu held.
-func (s *Server) checkDoc(d *document) {
-	d.checks++
-	an := &analysis{text: d.text, deps: map[string]bool{d.path: true}}
-	src := []byte(d.text.src)
-	if f, err := graphir.ParseFile(d.path, src, syntax.RetainComments); err == nil {
-		an.file = f
-	}
-	loaded := frontend.LoadSource(d.path, src, frontend.Options{ReadFile: func(name string) ([]byte, error) {
-		an.deps[filepath.Clean(confine.Abs(name))] = true
-		return s.readFile(name)
-	}})
-	g := loaded.Graph
-	an.g, an.diags = g, loaded.Diagnostics
+// record makes an, a finished check of d's buffer, d's last, and
+// publishes its diagnostics to the files they are in, clearing the files
+// that no longer have any. It is called with s.mu held.
+func (s *Server) record(d *document, an *analysis) {
+	g := an.g
 	d.an = an
-	if an.g != nil {
+	if g != nil {
 		d.good = an
 	}
 
 	byFile := map[string][]diagnostic{}
-	texts := map[string]*text{d.path: d.text}
+	texts := map[string]*text{d.path: an.text}
 	for _, dg := range an.diags {
 		file := dg.Pos.File
 		line, col := dg.Pos.Line, dg.Pos.Col
@@ -490,7 +545,7 @@ func (s *Server) checkDoc(d *document) {
 		uris[uri] = true
 		p := publishDiagnosticsParams{URI: uri, Diagnostics: ds}
 		if file == d.path {
-			v := d.version
+			v := an.version
 			p.Version = &v
 		}
 		if p.Diagnostics == nil {

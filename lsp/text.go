@@ -10,6 +10,10 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"go.starlark.net/syntax"
+
+	"github.com/skeinlang/skein/graphir"
 )
 
 // text is a file's contents split into lines.
@@ -17,6 +21,25 @@ type text struct {
 	src    string
 	lines  []string // without their "\n"
 	starts []int    // the byte offset in src where each line starts
+
+	// What requests read from its syntax tree, made when one first asks
+	// (the check's loader parses on its own: it rewrites its tree).
+	parsed bool
+	file   *syntax.File      // nil if it does not parse
+	vars   map[string]string // stepVars of file, once a request has asked
+}
+
+// tree returns the syntax tree of t as the file at path, or nil if it does
+// not parse; it is parsed once, when a request first asks. It is called
+// with s.mu held.
+func (t *text) tree(path string) *syntax.File {
+	if !t.parsed {
+		t.parsed = true
+		if f, err := graphir.ParseFile(path, []byte(t.src), syntax.RetainComments); err == nil {
+			t.file = f
+		}
+	}
+	return t.file
 }
 
 func newText(src string) *text {

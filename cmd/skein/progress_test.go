@@ -176,7 +176,7 @@ chain(START, fast, slow, END)
 	}
 	term.expect("ok    slow ")
 	term.expect("succeeded in ")
-	term.expect(`  output: {"stdout":"done1\n"`)
+	term.expect("  output: done1\r\n")
 	if err := term.cmd.Wait(); err != nil {
 		t.Errorf("skein run: %v; output:\n%q", err, term.out.String())
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/model"
 )
 
 // Outcome is a scripted outcome of one effect, the value of t.ok(...),
@@ -136,12 +137,16 @@ type mockSpec struct {
 }
 
 // Mocks is the producer of a flow test's run: a mocked step's effects are
-// answered from its script, others run for real through Fallback unless
-// the test is strict. Effects of child flows come here too; mocks name
-// steps, so a mock for "build" answers a "build" step at any depth.
+// answered from its script. An unmocked task, shell or model call (other
+// than the offline stub model's) fails the test instead of touching the
+// world, unless Live; with Strict every unmocked effect does (approvals,
+// waits and stub model calls too). Other effects run for real through
+// Fallback. Effects of child flows come here too; mocks name steps, so a
+// mock for "build" answers a "build" step at any depth.
 type Mocks struct {
 	Fallback vm.EffectProducer
 	Strict   bool
+	Live     bool
 	// Now stamps approvals; nil means time.Now.
 	Now func() time.Time
 
@@ -221,15 +226,15 @@ func (m *Mocks) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.
 	spec := m.steps[key]
 	if spec == nil {
 		// A child flow (a step's, a flow= tool's) does no work of its
-		// own: it runs, and strictness applies to its effects.
-		if m.Strict && req.Kind != graphir.KindSubflow {
-			msg := fmt.Sprintf("step %q (%s) ran without a mock in a strict test", req.Step, req.Kind)
+		// own: it runs, and the same rules apply to its effects.
+		if why := m.refuses(req); why != "" {
+			msg := fmt.Sprintf("step %q (%s) ran without a mock %s: mock it, e.g. mocks = {%q: %s}, or let the test run such steps for real with t.live()", req.Step, effectWhat(req), why, req.Step, mockExample(req))
 			if req.Tool != "" {
-				msg = fmt.Sprintf("tool %q (called by agent step %q) ran without a mock in a strict test", req.Tool, req.Step)
+				msg = fmt.Sprintf("tool %q (called by agent step %q) ran without a mock %s: mock it, e.g. mocks = {%q: t.ok(stdout = \"...\")}, or let the test run it for real with t.live()", req.Tool, req.Step, why, req.Tool)
 			}
 			m.problem(msg)
 			m.mu.Unlock()
-			done(&vm.EffectCompletion{Code: codes.StepFailed, Error: "no mock in a strict test"})
+			done(&vm.EffectCompletion{Code: codes.StepFailed, Error: "no mock " + why})
 			return
 		}
 		m.mu.Unlock()
@@ -245,10 +250,10 @@ func (m *Mocks) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.
 		if len(list) == 0 {
 			m.mu.Unlock()
 			if req.Kind == graphir.KindApproval {
-				m.unmocked(ctx, req, done, fmt.Sprintf("the approval of a call of tool %q (called by agent step %q) was asked without t.approve() or t.reject() among the tool's mocks in a strict test", req.Tool, req.Node.Name))
+				m.unmocked(ctx, req, done, fmt.Sprintf("the approval of a call of tool %q (called by agent step %q) was asked without t.approve() or t.reject() among the tool's mocks", req.Tool, req.Node.Name))
 				return
 			}
-			m.unmocked(ctx, req, done, fmt.Sprintf("tool %q (called by agent step %q) ran without a mock in a strict test", req.Tool, req.Node.Name))
+			m.unmocked(ctx, req, done, fmt.Sprintf("tool %q (called by agent step %q) ran without a mock among the tool's mocks", req.Tool, req.Node.Name))
 			return
 		}
 	}
@@ -289,6 +294,48 @@ func (m *Mocks) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.
 	done(o.completion(req, now()))
 }
 
+// refuses says why req, which no mock answers, may not run for real ("in
+// a strict test", "in a test"), or "" when it may: a child flow always
+// runs (its effects come back here); an approval, a wait and a stub
+// model's call touch nothing outside and run unless the test is strict;
+// a task, a shell or a model call runs only when the test is live.
+func (m *Mocks) refuses(req *vm.EffectRequest) string {
+	switch {
+	case req.Kind == graphir.KindSubflow:
+		return ""
+	case m.Strict:
+		return "in a strict test"
+	case m.Live:
+		return ""
+	case req.Kind == graphir.KindTask || req.Kind == graphir.KindShell:
+		return "in a test"
+	case req.Chat != nil && req.Chat.Provider != model.ProviderStub:
+		return "in a test"
+	}
+	return ""
+}
+
+// effectWhat names the kind of effect req is, for a message.
+func effectWhat(req *vm.EffectRequest) string {
+	if req.Chat != nil {
+		return "a model call"
+	}
+	return req.Kind.String()
+}
+
+// mockExample is an outcome that would answer req, for a message.
+func mockExample(req *vm.EffectRequest) string {
+	switch {
+	case req.Chat != nil:
+		return `t.answer("...")`
+	case req.Kind == graphir.KindApproval:
+		return "t.approve()"
+	case req.Kind == graphir.KindTask || req.Kind == graphir.KindShell:
+		return `t.ok(stdout = "...")`
+	}
+	return "t.ok()"
+}
+
 // toolOutcomes are the outcomes of a tool's mocks that answer the
 // approvals of its calls (approvals true: t.approve(), t.reject()) or
 // the calls themselves (every other).
@@ -303,13 +350,14 @@ func toolOutcomes(list []*Outcome, approvals bool) []*Outcome {
 }
 
 // unmocked answers an effect its step's mocks have nothing for: a
-// problem in a strict test, else it runs for real (an approval parks).
+// problem when [Mocks.refuses] it, else it runs for real (an approval
+// parks).
 func (m *Mocks) unmocked(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion), msg string) {
-	if m.Strict {
+	if why := m.refuses(req); why != "" {
 		m.mu.Lock()
-		m.problem(msg)
+		m.problem(msg + " " + why)
 		m.mu.Unlock()
-		done(&vm.EffectCompletion{Code: codes.StepFailed, Error: "no mock in a strict test"})
+		done(&vm.EffectCompletion{Code: codes.StepFailed, Error: "no mock " + why})
 		return
 	}
 	m.Fallback.Start(ctx, req, done)

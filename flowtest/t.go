@@ -30,7 +30,8 @@ type tester struct {
 	file   string // the test file
 	root   string
 	opts   *Options
-	strict bool
+	strict bool // t.strict(): every unmocked effect fails the test
+	live   bool // t.live(): unmocked tasks, shells and model calls run for real
 	res    *TestResult
 	attrs  map[string]*starlark.Builtin
 }
@@ -45,6 +46,7 @@ func newTester(ctx context.Context, file, root string, opts *Options, res *TestR
 		"approve":  starlark.NewBuiltin("t.approve", t.approve),
 		"reject":   starlark.NewBuiltin("t.reject", t.reject),
 		"strict":   starlark.NewBuiltin("t.strict", t.strictFn),
+		"live":     starlark.NewBuiltin("t.live", t.liveFn),
 		"eq":       starlark.NewBuiltin("t.eq", t.eq),
 		"true":     starlark.NewBuiltin("t.true", t.trueFn),
 		"contains": starlark.NewBuiltin("t.contains", t.contains),
@@ -128,7 +130,7 @@ func (t *tester) run(th *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err := checkMocks(g, m); err != nil {
 		return nil, fmt.Errorf("%s: %v", b.Name(), err)
 	}
-	m.Strict = t.strict
+	m.Strict, m.Live = t.strict, t.live
 	var given frontend.Inputs
 	if inputs != nil {
 		for _, it := range inputs.Items() {
@@ -376,7 +378,15 @@ func (t *tester) strictFn(_ *starlark.Thread, b *starlark.Builtin, args starlark
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs); err != nil {
 		return nil, err
 	}
-	t.strict = true
+	t.strict, t.live = true, false
+	return starlark.None, nil
+}
+
+func (t *tester) liveFn(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs); err != nil {
+		return nil, err
+	}
+	t.live, t.strict = true, false
 	return starlark.None, nil
 }
 

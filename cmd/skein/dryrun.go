@@ -4,6 +4,7 @@ package main
 // would start, rendered, in the order the walk reaches it.
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -11,10 +12,13 @@ import (
 	"strings"
 	"sync"
 
+	"go.starlark.net/starlark"
+
 	"github.com/skeinlang/skein/flowtest"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/internal/visible"
+	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 )
 
@@ -26,15 +30,15 @@ type dryRun struct {
 }
 
 // newDryRun makes the producer of a dry run of g, with the outcomes of
-// --mock STEP=ok|fail.
+// --mock STEP=ok|fail|OUTPUT.
 func newDryRun(g *graphir.Graph, mocks []string) (*dryRun, error) {
 	d := &dryRun{producer: &flowtest.DryRun{Outcomes: map[string]*flowtest.Outcome{}}, base: filepath.Dir(g.File)}
 	names := g.StepNames()
 	sort.Strings(names)
 	for _, m := range mocks {
 		step, what, ok := strings.Cut(m, "=")
-		if !ok || (what != "ok" && what != "fail") {
-			return nil, fmt.Errorf("--mock %q: want STEP=ok or STEP=fail", m)
+		if !ok || step == "" {
+			return nil, fmt.Errorf("--mock %q: want STEP=ok, STEP=fail or STEP=OUTPUT", m)
 		}
 		if g.Node(step) == nil {
 			msg := fmt.Sprintf("--mock %q: flow %s has no step %q", m, g.Name, step)
@@ -45,13 +49,44 @@ func newDryRun(g *graphir.Graph, mocks []string) (*dryRun, error) {
 			return nil, fmt.Errorf("--mock %q: step %q is %s, which always runs in a dry run: it has no effect to mock", m, step, kind)
 		}
 		o := flowtest.OK
-		if what == "fail" {
+		switch what {
+		case "ok":
+		case "fail":
 			o = flowtest.Fail
+		default:
+			if g.Node(step).Kind == graphir.KindApproval {
+				return nil, fmt.Errorf("--mock %q: step %q is an approval: --mock takes ok (approved) or fail (rejected) for it", m, step)
+			}
+			var err error
+			if o, err = mockOutput(what); err != nil {
+				return nil, fmt.Errorf("--mock %q: %v", m, err)
+			}
 		}
 		d.producer.Outcomes[step] = o
 	}
 	d.producer.Report = d.report
 	return d, nil
+}
+
+// mockOutput is the outcome of --mock STEP=TEXT: any step's output but a
+// task's is TEXT read as JSON, or TEXT itself when it is not JSON (as
+// resume --set reads it); a task or shell prints TEXT on stdout, or the
+// string a JSON string TEXT holds. A JSON string ('"ok"') is how to give
+// the text ok or fail.
+func mockOutput(text string) (*flowtest.Outcome, error) {
+	var out starlark.Value = starlark.String(text)
+	if json.Valid([]byte(text)) {
+		v, err := stdlib.FromJSON([]byte(text))
+		if err != nil {
+			return nil, err
+		}
+		out = v
+	}
+	stdout := text
+	if s, isStr := out.(starlark.String); isStr {
+		stdout = string(s) // '"ok"' prints ok
+	}
+	return &flowtest.Outcome{Kind: "ok", Stdout: stdout, Output: out}, nil
 }
 
 func (d *dryRun) report(req *vm.EffectRequest) {
@@ -115,7 +150,14 @@ func (d *dryRun) describe(req *vm.EffectRequest) string {
 		fmt.Fprintf(&b, "\n    %s: %s", x[0], visible.Text(x[1], true))
 	}
 	if o := d.producer.Outcomes[req.Step]; o != nil {
-		fmt.Fprintf(&b, "\n    outcome: %s (--mock)", o.Kind)
+		what := o.Kind
+		if o != flowtest.OK && o.Kind == "ok" {
+			what = "output " + valueText(o.Output, 200)
+			if req.Kind == graphir.KindTask || req.Kind == graphir.KindShell {
+				what = "stdout " + strconv.Quote(o.Stdout)
+			}
+		}
+		fmt.Fprintf(&b, "\n    outcome: %s (--mock)", visible.Text(what, false))
 	}
 	return visible.Text(b.String(), true)
 }

@@ -116,7 +116,7 @@ errors, 3 waiting for an approval.`, vm.DefaultParallel),
 			o.recordFlags.define(fs, "the run", "$SKEIN_STORE, else .skein/runs.db at or above the flow root")
 			fs.BoolVar(&o.noPrompt, "no-prompt", false, "never ask for approvals on the terminal: park the run instead (exit 3)")
 			fs.BoolVar(&o.dryRun, "dry-run", false, "execute no effect: tasks, shells, child flows, model calls, approvals and waits succeed with empty output and print what they would do (not recorded)")
-			fs.StringArrayVar(&o.mocks, "mock", nil, "with --dry-run, STEP=ok or STEP=fail: the outcome of that step's effects (repeatable)")
+			fs.StringArrayVar(&o.mocks, "mock", nil, "with --dry-run, STEP=ok, STEP=fail or STEP=OUTPUT (a task's stdout; JSON or text for other steps): the outcome of that step's effects (repeatable)")
 			o.cassetteFlags.define(fs, cassetteHelp, replayOnlyHelp)
 			fs.StringVar(&o.model, "model", "", modelHelp)
 			fs.BoolVar(&o.prune, "prune", false, "with --cassette: once the run has succeeded, drop the exchanges it did not use (what the flow no longer asks)")

@@ -92,6 +92,10 @@ type Server struct {
 	graphs graphCache
 	flows  flowCache
 	sched  *trigger.Scheduler // triggers.go
+
+	// traces holds the trace contexts of webhook deliveries' callers,
+	// by flow file and delivery id, until their runs start.
+	traces sync.Map
 }
 
 // active is a run the server's process runs.

@@ -2,12 +2,14 @@ package serve
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/skeinlang/skein/engine/telemetry"
+	"github.com/skeinlang/skein/vm/store"
 )
 
 // A run started by a request carrying a W3C traceparent continues the
@@ -42,5 +44,42 @@ func TestStartContinuesTrace(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no span continues the caller's: %d spans", len(exp.GetSpans()))
+	}
+}
+
+// A run a webhook delivery carrying a traceparent queues continues the
+// caller's trace.
+func TestWebhookContinuesTrace(t *testing.T) {
+	const secret = "It's a Secret to Everybody"
+	t.Setenv("SKEIN_TEST_PUSH_SECRET", secret)
+	ts := newTriggerServer(t, "", map[string]string{"push.star": pushFlow})
+	exp := tracetest.NewInMemoryExporter()
+	p, err := telemetry.New(context.Background(), sdktrace.WithSyncer(exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.srv.svc.Telemetry = p
+	const traceID, spanID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	marks := filepath.Join(t.TempDir(), "marks")
+	code, m := ts.deliver("push", githubPush, "X-GitHub-Delivery", "d-1", "X-Hub-Signature-256", sign(secret, githubPush),
+		"X-Marks", marks, "Traceparent", "00-"+traceID+"-"+spanID+"-01")
+	if code != 202 {
+		t.Fatalf("delivery: %d %v", code, m)
+	}
+	if q := ts.waitQueue(); len(q) != 1 || q[0].State != store.QueueDone {
+		t.Fatalf("queue: %+v", q)
+	}
+	ts.srv.Wait()
+	var found bool
+	for _, s := range exp.GetSpans() {
+		if s.Name == "run push" {
+			found = true
+			if s.Parent.SpanID().String() != spanID || s.SpanContext.TraceID().String() != traceID {
+				t.Errorf("the run's span has parent %s in trace %s, not the caller's", s.Parent.SpanID(), s.SpanContext.TraceID())
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no run span: %d spans", len(exp.GetSpans()))
 	}
 }

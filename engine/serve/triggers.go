@@ -21,10 +21,12 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 
 	"github.com/skeinlang/skein/engine/runs"
+	"github.com/skeinlang/skein/engine/telemetry"
 	"github.com/skeinlang/skein/engine/trigger"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
@@ -119,8 +121,11 @@ func (q queueRunner) Start(it *store.QueueItem) (string, func(), error) {
 	if by == "api" {
 		by = s.cfg.By
 	}
-	run, err := s.svc.Start(&runs.Spec{Graph: f.Graph, Inputs: inputs, Sources: f.Sources.List(),
-		Options: store.RunOptions{By: by}, NoDecision: noDecision})
+	spec := &runs.Spec{Graph: f.Graph, Inputs: inputs, Sources: f.Sources.List(), Options: store.RunOptions{By: by}, NoDecision: noDecision}
+	if parent, ok := s.traces.LoadAndDelete(it.File + "\x00" + it.Delivery); ok && it.Delivery != "" {
+		spec.Parent = parent.(trace.SpanContext) // the webhook caller's trace
+	}
+	run, err := s.svc.Start(spec)
 	if err != nil {
 		return "", nil, err
 	}
@@ -288,7 +293,17 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		}
 		inputs, _ = json.Marshal(m)
 	}
+	// The caller's trace, for the run this process starts for the
+	// delivery (kept in memory: a run a restarted server starts begins
+	// its own).
+	tk := flow.File + "\x00" + delivery
+	if parent := telemetry.Parent(r.Header); parent.IsValid() {
+		s.traces.Store(tk, parent)
+	}
 	it, err := s.sched.Enqueue(flow, t.Key(), t.OverlapPolicy(), inputs, delivery)
+	if err != nil {
+		s.traces.Delete(tk)
+	}
 	switch {
 	case errors.Is(err, store.ErrDuplicate):
 		writeJSON(w, http.StatusOK, map[string]any{"duplicate": true, "delivery": delivery})

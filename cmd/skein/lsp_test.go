@@ -313,7 +313,7 @@ func TestLSP(t *testing.T) {
 		return out
 	}
 	got := labels(c.request("textDocument/completion", docPos(uri, 8, utf16Col(t, last, "build.")+6)))
-	if strings.Join(got, ",") != "stdout,stderr,exit_code,error,code" {
+	if strings.Join(got, ",") != "stdout,text,stderr,exit_code,error,code" {
 		t.Errorf("completion after build.: %v", got)
 	}
 	got = labels(c.request("textDocument/completion", docPos(uri, 8, utf16Col(t, last, "inputs.")+7)))

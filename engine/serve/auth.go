@@ -141,13 +141,22 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		login := r.URL.Path == "/api/login"
+		if r.Header.Get("Authorization") != "" || login {
+			// A try at the token: not even compared while its address
+			// has to wait.
+			if d := s.limit.wait(addrKey(r)); d > 0 {
+				tooMany(w, d)
+				return
+			}
+		}
 		given, right := s.bearer(r)
 		if given && !right {
+			s.limit.failed(addrKey(r))
 			fail(w, http.StatusUnauthorized, "unauthorized", "wrong token")
 			return
 		}
 		_, authed, hasSession := s.session(r)
-		login := r.URL.Path == "/api/login"
 		// GET /api/session answers without the token: it says whether
 		// the request is logged in, so the page knows to ask for it.
 		open := login || (r.Method == http.MethodGet && r.URL.Path == "/api/session")
@@ -238,6 +247,7 @@ func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.cfg.Token != "" && subtle.ConstantTimeCompare([]byte(body.Token), []byte(s.cfg.Token)) != 1 {
+		s.limit.failed(addrKey(r))
 		fail(w, http.StatusUnauthorized, "unauthorized", "wrong token")
 		return
 	}

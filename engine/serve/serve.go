@@ -91,6 +91,7 @@ type Server struct {
 
 	graphs graphCache
 	flows  flowCache
+	limit  *limiter           // wrong tokens, by address (limit.go)
 	sched  *trigger.Scheduler // triggers.go
 
 	// traces holds the trace contexts of webhook deliveries' callers,
@@ -113,7 +114,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("serve: no store")
 	}
-	s := &Server{cfg: cfg, active: map[string]*active{}, resuming: map[string]bool{}}
+	s := &Server{cfg: cfg, active: map[string]*active{}, resuming: map[string]bool{}, limit: newLimiter()}
 	for _, r := range cfg.Roots {
 		abs, err := filepath.Abs(r)
 		if err != nil {

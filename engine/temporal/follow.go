@@ -140,9 +140,17 @@ func (f *Follower) page(ctx context.Context, w *followed, p *EventsPage) error {
 		f.OnDropped(w.id, p.First-w.next)
 	}
 	for i := range p.Entries {
-		if err := f.entry(ctx, w, &p.Entries[i]); err != nil {
+		e := &p.Entries[i]
+		if e.Seq < w.next {
+			continue // handed on before a failed query cut its page short
+		}
+		if err := f.entry(ctx, w, e); err != nil {
 			return err
 		}
+		// Entry by entry: a query failing later in the page (a child
+		// workflow not started yet) leaves the cursor after this one, so
+		// the next poll does not hand it on again.
+		w.next = e.Seq + 1
 	}
 	w.next = max(w.next, p.Next)
 	return nil
@@ -164,11 +172,14 @@ func (f *Follower) children(w *followed) []*followed {
 func (f *Follower) entry(ctx context.Context, w *followed, e *Entry) error {
 	switch {
 	case e.Child != nil:
-		if f.logs[e.Child.ID] == nil {
-			c := &followed{id: e.Child.ID, from: &childFrom{ChildRun: *e.Child, parent: w.id, order: len(f.logs)}}
+		// Its log is read here, in its place; when that fails (the child
+		// not started yet), here again at the next poll.
+		c := f.logs[e.Child.ID]
+		if c == nil {
+			c = &followed{id: e.Child.ID, from: &childFrom{ChildRun: *e.Child, parent: w.id, order: len(f.logs)}}
 			f.logs[c.id] = c
-			return f.read(ctx, c, false)
 		}
+		return f.read(ctx, c, false)
 	case e.Approval != nil:
 		if f.OnApproval != nil {
 			f.OnApproval(w.id, e.Approval)

@@ -446,3 +446,51 @@ func TestRetryEventBackoff(t *testing.T) {
 		t.Errorf("decoded backoff %s, want %s", got.Duration, ev.Duration)
 	}
 }
+
+// TestFollowerNoRepeatAfterFailedQuery: a query that fails part way
+// through a page (a child workflow not started yet, which cannot answer)
+// leaves the cursor after the last entry handed on, so the next poll
+// hands on none of them again.
+func TestFollowerNoRepeatAfterFailedQuery(t *testing.T) {
+	var enc vm.EventEncoder
+	ev := func(typ vm.EventType, step string) json.RawMessage {
+		return enc.Append(nil, &vm.Event{Type: typ, Step: step, Kind: "task", Visit: 1})
+	}
+	logs := map[string][]Entry{
+		"top": {
+			{Seq: 0, Event: ev(vm.StepStarted, "a")},
+			{Seq: 1, Child: &ChildRun{ID: "top/kid#1.1", Step: "kid", Visit: 1}},
+			{Seq: 2, Event: ev(vm.StepStarted, "b")},
+		},
+		"top/kid#1.1": {{Seq: 0, Event: ev(vm.StepStarted, "inner")}},
+	}
+	childUp := false
+	query := func(_ context.Context, id, name string, arg any, out any) error {
+		if id == "top/kid#1.1" && !childUp {
+			childUp = true // it answers from the next poll on
+			return fmt.Errorf("workflow %s not found", id)
+		}
+		after := arg.(int)
+		p := out.(*EventsPage)
+		*p = EventsPage{Run: "r-" + id, Next: len(logs[id])}
+		for _, e := range logs[id] {
+			if e.Seq >= after {
+				p.Entries = append(p.Entries, e)
+			}
+		}
+		return nil
+	}
+	var lines []string
+	f := NewFollower("top", query)
+	f.OnEvent = func(_ json.RawMessage, ev vm.Event) { lines = append(lines, eventLine(ev)) }
+	if err := f.Poll(context.Background()); err == nil {
+		t.Fatal("the first poll did not fail with the child's query")
+	}
+	if err := f.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"step_started a visit 1", "step_started inner visit 1", "step_started b visit 1"}
+	if !cmp.Equal(lines, want) {
+		t.Errorf("events handed on:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -2,8 +2,10 @@ package servertest
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -78,4 +80,48 @@ func withoutKey(t *testing.T, evs []string, key string) []string {
 		out[i] = string(b)
 	}
 	return out
+}
+
+// TestManyChildFlowsEventsOnce follows a run of 20 child flows started at
+// once with --events, 20 times (SKEIN_TEST_CHILD_RUNS sets how many): no
+// event line is printed twice. A child's log asked for before the child
+// workflow started fails, and the follower asks again at the next poll;
+// it must not hand on again what it handed on before the failure.
+func TestManyChildFlowsEventsOnce(t *testing.T) {
+	dir := t.TempDir()
+	flow, err := (&temporaltest.Scenario{Files: map[string]string{
+		"kid.star": `flow(inputs = {"n": 0})` + "\n" + `chain(START, step("t", run = ["echo", "{{ inputs.n }}"]), END)`,
+		"flow.star": `
+flow(inputs = {"ns": list(range(20))})
+kids = map("kids", over = "inputs.ns", body = [step("kid", flow = "kid.star", inputs = {"n": "{{ item }}"})], concurrency = 20)
+chain(START, kids, END)
+`}}).Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := queue(t)
+	worker(t, q, nil)
+	worker(t, q, nil)
+	runs := 20
+	if n, err := strconv.Atoi(os.Getenv("SKEIN_TEST_CHILD_RUNS")); err == nil && n > 0 {
+		runs = n
+	}
+	for i := range runs {
+		out, stderr, code := skein(t, dir, "run", flow, "--events", "-p", "20", "--engine", "temporal", "--address", address, "--task-queue", q)
+		if code != 0 {
+			t.Fatalf("run %d: exit %d\nstderr:\n%s", i+1, code, stderr)
+		}
+		seen := map[string]bool{}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		for _, line := range lines {
+			if seen[line] {
+				t.Fatalf("run %d printed twice: %s\n(of %d lines)", i+1, line, len(lines))
+			}
+			seen[line] = true
+		}
+		// Each child's step, started and finished, besides the rest.
+		if n := strings.Count(out, `"step_started"`); n < 41 {
+			t.Fatalf("run %d: %d step_started events, want at least 41 (20 child steps, their tasks, the map)\n%s", i+1, n, out)
+		}
+	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/store"
 )
 
 // receiver is an OTLP/HTTP trace receiver: it keeps the spans posted to
@@ -128,8 +129,12 @@ func provider(t *testing.T, rc *receiver) *telemetry.Provider {
 }
 
 const tracedFlow = `
-model("m", provider = "stub", answers = [{"match": "Summarize", "reply": "all good"}])
+model("m", provider = "stub", answers = [
+    {"match": "Summarize", "reply": "all good"},
+    {"match": "Fix", "turns": [{"tool_calls": [{"name": "where", "arguments": {}}]}, {"reply": "fixed"}]},
+])
 flow(name = "traced", inputs = {"files": ["a", "b"]}, output = "summary")
+where = tool("where", run = ["sh", "-c", "echo $TRACEPARENT"], help = "say where in the trace it runs")
 
 flaky = step("flaky", shell = 'if [ "$SKEIN_ATTEMPT" -lt 2 ]; then echo "no $DEPLOY_TOKEN" >&2; exit 1; fi; echo "$TRACEPARENT"', retries = 1, backoff = "1ms")
 
@@ -144,8 +149,9 @@ per_file = map("per_file", over = "inputs.files", body = [one])
 child = step("child", flow = "child.star", inputs = {"n": 2})
 gate = step("gate", approve = "Ship it?")
 summary = step("summary", llm = "Summarize {{ flaky.stdout }}", model = "m")
+fix = step("fix", agent = "Fix it", model = "m", tools = [where])
 
-chain(START, flaky, polish, per_file, child, gate, summary, END)
+chain(START, flaky, polish, per_file, child, gate, summary, fix, END)
 `
 
 const childFlow = `
@@ -192,6 +198,11 @@ func run(t *testing.T, p *telemetry.Provider, g *graphir.Graph, spec *runs.Spec,
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.OnEvent = func(ev *vm.Event) {
+		if ev.Type == vm.ToolCalled {
+			toolResults.Store(ev.Tool, ev.Result)
+		}
+	}
 	res, err := r.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -201,6 +212,9 @@ func run(t *testing.T, p *telemetry.Provider, g *graphir.Graph, spec *runs.Spec,
 	}
 	return res
 }
+
+// toolResults are the results of the latest run's tool calls, by tool.
+var toolResults sync.Map
 
 // shown are the attributes a tree shows of each span.
 var shown = []string{"skein.step.visit", "skein.step.attempt", "skein.step.status", "error.type", "skein.scope",
@@ -317,8 +331,8 @@ func TestSpanTree(t *testing.T) {
 		if len(s.ParentSpanId) == 0 {
 			root = s
 		}
-		if s.Name == "shell flaky" && attr(s, "code.lineno") != "5" {
-			t.Errorf("shell flaky: code.lineno %q, want 5", attr(s, "code.lineno"))
+		if s.Name == "shell flaky" && attr(s, "code.lineno") != "9" {
+			t.Errorf("shell flaky: code.lineno %q, want 9", attr(s, "code.lineno"))
 		}
 		if s.Name == "fn inner" && !strings.HasSuffix(attr(s, "code.filepath"), "child.star") {
 			t.Errorf("fn inner: code.filepath %q, want child.star's", attr(s, "code.filepath"))
@@ -339,6 +353,15 @@ func TestSpanTree(t *testing.T) {
 	want2 := fmt.Sprintf("00-%x-%x-01", attempt2.TraceId, attempt2.SpanId)
 	if got := strings.TrimSpace(outputOf(t, res, "flaky")); got != want2 {
 		t.Errorf("the task's TRACEPARENT is %q, want %q", got, want2)
+	}
+	// The agent's tool's process got its call's span.
+	for _, s := range rc.spans {
+		if s.Name == "execute_tool where" {
+			want := fmt.Sprintf("00-%x-%x-01", s.TraceId, s.SpanId)
+			if got, _ := toolResults.Load("where"); !strings.Contains(fmt.Sprint(got), want) {
+				t.Errorf("the tool's TRACEPARENT is in %q, want %q", got, want)
+			}
+		}
 	}
 }
 
@@ -434,5 +457,85 @@ func TestEventsOnly(t *testing.T) {
 	p2.Shutdown(context.Background())
 	if d := cmp.Diff(local, tree(rc2.spans)); d != "" {
 		t.Errorf("the tree from the events alone (-local +events):\n%s", d)
+	}
+}
+
+const gateFlow = `
+flow(name = "gated")
+build = step("build", run = ["echo", "built"])
+gate = step("gate", approve = "Ship it?")
+ship = step("ship", run = ["echo", "shipped"])
+chain(START, build, gate, ship, END)
+`
+
+// TestResumeLinks: a run parked at an approval ends its trace with the
+// approval's span waiting; its resume is a trace of its own whose run
+// span links to the parked run's.
+func TestResumeLinks(t *testing.T) {
+	rc := newReceiver(t)
+	p := provider(t, rc)
+	dir := t.TempDir()
+	g := load(t, "gated.star", gateFlow)
+	st, err := store.Open(filepath.Join(dir, "runs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	svc := &runs.Service{Store: st, Telemetry: p}
+	in, _ := vm.BindInputs(g, nil)
+	var sources []store.Source
+	for _, f := range g.Files {
+		text, _ := os.ReadFile(f)
+		sources = append(sources, store.Source{Path: f, Text: text})
+	}
+	r, err := svc.Start(&runs.Spec{Graph: g, Inputs: in, Sources: sources})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := r.Run(context.Background())
+	if res.Status != vm.Waiting {
+		t.Fatalf("run %s, want waiting", res.Status)
+	}
+	p.Flush(context.Background())
+	rec, err := st.Get(res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _, err := svc.Resume(&runs.ResumeSpec{Run: rec, Options: rec.Options, Ask: approve{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res2, _ := next.Run(context.Background()); res2.Status != vm.Succeeded {
+		t.Fatalf("resumed run %s: %v", res2.Status, res2.Error)
+	}
+	p.Shutdown(context.Background())
+
+	first := telemetry.RunSpan(res.RunID)
+	firstTrace, firstSpan := first.TraceID(), first.SpanID()
+	var parked, resumed *tracepb.Span
+	for _, s := range rc.spans {
+		switch {
+		case s.Name == "run gated" && len(s.Links) == 0:
+			parked = s
+		case s.Name == "run gated":
+			resumed = s
+		case s.Name == "approval gate" && attr(s, "skein.step.status") == "waiting":
+			if string(s.TraceId) != string(firstTrace[:]) {
+				t.Errorf("the waiting approval is not in the parked run's trace")
+			}
+		}
+	}
+	if parked == nil || resumed == nil {
+		t.Fatalf("want a parked and a resumed run span: %s", tree(rc.spans))
+	}
+	if string(parked.TraceId) != string(firstTrace[:]) || string(parked.SpanId) != string(firstSpan[:]) {
+		t.Errorf("the parked run's span is not RunSpan(%s)", res.RunID)
+	}
+	if string(resumed.TraceId) == string(parked.TraceId) {
+		t.Error("the resumed run is in the parked run's trace")
+	}
+	l := resumed.Links[0]
+	if string(l.TraceId) != string(parked.TraceId) || string(l.SpanId) != string(parked.SpanId) || attr(resumed, "skein.run.resumes") != res.RunID {
+		t.Errorf("the resumed run links to %x/%x, not the parked run's span", l.TraceId, l.SpanId)
 	}
 }

@@ -395,13 +395,14 @@ chain(START, m, END)
 	var ambiguous error
 	env.RegisterDelayedCallback(func() {
 		_, ambiguous = Locate(context.Background(), envQuery(env), top, "deploy")
-		for _, where := range []string{"m[1] › deploy", "m[0] › deploy"} {
+		// Each place as shown, or with "/" as for a local run.
+		for _, where := range []string{"m[1]/deploy", "m[0] › deploy"} {
 			w, err := Locate(context.Background(), envQuery(env), top, where)
 			if err != nil {
 				t.Errorf("locate %s: %v", where, err)
 				return
 			}
-			env.SignalWorkflow(ApproveSignal, Decision{Step: w.Step, Scope: w.Scope, Visit: w.Visit, By: "ann", Reason: where})
+			env.SignalWorkflow(ApproveSignal, Decision{Step: w.Step, Scope: w.Scope, Visit: w.Visit, By: "ann", Reason: w.Where()})
 		}
 	}, time.Minute)
 	env.ExecuteWorkflow(WorkflowName, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 2})

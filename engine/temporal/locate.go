@@ -6,6 +6,7 @@ package temporal
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -18,8 +19,9 @@ type Waiting struct {
 // Locate finds the approval of step (any step when step is "") that the
 // run of workflow top, or a child workflow running under it, waits for.
 // step is a step's name, or an approval's place as [Approval.Where] shows
-// it ("per_env[1] › deploy"), which tells apart the approvals of one step
-// in a map's items or a loop's iterations.
+// it ("per_env[1] › deploy", or "per_env[1]/deploy" as for a local run),
+// which tells apart the approvals of one step in a map's items or a
+// loop's iterations.
 // The error says why there is none to decide: the step is not waiting
 // (with the steps that are), it was decided already (what, by whom and
 // when), or several of its approvals wait.
@@ -43,8 +45,8 @@ func Locate(ctx context.Context, q QueryFunc, top, step string) (*Waiting, error
 			continue // a child that ended meanwhile
 		}
 		for _, a := range as.Approvals {
-			if step != "" && a.Step != step && a.Where() != step {
-				if a.State == ApprovalWaiting {
+			if step != "" && !a.named(step) {
+				if a.State == ApprovalWaiting && !slices.Contains(others, a.Step) {
 					others = append(others, a.Step)
 				}
 				continue
@@ -77,6 +79,13 @@ func Locate(ctx context.Context, q QueryFunc, top, step string) (*Waiting, error
 		return nil, fmt.Errorf("run %s waits for no approval", top)
 	}
 	return nil, fmt.Errorf("step %q of run %s is not waiting for a decision%s", step, top, waitsFor(step, others))
+}
+
+// named reports whether arg names a: its step, or its place with " › "
+// or "/" between the parts.
+func (a *Approval) named(arg string) bool {
+	return arg == a.Step || arg == a.Where() ||
+		arg == strings.Join(append(append(slices.Clone(a.Flow), a.Scope...), a.Step), "/")
 }
 
 // quoted lists places in quotes: "m[0] › deploy", "m[1] › deploy".

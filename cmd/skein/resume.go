@@ -26,6 +26,7 @@ type resumeOptions struct {
 	set      []string // --set STEP=VALUE
 	reload   bool
 	noPrompt bool
+	by       string // --by
 
 	// The run-time options, each the recorded one unless given.
 	fs *pflag.FlagSet // nil: none given (approve --resume)
@@ -37,7 +38,7 @@ type resumeOptions struct {
 func init() {
 	register(&command{
 		name:    "resume",
-		args:    "RUN [--from STEP] [--set STEP=VALUE]... [--reload] [--json | --events] [--no-prompt] [--parallel N] [--timeout D] [--max-load-steps N] [--cassette F [--replay-only] | --model stub[:F]] [--max-tokens N] [--engine local]",
+		args:    "RUN [--from STEP] [--set STEP=VALUE]... [--reload] [--json | --events] [--no-prompt] [--by NAME] [--parallel N] [--timeout D] [--max-load-steps N] [--cassette F [--replay-only] | --model stub[:F]] [--max-tokens N] [--engine local]",
 		summary: "continue a recorded run after a failure, a crash or an approval",
 		long: `Continues a run from its record. Every task, shell or other effect whose
 successful completion was recorded is not run again: its recorded outcome is
@@ -66,6 +67,9 @@ string), and what runs after it runs again with that value. Everything
 before it is answered from the record: no task or model call is made
 again. STEP is a top-level step, not a router (set what it reads).
 
+--by names who resumes the run, as skein show and skein serve show it
+(default $SKEIN_USER, else $USER, else $LOGNAME).
+
 The run's options are the ones it was started with (--parallel, --timeout,
 --max-load-steps, --cassette, --replay-only, --max-tokens, as recorded);
 each of these flags, given, replaces the recorded value for the resumed run
@@ -87,6 +91,7 @@ or succeeded (without --from or --reload); 2 for --engine temporal.`,
 			fs.BoolVar(&o.reload, "reload", false, "use the flow's files on disk instead of the recorded sources")
 			o.outputFlags.define(fs)
 			fs.BoolVar(&o.noPrompt, "no-prompt", false, "never ask for approvals on the terminal: park the run instead")
+			fs.StringVar(&o.by, "by", "", "who resumes the run, as recorded (default $SKEIN_USER, else $USER, else $LOGNAME)")
 			storeFlag(fs, &o.store)
 			o.defineConn(fs, "local (the run store); temporal is refused, saying how to run again on Temporal")
 		}, runResume, nil),
@@ -140,7 +145,10 @@ func (o *resumeOptions) check() error {
 // replaced by its flag when given.
 func (o *resumeOptions) runOptions(rec store.RunOptions) (store.RunOptions, error) {
 	// The new run is started by who resumes it, not who started the old.
-	rec.By = envUser()
+	rec.By = o.by
+	if rec.By == "" {
+		rec.By = envUser()
+	}
 	if o.changed("parallel") {
 		rec.Parallel = o.parallel
 	}

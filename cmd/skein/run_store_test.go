@@ -161,6 +161,8 @@ func TestRunBy(t *testing.T) {
 	}{
 		{[]string{"run", "--by", "alice", flow}, " by alice, took "},
 		{[]string{"run", flow}, " by bob, took "},
+		{[]string{"resume", "last", "--from", "a", "--by", "carol", "--store", store}, " by carol, took "},
+		{[]string{"resume", "last", "--from", "a", "--store", store}, " by bob, took "},
 	} {
 		if code, _, errs := runMain(c.args...); code != exitOK {
 			t.Fatalf("skein %v: exit %d: %s", c.args, code, errs)

@@ -247,7 +247,13 @@ func runRuns(ctx context.Context, io stdio, opts *runsOptions, args []string) in
 	tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tFLOW\tSTATUS\tSTARTED\tDURATION\tSTEP")
 	for _, r := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Flow, r.Status, r.Started.Local().Format("2006-01-02 15:04:05"), runDuration(r), r.ErrorStep)
+		step := r.ErrorStep
+		if svc != nil {
+			if s, err := svc.StepOf(r); err == nil {
+				step = s
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Flow, r.Status, r.Started.Local().Format("2006-01-02 15:04:05"), runDuration(r), visible.Text(step, false))
 	}
 	tw.Flush()
 	return exitOK
@@ -386,7 +392,17 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 	if len(effects) > 0 {
 		fmt.Fprintln(io.out, "effects:")
 		tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
+		parked := map[string]int{} // parked rows of an approval, by place and visit
 		for i, e := range effects {
+			// An approval that parked its run and was then decided is one
+			// approval: the row of the park is not an attempt of its own.
+			key := fmt.Sprintf("%s\x00%s\x00%d", e.Path, e.Step, e.Visit)
+			if e.Kind == "approval" && e.Status == store.Waiting && slices.ContainsFunc(effects[i+1:], func(l *store.Effect) bool {
+				return l.Path == e.Path && l.Step == e.Step && l.Visit == e.Visit
+			}) {
+				parked[key]++
+				continue
+			}
 			took := "-"
 			if !e.Ended.IsZero() {
 				took = e.Ended.Sub(e.Started).Round(time.Millisecond).String()
@@ -404,7 +420,7 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 			case runs.Unrecorded:
 				detail = "its completion was not recorded"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\tvisit %d\tattempt %d\t%s\t%s\t%s\n", runs.Place(e.Path, e.Step), e.Kind, e.Visit, e.Attempt, status, took, oneLine(detail, 60))
+			fmt.Fprintf(tw, "  %s\t%s\tvisit %d\tattempt %d\t%s\t%s\t%s\n", runs.Place(e.Path, e.Step), e.Kind, e.Visit, e.Attempt-parked[key], status, took, oneLine(detail, 60))
 		}
 		tw.Flush()
 	}

@@ -4,6 +4,7 @@ package runs
 // record with what became of each attempt of its effects.
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -118,6 +119,60 @@ func EffectStatus(r *store.Run, e *store.Effect, later []*store.Effect) string {
 		return Unrecorded
 	}
 	return store.Running
+}
+
+// StepOf is the step a person looks at first in run r, for a list of
+// runs: the step a failed run failed at, or for a run routed to ABORT
+// the step whose failure began that path (not the router that took it
+// there); the approval a waiting run waits for; the step a run was at
+// when it was cancelled or its process died; "" when there is none.
+func (s *Service) StepOf(r *store.Run) (string, error) {
+	switch r.Status {
+	case string(vm.Failed):
+		if r.ErrorCode != string(codes.Aborted) {
+			return r.ErrorStep, nil
+		}
+		full, err := s.Store.Get(r.ID)
+		if err != nil {
+			return "", err
+		}
+		var res struct {
+			Error *struct {
+				Cause *struct {
+					Step string `json:"step"`
+				} `json:"cause"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(full.Result, &res) == nil && res.Error != nil && res.Error.Cause != nil && res.Error.Cause.Step != "" {
+			return res.Error.Cause.Step, nil
+		}
+		return r.ErrorStep, nil
+	case store.Waiting:
+		approvals, err := s.Store.Approvals(r.ID)
+		if err != nil {
+			return "", err
+		}
+		now := time.Now()
+		for _, a := range approvals {
+			if a.Pending(now) {
+				return Place(a.Path, a.Step), nil
+			}
+		}
+	case store.Interrupted, string(vm.Cancelled):
+		effects, err := s.Store.Effects(r.ID, 0)
+		if err != nil {
+			return "", err
+		}
+		for i := len(effects) - 1; i >= 0; i-- {
+			e := effects[i]
+			switch EffectStatus(r, e, effects[i+1:]) {
+			case string(vm.StepSucceeded), string(vm.StepFailed):
+			default: // interrupted, cancelled, or an approval never decided
+				return Place(e.Path, e.Step), nil
+			}
+		}
+	}
+	return r.ErrorStep, nil
 }
 
 // heldOpen returns the approvals of run r that wait for a decision while

@@ -34,6 +34,9 @@ type temporalCommands struct {
 	// were not read.
 	list   func(ctx context.Context, opts *runsOptions, f store.Filter) (list []*store.Run, cut string, err error)
 	worker func(ctx context.Context, io stdio, opts *workerOptions) int
+	// resolve finds the workflow id of the run ref names (an id, a unique
+	// prefix of one, or last).
+	resolve func(ctx context.Context, e *engineFlags, ref string) (string, error)
 }
 
 // temporalInstall is how to get a skein with the Temporal engine.
@@ -76,6 +79,19 @@ const (
 // --namespace that is not the default.
 func (e *engineFlags) connArgs() string {
 	s := " --engine temporal"
+	if e.address != defaultAddress {
+		s += " --address " + e.address
+	}
+	if e.namespace != defaultNamespace {
+		s += " --namespace " + e.namespace
+	}
+	return s
+}
+
+// temporalArgs are the flags that reach the same server and namespace
+// with Temporal's own CLI, each after a space; "" for the defaults.
+func (e *engineFlags) temporalArgs() string {
+	s := ""
 	if e.address != defaultAddress {
 		s += " --address " + e.address
 	}

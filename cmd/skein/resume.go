@@ -113,10 +113,16 @@ func runResume(ctx context.Context, io stdio, opts *resumeOptions, args []string
 	}
 	if opts.engine == "temporal" {
 		// Temporal keeps a run going itself; what is left to ask for is
-		// a new run, or Temporal's own reset of the workflow.
+		// a new run, or Temporal's own reset of the workflow, which
+		// knows the run by its workflow id only (not last, not a prefix).
+		id, err := onTemporal.resolve(ctx, &opts.engineFlags, args[0])
+		if err != nil {
+			fmt.Fprintf(io.err, "skein resume: %v\n", err)
+			return exitFail
+		}
 		fmt.Fprintf(io.err, "skein resume: --engine temporal: a run on Temporal is not resumed by skein: it goes on by itself when a worker dies, and once it has ended it stays ended\n"+
-			"to run its flow again, start a new run (skein run FILE --engine temporal); to run it again from a point in its history, reset its workflow with Temporal's CLI (temporal workflow reset --workflow-id %s --type FirstWorkflowTask --reason REASON, or --event-id N for a later point; skein show %s%s shows the run)\n",
-			args[0], args[0], opts.connArgs())
+			"to run its flow again, start a new run (skein run FILE --engine temporal); to run it again from a point in its history, reset its workflow with Temporal's CLI (temporal workflow reset%s --workflow-id %s --type FirstWorkflowTask --reason REASON, or --event-id N for a later point; skein show %s%s shows the run)\n",
+			opts.temporalArgs(), id, id, opts.connArgs())
 		return exitUsage
 	}
 	st, r, ok := getRun(io, "resume", opts.store, args[0])

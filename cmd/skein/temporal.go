@@ -30,7 +30,7 @@ import (
 
 func init() {
 	onTemporal = &temporalCommands{run: runOnTemporal, approve: approveOnTemporal, cancel: cancelOnTemporal, show: showOnTemporal,
-		logs: logsOnTemporal, list: listOnTemporal, worker: serveWorker}
+		logs: logsOnTemporal, list: listOnTemporal, worker: serveWorker, resolve: resolveOnTemporal}
 }
 
 // dial connects to the Temporal frontend, with an error that says which

@@ -89,6 +89,20 @@ func approveOnTemporal(ctx context.Context, io stdio, opts *approveOptions, args
 	return exitOK
 }
 
+// resolveOnTemporal finds the workflow id of the run ref names.
+func resolveOnTemporal(ctx context.Context, e *engineFlags, ref string) (string, error) {
+	c, err := e.dial(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	wr, err := c.Describe(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	return wr.ID, nil
+}
+
 func showOnTemporal(ctx context.Context, io stdio, opts *showOptions, id string) int {
 	c, err := opts.dial(ctx)
 	if err != nil {

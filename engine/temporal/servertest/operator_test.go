@@ -44,6 +44,15 @@ func TestOperatorFindsRuns(t *testing.T) {
 	if strings.Contains(out, id) || !strings.Contains(out, `"status": "succeeded"`) {
 		t.Errorf("skein show last does not show the last run:\n%s", out)
 	}
+	// skein resume says how to reset the run's workflow with Temporal's
+	// CLI, which knows neither last nor a prefix, at the same address.
+	last := regexp.MustCompile(`"run_id": "([^"]+)"`).FindStringSubmatch(out)
+	for ref, want := range map[string]string{prefix: id, "last": last[len(last)-1]} {
+		_, stderr, code = skein(t, dir, append([]string{"resume", ref}, conn...)...)
+		if cmd := "(temporal workflow reset --address " + address + " --workflow-id " + want + " --type FirstWorkflowTask"; code != 2 || !strings.Contains(stderr, cmd) {
+			t.Errorf("skein resume %s: exit %d, stderr:\n%s\nwant exit 2 and %q", ref, code, stderr, cmd)
+		}
+	}
 	out, stderr, code = skein(t, dir, append([]string{"show", prefix}, conn...)...)
 	if head := "run " + id + "\nflow flow (" + filepath.Join(dir, "flow.star") + ")\nstatus succeeded\n"; code != 0 || !strings.HasPrefix(out, head) {
 		t.Errorf("skein show PREFIX: exit %d, stdout:\n%s\nstderr:\n%s\nwant it to begin:\n%s", code, out, stderr, head)

@@ -109,7 +109,7 @@ var docs = []Doc{
 			{"webhook", "None", "a name: deliveries to POST /hooks/NAME, signed with the secret, start a run"},
 			{"tz", "None", `the IANA time zone a cron schedule is read in, as "Europe/Berlin" (default UTC)`},
 			{"inputs", "None", "the run's inputs: a dict, or for a webhook a function of the delivery (its body as e.body, its headers as e.headers) returning one"},
-			{"overlap", `"skip"`, `what a firing does while a run of the flow is queued or running: "skip" drops it, "queue" waits, "replace" cancels them`},
+			{"overlap", "None", `what a firing does while a run of the flow is queued or running: "skip" drops it (a clock trigger's default), "queue" waits for them, "replace" cancels them; a webhook's deliveries by default all run, within the flow's concurrency`},
 			{"catch_up", "None", `how far back firings missed while skein serve was down are still run, as "1h" (default: none)`},
 			{"secret_env", "None", "a webhook's: the environment variable that holds its HMAC-SHA256 secret"},
 		}},

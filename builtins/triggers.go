@@ -26,7 +26,7 @@ var CronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month 
 const minEvery = time.Second
 
 // trigger(*, cron=None, every=None, webhook=None, tz=None, inputs=None,
-// overlap="skip", catch_up=None, secret_env=None)
+// overlap=None, catch_up=None, secret_env=None)
 func triggerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	c, err := newCall(thread, fn)
 	if err != nil {

@@ -52,7 +52,7 @@ type Trigger struct {
 	HasInputs  bool
 	InputsPos  map[string]Pos // where each of Inputs is written
 	InputsFunc *Expr
-	// Overlap is one of [Overlaps] ("" is OverlapSkip); CatchUp how far
+	// Overlap is one of [Overlaps] or "" (see [Trigger.OverlapPolicy]); CatchUp how far
 	// back firings missed while no server ran are still run (0: none).
 	Overlap string
 	CatchUp time.Duration
@@ -76,9 +76,11 @@ func (t *Trigger) Key() string {
 	return string(t.Kind)
 }
 
-// OverlapPolicy is Overlap, with its default.
+// OverlapPolicy is Overlap, with its default: OverlapSkip for a clock
+// trigger; for a webhook "", none (each delivery runs, within the flow's
+// concurrency).
 func (t *Trigger) OverlapPolicy() string {
-	if t.Overlap == "" {
+	if t.Overlap == "" && t.Kind != TriggerWebhook {
 		return OverlapSkip
 	}
 	return t.Overlap
@@ -94,7 +96,7 @@ type jsonTrigger struct {
 	Inputs    map[string]any `json:"inputs,omitempty"`
 	// InputsFn says the inputs are a function of the delivery.
 	InputsFn bool   `json:"inputs_fn,omitempty"`
-	Overlap  string `json:"overlap"`
+	Overlap  string `json:"overlap,omitempty"`
 	CatchUp  string `json:"catch_up,omitempty"`
 }
 

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestServeKilled: skein serve killed with SIGKILL while webhook runs
+// are running and others queued, then started again: every run
+// completes, once, and no step that had completed runs again.
+func TestServeKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds skein")
+	}
+	bin := filepath.Join(buildCrashSkein(t), "skein")
+	dir := t.TempDir()
+	root := filepath.Join(dir, "flows")
+	out := filepath.Join(dir, "out")
+	os.MkdirAll(root, 0o755)
+	os.MkdirAll(out, 0o755)
+	os.WriteFile(filepath.Join(root, "work.star"), []byte(`
+flow(name = "work", inputs = {"n": 0, "out": ""}, concurrency = 2)
+trigger(webhook = "work", secret_env = "SKEIN_TEST_HOOK_SECRET", inputs = lambda e: e.body)
+env = {"N": "{{ inputs.n }}", "OUT": "{{ inputs.out }}"}
+first = step("first", shell = "echo $N >> $OUT/first", env = env)
+second = step("second", shell = "touch $OUT/second.$N; while [ ! -f $OUT/go ]; do sleep 0.05; done; echo $N >> $OUT/second", env = env)
+chain(START, first, second, END)
+`), 0o644)
+	const secret = "kill-test-secret"
+	var logs bytes.Buffer // the servers' stderr (written by one at a time)
+	serve := func() (*exec.Cmd, string) {
+		cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--root", root, "--store", filepath.Join(dir, "runs.db"))
+		cmd.Env = append(os.Environ(), "SKEIN_TEST_HOOK_SECRET="+secret)
+		stderr, _ := cmd.StderrPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := regexp.MustCompile(`http://(\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+				go io.Copy(&logs, stderr)
+				return cmd, "http://" + m[1]
+			}
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("skein serve did not start")
+		return nil, ""
+	}
+	queue := func(url string) []map[string]any {
+		resp, err := http.Get(url + "/api/queue")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m struct{ Queue []map[string]any }
+		json.NewDecoder(resp.Body).Decode(&m)
+		return m.Queue
+	}
+	states := func(q []map[string]any) map[string]int {
+		n := map[string]int{}
+		for _, it := range q {
+			n[it["state"].(string)]++
+		}
+		return n
+	}
+
+	cmd, url := serve()
+	for i := 1; i <= 5; i++ {
+		body := fmt.Sprintf(`{"n": %d, "out": %q}`, i, out)
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write([]byte(body))
+		req, _ := http.NewRequest("POST", url+"/hooks/work", strings.NewReader(body))
+		req.Header.Set("X-Skein-Signature", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("delivery %d: %s", i, resp.Status)
+		}
+	}
+	// Two runs in their second step, three queued (concurrency = 2).
+	waitFor := func(what string, done func() bool) {
+		// Not a timing assertion: a bound so that a hang fails with
+		// what the queue looked like.
+		for deadline := time.Now().Add(2 * time.Minute); !done(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("waiting for %s: queue %v\n%s", what, queue(url), logs.String())
+			}
+		}
+	}
+	waitFor("two runs in their second step", func() bool {
+		started, _ := filepath.Glob(filepath.Join(out, "second.*"))
+		s := states(queue(url))
+		return len(started) == 2 && s["running"] == 2 && s["queued"] == 3
+	})
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+
+	cmd, url = serve()
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	os.WriteFile(filepath.Join(out, "go"), nil, 0o644)
+	var q []map[string]any
+	waitFor("every item to end", func() bool {
+		q = queue(url)
+		s := states(q)
+		return s["done"]+s["failed"] == 5
+	})
+	for _, it := range q {
+		if it["state"] != "done" {
+			t.Errorf("item %v: %v %v", it["n"], it["state"], it["error"])
+			continue
+		}
+		resp, err := http.Get(url + "/api/runs/" + it["run"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct{ Run struct{ Status string } }
+		json.NewDecoder(resp.Body).Decode(&m)
+		resp.Body.Close()
+		if m.Run.Status != "succeeded" {
+			t.Errorf("run %v: %s", it["run"], m.Run.Status)
+		}
+	}
+	for _, name := range []string{"first", "second"} {
+		b, _ := os.ReadFile(filepath.Join(out, name))
+		lines := strings.Fields(string(b))
+		slices.Sort(lines)
+		if !slices.Equal(lines, []string{"1", "2", "3", "4", "5"}) {
+			t.Errorf("step %s completed for %q, want each run once", name, bytes.TrimSpace(b))
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/engine/serve"
+	"github.com/skeinlang/skein/graphir"
 )
 
 type serveOptions struct {
@@ -28,12 +29,13 @@ type serveOptions struct {
 	by        string
 	roots     []string
 	maxRuns   int
+	keep      string
 }
 
 func init() {
 	register(&command{
 		name:    "serve",
-		args:    "[--addr HOST:PORT] [--root DIR]... [--store PATH] [--token-file FILE] [--by NAME] [--max-runs N]",
+		args:    "[--addr HOST:PORT] [--root DIR]... [--store PATH] [--token-file FILE] [--by NAME] [--max-runs N] [--keep D]",
 		summary: "serve the runs, approvals and flows in a browser, and as a JSON API",
 		long: `Serves a web UI and an HTTP JSON API over the run store (docs/serve.md): the
 runs with their graphs, steps and output, live; the approvals waiting, to
@@ -51,7 +53,9 @@ It runs the flows' triggers (trigger() in a flow: cron, every, webhook):
 each firing and delivery becomes a queued run, started in order with at
 most --max-runs at once in all, and a flow's concurrency= per flow or
 per concurrency_key. Queued runs wait across restarts; runs left
-running by a stopped server are resumed when it starts again.
+running by a stopped server are resumed when it starts again. With
+--keep D, the runs that ended longer ago than D are deleted, with
+their logs (as skein gc --older-than D), at start and once a day.
 
 On an interrupt or SIGTERM it stops; the runs it was running are left
 interrupted, for skein resume (or the page) to continue.`,
@@ -62,18 +66,28 @@ interrupted, for skein resume (or the page) to continue.`,
 			fs.StringVar(&o.by, "by", "", "who decisions made through the server are recorded as (default $SKEIN_USER, else $USER, else $LOGNAME)")
 			fs.StringArrayVar(&o.roots, "root", nil, "a flow root whose flows can be started (repeatable; default: the current directory)")
 			fs.IntVar(&o.maxRuns, "max-runs", 8, "the most queued runs (triggers, webhooks) running at once; 0 for no bound")
+			fs.StringVar(&o.keep, "keep", "", "delete the runs (and queue items) that ended longer ago than this, as 30d; at start and once a day")
 		}, runServe, nil),
 	})
 }
 
 func runServe(ctx context.Context, io stdio, opts *serveOptions, args []string) int {
 	if len(args) != 0 {
-		fmt.Fprintln(io.err, "skein serve: takes no arguments\nusage: skein serve [--addr HOST:PORT] [--root DIR]... [--store PATH] [--token-file FILE] [--by NAME] [--max-runs N]")
+		fmt.Fprintln(io.err, "skein serve: takes no arguments\nusage: skein serve [--addr HOST:PORT] [--root DIR]... [--store PATH] [--token-file FILE] [--by NAME] [--max-runs N] [--keep D]")
 		return exitUsage
 	}
 	if opts.maxRuns < 0 {
 		fmt.Fprintln(io.err, "skein serve: --max-runs must be 0 (no bound) or more")
 		return exitUsage
+	}
+	var keep time.Duration
+	if opts.keep != "" {
+		d, err := graphir.ParseDuration(opts.keep)
+		if err != nil || d <= 0 {
+			fmt.Fprintf(io.err, "skein serve: --keep must be a duration such as 30d or 12h, got %q\n", opts.keep)
+			return exitUsage
+		}
+		keep = d
 	}
 	token, err := serveToken(opts.tokenFile)
 	if err != nil {
@@ -103,7 +117,7 @@ func runServe(ctx context.Context, io stdio, opts *serveOptions, args []string) 
 	}
 	defer st.Close()
 	srv, err := serve.New(serve.Config{Store: st, Roots: roots, Token: token, By: byOrUser(opts.by), Loopback: loopback,
-		Load: loadOptions("", 0), OpenCassette: openCassette, MaxRuns: opts.maxRuns,
+		Load: loadOptions("", 0), OpenCassette: openCassette, MaxRuns: opts.maxRuns, Keep: keep,
 		Logf: func(format string, args ...any) { fmt.Fprintf(io.err, "skein serve: "+format+"\n", args...) }})
 	if err != nil {
 		fmt.Fprintf(io.err, "skein serve: %v\n", err)

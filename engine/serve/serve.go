@@ -65,8 +65,10 @@ type Config struct {
 	// (a run that could not record its end).
 	Logf func(format string, args ...any)
 	// MaxRuns bounds the queued runs running at once (0: no bound; see
-	// [Server.Schedule]).
+	// [Server.Schedule]); Keep, when set, is how long ended runs and
+	// queue items are kept.
 	MaxRuns int
+	Keep    time.Duration
 }
 
 // Server is the API and the UI over one store. Its zero value is not

@@ -41,7 +41,7 @@ const maxHookBody = 1 << 20
 
 // newScheduler makes the server's scheduler; [Server.Schedule] runs it.
 func (s *Server) newScheduler() *trigger.Scheduler {
-	return &trigger.Scheduler{Store: s.cfg.Store, Runner: queueRunner{s}, Flows: s.triggerFlows, MaxRuns: s.cfg.MaxRuns, Logf: s.logf}
+	return &trigger.Scheduler{Store: s.cfg.Store, Runner: queueRunner{s}, Flows: s.triggerFlows, MaxRuns: s.cfg.MaxRuns, Keep: s.cfg.Keep, Logf: s.logf}
 }
 
 // Schedule fires the triggers of the flows under the roots and starts

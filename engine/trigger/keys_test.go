@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/lang/frontend"
@@ -124,4 +125,42 @@ chain(START, work, END)
 			t.Errorf("item %d: %s %s", it.N, it.State, it.Error)
 		}
 	}
+}
+
+// TestRetain: with Keep, the runs and queue items that ended longer ago
+// are deleted; those still queued, and newer ones, are kept.
+func TestRetain(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	f := loadFlow(t, dir, "a.star", `
+a = step("a", run = ["true"])
+chain(START, a, END)
+`)
+	s := &Scheduler{Store: st, Runner: &serviceRunner{svc: &runs.Service{Store: st}}}
+	old, err := s.Enqueue(f, "api", "", nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Dispatch()
+	s.Wait()
+	old, _ = st.QueueOf(items(t, st)[0].Run)
+	if old == nil || old.State != store.QueueDone {
+		t.Fatalf("the first run did not end: %+v", old)
+	}
+	s.MaxRuns = 1
+	s.Runner = &fakeRunner{hold: true}
+	waiting, _ := s.Enqueue(f, "api", "", nil, "")
+	held, _ := s.Enqueue(f, "api", "", nil, "")
+	s.Dispatch() // waiting runs (held), held stays queued
+	s.Keep = time.Nanosecond
+	s.Retain()
+	q := items(t, st)
+	if len(q) != 2 || q[0].N != waiting.N || q[1].N != held.N {
+		t.Errorf("queue after Retain: %v", fired(q))
+	}
+	if _, err := st.Get(old.Run); err == nil {
+		t.Errorf("run %s that ended is still there", old.Run)
+	}
+	s.Runner.(*fakeRunner).releaseAll()
+	s.Wait()
 }

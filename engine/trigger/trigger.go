@@ -70,6 +70,10 @@ type Scheduler struct {
 	// (default a minute): firings later than that were missed, and are
 	// made only within the trigger's catch_up.
 	Grace time.Duration
+	// Keep, when set, is how long ended runs and queue items are kept:
+	// older ones are deleted when the scheduler starts and once a day
+	// ([Scheduler.Retain]).
+	Keep time.Duration
 	// Logf, when set, is told what goes wrong that nothing else reports.
 	Logf func(format string, args ...any)
 
@@ -79,6 +83,10 @@ type Scheduler struct {
 	wake     chan struct{}
 	changed  chan struct{} // closed and replaced when a run it started ends
 }
+
+// retainEvery is how often Run deletes what Keep no longer keeps (each
+// time compacts the store's file).
+const retainEvery = 24 * time.Hour
 
 // maxFires bounds the firings one trigger makes in one tick (a catch_up
 // of days with every = "1s").
@@ -129,7 +137,12 @@ func (s *Scheduler) poke() {
 func (s *Scheduler) Run(ctx context.Context) {
 	s.init()
 	s.Recover()
+	var retained time.Time
 	for {
+		if s.Keep > 0 && s.now().Sub(retained) >= retainEvery {
+			s.Retain()
+			retained = s.now()
+		}
 		next := s.Tick()
 		wait := time.Minute
 		if !next.IsZero() {
@@ -144,6 +157,23 @@ func (s *Scheduler) Run(ctx context.Context) {
 		case <-t.C:
 		}
 		t.Stop()
+	}
+}
+
+// Retain deletes the runs that ended longer than Keep ago, with their
+// records and logs (as skein gc --older-than does), and the queue items
+// that ended before then.
+func (s *Scheduler) Retain() {
+	if s.Keep <= 0 {
+		return
+	}
+	if n, err := s.Store.GC(-1, s.Keep); err != nil {
+		s.logf("keep: %v", err)
+	} else if n > 0 {
+		s.logf("deleted %d runs that ended more than %s ago", n, graphir.FormatDuration(s.Keep))
+	}
+	if _, err := s.Store.PruneQueue(s.now().Add(-s.Keep)); err != nil {
+		s.logf("keep: %v", err)
 	}
 }
 

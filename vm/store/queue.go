@@ -245,3 +245,14 @@ func (s *Store) EndItem(n int64, state, msg string, now time.Time) error {
 		state, optText(msg), nanos(now), n)
 	return s.fail(err)
 }
+
+// PruneQueue deletes the items that ended before before (done, skipped,
+// replaced, failed), and returns how many.
+func (s *Store) PruneQueue(before time.Time) (int, error) {
+	res, err := s.db.Exec(`DELETE FROM queue WHERE state NOT IN ('queued', 'running') AND ended < ?`, nanos(before))
+	if err != nil {
+		return 0, s.fail(err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), s.fail(err)
+}

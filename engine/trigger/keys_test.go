@@ -137,13 +137,12 @@ a = step("a", run = ["true"])
 chain(START, a, END)
 `)
 	s := &Scheduler{Store: st, Runner: &serviceRunner{svc: &runs.Service{Store: st}}}
-	old, err := s.Enqueue(f, "api", "", nil, "")
-	if err != nil {
+	if _, err := s.Enqueue(f, "api", "", nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	s.Dispatch()
 	s.Wait()
-	old, _ = st.QueueOf(items(t, st)[0].Run)
+	old, _ := st.QueueOf(items(t, st)[0].Run)
 	if old == nil || old.State != store.QueueDone {
 		t.Fatalf("the first run did not end: %+v", old)
 	}

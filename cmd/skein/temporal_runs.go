@@ -147,7 +147,7 @@ func showOnTemporal(ctx context.Context, io stdio, opts *showOptions, id string)
 	if res.Status == vm.Succeeded {
 		fmt.Fprintf(io.out, "output %s\n", valueJSON(res.Output))
 	}
-	if len(res.Steps) > 0 {
+	if len(res.Steps) > 0 || res.OnExit != nil {
 		fmt.Fprintln(io.out, "steps:")
 		tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
 		writeStepRows(tw, "", res)
@@ -175,14 +175,29 @@ func showOnTemporal(ctx context.Context, io stdio, opts *showOptions, id string)
 // step the rows of its child's steps, prefixed by where they are.
 func writeStepRows(tw *tabwriter.Writer, prefix string, res *vm.Result) {
 	for _, s := range res.Steps {
-		detail := s.Error
-		if s.Status == vm.StepSucceeded && s.Output != nil {
-			detail = valueJSON(s.Output)
+		writeStepRow(tw, prefix, s.Name, s)
+	}
+	if s := res.OnExit; s != nil {
+		// The exit handler's record, named as the result's key is (it
+		// does not carry its step's name).
+		name := "on_exit"
+		if s.Name != "" {
+			name = s.Name + " (on_exit)"
 		}
-		fmt.Fprintf(tw, "  %s%s\t%s\tvisits %d\t%s\t%s\n", prefix, s.Name, s.Status, s.Visits, s.Duration.Round(time.Millisecond), visible.Text(oneLine(detail, 60), false))
-		if s.Child != nil {
-			writeStepRows(tw, prefix+s.Name+" › ", s.Child)
-		}
+		writeStepRow(tw, prefix, name, s)
+	}
+}
+
+// writeStepRow writes the row of step record s, named name, and those
+// of its child flow's steps.
+func writeStepRow(tw *tabwriter.Writer, prefix, name string, s *vm.StepRecord) {
+	detail := s.Error
+	if s.Status == vm.StepSucceeded && s.Output != nil {
+		detail = valueJSON(s.Output)
+	}
+	fmt.Fprintf(tw, "  %s%s\t%s\tvisits %d\t%s\t%s\n", prefix, name, s.Status, s.Visits, s.Duration.Round(time.Millisecond), visible.Text(oneLine(detail, 60), false))
+	if s.Child != nil {
+		writeStepRows(tw, prefix+s.Name+" › ", s.Child)
 	}
 }
 

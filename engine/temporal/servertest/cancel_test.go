@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +109,11 @@ func TestCancelDetached(t *testing.T) {
 		t.Fatalf("the run's result: %v", err)
 	}
 	cancelled(t, res.Result, pid)
+	// skein show lists the exit handler's record with the steps.
+	out, stderr, code := skein(t, dir, "show", id, "--engine", "temporal", "--address", address)
+	if !regexp.MustCompile(`(?m)^  on_exit\s+succeeded\s+visits 1\s+\S+\s+"cancelled"$`).MatchString(out) {
+		t.Errorf("skein show: exit %d, no exit handler row in:\n%s\nstderr:\n%s", code, out, stderr)
+	}
 }
 
 // TestCancelCommand: skein cancel --engine temporal, from another

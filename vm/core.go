@@ -10,6 +10,7 @@ package vm
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -157,6 +158,47 @@ func (f *frame) scopePath() []string {
 		parts[i], parts[j] = parts[j], parts[i]
 	}
 	return parts
+}
+
+// itemLabels are [Event.Items] for a step of frame f: nil unless f is
+// inside a map body.
+func (f *frame) itemLabels() []string {
+	var labels []string
+	inMap := false
+	for g := f; g != nil && g.scope != graphir.None; g = g.parent {
+		label := ""
+		if g.kind == graphir.KindMap {
+			label, inMap = itemLabel(g.item), true
+		}
+		labels = append(labels, label)
+	}
+	if !inMap {
+		return nil
+	}
+	slices.Reverse(labels)
+	return labels
+}
+
+// itemLabel is a short form of a map's item, for people: a string as it
+// is, anything else as compact JSON, cut to 32 characters.
+func itemLabel(v starlark.Value) string {
+	s, isStr := v.(starlark.String)
+	text := string(s)
+	if !isStr {
+		b, err := stdlib.AppendJSON(nil, v, "", 0)
+		if err != nil {
+			text = v.String()
+		} else {
+			text = string(b)
+		}
+	}
+	if len(text) > 256 {
+		text = text[:256] // (a cut rune is cut below)
+	}
+	if r := []rune(text); len(r) > 32 {
+		text = string(r[:31]) + "…"
+	}
+	return text
 }
 
 // mapRun is the progress of one map step.
@@ -317,7 +359,9 @@ func (r *run) enter(t task) {
 		st.started = now.UnixNano()
 	}
 	if r.events {
-		r.emit(r.stepEvent(StepStarted, now, f, n, st.visits))
+		ev := r.stepEvent(StepStarted, now, f, n, st.visits)
+		ev.Items = f.itemLabels()
+		r.emit(ev)
 	}
 	if v, ok := r.opts.Set[n.Name]; ok && len(r.opts.prefix) == 0 && !r.exiting {
 		r.finish(f, n, &outcome{ok: true, value: v})

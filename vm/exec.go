@@ -782,6 +782,7 @@ func (r *run) stepEvent(t EventType, now time.Time, f *frame, n *graphir.Node, v
 	ev := &r.ev
 	ev.Type, ev.Time, ev.Scope, ev.Step, ev.Kind, ev.Visit = t, now, f.scopePath(), n.Name, n.Kind.String(), int(visit)
 	ev.Status, ev.Code, ev.Error, ev.Trace, ev.Duration, ev.Output, ev.Replayed = "", "", "", nil, 0, nil, false
+	ev.Items = nil
 	return ev
 }
 

@@ -49,6 +49,10 @@ type progress struct {
 	// is shown once.
 	skipped map[string]bool
 	kbuf    []byte
+	// items are the short forms of the map items under way, by their
+	// place (flow and scope, to the item's own part), learnt from the
+	// first step_started in each item.
+	items map[string]string
 	// held keeps the terminal still while a question is asked: nothing
 	// is drawn or flushed until it is released.
 	held bool
@@ -220,10 +224,47 @@ func (p *progress) find(where []byte) int {
 	return -1
 }
 
+// appendWhere appends the location of ev as progress shows it: as
+// [vm.Event.AppendWhere], with each map item's index followed by a short
+// form of the item, "per_file[3: main.go] › lint". An item's form is
+// learnt from its first step_started and forgotten when it ends.
+func (p *progress) appendWhere(b []byte, ev *vm.Event) []byte {
+	if len(ev.Scope) == 0 {
+		return ev.AppendWhere(b)
+	}
+	key := append(p.kbuf[:0], strings.Join(ev.Flow, "\x00")...)
+	defer func() { p.kbuf = key[:0] }()
+	for _, s := range ev.Flow {
+		b = append(append(b, s...), " › "...)
+	}
+	for i, s := range ev.Scope {
+		key = append(append(key, '\x00'), s...)
+		if i < len(ev.Items) && ev.Items[i] != "" {
+			if p.items == nil {
+				p.items = map[string]string{}
+			}
+			p.items[string(key)] = ev.Items[i]
+		}
+		if label := p.items[string(key)]; label != "" && strings.HasSuffix(s, "]") {
+			b = append(b, s[:len(s)-1]...)
+			b = append(append(append(b, ": "...), visible.Text(label, false)...), ']')
+		} else {
+			b = append(b, s...)
+		}
+		b = append(b, " › "...)
+	}
+	if ev.Type == vm.MapItem {
+		// The item has ended: what ran in it has been shown.
+		key = fmt.Appendf(append(key, '\x00'), "%s[%d]", ev.Step, ev.Index)
+		delete(p.items, string(key))
+	}
+	return append(b, ev.Step...)
+}
+
 func (p *progress) event(ev *vm.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	where := ev.AppendWhere(p.wbuf[:0])
+	where := p.appendWhere(p.wbuf[:0], ev)
 	p.wbuf = where
 	b := p.buf[:0]
 	defer func() { p.buf = b[:0] }()

@@ -44,7 +44,7 @@ type Event struct {
 	Flow []string
 	// Scope locates a step inside loop iterations and map items, e.g.
 	// "polish#2" or "per_file[3]", outermost first.
-	Scope    []string
+	Scope []string
 	// Items are, on step_started, a short form of the item of each map
 	// in Scope ("" for a loop's iteration), so that progress can name
 	// items by what they are ("per_file[3: main.go]"); nil outside maps.

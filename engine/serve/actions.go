@@ -97,7 +97,10 @@ func (s *Server) launch(run *runs.Run) {
 	s.mu.Lock()
 	s.active[run.ID] = a
 	s.mu.Unlock()
-	run.OnEvent = func(*vm.Event) { s.wake(run.ID) }
+	run.OnEvent = func(ev *vm.Event) {
+		s.metrics.observe(ev)
+		s.wake(run.ID)
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -91,10 +91,11 @@ type Server struct {
 	resuming map[string]bool    // parked runs being resumed, by id
 	wg       sync.WaitGroup     // their goroutines
 
-	graphs graphCache
-	flows  flowCache
-	limit  *limiter           // wrong tokens, by address (limit.go)
-	sched  *trigger.Scheduler // triggers.go
+	graphs  graphCache
+	flows   flowCache
+	limit   *limiter           // wrong tokens, by address (limit.go)
+	sched   *trigger.Scheduler // triggers.go
+	metrics *metrics           // metrics.go
 
 	// traces holds the trace contexts of webhook deliveries' callers,
 	// by flow file and delivery id, until their runs start.
@@ -138,6 +139,7 @@ func New(cfg Config) (*Server, error) {
 	s.graphs.init()
 	s.flows.init()
 	s.sched = s.newScheduler()
+	s.metrics = s.newMetrics()
 	s.routes()
 	return s, nil
 }

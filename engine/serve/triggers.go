@@ -53,6 +53,7 @@ func (s *Server) Schedule() { s.sched.Run(s.ctx) }
 func (s *Server) triggerRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /api/queue", s.listQueue)
 	m.HandleFunc("POST /hooks/{name}", s.hook)
+	m.HandleFunc("GET /metrics", s.getMetrics)
 }
 
 // triggerFlows is the flows under the roots that declare triggers and

@@ -207,3 +207,53 @@ func TestWebhookGitHubPush(t *testing.T) {
 		t.Errorf("marks %q", b)
 	}
 }
+
+// TestMetrics: GET /metrics, with the token, reports the runs by status,
+// the queue, and the steps of the runs the server ran, in Prometheus'
+// text format; without the token it is refused.
+func TestMetrics(t *testing.T) {
+	const secret = "metrics-secret"
+	t.Setenv("SKEIN_TEST_PUSH_SECRET", secret)
+	ts := newTriggerServer(t, "a-token-of-sixteen-chars", map[string]string{"push.star": pushFlow})
+	marks := filepath.Join(t.TempDir(), "marks")
+	if code, m := ts.deliver("push", githubPush, "X-Hub-Signature-256", sign(secret, githubPush), "X-Marks", marks); code != 202 {
+		t.Fatalf("delivery: %d %v", code, m)
+	}
+	ts.waitQueue()
+	get := func(token string) (int, string) {
+		r, _ := http.NewRequest("GET", ts.http.URL+"/metrics", nil)
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	if code, _ := get(""); code != 401 {
+		t.Errorf("/metrics without the token: %d", code)
+	}
+	code, text := get(ts.token)
+	if code != 200 {
+		t.Fatalf("/metrics: %d %s", code, text)
+	}
+	for _, want := range []string{
+		`skein_runs{status="succeeded"} 1`,
+		`skein_runs_finished_total{status="succeeded"} 1`,
+		`skein_step_duration_seconds_count{kind="shell",status="succeeded"} 1`,
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("/metrics lacks %s:\n%s", want, text)
+		}
+	}
+	// An item taken (as a server that died while starting its run left
+	// it, which the running scheduler leaves alone): the queue's depth.
+	ts.srv.cfg.Store.Enqueue(&store.QueueItem{File: "x.star", Name: "later", Trigger: "api", State: store.QueueRunning, Enqueued: time.Now()})
+	if _, text := get(ts.token); !strings.Contains(text, `skein_queue_items{flow="later",state="running"} 1`) {
+		t.Errorf("/metrics lacks the queued item:\n%s", text)
+	}
+}

@@ -256,3 +256,38 @@ func (s *Store) PruneQueue(before time.Time) (int, error) {
 	n, err := res.RowsAffected()
 	return int(n), s.fail(err)
 }
+
+// RunCounts returns how many runs the store holds by recorded status
+// (a run whose process died is still "running" here), and how many queue
+// items are queued and running, by flow name and state.
+func (s *Store) RunCounts() (runs map[string]int, queue map[[2]string]int, err error) {
+	runs, queue = map[string]int{}, map[[2]string]int{}
+	rows, err := s.db.Query(`SELECT status, COUNT(*) FROM runs GROUP BY status`)
+	if err != nil {
+		return nil, nil, s.fail(err)
+	}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			rows.Close()
+			return nil, nil, s.fail(err)
+		}
+		runs[st] = n
+	}
+	rows.Close()
+	rows, err = s.db.Query(`SELECT name, state, COUNT(*) FROM queue WHERE state IN ('queued', 'running') GROUP BY name, state`)
+	if err != nil {
+		return nil, nil, s.fail(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, st string
+		var n int
+		if err := rows.Scan(&name, &st, &n); err != nil {
+			return nil, nil, s.fail(err)
+		}
+		queue[[2]string{name, st}] = n
+	}
+	return runs, queue, s.fail(rows.Err())
+}

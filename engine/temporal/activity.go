@@ -57,7 +57,7 @@ func (a *Activities) Model(ctx context.Context, job vm.ModelJob) (*vm.ModelOutco
 		return &vm.ModelOutcome{Code: model.CodeModel, Error: fmt.Sprintf("step %q: no model configured where the run started: set %s for skein run (the default model's variables travel with the run), or declare one with model()", job.Step, model.EnvModel)}, nil
 	}
 	if a.Models == nil {
-		cfg := model.Config{Model: job.Chat.Model, BaseURL: job.Endpoint.BaseURL, KeyEnv: job.Endpoint.KeyEnv}
+		cfg := model.Config{Model: job.Chat.Model, Provider: job.Chat.Provider, BaseURL: job.Endpoint.BaseURL, KeyEnv: job.Endpoint.KeyEnv, AnswersFile: job.Endpoint.AnswersFile}
 		if err := cfg.Usable(getenv); err != nil {
 			return &vm.ModelOutcome{Model: job.Chat.Model, Code: model.CodeModel, Error: "on the worker: " + err.Error()}, nil
 		}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -67,7 +69,28 @@ func decode(t *testing.T, b []byte) temporaltest.Comparable {
 
 func runLocal(t *testing.T, g *graphir.Graph, given map[string]starlark.Value, parallel int) []byte {
 	t.Helper()
-	res, err := vm.Run(context.Background(), g, given, vm.Options{Parallel: parallel,
+	return runLocalScripted(t, g, given, parallel, temporaltest.Scenario{})
+}
+
+// runLocalScripted runs g locally as runLocal does, with sc's decisions
+// answering its approvals, cancelled once sc's CancelWhen file exists (in
+// the current directory, where the flow's tasks run).
+func runLocalScripted(t *testing.T, g *graphir.Graph, given map[string]starlark.Value, parallel int, sc temporaltest.Scenario) []byte {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if sc.CancelWhen != "" {
+		go func() {
+			for ctx.Err() == nil {
+				if _, err := os.Stat(sc.CancelWhen); err == nil {
+					cancel()
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+	}
+	res, err := vm.Run(ctx, g, given, vm.Options{Parallel: parallel, Effects: &scripted{decisions: slices.Clone(sc.Decisions)},
 		LoadFlow: func(_ context.Context, path, root string) (*graphir.Graph, error) {
 			return lang.Load(path, lang.Options{Root: root})
 		}})
@@ -81,9 +104,90 @@ func runLocal(t *testing.T, g *graphir.Graph, given map[string]starlark.Value, p
 	return b
 }
 
+// scripted answers approvals with a scenario's decisions, in order, each
+// the next one for its step; an approval with none left waits until it is
+// cancelled. Every other effect runs locally.
+type scripted struct {
+	mu        sync.Mutex
+	decisions []temporaltest.Decision
+}
+
+func (s *scripted) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	if req.Kind != graphir.KindApproval {
+		vm.Local{}.Start(ctx, req, done)
+		return
+	}
+	s.mu.Lock()
+	i := slices.IndexFunc(s.decisions, func(d temporaltest.Decision) bool { return d.Step == req.Step })
+	var d temporaltest.Decision
+	if i >= 0 {
+		d = s.decisions[i]
+		s.decisions = slices.Delete(s.decisions, i, i+1)
+	}
+	s.mu.Unlock()
+	if i < 0 {
+		go func() {
+			<-ctx.Done()
+			done(&vm.EffectCompletion{Cancelled: true, Error: "cancelled"})
+		}()
+		return
+	}
+	var values starlark.Value
+	if fields := req.Fields(); len(fields) > 0 {
+		m, err := graphir.BindFields(req.Step, fields, d.Values, !d.Reject)
+		if err != nil {
+			done(&vm.EffectCompletion{Code: "step_failed", Error: err.Error()})
+			return
+		}
+		values = m
+	}
+	done(vm.ApprovalDecision(!d.Reject, d.By, d.Reason, time.Now(), values))
+}
+
 func runTemporal(t *testing.T, in RunInput) *RunOutput {
 	t.Helper()
+	return runTemporalScripted(t, in, temporaltest.Scenario{})
+}
+
+// runTemporalScripted runs in on the SDK's test environment, signalling
+// sc's decisions as the run asks for them and cancelling the workflow once
+// sc's CancelWhen file exists (in the current directory).
+func runTemporalScripted(t *testing.T, in RunInput, sc temporaltest.Scenario) *RunOutput {
+	t.Helper()
 	env := newEnv(t)
+	decisions := slices.Clone(sc.Decisions)
+	if len(decisions) > 0 {
+		// The test environment's clock skips ahead while the workflow
+		// waits: look for an approval to decide every virtual minute.
+		var decide func()
+		decide = func() {
+			for _, w := range queryApprovals(t, env).Waiting() {
+				i := slices.IndexFunc(decisions, func(d temporaltest.Decision) bool { return d.Step == w.Step })
+				if i < 0 {
+					continue
+				}
+				d := decisions[i]
+				decisions = slices.Delete(decisions, i, i+1)
+				env.SignalWorkflow(ApproveSignal, Decision{Step: w.Step, Scope: w.Scope, Visit: w.Visit, Reject: d.Reject, Reason: d.Reason, By: d.By, Values: d.Values})
+				break
+			}
+			if len(decisions) > 0 {
+				env.RegisterDelayedCallback(decide, time.Minute)
+			}
+		}
+		env.RegisterDelayedCallback(decide, time.Minute)
+	}
+	if sc.CancelWhen != "" {
+		var cancelOnce func()
+		cancelOnce = func() {
+			if _, err := os.Stat(sc.CancelWhen); err != nil {
+				env.RegisterDelayedCallback(cancelOnce, 100*time.Millisecond)
+				return
+			}
+			env.CancelWorkflow()
+		}
+		env.RegisterDelayedCallback(cancelOnce, 100*time.Millisecond)
+	}
 	env.ExecuteWorkflow(WorkflowName, in)
 	return output(t, env)
 }
@@ -112,7 +216,11 @@ func runScenario(t *testing.T, sc temporaltest.Scenario) (temporaltest.Comparabl
 		}
 	}
 	given := givenInputs(t, sc)
-	local := decode(t, runLocal(t, g, given, parallel))
+	local := decode(t, runLocalScripted(t, g, given, parallel, sc))
+	if sc.CancelWhen != "" {
+		// Made by the local run: the Temporal run makes its own.
+		os.Remove(sc.CancelWhen)
+	}
 	inputs, err := EncodeInputs(given)
 	if err != nil {
 		t.Fatal(err)
@@ -128,12 +236,12 @@ func TestScenariosBothEngines(t *testing.T) {
 	for _, sc := range scenarios {
 		t.Run(sc.Name, func(t *testing.T) {
 			local, in := runScenario(t, sc)
-			out := runTemporal(t, in)
+			out := runTemporalScripted(t, in, sc)
 			remote := decode(t, out.Result)
 			if out.Status != remote.Status {
 				t.Errorf("output status %s, result status %s", out.Status, remote.Status)
 			}
-			if diff := cmp.Diff(local, remote); diff != "" {
+			if diff := cmp.Diff(local.WithoutTimes(), remote.WithoutTimes()); diff != "" {
 				t.Errorf("local (-) and temporal (+) differ:\n%s", diff)
 			}
 		})

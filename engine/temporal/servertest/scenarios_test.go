@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -27,6 +29,10 @@ func TestScenarios(t *testing.T) {
 	worker(t, q, nil)
 	for _, sc := range scenarios {
 		t.Run(sc.Name, func(t *testing.T) {
+			if sc.Scripted() {
+				scripted(t, sc, q)
+				return
+			}
 			dir, args := scenarioRun(t, sc, "--json")
 			lout, lerr, lcode := skein(t, dir, append(args, "--no-store")...)
 			local, err := temporaltest.Decode([]byte(lout))
@@ -73,4 +79,122 @@ func scenarioRun(t *testing.T, sc temporaltest.Scenario, mode string) (string, [
 		args = append(args, "--inputs-file", "inputs.json")
 	}
 	return dir, args
+}
+
+// scripted runs a scenario in which a person decides approvals or
+// cancels the run, on both engines, and compares the results as
+// TestScenarios does. Locally the run parks on each approval (skein run,
+// then skein approve and skein resume until it ends), or is cancelled
+// with skein cancel from another process; on Temporal it is started
+// detached, decided with skein approve --engine temporal once it waits,
+// or cancelled with skein cancel --engine temporal, and read back with
+// skein show --json.
+func scripted(t *testing.T, sc temporaltest.Scenario, q string) {
+	dir, args := scenarioRun(t, sc, "--json")
+	conn := []string{"--engine", "temporal", "--address", address}
+
+	// Locally, on a run store beside the flow.
+	var lout, lerr string
+	var lcode int
+	if sc.CancelWhen != "" {
+		p := start(t, dir, nil, skeinBin, args...)
+		awaitFile(t, dir, sc.CancelWhen)
+		if _, stderr, code := skein(t, dir, "cancel", "last"); code != 0 {
+			t.Fatalf("skein cancel: exit %d\n%s", code, stderr)
+		}
+		lcode = p.wait(t, 2*time.Minute)
+		lout, lerr = p.stdout.String(), p.stderr.String()
+		os.Remove(filepath.Join(dir, sc.CancelWhen)) // the Temporal run makes its own
+	} else {
+		lout, lerr, lcode = skein(t, dir, args...)
+		for _, d := range sc.Decisions {
+			if lcode != 3 {
+				t.Fatalf("local run: exit %d before the decision on %s; want 3 (parked)\n%s%s", lcode, d.Step, lout, lerr)
+			}
+			if _, stderr, code := skein(t, dir, append([]string{"approve", "last", d.Step}, decisionArgs(t, d)...)...); code != 0 {
+				t.Fatalf("skein approve %s: exit %d\n%s", d.Step, code, stderr)
+			}
+			lout, lerr, lcode = skein(t, dir, "resume", "last", "--json")
+		}
+	}
+	local, err := temporaltest.Decode([]byte(lout))
+	if err != nil {
+		t.Fatalf("local run (exit %d): %v\nstderr:\n%s", lcode, err, lerr)
+	}
+
+	// On Temporal.
+	var detached []string
+	for _, a := range args {
+		if a != "--json" {
+			detached = append(detached, a)
+		}
+	}
+	out, stderr, code := skein(t, dir, append(append(detached, "--detach", "--task-queue", q), conn...)...)
+	id := strings.TrimSpace(out)
+	if code != 0 || id == "" {
+		t.Fatalf("skein run --detach: exit %d, stdout %q\nstderr:\n%s", code, out, stderr)
+	}
+	if sc.CancelWhen != "" {
+		awaitFile(t, dir, sc.CancelWhen)
+		if _, stderr, code := skein(t, dir, append([]string{"cancel", id}, conn...)...); code != 0 {
+			t.Fatalf("skein cancel --engine temporal: exit %d\n%s", code, stderr)
+		}
+	}
+	for _, d := range sc.Decisions {
+		// Refused until the run waits for it.
+		waitFor(t, 2*time.Minute, "the run to take the decision on "+d.Step, func() bool {
+			_, _, code := skein(t, dir, append(append([]string{"approve", id, d.Step}, decisionArgs(t, d)...), conn...)...)
+			return code == 0
+		})
+	}
+	remote := awaitEnd(t, dir, id, conn)
+	if sc.CancelWhen != "" {
+		// Temporal's cancellation carries no reason: the local run's
+		// error says who cancelled it, the workflow's does not
+		// (docs/temporal.md).
+		if e, ok := local.Error.(map[string]any); ok {
+			if msg, _ := e["message"].(string); strings.HasPrefix(msg, "the run was cancelled by ") {
+				e["message"] = "the run was cancelled"
+			}
+		}
+	}
+	if diff := cmp.Diff(local.WithoutTimes(), remote.WithoutTimes()); diff != "" {
+		t.Errorf("local (-) and temporal (+) differ:\n%s", diff)
+	}
+}
+
+// decisionArgs are the flags of skein approve that give decision d.
+func decisionArgs(t *testing.T, d temporaltest.Decision) []string {
+	t.Helper()
+	var args []string
+	if d.By != "" {
+		args = append(args, "--by", d.By)
+	}
+	if d.Reject {
+		args = append(args, "--reject")
+	}
+	if d.Reason != "" {
+		args = append(args, "--reason", d.Reason)
+	}
+	for k, v := range d.Values {
+		s, ok := v.(string)
+		if !ok {
+			b, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s = string(b)
+		}
+		args = append(args, "--set", k+"="+s)
+	}
+	return args
+}
+
+// awaitFile waits until dir/name exists.
+func awaitFile(t *testing.T, dir, name string) {
+	t.Helper()
+	waitFor(t, 2*time.Minute, name+" to be made", func() bool {
+		_, err := os.Stat(filepath.Join(dir, name))
+		return err == nil
+	})
 }

@@ -11,8 +11,23 @@
 //	parallel: 4                the run's --parallel (default 1)
 //	all-sources                send every file of the archive as a source
 //	                           (for templated child flow paths)
+//	decide: {"step": "gate", "values": {"version": "1.2"}, "by": "ann"}
+//	                           a person's decision on the next approval the
+//	                           run waits for at that step (an approve= step,
+//	                           or a tool with approve= by the tool's name),
+//	                           one line per decision, in order; "reject":
+//	                           true rejects, "reason" says why
+//	store                      run locally with a run store, as the server
+//	                           suite's scripted runs do (an approval nobody
+//	                           decides is then held open while other steps
+//	                           run, as on Temporal)
+//	cancel: started            cancel the run (skein cancel) once the file
+//	                           named exists in the run's directory (a task
+//	                           of the flow makes it)
 //
-// Its files are flow.star, the flow run, and the files it uses.
+// Its files are flow.star, the flow run, and the files it uses. A flow
+// that calls models declares model(provider = "stub", answers = [...]):
+// the offline stub model answers the same on both engines.
 package temporaltest
 
 import (
@@ -38,6 +53,31 @@ type Scenario struct {
 	Parallel int
 	// AllSources sends every file as a source (templated child flows).
 	AllSources bool
+	// Decisions are a person's decisions on the run's approvals, in the
+	// order the run asks for them.
+	Decisions []Decision
+	// CancelWhen, when set, names a file: the run is cancelled once it
+	// exists in the run's directory.
+	CancelWhen string
+	// Store runs the scenario locally with a run store.
+	Store bool
+}
+
+// Scripted reports whether a person acts in the scenario, or it needs a
+// run store locally: the server suite then drives both runs step by step
+// (skein approve, skein cancel, skein resume) instead of one skein run.
+func (sc *Scenario) Scripted() bool {
+	return len(sc.Decisions) > 0 || sc.CancelWhen != "" || sc.Store
+}
+
+// Decision is a person's decision on an approval the run waits for.
+type Decision struct {
+	// Step is the approval step, or a tool with approve= (by its name).
+	Step   string         `json:"step"`
+	Reject bool           `json:"reject"`
+	By     string         `json:"by"`
+	Reason string         `json:"reason"`
+	Values map[string]any `json:"values"`
 }
 
 // Load reads every scenario file (*.txtar) in dir, sorted by file name.
@@ -88,9 +128,24 @@ func parse(file string) (Scenario, error) {
 			sc.Parallel = n
 		case "all-sources":
 			sc.AllSources = true
+		case "store":
+			sc.Store = true
+		case "decide":
+			var d Decision
+			dec := json.NewDecoder(strings.NewReader(val))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&d); err != nil || d.Step == "" {
+				return Scenario{}, fmt.Errorf("%s: decide: want a JSON object with step and optionally reject, by, reason, values (%v)", pos, err)
+			}
+			sc.Decisions = append(sc.Decisions, d)
+		case "cancel":
+			if val == "" || strings.ContainsAny(val, "/\\") {
+				return Scenario{}, fmt.Errorf("%s: cancel: want the name of a file in the run's directory, got %q", pos, val)
+			}
+			sc.CancelWhen = val
 		case "":
 		default:
-			return Scenario{}, fmt.Errorf("%s: unknown option %q; want inputs, parallel or all-sources", pos, key)
+			return Scenario{}, fmt.Errorf("%s: unknown option %q; want inputs, parallel, all-sources, store, decide or cancel", pos, key)
 		}
 	}
 	for _, f := range a.Files {

@@ -114,7 +114,7 @@ func runResume(ctx context.Context, io stdio, opts *resumeOptions, args []string
 	if opts.engine == "temporal" {
 		if opts.from != "" || len(opts.set) > 0 {
 			fmt.Fprintf(io.err, "skein resume: --engine temporal: --from and --set (forks) are for runs in the run store: a fork answers the steps before STEP from its parent's record, and a run on Temporal cannot yet be started from another run's workflow history (docs/temporal.md#running-a-run-again)\n"+
-				"to run it again from a point in its history, with the same inputs, reset its workflow with Temporal's CLI (temporal workflow reset --workflow-id %s --event-id N); for a what-if, run the flow locally (skein run FILE, then skein resume --set)\n", args[0])
+				"to run it again from a point in its history, with the same inputs, reset its workflow with Temporal's CLI (temporal workflow reset%s --workflow-id ID --event-id N, ID being the run's full id); for a what-if, run the flow locally (skein run FILE, then skein resume --set)\n", opts.temporalArgs())
 			return exitUsage
 		}
 		// Temporal keeps a run going itself; what is left to ask for is

@@ -60,6 +60,17 @@ flow(name = "keyed", inputs = {"note": input(type = "string")})
 say = step("say", run = ["echo", "note: {{ inputs.note }}"])
 chain(START, say, END)
 `,
+	// An agent, answered by the offline stub model, that calls one tool.
+	"agent.star": `
+model("m", provider = "stub", answers = [{"match": "look", "turns": [
+    {"tool_calls": [{"name": "say", "arguments": {"word": "hi there"}}]},
+    {"reply": "done"},
+]}])
+flow(name = "agent")
+say = tool("say", run = ["echo", "{{ args.word }}"], params = {"word": "string"}, help = "say a word")
+look = step("look", agent = "look around", tools = [say], model = "m")
+chain(START, look, END)
+`,
 	// A compile that fails until its fix file exists; resumed from it once fixed.
 	"crash.star": `
 flow(name = "crash")
@@ -526,8 +537,6 @@ func (u *ui) screenshot(name string) {
 }
 
 func TestBrowserStartAndWatch(t *testing.T) {
-	const key = "sk-browser-SECRET-3141"
-	t.Setenv("BROWSER_TEST_KEY", key)
 	u := newUI(t)
 	gate := t.TempDir()
 	u.open("/flows/steps.star", "#start-form")
@@ -563,6 +572,15 @@ func TestBrowserStartAndWatch(t *testing.T) {
 		t.Errorf("the runs list shows %d succeeded runs, want 1", n)
 	}
 	u.clean("runs page")
+}
+
+// TestBrowserStepRecord opens the record of a task given a model key in
+// an input (what it ran shows, the key masked) and of an agent step (the
+// prompt it sent, its tool calls with their results, what each call ran).
+func TestBrowserStepRecord(t *testing.T) {
+	const key = "sk-browser-SECRET-3141"
+	t.Setenv("BROWSER_TEST_KEY", key)
+	u := newUI(t)
 	// A model key given in an input is masked in what the step ran.
 	id := u.start("keyed.star", map[string]any{"note": "the key is " + key})
 	u.waitRun(id, "succeeded")
@@ -574,6 +592,21 @@ func TestBrowserStartAndWatch(t *testing.T) {
 		t.Errorf("the step panel shows the key:\n%s", panel)
 	}
 	u.clean("keyed run page")
+	id = u.start("agent.star", nil)
+	u.waitRun(id, "succeeded")
+	u.open("/runs/"+id+"?step=look", "#step-panel #tool-calls")
+	if calls := u.text("#step-panel #tool-calls tbody"); !strings.Contains(calls, "say") || !strings.Contains(calls, `{"word":"hi there"}`) || !strings.Contains(calls, "hi there") {
+		t.Errorf("the agent's tool calls show %q, want say's call with its arguments and result", calls)
+	}
+	// Each turn and call is an attempt of the step: open them all.
+	u.do("open the attempts", eval(`document.querySelectorAll("#step-panel details.attempt").forEach((d) => { d.open = true; }); true`))
+	if sent := u.text(`#step-panel [data-rendered="user"]`); sent != "look around" {
+		t.Errorf("the agent's first prompt shows %q, want look around", sent)
+	}
+	if ran := u.text(`#step-panel [data-rendered="argv"]`); ran != `echo "hi there"` {
+		t.Errorf("the tool call's command shows %q, want echo \"hi there\"", ran)
+	}
+	u.clean("agent run page")
 }
 
 // TestBrowserLiveOutput watches a task's output arrive while it runs,

@@ -273,6 +273,10 @@ type stepJSON struct {
 	} `json:"tokens,omitempty"`
 	Iterations *int `json:"iterations,omitempty"`
 	Items      *int `json:"items,omitempty"`
+	// Agent is an agent step's record of its latest visit, as the
+	// result object has it: turns, conversation, tool calls (each with
+	// its turn, tool, arguments, ok and result), grants.
+	Agent json.RawMessage `json:"agent,omitempty"`
 }
 
 // resultStep is what a step's entry in a result object says, of what
@@ -289,8 +293,9 @@ type resultStep struct {
 		PromptTokens     int `json:"prompt_tokens"`
 		CompletionTokens int `json:"completion_tokens"`
 	} `json:"usage"`
-	Iterations *int `json:"iterations"`
-	Items      *int `json:"items"`
+	Iterations *int            `json:"iterations"`
+	Items      *int            `json:"items"`
+	Agent      json.RawMessage `json:"agent"`
 }
 
 // getRun is GET /api/runs/{id}.
@@ -368,6 +373,9 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 		}
 		st.Status, st.Visits, st.DurationMS, st.Model = rs.Status, rs.Visits, rs.DurationMS, rs.Model
 		st.Iterations, st.Items = rs.Iterations, rs.Items
+		if len(rs.Agent) > 0 && string(rs.Agent) != "null" {
+			st.Agent = rs.Agent
+		}
 		if rs.Usage.PromptTokens+rs.Usage.CompletionTokens > 0 {
 			st.Tokens = &struct {
 				Prompt     int `json:"prompt"`

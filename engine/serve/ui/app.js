@@ -721,6 +721,7 @@ class RunView {
         a.by ? " by " + a.by : "", a.decided ? [" at ", timeEl(a.decided)] : "",
         a.reason ? h("div", {}, "Reason: ", a.reason) : null,
         a.values && Object.keys(a.values).length ? h("pre", {}, json(a.values)) : null)),
+      agentRecord(step.agent),
       redo ? h("p", {}, redo) : null,
       attempts.length ? h("h3", {}, attempts.length === 1 ? "What it did" : `Its ${attempts.length} attempts`) : null,
       attempts.map((a, i) => this.attempt(a, first ? i === attempts.length - 1 : open.has(String(a.id)))),
@@ -734,8 +735,6 @@ class RunView {
     const stdout = running ? live.stdout || a.stdout || "" : a.stdout || "";
     const stderr = running ? live.stderr || a.stderr || "" : a.stderr || "";
     const out = a.output;
-    const calls = out && ((out.agent && out.agent.tool_calls) || out.tool_calls);
-    const grants = out && ((out.agent && out.agent.grants) || out.grants);
     return h("details", { class: "attempt", "data-attempt": a.id, open },
       h("summary", {}, badge(a.status), h("span", {}, a.place || a.step),
         h("span", { class: "muted" }, `visit ${a.visit}` + (a.attempt > 1 ? `, attempt ${a.attempt}` : "")),
@@ -753,14 +752,26 @@ class RunView {
       a.model ? h("div", {}, h("h3", {}, "Model call"), h("p", { class: "tokens" }, a.model, ": ",
         `${a.prompt_tokens} tokens in, ${a.completion_tokens} out`)) : null,
       a.answer ? h("div", {}, h("h3", {}, "Answer"), h("pre", {}, visible(a.answer))) : null,
-      calls && calls.length ? h("div", {}, h("h3", {}, "Tool calls"), h("div", { class: "table-wrap" }, h("table", { class: "calls" },
-        h("thead", {}, h("tr", {}, ["Turn", "Tool", "Arguments", "Result"].map((c) => h("th", {}, c)))),
-        h("tbody", {}, calls.map((c) => h("tr", {}, h("td", {}, String(c.turn || "")), h("td", {}, c.tool || c.name || ""),
-          h("td", {}, h("code", {}, typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments))),
-          h("td", {}, c.ok === false ? badge("failed") : null, h("pre", {}, visible(truncate(c.result || "", 600)))))))))) : null,
-      grants && grants.length ? h("div", {}, h("h3", {}, "Tools granted"), h("pre", {}, json(grants))) : null,
       out !== null && out !== undefined ? h("details", {}, h("summary", {}, "Output value"), h("pre", {}, json(out))) : null);
   }
+}
+
+// agentRecord shows what an agent step did in its latest visit: the tool
+// calls its model made, with their results, and the tools it was granted.
+function agentRecord(ag) {
+  if (!ag) return null;
+  const calls = ag.tool_calls || [];
+  const grants = ag.grants || [];
+  return h("div", { class: "agent" },
+    h("p", { class: "muted" }, `${ag.turns} model ${ag.turns === 1 ? "turn" : "turns"}, ${calls.length} tool ${calls.length === 1 ? "call" : "calls"}`),
+    calls.length ? [h("h3", {}, "Tool calls"), h("div", { class: "table-wrap" }, h("table", { class: "calls", id: "tool-calls" },
+      h("thead", {}, h("tr", {}, ["Turn", "Tool", "Arguments", "Result"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, calls.map((c) => h("tr", {}, h("td", {}, String(c.turn || "")), h("td", {}, c.tool || ""),
+        h("td", {}, h("code", {}, visible(typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments)))),
+        h("td", {}, c.ok === false ? [badge("failed"), c.code ? h("span", { class: "muted" }, ` (${c.code})`) : null] : null,
+          h("pre", {}, visible(truncate(c.result || "", 600))))))))) ] : null,
+    grants.length ? [h("h3", {}, "Tools granted"), h("ul", { id: "grants" }, grants.map((g) => h("li", {},
+      h("code", {}, g.tool), ` at turn ${g.turn}`, g.reason ? [": ", g.reason] : "")))] : null);
 }
 
 // argvText is a command's words as a shell line, quoting those that need it.

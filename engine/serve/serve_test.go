@@ -612,7 +612,11 @@ func TestEventsIdleReadsNothing(t *testing.T) {
 	var out []string
 	ts.events(ctx, id, func(event string, d map[string]any) {
 		if event == "output" {
-			out = append(out, d["stream"].(string)+" "+strings.TrimSpace(d["text"].(string)))
+			for _, line := range strings.SplitAfter(d["text"].(string), "\n") {
+				if line != "" {
+					out = append(out, d["stream"].(string)+" "+strings.TrimSpace(line))
+				}
+			}
 		}
 	})
 	mu.Lock()

@@ -237,6 +237,7 @@ func newUIWith(t *testing.T, token string) *ui {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(srv.Handler())
+	go srv.Schedule() // the flows' triggers (triggers_browser_test.go)
 	t.Cleanup(func() {
 		srv.Close()
 		ts.Close()

@@ -405,9 +405,11 @@ async function runsPage(params) {
     h("label", {}, "Search", h("br"), search));
   const body = h("tbody");
   const pager = h("div", { class: "pager" });
+  const queueBox = cursor ? null : h("section", { id: "queue", class: "queue" });
   fill(main(), h("div", { class: "row spread" }, h("h1", {}, "Runs"), h("a", { class: "button", href: "/flows" }, "Start a run…")),
     h("p"), filters, h("div", { class: "table-wrap" }, h("table", { class: "runs-table" },
-      h("thead", {}, h("tr", {}, ["Status", "Run", "Flow", "Started", "Duration", "Started by", "Stopped at"].map((c) => h("th", {}, c)))), body)), pager);
+      h("thead", {}, h("tr", {}, ["Status", "Run", "Flow", "Started", "Duration", "Started by", "Stopped at"].map((c) => h("th", {}, c)))), body)), pager,
+    queueBox);
   if (text) {
     search.focus();
     search.setSelectionRange(text.length, text.length);
@@ -424,6 +426,7 @@ async function runsPage(params) {
   if (cursor) q.set("cursor", cursor);
   q.set("limit", "50");
   const load = async () => {
+    if (queueBox) loadQueue(queueBox).catch(() => {});
     const data = await get("/api/runs?" + q);
     const runs = data.runs || [];
     fill(body, ...runs.map(runRow));
@@ -437,6 +440,35 @@ async function runsPage(params) {
   };
   await load();
   if (!cursor) poll(() => load().catch(() => {}), 4000);
+}
+
+// QUEUE_BADGES maps a queue item's state to the badge of the run status
+// that looks like it.
+const QUEUE_BADGES = { queued: "pending", running: "running", done: "succeeded", skipped: "skipped", replaced: "cancelled", failed: "failed" };
+
+// loadQueue shows the queue (docs/serve.md): what triggers and webhooks
+// queued, newest first, each with its state, trigger and run.
+async function loadQueue(box) {
+  const items = (await get("/api/queue?limit=20")).queue || [];
+  if (!items.length) {
+    fill(box, h("h2", {}, "Queue"),
+      h("p", { class: "muted" }, "Nothing queued. Flows with trigger() start here: on a schedule, or when a webhook is delivered."));
+    return;
+  }
+  const waiting = items.filter((it) => it.state === "queued").length;
+  const row = (it) => h("tr", { "data-item": String(it.n), "data-state": it.state },
+    h("td", {}, h("span", { class: "badge st-" + (QUEUE_BADGES[it.state] || "pending"), title: it.error || "" }, it.state)),
+    h("td", { "data-label": "Flow" }, it.flow),
+    h("td", { "data-label": "Trigger" }, it.trigger),
+    h("td", { "data-label": "Key" }, it.key || ""),
+    h("td", { "data-label": "Queued" }, timeEl(it.enqueued)),
+    h("td", { "data-label": "Run" }, it.run ? h("a", { href: "/runs/" + enc(it.run), class: "mono" }, it.run)
+      : it.error ? h("span", { class: "muted" }, truncate(it.error, 90)) : ""));
+  fill(box, h("h2", {}, "Queue"),
+    h("p", { class: "muted" }, waiting ? waiting + " waiting to start" : "Nothing waiting to start."),
+    h("div", { class: "table-wrap" }, h("table", { class: "runs-table queue-table" },
+      h("thead", {}, h("tr", {}, ["State", "Flow", "Trigger", "Key", "Queued", "Run"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, items.map(row)))));
 }
 
 function runRow(r) {

@@ -119,6 +119,14 @@ test-temporal:
 test-browser:
 	$(GO) test -tags browser -race -count=1 -run '^TestBrowser' ./engine/serve/
 
+# A run exported as an OpenTelemetry trace to a real Jaeger (built once
+# from the Go module proxy into ~/.cache/skein-otel) and read back through
+# its API; SKEIN_SCREENSHOTS=docs/img also photographs the trace in its UI
+# with Chromium. Opt-in: not in make test or CI.
+.PHONY: test-otel
+test-otel:
+	GO='$(GO)' bash test/otel/run.sh
+
 # Model steps against a real inference engine (node-llama-cpp, a tiny
 # random-weight model made by a script); needs node, npm and python3 with
 # numpy (installed from apt when missing). Opt-in: not in make test or CI.

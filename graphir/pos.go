@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/skeinlang/skein/graphir/codes"
 )
@@ -102,6 +103,29 @@ type Error struct {
 	// Cause is the step failure that began the path to this error, when
 	// that failure was routed on (say to a step that then went to ABORT).
 	Cause *Error
+}
+
+// MaxMessage bounds the bytes of a message a flow writes (a fail(), a
+// print() line) as Skein keeps, shows and records it: a fail() of 60 MB
+// of control characters was 360 MB of JSON in the run's record and 240
+// MB of escapes on the terminal.
+const MaxMessage = 16 << 10
+
+// ClipMessage returns msg, or its first 12 KiB and its last 4 KiB (cut at
+// characters) with how many bytes were left out between them: the end of
+// a message often says why (a path's "is longer than ...").
+func ClipMessage(msg string) string {
+	if len(msg) <= MaxMessage {
+		return msg
+	}
+	head, tail := MaxMessage*3/4, len(msg)-MaxMessage/4
+	for head > 0 && !utf8.RuneStart(msg[head]) {
+		head--
+	}
+	for tail < len(msg) && !utf8.RuneStart(msg[tail]) {
+		tail++
+	}
+	return msg[:head] + fmt.Sprintf(" … (%d bytes cut) … ", tail-head) + msg[tail:]
 }
 
 // AsError returns the *Error in err's chain (a loader's error wrapped by

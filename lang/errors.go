@@ -130,7 +130,7 @@ func convertEval(eval *starlark.EvalError, loc graphir.Locator) *graphir.Error {
 		return &inner
 	}
 
-	msg := eval.Msg
+	msg := graphir.ClipMessage(eval.Msg) // a fail() can say megabytes
 	msg = strings.TrimPrefix(msg, "Starlark computation cancelled: ")
 	msg, hint := splitHint(msg)
 	if hinted := (*graphir.Error)(nil); hint == "" && errors.As(eval.Unwrap(), &hinted) {

@@ -146,3 +146,24 @@ func TestByteOrderMark(t *testing.T) {
 		t.Errorf("Format: %q, %v", out, err)
 	}
 }
+
+// A fail() or print() of a megabyte at load time is kept, shown and
+// recorded as its first 16 KiB: a 60 MB fail() took skein check 23 s and
+// 1.1 GB, and wrote 240 MB of escapes.
+func TestLoadMessagesBounded(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f.star")
+	var printed []string
+	_, err := LoadSource(file, []byte("print(\"p\" * 1000000)\nfail(\"x\" * 1000000)\n"), Options{Print: func(_ graphir.Pos, msg string) {
+		printed = append(printed, msg)
+	}})
+	var ge *graphir.Error
+	if !errors.As(err, &ge) {
+		t.Fatalf("Load: %v, want a load error", err)
+	}
+	if ge.Pos.Line != 2 || len(ge.Msg) > 17<<10 || !strings.Contains(ge.Msg, "bytes cut) …") {
+		t.Errorf("Load: a %d-byte error %.60q…, want the fail() at line 2 cut to 16 KiB", len(ge.Msg), ge.Msg)
+	}
+	if len(printed) != 1 || len(printed[0]) > 17<<10 || !strings.HasPrefix(printed[0], "ppp") {
+		t.Errorf("print(): %d lines, want one cut to 16 KiB", len(printed))
+	}
+}

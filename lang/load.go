@@ -263,7 +263,7 @@ func (l *loader) newThread(file string) *starlark.Thread {
 			for d := 2; d < t.CallStackDepth() && fr.Pos.Filename() == "<builtin>"; d++ {
 				fr = t.CallFrame(d)
 			}
-			l.s.opts.Print(pos(fr.Pos), msg)
+			l.s.opts.Print(pos(fr.Pos), graphir.ClipMessage(msg))
 		}
 	}
 	builtins.SetBuilder(thread, l.b)

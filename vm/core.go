@@ -478,6 +478,7 @@ func (r *run) finish(f *frame, n *graphir.Node, o *outcome) {
 	if !o.ok {
 		st.last = lastFailed
 	}
+	o.err = graphir.ClipMessage(o.err) // a fail() can say megabytes
 	rec := r.recs[n.ID]
 	out := o.value
 	if o.task && !o.ok {

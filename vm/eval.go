@@ -80,6 +80,7 @@ func (r *run) print(g *evalGen, msg string) {
 	if rec == nil {
 		return
 	}
+	msg = graphir.ClipMessage(msg)
 	if len(rec.Log) < maxLog {
 		rec.Log = append(rec.Log, msg)
 	}

@@ -637,6 +637,7 @@ func (r *run) retryWanted(f *frame, n *graphir.Node, o *outcome) (retry, ok bool
 // retryLater schedules attempt+1 of step n after its backoff; req is the
 // effect's request (nil for fn steps).
 func (r *run) retryLater(f *frame, n *graphir.Node, req *EffectRequest, attempt int, msg string) {
+	msg = graphir.ClipMessage(msg)
 	wait := backoff(n, attempt, r.jitterSeed(f, n, req, attempt))
 	if r.events {
 		r.emit(&Event{Type: StepRetrying, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Attempt: attempt + 1, Error: msg, Duration: wait})

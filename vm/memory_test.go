@@ -65,3 +65,35 @@ func TestResultJSONEscapesOnce(t *testing.T) {
 		t.Errorf("encoding a %d-byte result allocated %d bytes, want at most %d (its text and an eighth)", n, alloc, limit)
 	}
 }
+
+func TestMessagesBounded(t *testing.T) {
+	// A fail() or a print() of a megabyte: the record, the events and the
+	// terminal keep its first 16 KiB (a 60 MB one was 360 MB of JSON in
+	// the record and 240 MB of escapes on the terminal).
+	var events []string
+	res := run(t, `def gen(r):
+    print("p" * 1000000)
+    fail("\x01" * 1000000)
+step("g", fn = gen, retries = 1, backoff = "1ms")
+`, nil, vm.Options{OnEvent: func(ev *vm.Event) {
+		if ev.Error != "" || ev.Message != "" {
+			events = append(events, ev.Error+ev.Message)
+		}
+	}})
+	check(t, res, want{status: vm.Failed, code: "step_failed", step: "g", msg: "bytes cut) …"})
+	rec := res.Step("g")
+	if len(rec.Error) > 17<<10 || len(res.Error.Msg) > 17<<10 {
+		t.Errorf("the step's error is %d bytes and the run's %d, want at most 16 KiB and a note", len(rec.Error), len(res.Error.Msg))
+	}
+	if len(rec.Log) == 0 || len(rec.Log[0]) > 17<<10 || !strings.HasPrefix(rec.Log[0], "ppp") {
+		t.Errorf("the step's print() lines: %d, the first of %d bytes, want it cut to 16 KiB", len(rec.Log), len(rec.Log[0]))
+	}
+	if len(events) == 0 {
+		t.Fatal("no event carried the error or the printed line")
+	}
+	for _, e := range events {
+		if len(e) > 17<<10 {
+			t.Errorf("an event carries %d bytes of message, want at most 16 KiB and a note", len(e))
+		}
+	}
+}

@@ -67,6 +67,10 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusUnprocessableEntity, "model_config", err.Error())
 		return
 	}
+	if g.Concurrency > 0 { // its bound holds for every start: through the queue (triggers.go)
+		s.startQueued(w, file, root, g, inputs)
+		return
+	}
 	spec := &runs.Spec{Graph: g, Inputs: inputs, Sources: f.Sources.List(), Options: store.RunOptions{By: s.cfg.By}, NoDecision: noDecision,
 		Parent: telemetry.Parent(r.Header)} // the caller's trace, continued
 	run, err := s.svc.Start(spec)

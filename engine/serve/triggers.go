@@ -94,6 +94,51 @@ func (s *Server) triggerFlows() []trigger.Flow {
 	return out
 }
 
+// startQueued answers POST /api/runs for flow g (file, under root), which
+// declares concurrency=: the run is queued, and started at once if its
+// bound allows (201 with the run, as any start), else left waiting its
+// turn (202 with the queue item).
+func (s *Server) startQueued(w http.ResponseWriter, file, root string, g *graphir.Graph, inputs *stdlib.Map) {
+	in, err := stdlib.ToGo(inputs)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "bad_input", err.Error())
+		return
+	}
+	js, err := json.Marshal(in)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "bad_input", err.Error())
+		return
+	}
+	it, err := s.sched.Enqueue(trigger.Flow{File: file, Root: root, Graph: g}, "api", "", js, "")
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "run store") {
+			storeFail(w, err)
+			return
+		}
+		fail(w, http.StatusBadRequest, "bad_input", err.Error())
+		return
+	}
+	s.sched.Dispatch()
+	now, err := s.cfg.Store.Item(it.N)
+	if err != nil {
+		storeFail(w, err)
+		return
+	}
+	switch {
+	case now.Run != "":
+		rec, err := s.cfg.Store.Get(now.Run)
+		if err != nil {
+			storeFail(w, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, map[string]any{"run": s.runJSON(rec)})
+	case now.State == store.QueueFailed:
+		fail(w, http.StatusInternalServerError, "not_started", now.Error)
+	default:
+		writeJSON(w, http.StatusAccepted, map[string]any{"queued": itemJSON(now)})
+	}
+}
+
 // queueRunner starts the scheduler's runs in the server's process, as
 // a start from the page does: the page follows them live, and a server
 // that stops leaves them interrupted.

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -255,5 +256,29 @@ func TestMetrics(t *testing.T) {
 	ts.srv.cfg.Store.Enqueue(&store.QueueItem{File: "x.star", Name: "later", Trigger: "api", State: store.QueueRunning, Enqueued: time.Now()})
 	if _, text := get(ts.token); !strings.Contains(text, `skein_queue_items{flow="later",state="running"} 1`) {
 		t.Errorf("/metrics lacks the queued item:\n%s", text)
+	}
+}
+
+// TestStartQueued: a start from the API of a flow with concurrency = 1
+// runs at once when nothing else of it runs (201, the run), else waits
+// in the queue (202, the item) and runs after.
+func TestStartQueued(t *testing.T) {
+	gates := t.TempDir()
+	ts := newTriggerServer(t, "", map[string]string{"one.star": `
+flow(name = "one", inputs = {"n": 0, "gates": "", "meta": {"a": [1, 2]}}, concurrency = 1)
+wait = step("wait", shell = "while [ ! -e $GATES/$N ]; do sleep 0.02; done", env = {"N": "{{ inputs.n }}", "GATES": "{{ inputs.gates }}"})
+chain(START, wait, END)
+`})
+	ts.session()
+	first := ts.must(201, "POST", "/api/runs", fmt.Sprintf(`{"flow": "one.star", "inputs": {"n": 1, "gates": %q}}`, gates))
+	second := ts.must(202, "POST", "/api/runs", fmt.Sprintf(`{"flow": "one.star", "inputs": {"n": 2, "gates": %q}}`, gates))
+	if first["run"].(map[string]any)["started_by"] != "alice" || second["queued"].(map[string]any)["state"] != "queued" {
+		t.Fatalf("first %v, second %v", first, second)
+	}
+	os.WriteFile(filepath.Join(gates, "1"), nil, 0o644)
+	os.WriteFile(filepath.Join(gates, "2"), nil, 0o644)
+	q := ts.waitQueue()
+	if len(q) != 2 || q[0].State != store.QueueDone || q[1].State != store.QueueDone || !strings.Contains(string(q[0].Inputs), `"meta":{"a":[1,2]}`) {
+		t.Errorf("queue %+v", q)
 	}
 }

@@ -77,6 +77,7 @@ type Scheduler struct {
 	// Logf, when set, is told what goes wrong that nothing else reports.
 	Logf func(format string, args ...any)
 
+	dispatch sync.Mutex // one Dispatch at a time: each counts what runs, then starts
 	mu       sync.Mutex
 	inflight map[int64]string // queue item -> its run, for the runs this scheduler runs
 	wg       sync.WaitGroup
@@ -468,6 +469,8 @@ func (s *Scheduler) Enqueue(f Flow, trigger, policy string, inputs json.RawMessa
 // keys go ahead.
 func (s *Scheduler) Dispatch() {
 	s.init()
+	s.dispatch.Lock()
+	defer s.dispatch.Unlock()
 	items, err := s.Store.Pending()
 	if err != nil {
 		s.logf("queue: %v", err)

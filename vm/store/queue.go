@@ -188,6 +188,12 @@ func (s *Store) Queue(limit int) ([]*QueueItem, error) {
 	return s.queueRows(q)
 }
 
+// Item returns queue item n.
+func (s *Store) Item(n int64) (*QueueItem, error) {
+	it, err := scanQueue(s.db.QueryRow(`SELECT `+queueColumns+` FROM queue WHERE n = ?`, n))
+	return it, s.fail(err)
+}
+
 // QueueOf returns the item that started run id, or nil.
 func (s *Store) QueueOf(id string) (*QueueItem, error) {
 	it, err := scanQueue(s.db.QueryRow(`SELECT `+queueColumns+` FROM queue WHERE run = ? ORDER BY n DESC LIMIT 1`, id))

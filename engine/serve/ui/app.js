@@ -996,6 +996,11 @@ async function flowPage(path) {
     if (!v) return;
     try {
       const res = await post("/api/runs", { flow: f.path, inputs });
+      if (res.queued) { // the flow's concurrency= is taken: it waits its turn
+        toast("Queued: it starts when the flow's concurrency allows");
+        go("/runs#queue");
+        return;
+      }
       toast("Started " + res.run.id);
       go("/runs/" + enc(res.run.id));
     } catch (e) {

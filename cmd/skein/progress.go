@@ -156,6 +156,7 @@ func (p *progress) redraw() {
 	if len(p.running) == 0 {
 		return
 	}
+	p.w.WriteByte('\r') // as in line
 	now := time.Now()
 	spin := spinner[(p.ticks/2)%len(spinner)] // a frame per 100 ms
 	b := p.dbuf[:0]
@@ -191,6 +192,11 @@ func (p *progress) appendDim(b []byte, add func([]byte) []byte) []byte {
 // (which the next tick redraws).
 func (p *progress) line(b []byte) {
 	p.clear()
+	if p.tty {
+		// From the start of the line: the terminal may have echoed ^C
+		// where the cursor was.
+		p.w.WriteByte('\r')
+	}
 	p.w.Write(append(b, '\n'))
 }
 

@@ -74,6 +74,21 @@ func TestRunTerminalCancel(t *testing.T) {
 	if before := out[:i]; !strings.HasSuffix(before, "\n") && !strings.HasSuffix(before, "\r\x1b[K") {
 		t.Errorf("the summary does not start its line:\n%q", out)
 	}
+	// So does whatever is written after the terminal echoed ^C where the
+	// cursor was (the FAIL line of the step it cancelled, the run's
+	// header): it starts at the beginning of the line.
+	c := strings.Index(out, "^C")
+	if c < 0 {
+		t.Skipf("the terminal did not echo ^C:\n%q", out)
+	}
+	rest := out[c+2:]
+	for strings.HasPrefix(rest, "\x1b[") {
+		end := strings.IndexFunc(rest[2:], func(r rune) bool { return r >= '@' && r <= '~' })
+		rest = rest[2+end+1:]
+	}
+	if !strings.HasPrefix(rest, "\r") && !strings.HasPrefix(rest, "\n") {
+		t.Errorf("what follows ^C does not start its line:\n%q", out)
+	}
 }
 
 // ":load " completes file paths: directories, then .star files.

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skeinlang/skein/engine/runs"
+	"github.com/skeinlang/skein/internal/visible"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
 )
@@ -27,10 +28,13 @@ const exitWaiting = 3
 // prompter asks on a terminal, one question at a time: skein run's and
 // skein resume's [runs.Asker].
 type prompter struct {
-	mu   sync.Mutex
-	in   *bufio.Reader
-	out  io.Writer
-	note func(string) // prints above the live progress, if any
+	mu  sync.Mutex
+	in  *bufio.Reader
+	out io.Writer
+	// hold pauses the live progress, if any, while a question is up: its
+	// block is erased and not drawn, so the question and the answer typed
+	// after it stay where they are.
+	hold func(on bool)
 }
 
 // Ask implements [runs.Asker]: y or n (anything else is no, with what was
@@ -45,12 +49,12 @@ func (p *prompter) Ask(ctx context.Context, req *vm.EffectRequest, deadline time
 		defer cancel()
 	}
 	d := runs.Decision{By: currentUser()}
-	q := fmt.Sprintf("approve %q: %s [y/N] ", req.Step, req.Message)
-	if p.note != nil {
-		p.note(strings.TrimSpace(q))
-	} else {
-		fmt.Fprint(p.out, q)
+	q := fmt.Sprintf("approve %q: %s [y/N] ", req.Step, visible.Text(req.Message, false))
+	if p.hold != nil {
+		p.hold(true)
+		defer p.hold(false)
 	}
+	fmt.Fprint(p.out, q)
 	s, ok := p.line(ctx)
 	if !ok {
 		return d, true

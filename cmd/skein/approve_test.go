@@ -40,6 +40,11 @@ chain(START, build, deploy, ship, END)
 		} else {
 			term.expect("rejected by pat")
 		}
+		// The answer shows where it is typed, after the question: the
+		// live progress is not drawn under the question meanwhile.
+		if out := term.out.String(); !strings.Contains(out, "[y/N] "+c.answer+"\r\n") {
+			t.Errorf("answer %q was not shown after the question:\n%q", c.answer, out)
+		}
 		done := make(chan error, 1)
 		go func() { done <- term.cmd.Wait() }()
 		select {

@@ -346,7 +346,7 @@ func execute(ctx context.Context, io stdio, svc *runs.Service, run *runs.Run, ho
 		run.OnEvent = prog.event
 		prog.start()
 		if hooks.prompt != nil {
-			hooks.prompt.note = prog.note
+			hooks.prompt.hold = prog.hold
 		}
 		if dry != nil {
 			dry.show = prog.note

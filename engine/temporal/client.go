@@ -180,8 +180,10 @@ func (c *Client) Serve(ctx context.Context, taskQueue string, parallel int, acts
 
 // WorkflowRun is what Temporal says of a run's workflow.
 type WorkflowRun struct {
-	ID              string // the workflow id: the run id
-	status          enumspb.WorkflowExecutionStatus
+	ID     string // the workflow id: the run id
+	status enumspb.WorkflowExecutionStatus
+	// Started is when the run's first execution started (a run that
+	// continued as new has several), Closed when its last one closed.
 	Started, Closed time.Time
 	// File is the flow file's absolute path on the machine that started
 	// the run (its memo), "" when the run does not say.
@@ -222,6 +224,12 @@ func (c *Client) Describe(ctx context.Context, ref string) (*WorkflowRun, error)
 	w := &WorkflowRun{ID: id, status: info.GetStatus()}
 	if t := info.GetStartTime(); t != nil {
 		w.Started = t.AsTime()
+	}
+	if first := info.GetFirstRunId(); first != "" && first != info.GetExecution().GetRunId() {
+		// The run continued as new: it started with its first execution.
+		if f, err := c.sdk.DescribeWorkflowExecution(dctx, id, first); err == nil && f.GetWorkflowExecutionInfo().GetStartTime() != nil {
+			w.Started = f.GetWorkflowExecutionInfo().GetStartTime().AsTime()
+		}
 	}
 	if t := info.GetCloseTime(); t != nil {
 		w.Closed = t.AsTime()

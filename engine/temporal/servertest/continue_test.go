@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/skeinlang/skein/engine/temporal"
@@ -85,5 +87,49 @@ l = loop("l", body = [t], until = lambda it: it.iteration == %d, max_iterations 
 	}
 	if want := n / temporal.DefaultContinueEvery; want > 0 && (in.Executions < want-1 || start.GetContinuedExecutionRunId() == "") {
 		t.Errorf("the last execution is number %d (continued from %q), want about %d", in.Executions+1, start.GetContinuedExecutionRunId(), want)
+	}
+}
+
+// TestShowContinuedRun: skein show of a run that continued as new (every
+// 2 effects here, through the SDK, as skein run cannot ask that) gives
+// the start of its first execution, not of its last.
+func TestShowContinuedRun(t *testing.T) {
+	dir := t.TempDir()
+	src := `
+flow(output = "l")
+t = step("t", run = ["echo", "{{ loop.iteration }}"])
+l = loop("l", body = [t], until = lambda it: it.iteration == 6, max_iterations = 6)
+`
+	flow := writeFlow(t, dir, src)
+	q := queue(t)
+	worker(t, q, nil)
+	c := newClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	id := "show-continued-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: q}, temporal.WorkflowName,
+		temporal.RunInput{Flow: flow, Root: dir, Sources: map[string]string{flow: src}, Parallel: 1, ContinueEvery: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out temporal.RunOutput
+	if err := c.GetWorkflow(ctx, id, "").Get(ctx, &out); err != nil || out.Status != "succeeded" {
+		t.Fatalf("the run: %v, status %q\n%s", err, out.Status, out.Result)
+	}
+	first, err := c.DescribeWorkflowExecution(ctx, id, run.GetRunID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last.GetWorkflowExecutionInfo().GetExecution().GetRunId() == run.GetRunID() {
+		t.Fatal("the run did not continue as new")
+	}
+	started := first.GetWorkflowExecutionInfo().GetStartTime().AsTime().Local().Format("2006-01-02 15:04:05.000")
+	stdout, stderr, code := skein(t, dir, "show", id, "--engine", "temporal", "--address", address)
+	if want := "\nstarted " + started + ", took "; code != 0 || !strings.Contains(stdout, want) {
+		t.Errorf("skein show: exit %d\n%s\nstderr:\n%s\nwant it to say %q (the first execution's start)", code, stdout, stderr, want)
 	}
 }

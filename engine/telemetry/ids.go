@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 
 	"go.opentelemetry.io/otel/trace"
@@ -60,4 +61,26 @@ func RunSpan(id string) trace.SpanContext {
 	copy(t[:], h[:16])
 	copy(s[:], h[16:24])
 	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: t, SpanID: s, TraceFlags: trace.FlagsSampled})
+}
+
+// attemptSpan returns the span id of attempt of visit of step in scope
+// of the run at flow chain flow, in the trace of run id when the run
+// began its own trace (see [RunSpan]).
+func attemptSpan(id string, flow, scope []string, step string, visit, attempt int) trace.SpanID {
+	h := sha256.New()
+	fmt.Fprintf(h, "skein attempt %s\x00%s\x00%d\x00%d", id, key(flow, scope, step), visit, attempt)
+	var s trace.SpanID
+	copy(s[:], h.Sum(nil))
+	return s
+}
+
+// Traceparent returns the W3C traceparent of a step attempt's span, as
+// the spans of run id made from its events name it when the run began
+// its own trace: what an engine that runs the attempt where the spans are
+// not made (a Temporal worker) hands the task's process. Flow, scope,
+// step, visit and attempt are as in [vm.EffectRequest].
+func Traceparent(id string, flow, scope []string, step string, visit, attempt int) string {
+	t := RunSpan(id).TraceID()
+	s := attemptSpan(id, flow, scope, step, visit, attempt)
+	return "00-" + t.String() + "-" + s.String() + "-01"
 }

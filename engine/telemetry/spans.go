@@ -39,6 +39,9 @@ type Run struct {
 	p    *Provider
 	g    *graphir.Graph
 	info RunInfo
+	// runID: the run began its own trace, whose ids derive from its id
+	// (see RunSpan and Traceparent); "" when it did not.
+	runID string
 	// local: the run's effects go through [Run.Effects], which makes the
 	// tool calls' spans as they run (else they come from the events).
 	local bool
@@ -231,8 +234,10 @@ func (r *Run) startRoot(ev *vm.Event, t time.Time) {
 	case r.info.Parent.IsValid():
 		parent = trace.ContextWithRemoteSpanContext(parent, r.info.Parent)
 	case r.info.Predecessor == "" && ev.RunID != "":
-		// A new trace whose ids a resume can find again.
+		// A new trace whose ids a resume can find again, and its
+		// attempts' ids an engine can name (see Traceparent).
 		parent = want(parent, RunSpan(ev.RunID))
+		r.runID = ev.RunID
 	}
 	if r.info.Predecessor != "" {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: RunSpan(r.info.Predecessor),
@@ -272,9 +277,15 @@ func (r *Run) startAttempt(ev *vm.Event, k string, visit, attempt int, t time.Ti
 			attrs = append(attrs, attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.String("gen_ai.agent.name", ev.Step))
 		}
 	}
-	ctx, span := r.p.tracer.Start(parent, ev.Kind+" "+ev.Step, trace.WithTimestamp(t), trace.WithAttributes(attrs...),
+	start := parent
+	if r.runID != "" {
+		// The id Traceparent names the attempt by.
+		start = want(parent, trace.NewSpanContext(trace.SpanContextConfig{TraceID: RunSpan(r.runID).TraceID(),
+			SpanID: attemptSpan(r.runID, ev.Flow, ev.Scope, ev.Step, visit, attempt)}))
+	}
+	_, span := r.p.tracer.Start(start, ev.Kind+" "+ev.Step, trace.WithTimestamp(t), trace.WithAttributes(attrs...),
 		trace.WithAttributes(attribute.Int("skein.step.visit", visit), attribute.Int("skein.step.attempt", attempt)))
-	r.steps[k] = &open{span: span, ctx: ctx, visit: visit, attempt: attempt, attrs: attrs}
+	r.steps[k] = &open{span: span, ctx: trace.ContextWithSpan(parent, span), visit: visit, attempt: attempt, attrs: attrs}
 }
 
 // graphOf returns the graph of the run at flow chain flow, when known.

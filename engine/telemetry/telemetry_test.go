@@ -354,6 +354,10 @@ func TestSpanTree(t *testing.T) {
 	if got := strings.TrimSpace(outputOf(t, res, "flaky")); got != want2 {
 		t.Errorf("the task's TRACEPARENT is %q, want %q", got, want2)
 	}
+	// An engine that does not see the spans names the attempt alike.
+	if tp := telemetry.Traceparent(res.RunID, nil, nil, "flaky", 1, 2); tp != want2 {
+		t.Errorf("Traceparent names %s, the attempt's span is %s", tp, want2)
+	}
 	// The agent's tool's process got its call's span.
 	for _, s := range rc.spans {
 		if s.Name == "execute_tool where" {

@@ -402,6 +402,20 @@ func eval(js string) chromedp.Action[chromedp.Void] {
 	})
 }
 
+// fitsPhone fails the test if the page is wider than the window (a phone
+// would have to scroll sideways to read it); wide tables and the graph
+// scroll inside their own boxes.
+func (u *ui) fitsPhone(page string) {
+	u.t.Helper()
+	w, err := chromedp.Run(u.ctx, chromedp.Evaluate[[]float64](`[document.documentElement.scrollWidth, window.innerWidth]`))
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	if w[0] > w[1] {
+		u.t.Errorf("%s is %.0f px wide on a %.0f px phone", page, w[0], w[1])
+	}
+}
+
 // open navigates to path and waits for sel.
 func (u *ui) open(path, sel string) {
 	u.t.Helper()
@@ -599,7 +613,12 @@ func TestBrowserStepRecord(t *testing.T) {
 	if calls := u.text("#step-panel #tool-calls tbody"); !strings.Contains(calls, "say") || !strings.Contains(calls, `{"word":"hi there"}`) || !strings.Contains(calls, "hi there") {
 		t.Errorf("the agent's tool calls show %q, want say's call with its arguments and result", calls)
 	}
-	// Each turn and call is an attempt of the step: open them all.
+	// Each turn and call is an attempt of the step, named in words.
+	if names := u.text("#step-panel"); !strings.Contains(names, "look (turn 1)") || !strings.Contains(names, "look (turn 1, tool call 1)") ||
+		!strings.Contains(names, "look (turn 2)") || strings.Contains(names, "look@") {
+		t.Errorf("the agent's attempts are named as in:\n%s\nwant look (turn 1), look (turn 1, tool call 1), look (turn 2)", names)
+	}
+	// Open them all.
 	u.do("open the attempts", eval(`document.querySelectorAll("#step-panel details.attempt").forEach((d) => { d.open = true; }); true`))
 	if sent := u.text(`#step-panel [data-rendered="user"]`); sent != "look around" {
 		t.Errorf("the agent's first prompt shows %q, want look around", sent)
@@ -801,6 +820,11 @@ func TestBrowserPages(t *testing.T) {
 	u.screenshot("serve-run-dark")
 	u.do("a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)), eval("window.scrollTo(0, 0), true"))
 	u.screenshot("serve-run-phone")
+	u.fitsPhone("the run page")
+	for _, p := range []struct{ path, sel string }{{"/runs", "tr[data-run]"}, {"/approvals", "#approvals"}, {"/flows/release.star", "#start-form"}} {
+		u.open(p.path, p.sel)
+		u.fitsPhone(p.path)
+	}
 	u.do("light, on a laptop", dark(false), chromedp.EmulateViewport(1280, 1000))
 	u.clean("run page, dark and on a phone")
 	u.open("/flows", `tr[data-flow="release.star"]`)

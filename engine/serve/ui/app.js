@@ -685,9 +685,9 @@ class RunView {
       bar.style.left = (100 * s) / span + "%";
       bar.style.width = Math.max(0.3, (100 * (e - s)) / span) + "%";
       return h("div", { class: "tl-row" + (a.step === this.step ? " sel" : ""), "data-step": a.step, role: "button", tabindex: 0,
-        title: `${a.place}: ${STATUS_WORDS[a.status] || a.status}, visit ${a.visit}, attempt ${a.attempt}`,
+        title: `${attemptPlace(a)}: ${STATUS_WORDS[a.status] || a.status}, visit ${a.visit}, attempt ${a.attempt}`,
         onclick: () => this.select(a.step, true), onkeydown: (ev) => { if (ev.key === "Enter") this.select(a.step, true); } },
-      h("div", { class: "tl-name" }, a.place || a.step, a.attempt > 1 ? h("span", { class: "muted" }, ` (try ${a.attempt})`) : null),
+      h("div", { class: "tl-name" }, attemptPlace(a), a.attempt > 1 ? h("span", { class: "muted" }, ` (try ${a.attempt})`) : null),
       h("div", { class: "tl-track st-" + a.status }, bar),
       h("div", { class: "tl-dur" }, a.ended ? fmtMs(a.duration_ms) : STATUS_WORDS[a.status] || a.status));
     });
@@ -768,7 +768,7 @@ class RunView {
     const stderr = running ? live.stderr || a.stderr || "" : a.stderr || "";
     const out = a.output;
     return h("details", { class: "attempt", "data-attempt": a.id, open },
-      h("summary", {}, badge(a.status), h("span", {}, a.place || a.step),
+      h("summary", {}, badge(a.status), h("span", { class: "place" }, attemptPlace(a)),
         h("span", { class: "muted" }, `visit ${a.visit}` + (a.attempt > 1 ? `, attempt ${a.attempt}` : "")),
         h("span", { class: "muted" }, a.ended ? fmtMs(a.duration_ms) : "")),
       h("dl", { class: "kv" },
@@ -786,6 +786,17 @@ class RunView {
       a.answer ? h("div", {}, h("h3", {}, "Answer"), h("pre", {}, visible(a.answer))) : null,
       out !== null && out !== undefined ? h("details", {}, h("summary", {}, "Output value"), h("pre", {}, json(out))) : null);
   }
+}
+
+// attemptPlace names an attempt for people: its place, with an agent's
+// turns and tool calls ("fix@2.1 › fix") said in words ("fix (turn 2,
+// tool call 1)").
+function attemptPlace(a) {
+  const parts = a.path ? a.path.split("/") : [];
+  const m = /^(.*)@(\d+)(?:\.(\d+))?$/.exec(parts[parts.length - 1] || "");
+  if (!m || m[1] !== a.step) return a.place || a.step;
+  parts.pop();
+  return [...parts, `${a.step} (turn ${m[2]}${m[3] ? `, tool call ${m[3]}` : ""})`].join(" › ");
 }
 
 // agentRecord shows what an agent step did in its latest visit: the tool

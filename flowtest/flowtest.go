@@ -256,6 +256,7 @@ func runTest(ctx context.Context, file, absFile, root, name string, fn *starlark
 		return res
 	}
 	t := newTester(ctx, absFile, root, opts, res)
+	defer t.close()
 	th := &starlark.Thread{Name: name, Print: func(_ *starlark.Thread, msg string) { res.Log = append(res.Log, msg) }}
 	steps := opts.Steps
 	if steps == 0 {

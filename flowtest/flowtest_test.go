@@ -313,3 +313,95 @@ func TestTestFileUnreadable(t *testing.T) {
 		}
 	}
 }
+
+// A test drives which branch of a join = "first" race wins: a branch
+// mocked t.pending() never finishes by itself, so the other wins and it
+// is cancelled; a t.pending() that nothing cancels fails the test, and
+// the run does not hang.
+func TestPendingDrivesRace(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"race.star": `
+work = step("work", run = ["make"])
+ask = step("ask", approve = "Go on?")
+pick = step("pick", fn = lambda r: [r.status("work"), r.status("ask")], join = "first")
+edge(START, work)
+edge(START, ask)
+edge(work, pick)
+edge(ask, pick)
+edge(pick, END)
+`,
+		"x_test.star": `
+def test_work_wins(t):
+    r = t.run("race.star", mocks = {"work": t.ok(), "ask": t.pending()}, parallel = 2)
+    t.eq(r.output, ["succeeded", "cancelled"])
+
+def test_person_wins(t):
+    r = t.run("race.star", mocks = {"work": t.pending(), "ask": t.approve()}, parallel = 2)
+    t.eq(r.output, ["cancelled", "succeeded"])
+    t.eq(r.steps.work.code, "cancelled")
+
+def test_nobody_wins(t):
+    r = t.run("race.star", mocks = {"work": t.pending(), "ask": t.pending()}, parallel = 2)
+    t.eq(r.status, "failed")
+`,
+	})
+	got := runTests(t, dir)
+	want := []string{
+		"test_work_wins: pass",
+		"test_person_wins: pass",
+		`test_nobody_wins: FAIL x_test.star:12: step "work" was mocked t.pending(), but nothing cancelled it: the run had nothing else left to do (t.pending() is for the losers of a join = "first" race, or effects a timeout stops)`,
+		`test_nobody_wins: FAIL x_test.star:12: step "ask" was mocked t.pending(), but nothing cancelled it: the run had nothing else left to do (t.pending() is for the losers of a join = "first" race, or effects a timeout stops)`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// A test forks a recorded run, as skein resume --set and --from do: the
+// steps before the one set are answered from the record (their mocks are
+// not asked again: "draft" fails if it is), what follows runs again with
+// the fork's mocks, and the parent run is left as it was.
+func TestForkWhatIf(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"review.star": `
+draft = step("draft", run = ["write"])
+review = step("review", run = ["judge", "{{ draft.stdout }}"])
+publish = step("publish", run = ["publish"])
+hold = step("hold", fn = lambda r: "held: " + r.review.stdout)
+edge(START, draft)
+edge(draft, review)
+edge(review, publish, when = "review.stdout == 'ok'")
+edge(review, hold, when = "review.stdout != 'ok'")
+edge(publish, END)
+edge(hold, END)
+`,
+		"x_test.star": `
+def test_what_if_the_review_passed(t):
+    r = t.run("review.star", mocks = {"draft": t.ok(stdout = "v1"), "review": t.ok(stdout = "no")}, record = True)
+    t.eq(r.output, "held: no")
+    f = t.fork(r, set = {"review": {"stdout": "ok", "stderr": "", "exit_code": 0}}, mocks = {"draft": t.fail(), "publish": t.ok(stdout = "live")})
+    t.eq(f.status, "succeeded")
+    t.eq(f.path, ["draft", "review", "publish"])
+    t.eq(f.steps.publish.output.stdout, "live")
+    t.eq(f.resumed_from, r.run_id)
+
+def test_from_a_step(t):
+    r = t.run("review.star", mocks = {"draft": t.ok(stdout = "v1"), "review": t.ok(stdout = "no")}, record = True)
+    f = t.fork(r, from_step = "review", mocks = {"draft": t.fail(), "review": t.ok(stdout = "ok"), "publish": t.ok()})
+    t.eq(f.path, ["draft", "review", "publish"])
+
+def test_needs_a_recorded_run(t):
+    r = t.run("review.star", mocks = {"draft": t.ok(), "review": t.ok()})
+    t.fork(r, set = {"review": "x"})
+`,
+	})
+	got := runTests(t, dir)
+	want := []string{
+		"test_what_if_the_review_passed: pass",
+		"test_from_a_step: pass",
+		"test_needs_a_recorded_run: FAIL x_test.star:18: t.fork: want the result of t.run(..., record = True), got dict",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

@@ -1,13 +1,14 @@
 package flowtest
 
 // This file defines scripted outcomes (t.ok, t.fail, t.answer, t.approve,
-// t.reject) and the producers that answer effects with them: [Mocks] for
+// t.reject, t.pending) and the producers that answer effects with them: [Mocks] for
 // flow tests, [DryRun] for `skein run --dry-run`.
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -155,6 +156,18 @@ type Mocks struct {
 	calls    map[string]int
 	problems []string // what went wrong in mocks: unmocked effects in strict tests, mock functions that failed
 	thread   *starlark.Thread
+	// pending holds the effects answered t.pending(), by the child-flow
+	// chain of the run that asked, until they are cancelled.
+	pending map[string][]*pendingEffect
+}
+
+// pendingEffect is an effect answered t.pending(): it finishes only when
+// its run cancels it (it lost a race), or fails once its run has nothing
+// else to wait for.
+type pendingEffect struct {
+	ctx  context.Context
+	req  *vm.EffectRequest
+	done func(*vm.EffectCompletion)
 }
 
 // NewMocks makes a producer from the mocks of t.run: a dict of step name to
@@ -286,12 +299,73 @@ func (m *Mocks) Start(ctx context.Context, req *vm.EffectRequest, done func(*vm.
 	} else {
 		o = list[min(n, len(list)-1)]
 	}
+	if o.Kind == "pending" {
+		m.hold(ctx, req, done)
+		m.mu.Unlock()
+		req.Nudge()
+		return
+	}
 	now := time.Now
 	if m.Now != nil {
 		now = m.Now
 	}
 	m.mu.Unlock()
 	done(o.completion(req, now()))
+}
+
+// hold keeps req, answered t.pending(), until its run cancels it; m.mu is
+// held.
+func (m *Mocks) hold(ctx context.Context, req *vm.EffectRequest, done func(*vm.EffectCompletion)) {
+	key := strings.Join(req.Flow, "/")
+	p := &pendingEffect{ctx: ctx, req: req, done: done}
+	if m.pending == nil {
+		m.pending = map[string][]*pendingEffect{}
+	}
+	m.pending[key] = append(m.pending[key], p)
+	go func() {
+		<-ctx.Done()
+		if m.release(key, p) {
+			done(&vm.EffectCompletion{Cancelled: true, Error: "cancelled"})
+		}
+	}()
+}
+
+// release drops p from what is held, reporting whether it was held (it
+// is completed once: cancelled, or failed by Idle).
+func (m *Mocks) release(key string, p *pendingEffect) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ps := m.pending[key]
+	for i, q := range ps {
+		if q == p {
+			m.pending[key] = append(ps[:i:i], ps[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// Idle implements [vm.EffectIdler]: when all that the run with the
+// child-flow chain flow still waits for is effects answered t.pending(),
+// nothing will cancel them, and they fail, each a problem of the test.
+func (m *Mocks) Idle(flow []string) {
+	key := strings.Join(flow, "/")
+	m.mu.Lock()
+	ps := m.pending[key]
+	if len(ps) == 0 || ps[0].req.Outstanding() != len(ps) || slices.ContainsFunc(ps, func(p *pendingEffect) bool { return p.ctx.Err() != nil }) {
+		// Other work is still to come, or the run is cancelling one
+		// (its completion is on its way).
+		m.mu.Unlock()
+		return
+	}
+	delete(m.pending, key)
+	for _, p := range ps {
+		m.problem(fmt.Sprintf("step %q was mocked t.pending(), but nothing cancelled it: the run had nothing else left to do (t.pending() is for the losers of a join = \"first\" race, or effects a timeout stops)", p.req.Step))
+	}
+	m.mu.Unlock()
+	for _, p := range ps {
+		p.done(&vm.EffectCompletion{Code: codes.StepFailed, Error: "mocked t.pending(), and nothing cancelled it"})
+	}
 }
 
 // refuses says why req, which no mock answers, may not run for real ("in

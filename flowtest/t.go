@@ -5,7 +5,9 @@ package flowtest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -34,6 +36,37 @@ type tester struct {
 	live   bool // t.live(): unmocked tasks, shells and model calls run for real
 	res    *TestResult
 	attrs  map[string]*starlark.Builtin
+	// st records the runs of t.run(..., record = True), for t.fork: a
+	// store of the test's own in a temporary directory, made at the first
+	// such run and removed when the test ends.
+	st    *store.Store
+	stDir string
+}
+
+// store returns the test's run store, making it at the first call.
+func (t *tester) store() (*store.Store, error) {
+	if t.st != nil {
+		return t.st, nil
+	}
+	dir, err := os.MkdirTemp("", "skein-test-")
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(filepath.Join(dir, store.FileName))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	t.st, t.stDir = st, dir
+	return st, nil
+}
+
+// close removes the test's run store, if it made one.
+func (t *tester) close() {
+	if t.st != nil {
+		t.st.Close()
+		os.RemoveAll(t.stDir)
+	}
 }
 
 func newTester(ctx context.Context, file, root string, opts *Options, res *TestResult) *tester {
@@ -45,6 +78,8 @@ func newTester(ctx context.Context, file, root string, opts *Options, res *TestR
 		"answer":   starlark.NewBuiltin("t.answer", t.answer),
 		"approve":  starlark.NewBuiltin("t.approve", t.approve),
 		"reject":   starlark.NewBuiltin("t.reject", t.reject),
+		"fork":     starlark.NewBuiltin("t.fork", t.fork),
+		"pending":  starlark.NewBuiltin("t.pending", t.pendingFn),
 		"strict":   starlark.NewBuiltin("t.strict", t.strictFn),
 		"live":     starlark.NewBuiltin("t.live", t.liveFn),
 		"eq":       starlark.NewBuiltin("t.eq", t.eq),
@@ -98,7 +133,8 @@ func (t *tester) run(th *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	var flow string
 	var inputs, mocks *starlark.Dict
 	parallel := 1
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "flow", &flow, "inputs?", &inputs, "mocks?", &mocks, "parallel?", &parallel); err != nil {
+	record := false
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "flow", &flow, "inputs?", &inputs, "mocks?", &mocks, "parallel?", &parallel, "record?", &record); err != nil {
 		return nil, err
 	}
 	if parallel < 1 {
@@ -152,11 +188,30 @@ func (t *tester) run(th *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	// Run through the run service, as every front end runs a flow: the
 	// mocks produce every effect, nothing is recorded, and a templated
 	// child flow loads and checks as the flow did.
-	run, err := (&runs.Service{}).Start(&runs.Spec{Graph: g, Inputs: in, Options: store.RunOptions{Parallel: parallel}, Effects: m})
+	svc := &runs.Service{}
+	var sources []store.Source
+	if record {
+		// Recorded, for t.fork, in the test's own store.
+		if svc.Store, err = t.store(); err != nil {
+			return nil, fmt.Errorf("%s: record: %v", b.Name(), err)
+		}
+		sources = f.Sources.List()
+	}
+	run, err := svc.Start(&runs.Spec{Graph: g, Inputs: in, Sources: sources, Options: store.RunOptions{Parallel: parallel}, Effects: m})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", b.Name(), err)
 	}
-	res, _ := run.Run(t.ctx) // its error is the record's: there is none
+	return t.finish(th, b, run, m)
+}
+
+// finish runs run, with its effects answered by m, and returns its result
+// object as Starlark values; m's problems fail the test.
+func (t *tester) finish(th *starlark.Thread, b *starlark.Builtin, run *runs.Run, m *Mocks) (starlark.Value, error) {
+	res, err := run.Run(t.ctx)
+	if err != nil {
+		// Only a recorded run has an error of its own: its record's.
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
 	for _, p := range m.Problems() {
 		t.failf(th, "%s", p)
 	}
@@ -169,6 +224,77 @@ func (t *tester) run(th *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 		return nil, fmt.Errorf("%s: cannot decode the result: %v", b.Name(), err)
 	}
 	return v, nil
+}
+
+// fork is t.fork(r, set = {...}, from_step = "", mocks = {...}): the
+// what-if fork of run r (a result of t.run(..., record = True)), as skein
+// resume --set and --from make it: a new run in which each step of set
+// ends with the output given instead of running, and what runs after it
+// (or after from_step) runs again with mocks; everything before is
+// answered from r's record, so no mock is asked for it.
+func (t *tester) fork(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var parent starlark.Value
+	var set, mocks *starlark.Dict
+	var from string
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "run", &parent, "set?", &set, "from_step?", &from, "mocks?", &mocks); err != nil {
+		return nil, err
+	}
+	if (set == nil || set.Len() == 0) && from == "" {
+		return nil, fmt.Errorf("%s: give set = {STEP: output} or from_step = STEP: what the fork changes", b.Name())
+	}
+	id, err := runID(parent)
+	if err != nil || t.st == nil {
+		return nil, fmt.Errorf("%s: want the result of t.run(..., record = True), got %s", b.Name(), parent.Type())
+	}
+	rec, err := t.st.Get(id)
+	if err != nil {
+		return nil, fmt.Errorf("%s: want the result of t.run(..., record = True): %v", b.Name(), err)
+	}
+	var values map[string]json.RawMessage
+	if set != nil {
+		values = map[string]json.RawMessage{}
+		for _, it := range set.Items() {
+			k, ok := starlark.AsString(it[0])
+			if !ok {
+				return nil, fmt.Errorf("%s: set: keys are step names, got %s", b.Name(), it[0].Type())
+			}
+			js, err := stdlib.AppendJSON(nil, it[1], "", 0)
+			if err != nil {
+				return nil, fmt.Errorf("%s: set[%q]: %v", b.Name(), k, err)
+			}
+			values[k] = js
+		}
+	}
+	m, err := NewMocks(mocks)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	m.Strict, m.Live = t.strict, t.live
+	run, _, err := (&runs.Service{Store: t.st}).Resume(&runs.ResumeSpec{Run: rec, From: from, Set: values, Options: rec.Options, Effects: m})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	if err := checkMocks(run.Graph(), m); err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	return t.finish(th, b, run, m)
+}
+
+// runID is the run_id of a result object t.run returned.
+func runID(v starlark.Value) (string, error) {
+	r, ok := v.(starlark.HasAttrs)
+	if !ok {
+		return "", fmt.Errorf("not a run's result")
+	}
+	id, err := r.Attr("run_id")
+	if err != nil || id == nil {
+		return "", fmt.Errorf("not a run's result")
+	}
+	s, ok := starlark.AsString(id)
+	if !ok || s == "" {
+		return "", fmt.Errorf("not a run's result")
+	}
+	return s, nil
 }
 
 // checkMocks refuses a mock for a step that neither the flow nor its
@@ -300,6 +426,16 @@ func misfit(o *Outcome, n *graphir.Node) string {
 		}
 	}
 	return ""
+}
+
+// pendingFn is t.pending(): an outcome that never comes, so the effect
+// runs until its run cancels it: the loser of a join = "first" race, a
+// step its timeout stops.
+func (t *tester) pendingFn(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs); err != nil {
+		return nil, err
+	}
+	return &Outcome{Kind: "pending"}, nil
 }
 
 func (t *tester) ok(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

@@ -50,8 +50,9 @@ type ResumeSpec struct {
 	Reload bool
 	// Options are the resumed run's: the recorded ones, or others given.
 	Options store.RunOptions
-	// Models, Ask and NoDecision are as in [Spec].
+	// Models, Effects, Ask and NoDecision are as in [Spec].
 	Models     model.Provider
+	Effects    vm.EffectProducer
 	Ask        Asker
 	NoDecision string
 }
@@ -204,7 +205,11 @@ func (s *Service) Resume(spec *ResumeSpec) (*Run, []check.Diagnostic, error) {
 	}
 	run.opts = vm.Options{Parallel: ropts.Parallel, Timeout: ropts.Timeout, MaxTokens: ropts.MaxTokens, Models: spec.Models, Set: set}
 	run.tel = s.tracing().Start(g, telemetry.RunInfo{File: r.File, Predecessor: r.ID})
-	run.record(rec, &approvals{inner: run.tel.Effects(vm.Local{}), ask: spec.Ask, noDecision: spec.NoDecision}, replay)
+	inner := spec.Effects
+	if inner == nil {
+		inner = &approvals{inner: run.tel.Effects(vm.Local{}), ask: spec.Ask, noDecision: spec.NoDecision}
+	}
+	run.record(rec, inner, replay)
 	run.opts.LoadFlow = s.childLoader(rec, lo.Recorded, ropts.MaxLoadSteps)
 	return run, ds, nil
 }

@@ -72,8 +72,8 @@ type Spec struct {
 	// Models answers the run's model calls (nil: the VM's own client).
 	Models model.Provider
 	// Effects, when set, produces every effect of the run instead of the
-	// local producer and the approvals (a dry run, a flow test's mocks),
-	// and the run is not recorded.
+	// local producer and the approvals (a flow test's mocks); the run is
+	// recorded only when the service has a store.
 	Effects vm.EffectProducer
 	// Ask asks a person for the decisions of approval steps (nil:
 	// nobody is asked: with a store the approval is held open and
@@ -130,16 +130,15 @@ func (s *Service) Start(spec *Spec) (*Run, error) {
 	o := spec.Options
 	r.opts = vm.Options{Parallel: o.Parallel, Timeout: o.Timeout, MaxTokens: o.MaxTokens, Models: spec.Models,
 		LoadFlow: s.childLoader(nil, nil, o.MaxLoadSteps)}
-	if spec.Effects != nil {
-		r.opts.Effects = spec.Effects
-		return r, nil
+	var inner vm.EffectProducer = spec.Effects
+	if inner == nil {
+		if mayRunProcesses(g) {
+			proc.WarmKeeper() // while the run is recorded
+		}
+		inner = &approvals{inner: r.tel.Effects(vm.Local{}), ask: spec.Ask, noDecision: spec.NoDecision}
 	}
-	if mayRunProcesses(g) {
-		proc.WarmKeeper() // while the run is recorded
-	}
-	ap := &approvals{inner: r.tel.Effects(vm.Local{}), ask: spec.Ask, noDecision: spec.NoDecision}
 	if s.Store == nil {
-		r.opts.Effects = ap
+		r.opts.Effects = inner
 		return r, nil
 	}
 	started := time.Now()
@@ -148,7 +147,7 @@ func (s *Service) Start(spec *Spec) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.record(rec, ap, nil)
+	r.record(rec, inner, nil)
 	r.opts.LoadFlow = s.childLoader(rec, nil, o.MaxLoadSteps)
 	return r, nil
 }
@@ -156,10 +155,13 @@ func (s *Service) Start(spec *Spec) (*Run, error) {
 // record makes the run recorded by rec: the one stack of producers every
 // recorded run's effects go through, outermost first: the replay of the
 // record being resumed (if any), the recorder (journal and live tees),
-// the approvals, the local producer.
-func (r *Run) record(rec *store.Recorder, ap *approvals, replay *store.Replay) {
-	ap.rec, ap.st, ap.runID = rec, rec.Store(), rec.ID()
-	rec.Inner = ap
+// the approvals, the local producer (or, for inner other than the
+// approvals, inner: a flow test's mocks).
+func (r *Run) record(rec *store.Recorder, inner vm.EffectProducer, replay *store.Replay) {
+	if ap, ok := inner.(*approvals); ok {
+		ap.rec, ap.st, ap.runID = rec, rec.Store(), rec.ID()
+	}
+	rec.Inner = inner
 	r.rec, r.ID = rec, rec.ID()
 	r.opts.RunID, r.opts.Effects = rec.ID(), rec
 	if replay != nil {
@@ -209,6 +211,9 @@ func (r *Run) Run(ctx context.Context) (*vm.Result, error) {
 // Cancel cancels the run, as ctx ending does: from another goroutine
 // while [Run.Run] runs, or before it (it then ends at once, cancelled).
 func (r *Run) Cancel() { r.cancelWith(context.Canceled) }
+
+// Graph is the run's flow, as loaded (a resumed run's, from its record).
+func (r *Run) Graph() *graphir.Graph { return r.g }
 
 // cancelWith cancels the run with cause, whose message becomes the run's
 // error ([context.Canceled]: "the run was cancelled"); the first cause

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -228,4 +229,60 @@ func TestREPLTerminalInterruptRun(t *testing.T) {
 	term.expect("\r\n42\r\n")
 	term.expect(">>> ")
 	term.exit()
+}
+
+// TestDocsREPLTranscript types the session docs/cli.md shows into skein
+// repl on a terminal and checks that every line it shows is printed, in
+// order, times and the run's id aside.
+func TestDocsREPLTranscript(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(doc), "<!-- transcript: repl -->\n```\n")
+	if !ok {
+		t.Fatal("docs/cli.md has no <!-- transcript: repl --> block")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	lines := strings.Split(strings.TrimSuffix(block, "\n"), "\n")
+	if lines[0] != "$ skein repl" {
+		t.Fatalf("the transcript starts with %q, not $ skein repl", lines[0])
+	}
+	dir := t.TempDir()
+	term := startTerminal(t, dir, t.TempDir(), "repl", "--store", filepath.Join(dir, "runs.db"))
+	var want []string // what the session prints, in order
+	for _, l := range lines[1:] {
+		switch {
+		case strings.HasPrefix(l, ">>> "), strings.HasPrefix(l, "... "), l == "...":
+			prompt, input, _ := strings.Cut(l, " ")
+			term.expect(prompt + " ")
+			term.send(input + "\r")
+		default:
+			want = append(want, l)
+		}
+	}
+	term.expect(">>> ")
+	term.exit()
+	// What a person sees: the escapes of the live progress and of line
+	// editing aside, lines as they end.
+	escapes := regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
+	var got []string
+	for _, l := range strings.Split(escapes.ReplaceAllString(term.out.String(), ""), "\n") {
+		if i := strings.LastIndex(strings.TrimRight(l, "\r"), "\r"); i >= 0 {
+			l = l[i+1:] // what was drawn over
+		}
+		got = append(got, strings.TrimRight(l, "\r"))
+	}
+	vary := regexp.MustCompile(`[0-9.]+(µs|ms|s)\b|\d{8}T\d{6}\.\d{3}Z-[0-9a-f]{8}`)
+	norm := func(s string) string { return vary.ReplaceAllString(s, "X") }
+	i := 0
+	for _, w := range want {
+		for i < len(got) && norm(got[i]) != norm(w) {
+			i++
+		}
+		if i == len(got) {
+			t.Fatalf("the session did not print %q (in order); it printed:\n%s", w, strings.Join(got, "\n"))
+		}
+		i++
+	}
 }

@@ -100,6 +100,8 @@ var docs = []Doc{
 			{"max_grants", "2", "how many tools may be granted from the pool in one run"},
 			{"concurrency", "None", "under skein serve, how many runs of the flow may run at once (per key with concurrency_key); the others wait in the queue"},
 			{"concurrency_key", "None", `an input, as "inputs.repo": concurrency bounds the runs per value of it`},
+			{"emit", "None", `under skein serve, a flow file (relative to this one) that the items of the run's result's "emit" list are queued for, each a dict of its inputs (the hopper)`},
+			{"max_depth", "None", "required with emit: how many levels of emitted items may expand below a run queued from outside"},
 		}},
 	{Name: "trigger",
 		Summary: "Starts the flow by itself under skein serve: on a cron schedule, every period, or on a webhook delivery. Any number per flow.",

@@ -39,7 +39,7 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	var vals [12]starlark.Value
+	var vals [14]starlark.Value
 	if err := c.unpack(args, kwargs, flowParams, vals[:]); err != nil {
 		return nil, err
 	}
@@ -108,6 +108,9 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		}
 	}
 	if err := c.concurrency(&f, vals[10], vals[11]); err != nil {
+		return nil, err
+	}
+	if err := c.emit(&f, vals[12], vals[13]); err != nil {
 		return nil, err
 	}
 	switch h := onExit.(type) {
@@ -679,7 +682,7 @@ func chainFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 
 // Parameter names, in order; "?" marks an optional one.
 var (
-	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?", "on_exit?", "max_tokens?", "tools?", "max_grants?", "concurrency?", "concurrency_key?"}
+	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?", "on_exit?", "max_tokens?", "tools?", "max_grants?", "concurrency?", "concurrency_key?", "emit?", "max_depth?"}
 	stepParams = []string{"name", "run?", "shell?", "fn?", "flow?", "args?", "env?", "stdin?", "dir?", "inputs?", "max_visits?", "retries?", "backoff?", "timeout?", "join?",
 		"llm?", "system?", "model?", "schema?", "max_tokens?", "retry_when?", "wait?", "approve?", "agent?", "tools?", "max_turns?",
 		"backoff_factor?", "max_backoff?", "jitter?", "wait_until?", "partial?", "fields?"}

@@ -203,6 +203,30 @@ func (c *call) concurrency(f *graphir.FlowDecl, n, key starlark.Value) error {
 	return nil
 }
 
+// emit reads flow(emit=, max_depth=) into f. A missing max_depth is
+// the checker's to report (emit_unbounded), with its position.
+func (c *call) emit(f *graphir.FlowDecl, emit, depth starlark.Value) error {
+	var err error
+	if !isNone(emit) {
+		if f.Emit, err = c.str("emit", emit, false); err != nil {
+			return err
+		}
+		if !strings.HasSuffix(f.Emit, ".star") || strings.Contains(f.Emit, "{{") {
+			return c.errorf("emit must be the literal path of a flow file, as \"research.star\", got %q", f.Emit)
+		}
+		f.EmitPos, _ = c.locate("emit", f.Emit)
+	}
+	if !isNone(depth) {
+		if isNone(emit) {
+			return c.errorf("max_depth= bounds emit=: give the flow the items are queued for")
+		}
+		if f.MaxDepth, err = c.intAtLeast("max_depth", depth, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 var triggerParams = []string{"cron?", "every?", "webhook?", "tz?", "inputs?", "overlap?", "catch_up?", "secret_env?"}
 
 // KeyInput is the input a concurrency_key names ("repo" for

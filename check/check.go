@@ -76,6 +76,7 @@ func init() {
 		checkExitHandler,  // exit.go
 		checkInputs,       // inputs.go
 		checkTriggers,     // triggers.go
+		checkEmit,         // triggers.go
 		checkOver,         // values.go
 		checkConditions,   // values.go
 	}

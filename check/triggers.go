@@ -61,3 +61,16 @@ func checkTriggers(p *pass) {
 		}
 	}
 }
+
+// checkEmit reports a flow(emit=) without max_depth (emit_unbounded).
+func checkEmit(p *pass) {
+	if p.g.Emit != "" && p.g.MaxDepth == 0 {
+		pos := p.g.EmitPos
+		if !pos.IsValid() {
+			pos = p.flowPos()
+		}
+		p.report(codes.EmitUnbounded, nil, pos,
+			fmt.Sprintf("flow(emit = %q) has no max_depth: the items its runs queue could expand without end", p.g.Emit),
+			"give max_depth, how many levels of emitted items may expand, as max_depth = 2")
+	}
+}

@@ -44,7 +44,13 @@ type FlowDecl struct {
 	Concurrency       int
 	ConcurrencyKey    string
 	ConcurrencyKeyPos Pos
-	Pos               Pos
+	// Emit is the flow its runs' results queue work items for under
+	// skein serve (the hopper), as written; MaxDepth bounds how deep
+	// those items expand.
+	Emit     string
+	EmitPos  Pos
+	MaxDepth int
+	Pos      Pos
 }
 
 // Builder collects a graph while a flow loads. The builtins call it; one
@@ -309,6 +315,7 @@ func (b *Builder) freeze(copyNodes bool) *Graph {
 		g.ToolPool, g.MaxGrants = f.Tools, f.MaxGrants
 		g.OnExitName, g.OnExitPos = f.OnExit, f.OnExitPos
 		g.Concurrency, g.ConcurrencyKey, g.ConcurrencyKeyPos = f.Concurrency, f.ConcurrencyKey, f.ConcurrencyKeyPos
+		g.Emit, g.EmitPos, g.MaxDepth = f.Emit, f.EmitPos, f.MaxDepth
 	}
 	g.Triggers = append([]Trigger(nil), b.triggers...)
 	g.Models = append([]ModelDecl(nil), b.models...)

@@ -33,6 +33,8 @@ type jsonGraph struct {
 	Triggers    []jsonTrigger        `json:"triggers,omitempty"`
 	Concurrency int                  `json:"concurrency,omitempty"`
 	ConcKey     string               `json:"concurrency_key,omitempty"`
+	Emit        string               `json:"emit,omitempty"`
+	MaxDepth    int                  `json:"max_depth,omitempty"`
 	Nodes       []jsonNode           `json:"nodes"`
 	Edges       []jsonEdge           `json:"edges"`
 }
@@ -214,6 +216,7 @@ func (g *Graph) jsonHeader() jsonGraph {
 		jg.Triggers = append(jg.Triggers, g.Triggers[i].json())
 	}
 	jg.Concurrency, jg.ConcKey = g.Concurrency, g.ConcurrencyKey
+	jg.Emit, jg.MaxDepth = g.Emit, g.MaxDepth
 	return jg
 }
 

@@ -378,6 +378,12 @@ type Graph struct {
 	Concurrency       int
 	ConcurrencyKey    string
 	ConcurrencyKeyPos Pos
+	// Emit, when set, is the flow (a path relative to this one's file)
+	// that the work items a run's result lists under "emit" are queued
+	// for; MaxDepth is how deep they may expand (flow(emit=, max_depth=)).
+	Emit     string
+	EmitPos  Pos
+	MaxDepth int
 
 	Nodes []*Node
 	Edges []*Edge

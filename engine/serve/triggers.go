@@ -227,12 +227,14 @@ type queueJSON struct {
 	Error    string          `json:"error,omitempty"`
 	Fired    *time.Time      `json:"fired,omitempty"`
 	Delivery string          `json:"delivery,omitempty"`
+	Depth    int             `json:"depth,omitempty"`
+	Parent   string          `json:"parent,omitempty"`
 	Enqueued time.Time       `json:"enqueued"`
 }
 
 func itemJSON(it *store.QueueItem) queueJSON {
 	j := queueJSON{N: it.N, Flow: it.Name, File: it.File, Trigger: it.Trigger, Inputs: it.Inputs, Key: it.Key, State: it.State,
-		Run: it.Run, Error: it.Error, Delivery: it.Delivery, Enqueued: it.Enqueued.UTC()}
+		Run: it.Run, Error: it.Error, Delivery: it.Delivery, Depth: it.Depth, Parent: it.Parent, Enqueued: it.Enqueued.UTC()}
 	if !it.Fired.IsZero() {
 		f := it.Fired.UTC()
 		j.Fired = &f

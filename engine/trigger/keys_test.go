@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -162,4 +163,72 @@ chain(START, a, END)
 	}
 	s.Runner.(*fakeRunner).releaseAll()
 	s.Wait()
+}
+
+// TestHopper: a research flow whose runs emit two subquestions each, with
+// max_depth = 2, expands two levels below the question queued from
+// outside and stops there: 1 + 2 + 4 runs, and the 8 items of the third
+// level are recorded as skipped, each linked to the run that emitted it.
+func TestHopper(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	log := filepath.Join(dir, "asked")
+	f := loadFlow(t, dir, "research.star", `
+flow(name = "research", inputs = {"question": "q", "log": ""}, emit = "research.star", max_depth = 2, output = "split")
+
+def subquestions(r):
+    return {"emit": [{"question": r.inputs.question + "." + str(i), "log": r.inputs.log} for i in [1, 2]]}
+
+ask = step("ask", shell = "echo $Q >> $LOG", env = {"Q": "{{ inputs.question }}", "LOG": "{{ inputs.log }}"})
+split = step("split", fn = subquestions)
+chain(START, ask, split, END)
+`)
+	s := &Scheduler{Store: st, Runner: &serviceRunner{svc: &runs.Service{Store: st}}}
+	in, _ := json.Marshal(map[string]any{"question": "q", "log": log})
+	if _, err := s.Enqueue(f, "api", "", in, ""); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	for {
+		changed := s.Changed()
+		pending, err := st.Pending()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) == 0 {
+			break
+		}
+		<-changed
+	}
+	cancel()
+	<-done
+	s.Wait()
+	b, _ := os.ReadFile(log)
+	asked := strings.Fields(string(b))
+	slices.Sort(asked)
+	want := []string{"q", "q.1", "q.1.1", "q.1.2", "q.2", "q.2.1", "q.2.2"}
+	if !slices.Equal(asked, want) {
+		t.Errorf("asked %q, want %q", asked, want)
+	}
+	byState := map[string]int{}
+	runsOf := map[string]bool{}
+	for _, it := range items(t, st) {
+		byState[it.State]++
+		if it.Run != "" {
+			runsOf[it.Run] = true
+		}
+	}
+	if byState[store.QueueDone] != 7 || byState[store.QueueSkipped] != 8 || len(byState) != 2 {
+		t.Errorf("queue states %v, want 7 done and 8 skipped", byState)
+	}
+	for _, it := range items(t, st) {
+		if it.Depth > 0 && !runsOf[it.Parent] {
+			t.Errorf("item %d at depth %d names parent %q, not a run of the queue", it.N, it.Depth, it.Parent)
+		}
+		if it.State == store.QueueSkipped && it.Depth != 3 {
+			t.Errorf("item %d skipped at depth %d", it.N, it.Depth)
+		}
+	}
 }

@@ -20,13 +20,16 @@ package trigger
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/skeinlang/skein/builtins"
 	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm/store"
@@ -223,6 +226,7 @@ func (s *Scheduler) reconcile(it *store.QueueItem, resume bool) {
 	}
 	switch {
 	case r.HasEnded() || r.Status == store.Waiting:
+		s.emitFrom(it, it.Run)
 		s.end(it, store.QueueDone, "")
 	case r.Status == store.Interrupted && resume:
 		run, err := s.Runner.Resume(it)
@@ -532,6 +536,7 @@ func (s *Scheduler) launch(it *store.QueueItem, id string, run func()) {
 	go func() {
 		defer s.wg.Done()
 		run()
+		s.emitFrom(it, id)
 		s.end(it, store.QueueDone, "") // before it leaves inflight: Dispatch would look at its run
 		s.mu.Lock()
 		delete(s.inflight, it.N)
@@ -561,4 +566,66 @@ func (s *Scheduler) Running() []string {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// emitFrom queues the work items run id of item it emitted (the
+// hopper): when the run succeeded and its flow declares emit=, each
+// element of its result's "emit" list is a queued run of that flow, one
+// level deeper than it, linked to the run; an item deeper than the
+// flow's max_depth is recorded as skipped and not run. Each is queued
+// once, whatever restarts come between (its delivery id names the run
+// and the element).
+func (s *Scheduler) emitFrom(it *store.QueueItem, id string) {
+	r, err := s.Store.Get(id)
+	if err != nil || r.Status != "succeeded" || len(r.Result) == 0 {
+		return
+	}
+	var res struct {
+		Output struct {
+			Emit []json.RawMessage `json:"emit"`
+		} `json:"output"`
+	}
+	if json.Unmarshal(r.Result, &res) != nil || len(res.Output.Emit) == 0 {
+		return
+	}
+	parent := frontend.Load(it.File, frontend.Options{Root: it.Root})
+	g := parent.Graph
+	if g == nil || g.Emit == "" {
+		return
+	}
+	target := filepath.Join(filepath.Dir(it.File), filepath.FromSlash(g.Emit))
+	var child Flow
+	var loadErr error
+	if err := confine.Check(it.Root, target); err != nil {
+		loadErr = fmt.Errorf("emit %s: %v", g.Emit, err)
+	} else if f := frontend.Load(target, frontend.Options{Root: it.Root}); f.Err() != nil {
+		loadErr = fmt.Errorf("emit %s: %v", g.Emit, f.Err())
+	} else {
+		child = Flow{File: target, Root: it.Root, Graph: f.Graph}
+	}
+	depth := it.Depth + 1
+	for i, in := range res.Output.Emit {
+		delivery := fmt.Sprintf("%s/%d", id, i)
+		var e *store.QueueItem
+		switch {
+		case loadErr != nil:
+			e = &store.QueueItem{File: target, Root: it.Root, Name: g.Emit, Inputs: in, State: store.QueueFailed, Error: loadErr.Error()}
+		case depth > g.MaxDepth:
+			e = &store.QueueItem{File: target, Root: it.Root, Name: child.Graph.Name, Inputs: in, State: store.QueueSkipped,
+				Error: fmt.Sprintf("depth %d is past max_depth %d of flow %s", depth, g.MaxDepth, g.Name)}
+		default:
+			e, err = s.item(child, "", in, "")
+			if err != nil {
+				e.State, e.Error = store.QueueFailed, err.Error()
+			}
+		}
+		e.Trigger, e.Delivery, e.Depth, e.Parent, e.Enqueued = "emit", delivery, depth, id, s.now()
+		if e.State != "" {
+			e.Ended = s.now()
+		}
+		if err := s.Store.Enqueue(e); err != nil && !errors.Is(err, store.ErrDuplicate) {
+			s.logf("emit: %v", err)
+		}
+	}
+	s.poke()
 }

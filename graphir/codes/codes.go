@@ -26,6 +26,7 @@ const (
 	ExitUnreachable          Code = "exit_unreachable"
 	DeadEnd                  Code = "dead_end"
 	LoopUnbounded            Code = "loop_unbounded"
+	EmitUnbounded            Code = "emit_unbounded"
 	JoinInCycle              Code = "join_in_cycle"
 	JoinFirstEscape          Code = "join_first_escape"
 	EdgeCrossesScope         Code = "edge_crosses_scope"
@@ -144,6 +145,7 @@ var table = []Info{
 	{ExitUnreachable, Diagnostic, Error, "eND cannot be reached from START: the flow could never succeed"},
 	{DeadEnd, Diagnostic, Error, "from the step neither END nor ABORT can be reached, so its result influences nothing"},
 	{LoopUnbounded, Diagnostic, Error, "a cycle in which no step has a visit bound"},
+	{EmitUnbounded, Diagnostic, Error, "a flow(emit=) without max_depth: the work items its runs queue could expand without end"},
 	{JoinInCycle, Diagnostic, Error, "an AND-join inside a cycle with a forward in-edge from outside it: it could never fire twice"},
 	{JoinFirstEscape, Diagnostic, Error, "a join = \"first\" step raced by a branch that also leads somewhere else, which cancelling it would cut"},
 	{EdgeCrossesScope, Diagnostic, Error, "an edge into or out of a loop or map body"},

@@ -34,7 +34,9 @@ type QueueItem struct {
 	Conc     int             // the runs of the flow (per Key) allowed at once; 0: no bound
 	Key      string          // the concurrency key's value, as JSON ("" for none)
 	Fired    time.Time       // a clock trigger's firing time
-	Delivery string          // a webhook delivery's id
+	Delivery string          // a webhook delivery's id, or an emitted item's
+	Depth    int             // how deep an emitted item lies below one queued from outside (0)
+	Parent   string          // the run that emitted it
 	State    string
 	Run      string
 	Error    string
@@ -48,14 +50,14 @@ type QueueItem struct {
 var ErrDuplicate = errors.New("delivered before")
 
 const queueColumns = `n, flow, root, name, inputs, trigger, conc, key, COALESCE(fired, 0), COALESCE(delivery, ''), state,
-	COALESCE(run, ''), COALESCE(error, ''), enqueued, COALESCE(started, 0), COALESCE(ended, 0)`
+	COALESCE(run, ''), COALESCE(error, ''), enqueued, COALESCE(started, 0), COALESCE(ended, 0), depth, COALESCE(parent, '')`
 
 func scanQueue(rows interface{ Scan(...any) error }) (*QueueItem, error) {
 	var it QueueItem
 	var inputs string
 	var fired, enq, started, ended int64
 	if err := rows.Scan(&it.N, &it.File, &it.Root, &it.Name, &inputs, &it.Trigger, &it.Conc, &it.Key, &fired, &it.Delivery,
-		&it.State, &it.Run, &it.Error, &enq, &started, &ended); err != nil {
+		&it.State, &it.Run, &it.Error, &enq, &started, &ended, &it.Depth, &it.Parent); err != nil {
 		return nil, err
 	}
 	it.Inputs = json.RawMessage(inputs)
@@ -92,10 +94,10 @@ func insertItem(tx *sql.Tx, it *QueueItem) error {
 	if len(it.Inputs) == 0 {
 		it.Inputs = json.RawMessage("{}")
 	}
-	res, err := tx.Exec(`INSERT INTO queue (flow, root, name, inputs, trigger, conc, key, fired, delivery, state, error, enqueued, ended)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	res, err := tx.Exec(`INSERT INTO queue (flow, root, name, inputs, trigger, conc, key, fired, delivery, state, error, enqueued, ended, depth, parent)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		it.File, it.Root, it.Name, string(it.Inputs), it.Trigger, it.Conc, it.Key, optNanos(it.Fired), optText(it.Delivery),
-		it.State, optText(it.Error), nanos(it.Enqueued), optNanos(it.Ended))
+		it.State, optText(it.Error), nanos(it.Enqueued), optNanos(it.Ended), it.Depth, optText(it.Parent))
 	if err != nil {
 		if strings.Contains(err.Error(), "UNIQUE constraint failed") {
 			return ErrDuplicate

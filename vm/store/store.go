@@ -449,6 +449,10 @@ var migrations = []string{
 		at      INTEGER NOT NULL,
 		PRIMARY KEY (flow, trigger)
 	) WITHOUT ROWID;`,
+	// The hopper: how deep an item a run emitted lies below one queued
+	// from outside (0), and that run.
+	`ALTER TABLE queue ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE queue ADD COLUMN parent TEXT;`,
 }
 
 // effectIDs is the range of effect ids of run n: [lo, hi).

@@ -459,7 +459,9 @@ async function loadQueue(box) {
   const row = (it) => h("tr", { "data-item": String(it.n), "data-state": it.state },
     h("td", {}, h("span", { class: "badge st-" + (QUEUE_BADGES[it.state] || "pending"), title: it.error || "" }, it.state)),
     h("td", { "data-label": "Flow" }, it.flow),
-    h("td", { "data-label": "Trigger" }, it.trigger),
+    h("td", { "data-label": "Trigger" }, it.parent
+      ? h("span", {}, "emitted by ", h("a", { href: "/runs/" + enc(it.parent), class: "mono" }, it.parent), " (depth " + it.depth + ")")
+      : it.trigger),
     h("td", { "data-label": "Key" }, it.key || ""),
     h("td", { "data-label": "Queued" }, timeEl(it.enqueued)),
     h("td", { "data-label": "Run" }, it.run ? h("a", { href: "/runs/" + enc(it.run), class: "mono" }, it.run)

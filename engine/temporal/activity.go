@@ -34,7 +34,8 @@ type Activities struct {
 	// keys from; nil means os.Environ().
 	Env []string
 	// Models answers model calls; nil means an OpenAI-compatible client
-	// (a model.Cassette records and replays).
+	// (a model.Cassette records and replays, counting each run's answers
+	// apart).
 	Models model.Provider
 }
 
@@ -65,6 +66,13 @@ func (a *Activities) Model(ctx context.Context, job vm.ModelJob) (*vm.ModelOutco
 	p := a.Models
 	if p == nil {
 		p = &model.Client{Getenv: getenv}
+	}
+	if c, ok := p.(interface{ ForRun(string) model.Provider }); ok {
+		// A cassette counts its answers by run (the run's workflow id,
+		// which its child flows' ids begin with), as for a local run,
+		// not across all the runs this worker serves.
+		run, _, _ := strings.Cut(activity.GetInfo(ctx).WorkflowExecution.ID, "/")
+		p = c.ForRun(run)
 	}
 	wctx, stop := keepAlive(ctx)
 	defer stop()

@@ -53,6 +53,48 @@ type Cassette struct {
 	exchanges []Exchange
 	byKey     map[string][]int // key -> indexes into exchanges
 	used      map[string]int   // key -> answers handed out this run
+	// runs counts the answers handed out to each run of many (a
+	// worker's, through ForRun), the latest maxCassetteRuns runs.
+	runs  map[string]map[string]int
+	order []string // runs' keys, oldest first
+}
+
+// maxCassetteRuns bounds the runs a cassette counts answers for.
+const maxCassetteRuns = 1024
+
+// ForRun is the cassette answering run: the n-th identical request of
+// that run gets the n-th recorded answer, however many runs (of a
+// worker that serves many) asked before.
+func (c *Cassette) ForRun(run string) Provider { return runCassette{c, run} }
+
+type runCassette struct {
+	c   *Cassette
+	run string
+}
+
+func (r runCassette) Complete(ctx context.Context, req Request) (*Reply, error) {
+	return r.c.complete(ctx, r.run, req)
+}
+
+// counts is the answers handed out to run, by request key ("": the one
+// run Complete answers for). c.mu is held.
+func (c *Cassette) counts(run string) map[string]int {
+	if run == "" {
+		return c.used
+	}
+	if m, ok := c.runs[run]; ok {
+		return m
+	}
+	if c.runs == nil {
+		c.runs = map[string]map[string]int{}
+	}
+	if len(c.order) >= maxCassetteRuns {
+		delete(c.runs, c.order[0])
+		c.order = c.order[1:]
+	}
+	m := map[string]int{}
+	c.runs[run], c.order = m, append(c.order, run)
+	return m
 }
 
 // OpenCassette reads the cassette at path; a missing file is an empty
@@ -202,14 +244,19 @@ func matchKey(r Request) string {
 // Complete answers req from the cassette, or records it. The offline stub
 // model ([ProviderStub]) answers its own requests, recorded or not.
 func (c *Cassette) Complete(ctx context.Context, req Request) (*Reply, error) {
+	return c.complete(ctx, "", req)
+}
+
+func (c *Cassette) complete(ctx context.Context, run string, req Request) (*Reply, error) {
 	if req.Provider == ProviderStub {
 		return completeStub(ctx, req)
 	}
 	k := matchKey(req)
 	c.mu.Lock()
-	n := c.used[k]
+	used := c.counts(run)
+	n := used[k]
 	if idx := c.byKey[k]; n < len(idx) {
-		c.used[k] = n + 1
+		used[k] = n + 1
 		raw := c.exchanges[idx[n]].Response
 		c.mu.Unlock()
 		return parseReply(req, raw)
@@ -230,7 +277,7 @@ func (c *Cassette) Complete(ctx context.Context, req Request) (*Reply, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.add(Exchange{Request: rec, Response: append(json.RawMessage(nil), rep.Raw...)})
-	c.used[k]++
+	c.counts(run)[k]++
 	if err := c.save(); err != nil {
 		return nil, &Error{Code: CodeModel, Msg: err.Error()}
 	}

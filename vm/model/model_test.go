@@ -423,6 +423,17 @@ func TestCassette(t *testing.T) {
 	if diff := cmp.Diff(want, run(rep)); diff != "" {
 		t.Errorf("replay (-want +got):\n%s", diff)
 	}
+	// Runs answered through one cassette (a worker's) each get the tape
+	// from its start; a further identical call of one run still misses.
+	shared, _ := model.OpenCassette(path, true, nil)
+	for _, id := range []string{"r1", "r2"} {
+		if diff := cmp.Diff(want, run(shared.ForRun(id))); diff != "" {
+			t.Errorf("replay for run %s (-want +got):\n%s", id, diff)
+		}
+	}
+	if _, err := model.Call(context.Background(), shared.ForRun("r1"), request(s, "one"), model.Policy{}); code(err) != "replay_miss" {
+		t.Errorf("a third identical call of run r1: %v, want replay_miss", err)
+	}
 	// A different base URL or key still matches; a different prompt or a
 	// further identical call does not.
 	other := request(s, "one")

@@ -2,6 +2,7 @@ package servertest
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -89,6 +90,28 @@ edge(report, END)
 	for i, r := range reqs {
 		if r.Authorization != "Bearer "+key {
 			t.Errorf("request %d: authorization %q", i, r.Authorization)
+		}
+	}
+}
+
+// TestCassetteReplayedByRuns: workers replaying a cassette
+// (--cassette --replay-only) answer each run from the start of the tape,
+// as a local run is: three runs of examples/llm_triage.star on the same
+// worker all succeed (the second failed replay_miss when the answers
+// were counted across the worker's runs).
+func TestCassetteReplayedByRuns(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := queue(t)
+	// One worker, which must answer every run.
+	worker(t, q, nil, "--cassette", filepath.Join(root, "examples", "cassettes", "llm_triage.json"), "--replay-only")
+	for i := 1; i <= 3; i++ {
+		stdout, stderr, code := skein(t, root, "run", "examples/llm_triage.star", "--json", "--engine", "temporal", "--address", address, "--task-queue", q)
+		res, err := temporaltest.Decode([]byte(stdout))
+		if code != 0 || err != nil || res.Status != "succeeded" {
+			t.Fatalf("run %d: exit %d, status %s (%v)\nstdout:\n%s\nstderr:\n%s", i, code, res.Status, err, stdout, stderr)
 		}
 	}
 }

@@ -847,9 +847,9 @@ function rendered(r) {
 function definition(n) {
   const rows = [];
   const add = (label, value) => rows.push(h("h3", {}, label), value);
-  if (n.run) add("Command", h("pre", { class: "def" }, argvText(n.run)));
+  if (n.run) add("Command, as written", h("pre", { class: "def" }, argvText(n.run)));
   if (n.shell) add("Shell script", h("pre", { class: "def" }, n.shell));
-  if (n.llm) add("Prompt", h("pre", { class: "def" }, n.llm));
+  if (n.llm) add("Prompt, as written", h("pre", { class: "def" }, n.llm));
   if (n.agent) add("Task given to the agent", h("pre", { class: "def" }, n.agent));
   if (n.approve) add("Question", h("pre", { class: "def" }, n.approve));
   if (n.fn && n.fn !== "lambda") add("Function", h("code", {}, n.fn));

@@ -116,9 +116,13 @@ func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *
 		return exitUsage
 	}
 	id := vm.NewRunID(time.Now())
+	// The run's spans, from the events it follows (docs/observability.md).
+	tp, _ := telemetry.Default()
+	tel := tp.Start(g, telemetry.RunInfo{File: confine.Abs(g.File), Engine: "temporal"})
+	defer tel.End(nil)
 	run, err := c.Start(ctx, opts.taskQueue, id, g,
 		temporal.RunInput{Flow: g.File, Root: g.Root, Cwd: cwd, Sources: src.ByName(), Inputs: in, Parallel: opts.parallel, Timeout: opts.timeout,
-			HeartbeatTimeout: opts.heartbeat, ModelEnv: temporal.ModelEnv(os.Environ()), MaxTokens: opts.maxTokens})
+			HeartbeatTimeout: opts.heartbeat, ModelEnv: temporal.ModelEnv(os.Environ()), MaxTokens: opts.maxTokens, Traced: tel != nil && !opts.detach})
 	if err != nil {
 		fmt.Fprintf(io.err, "skein run: %v\n", err)
 		return exitFail
@@ -157,10 +161,6 @@ func runOnTemporal(ctx, exitCtx context.Context, io stdio, opts *runOptions, g *
 		note(lonely)
 	}
 	f := c.Follower(id)
-	// The run's spans, from the events it follows (docs/observability.md).
-	tp, _ := telemetry.Default()
-	tel := tp.Start(g, telemetry.RunInfo{File: confine.Abs(g.File), Engine: "temporal"})
-	defer tel.End(nil)
 	f.OnEvent = func(raw json.RawMessage, ev vm.Event) {
 		tel.Event(&ev)
 		switch {

@@ -29,6 +29,7 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/skeinlang/skein/engine/telemetry"
 	"github.com/skeinlang/skein/engine/temporal/limits"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/graphir/codes"
@@ -133,6 +134,9 @@ type RunInput struct {
 	// MaxTokens bounds the tokens the run's model calls spend (0: the
 	// flow's max_tokens).
 	MaxTokens int `json:",omitempty"`
+	// Traced: the machine that started the run exports its spans
+	// (engine/telemetry), so each task gets its attempt's TRACEPARENT.
+	Traced bool `json:",omitempty"`
 
 	// ContinueEvery is how many effects one workflow execution starts
 	// before the run continues as new (0: DefaultContinueEvery); the run
@@ -429,6 +433,15 @@ func (p *producer) task(ctx context.Context, req *vm.EffectRequest, done func(*v
 	// The job's Env is the step's env= alone (the workflow has no
 	// environment of its own); the worker puts its own under it.
 	job.Dir = p.in.abs(job.Dir)
+	if p.in.Traced {
+		// The attempt's span, as the spans made from the run's events
+		// name it (a pure function of the request: deterministic).
+		scope := req.Scope
+		if req.Tool != "" && len(scope) > 0 {
+			scope = scope[:len(scope)-1] // an agent's tool call: its step's attempt
+		}
+		job.Env = append(job.Env[:len(job.Env):len(job.Env)], "TRACEPARENT="+telemetry.Traceparent(req.RunID, req.Flow, scope, req.Step, req.Visit, req.Attempt))
+	}
 	in := TaskInput{Job: job, Kind: req.Kind, Root: p.in.abs(p.in.Root)}
 	close := 30 * 24 * time.Hour
 	if req.Timeout > 0 {
@@ -557,7 +570,7 @@ func (p *producer) child(ctx context.Context, req *vm.EffectRequest, done func(*
 		Parallel: p.in.Parallel, EvalSteps: p.in.EvalSteps, MaxOutput: p.in.MaxOutput, KillGrace: p.in.KillGrace,
 		MaxPath: p.in.MaxPath, ExitGrace: p.in.ExitGrace, HeartbeatTimeout: p.in.HeartbeatTimeout, Nesting: &nest,
 		ContinueEvery: p.in.ContinueEvery, MaxPayload: p.in.MaxPayload, ModelEnv: p.in.ModelEnv, MaxTokens: p.in.MaxTokens,
-		Searchable: p.in.Searchable}
+		Searchable: p.in.Searchable, Traced: p.in.Traced}
 	id := p.id + "/"
 	for _, s := range req.Scope {
 		id += s + "/"

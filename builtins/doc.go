@@ -114,6 +114,8 @@ var docs = []Doc{
 			{"overlap", "None", `what a firing does while a run of the flow is queued or running: "skip" drops it (a clock trigger's default), "queue" waits for them, "replace" cancels them; a webhook's deliveries by default all run, within the flow's concurrency`},
 			{"catch_up", "None", `how far back firings missed while skein serve was down are still run, as "1h" (default: none)`},
 			{"secret_env", "None", "a webhook's: the environment variable that holds its HMAC-SHA256 secret"},
+			{"watch", "None", "a file or directory (relative to the flow's file, inside its root): a change to it (a directory: to a file in it) fires, once changes have settled"},
+			{"debounce", `"1s"`, "a watch trigger's: how long changes must settle before it fires; a burst of changes fires once"},
 		}},
 	{Name: "input", Positional: 1, Returns: "input",
 		Summary: `Declares one flow input, as a value of flow(inputs = {...}): input("latest", help = "release tag"). Without default the input is required.`,

@@ -5,6 +5,7 @@ package builtins
 // delivery.
 
 import (
+	"path/filepath"
 	"strings"
 	"time"
 	_ "time/tzdata" // time zones are checked the same on every machine
@@ -35,27 +36,31 @@ func triggerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tupl
 	if len(args) > 0 {
 		return nil, c.errorf("takes keyword arguments only: cron=, every= or webhook=, and what goes with it")
 	}
-	var vals [8]starlark.Value
+	var vals [10]starlark.Value
 	if err := c.unpack(args, kwargs, triggerParams, vals[:]); err != nil {
 		return nil, err
 	}
+	watch, debounce := vals[8], vals[9]
 	cronV, every, webhook, tz, inputs, overlap, catchUp, secretEnv := vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], vals[6], vals[7]
 	t := graphir.Trigger{Pos: c.pos}
 	var kinds []string
 	for _, k := range []struct {
 		param string
 		v     starlark.Value
-	}{{"cron", cronV}, {"every", every}, {"webhook", webhook}} {
+	}{{"cron", cronV}, {"every", every}, {"webhook", webhook}, {"watch", watch}} {
 		if !isNone(k.v) {
 			kinds = append(kinds, k.param)
 		}
 	}
 	switch len(kinds) {
 	case 0:
-		return nil, c.errorf("give one of cron, every, webhook")
+		return nil, c.errorf("give one of cron, every, webhook, watch")
 	case 1:
 	default:
-		return nil, c.errorf("give one of cron, every, webhook; got %s and %s", kinds[0], kinds[1])
+		return nil, c.errorf("give one of cron, every, webhook, watch; got %s and %s", kinds[0], kinds[1])
+	}
+	if !isNone(debounce) && isNone(watch) {
+		return nil, c.errorf("debounce= is for watch triggers")
 	}
 	clock := true
 	switch {
@@ -86,6 +91,24 @@ func triggerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tupl
 		}
 		if t.Every < minEvery {
 			return nil, c.errorf("every must be at least 1s, got %q", string(every.(starlark.String)))
+		}
+	case !isNone(watch):
+		clock = false
+		t.Kind = graphir.TriggerWatch
+		if t.Watch, err = c.str("watch", watch, false); err != nil {
+			return nil, err
+		}
+		if filepath.IsAbs(t.Watch) || strings.Contains(t.Watch, "{{") {
+			return nil, c.errorf("watch must be a literal path relative to the flow's file, inside its flow root, got %q", t.Watch)
+		}
+		t.Debounce = defaultDebounce
+		if !isNone(debounce) {
+			if t.Debounce, err = c.duration("debounce", debounce); err != nil {
+				return nil, err
+			}
+		}
+		if !isNone(secretEnv) {
+			return nil, c.errorf("secret_env= is for webhook triggers")
 		}
 	default:
 		clock = false
@@ -158,6 +181,9 @@ func triggerFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tupl
 	case starlark.Callable:
 		if t.Kind != graphir.TriggerWebhook {
 			what := "a cron"
+			if t.Kind == graphir.TriggerWatch {
+				what = "a watch"
+			}
 			if t.Kind == graphir.TriggerEvery {
 				what = "an every"
 			}
@@ -227,7 +253,11 @@ func (c *call) emit(f *graphir.FlowDecl, emit, depth starlark.Value) error {
 	return nil
 }
 
-var triggerParams = []string{"cron?", "every?", "webhook?", "tz?", "inputs?", "overlap?", "catch_up?", "secret_env?"}
+var triggerParams = []string{"cron?", "every?", "webhook?", "tz?", "inputs?", "overlap?", "catch_up?", "secret_env?", "watch?", "debounce?"}
+
+// defaultDebounce is how long a watched path must stay unchanged before
+// its trigger fires, unless debounce= says otherwise.
+const defaultDebounce = time.Second
 
 // KeyInput is the input a concurrency_key names ("repo" for
 // "inputs.repo"), or "".

@@ -17,6 +17,7 @@ const (
 	TriggerCron    TriggerKind = "cron"    // trigger(cron = "0 3 * * *")
 	TriggerEvery   TriggerKind = "every"   // trigger(every = "10m")
 	TriggerWebhook TriggerKind = "webhook" // trigger(webhook = "deploy")
+	TriggerWatch   TriggerKind = "watch"   // trigger(watch = "inbox")
 )
 
 // The overlap policies: what a firing does while a run of the flow is
@@ -45,6 +46,10 @@ type Trigger struct {
 	// holding its HMAC secret.
 	Webhook   string
 	SecretEnv string
+	// Watch is the file or directory (relative to the flow's file) whose
+	// changes fire a watch trigger, once they have settled for Debounce.
+	Watch    string
+	Debounce time.Duration
 	// Inputs are the run's inputs: fixed values (HasInputs), or for a
 	// webhook a function of the delivery (InputsFunc).
 	Inputs     map[string]starlark.Value // flow data, frozen
@@ -72,6 +77,8 @@ func (t *Trigger) Key() string {
 		return "every " + FormatDuration(t.Every)
 	case TriggerWebhook:
 		return "webhook " + t.Webhook
+	case TriggerWatch:
+		return "watch " + t.Watch
 	}
 	return string(t.Kind)
 }
@@ -93,6 +100,8 @@ type jsonTrigger struct {
 	Every     string         `json:"every,omitempty"`
 	Webhook   string         `json:"webhook,omitempty"`
 	SecretEnv string         `json:"secret_env,omitempty"`
+	Watch     string         `json:"watch,omitempty"`
+	Debounce  string         `json:"debounce,omitempty"`
 	Inputs    map[string]any `json:"inputs,omitempty"`
 	// InputsFn says the inputs are a function of the delivery.
 	InputsFn bool   `json:"inputs_fn,omitempty"`
@@ -108,6 +117,9 @@ func (t *Trigger) json() jsonTrigger {
 	}
 	if t.CatchUp > 0 {
 		jt.CatchUp = FormatDuration(t.CatchUp)
+	}
+	if t.Kind == TriggerWatch {
+		jt.Watch, jt.Debounce = t.Watch, FormatDuration(t.Debounce)
 	}
 	if t.HasInputs {
 		jt.Inputs = map[string]any{}

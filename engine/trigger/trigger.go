@@ -81,6 +81,8 @@ type Scheduler struct {
 	Logf func(format string, args ...any)
 
 	dispatch sync.Mutex // one Dispatch at a time: each counts what runs, then starts
+	watchMu  sync.Mutex
+	watches  map[string]*watch // watch.go
 	mu       sync.Mutex
 	inflight map[int64]string // queue item -> its run, for the runs this scheduler runs
 	wg       sync.WaitGroup
@@ -156,6 +158,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			s.syncWatches(nil)
 			return
 		case <-s.wake:
 		case <-t.C:
@@ -251,10 +254,12 @@ func (s *Scheduler) Tick() time.Time {
 	now := s.now()
 	var next time.Time
 	if s.Flows != nil {
-		for _, f := range s.Flows() {
+		flows := s.Flows()
+		s.syncWatches(flows)
+		for _, f := range flows {
 			for i := range f.Graph.Triggers {
 				t := &f.Graph.Triggers[i]
-				if t.Kind == graphir.TriggerWebhook {
+				if t.Kind == graphir.TriggerWebhook || t.Kind == graphir.TriggerWatch {
 					continue
 				}
 				n, err := s.fireDue(f, t, now)

@@ -111,6 +111,10 @@ func Main(ctx context.Context, args []string, io stdio) int {
 	case "--version":
 		name = "version"
 	}
+	if name == completeCommand {
+		// Hidden; its arguments are a command line being typed.
+		return runComplete(ctx, io, args[1:])
+	}
 	c, ok := commands[name]
 	if !ok {
 		fmt.Fprintf(io.err, "skein: unknown command %q%s\n", name, suggestCommand(name))

@@ -198,3 +198,92 @@ func historyLen(b *testing.B, c client.Client, id string) int {
 	}
 	return n
 }
+
+// BenchmarkMap compares a map of benchMapItems items, a task (`true`)
+// each, on Skein's workflow with a hand-written workflow that runs the
+// same activities with as many at once (vm.DefaultParallel), to tell
+// Temporal's cost of that many activities from Skein's. By hand:
+//
+//	cd engine/temporal/servertest && go test -run '^$' -bench Map -benchtime 1x .
+const benchMapItems = 1000
+
+// handMap runs args[0] activities, at most args[1] at once.
+func handMap(ctx workflow.Context, args []int) (int, error) {
+	n, parallel := args[0], args[1]
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Hour,
+		HeartbeatTimeout:    limits.DefaultHeartbeatTimeout,
+		RetryPolicy:         &sdktemporal.RetryPolicy{MaximumAttempts: temporal.LostWorkerAttempts},
+	})
+	sel := workflow.NewSelector(ctx)
+	running, done := 0, 0
+	var err error
+	for started := 0; started < n || running > 0; {
+		for ; started < n && running < parallel; started++ {
+			running++
+			sel.AddFuture(workflow.ExecuteActivity(ctx, "hand.exec", []string{"true"}), func(f workflow.Future) {
+				running--
+				done++
+				if e := f.Get(ctx, nil); e != nil && err == nil {
+					err = e
+				}
+			})
+		}
+		sel.Select(ctx)
+	}
+	return done, err
+}
+
+func BenchmarkMap(b *testing.B) {
+	c, err := dial(10 * time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	q := queue(b)
+	w := sdkworker.New(c, q, sdkworker.Options{MaxConcurrentActivityExecutionSize: vm.DefaultParallel, MaxHeartbeatThrottleInterval: time.Second,
+		DeadlockDetectionTimeout: 5 * time.Second})
+	temporal.Register(w, &temporal.Activities{})
+	w.RegisterWorkflowWithOptions(handMap, workflow.RegisterOptions{Name: "hand.map"})
+	w.RegisterActivityWithOptions(handExec, activity.RegisterOptions{Name: "hand.exec"})
+	if err := w.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	dir := b.TempDir()
+	file, err := (&temporaltest.Scenario{Files: map[string]string{"flow.star": fmt.Sprintf(`
+flow(inputs = {"xs": list(range(%d))})
+m = map("m", over = "inputs.xs", body = [step("t", run = ["true"])])
+chain(START, m, END)
+`, benchMapItems)}}).Write(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := frontend.Load(file, frontend.Options{})
+	if f.Graph == nil {
+		b.Fatalf("load: %v", f.Err())
+	}
+	g, sources := f.Graph, f.Sources.ByName()
+	in := temporal.RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: vm.DefaultParallel}
+	var skein, hand time.Duration
+	var skeinID, handID string
+	for b.Loop() {
+		t0 := time.Now()
+		var out temporal.RunOutput
+		skeinID = execute(b, c, q, temporal.WorkflowName, in, &out)
+		if out.Status != "succeeded" {
+			b.Fatalf("status %s\n%s", out.Status, out.Result)
+		}
+		t1 := time.Now()
+		var n int
+		handID = execute(b, c, q, "hand.map", []int{benchMapItems, vm.DefaultParallel}, &n)
+		t2 := time.Now()
+		skein, hand = skein+t1.Sub(t0), hand+t2.Sub(t1)
+	}
+	items := float64(b.N * benchMapItems)
+	b.ReportMetric(float64(skein.Nanoseconds())/items, "skein-ns/item")
+	b.ReportMetric(float64(hand.Nanoseconds())/items, "hand-ns/item")
+	b.ReportMetric(float64(skein)/float64(hand), "skein/hand")
+	b.ReportMetric(float64(historyLen(b, c, skeinID)), "skein-events/run")
+	b.ReportMetric(float64(historyLen(b, c, handID)), "hand-events/run")
+}

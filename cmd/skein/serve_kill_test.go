@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,13 @@ env = {"N": "{{ inputs.n }}", "OUT": "{{ inputs.out }}"}
 first = step("first", shell = "echo $N >> $OUT/first", env = env)
 second = step("second", shell = "touch $OUT/second.$N; while [ ! -f $OUT/go ]; do sleep 0.05; done; echo $N >> $OUT/second", env = env)
 chain(START, first, second, END)
+`), 0o644)
+	os.WriteFile(filepath.Join(root, "direct.star"), []byte(`
+flow(name = "direct", inputs = {"out": ""})
+env = {"OUT": "{{ inputs.out }}"}
+once = step("once", shell = "echo once >> $OUT/direct", env = env)
+hold = step("hold", shell = "touch $OUT/held; while [ ! -f $OUT/go ]; do sleep 0.05; done; echo held >> $OUT/direct", env = env)
+chain(START, once, hold, END)
 `), 0o644)
 	const secret = "kill-test-secret"
 	var logs bytes.Buffer // the servers' stderr (written by one at a time)
@@ -97,7 +105,25 @@ chain(START, first, second, END)
 			t.Fatalf("delivery %d: %s", i, resp.Status)
 		}
 	}
-	// Two runs in their second step, three queued (concurrency = 2).
+	// A run started from the API at once (not through the queue).
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar}
+	resp, err := client.Get(url + "/api/session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sess struct{ CSRF string }
+	json.NewDecoder(resp.Body).Decode(&sess)
+	resp.Body.Close()
+	req, _ := http.NewRequest("POST", url+"/api/runs", strings.NewReader(fmt.Sprintf(`{"flow": "direct.star", "inputs": {"out": %q}}`, out)))
+	req.Header.Set("X-Skein-CSRF", sess.CSRF)
+	req.Header.Set("Origin", url)
+	if resp, err = client.Do(req); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /api/runs: %v %v", resp.Status, err)
+	}
+	resp.Body.Close()
+	// Two runs in their second step, three queued (concurrency = 2),
+	// the direct one held.
 	waitFor := func(what string, done func() bool) {
 		// Not a timing assertion: a bound so that a hang fails with
 		// what the queue looked like.
@@ -109,8 +135,9 @@ chain(START, first, second, END)
 	}
 	waitFor("two runs in their second step", func() bool {
 		started, _ := filepath.Glob(filepath.Join(out, "second.*"))
+		_, held := os.Stat(filepath.Join(out, "held"))
 		s := states(queue(url))
-		return len(started) == 2 && s["running"] == 2 && s["queued"] == 3
+		return len(started) == 2 && held == nil && s["running"] == 3 && s["queued"] == 3
 	})
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
@@ -125,7 +152,7 @@ chain(START, first, second, END)
 	waitFor("every item to end", func() bool {
 		q = queue(url)
 		s := states(q)
-		return s["done"]+s["failed"] == 5
+		return s["done"]+s["failed"] == 6
 	})
 	for _, it := range q {
 		if it["state"] != "done" {
@@ -142,6 +169,9 @@ chain(START, first, second, END)
 		if m.Run.Status != "succeeded" {
 			t.Errorf("run %v: %s", it["run"], m.Run.Status)
 		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "direct")); string(b) != "once\nheld\n" {
+		t.Errorf("the run started from the API wrote %q, want its steps once each", b)
 	}
 	for _, name := range []string{"first", "second"} {
 		b, _ := os.ReadFile(filepath.Join(out, name))

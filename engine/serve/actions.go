@@ -78,6 +78,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		storeFail(w, err)
 		return
 	}
+	s.track(file, root, g, run.ID) // a restart resumes it (triggers.go)
 	s.runAnswer(w, run)
 }
 

@@ -139,6 +139,17 @@ func (s *Server) startQueued(w http.ResponseWriter, file, root string, g *graphi
 	}
 }
 
+// track records run id, started from the page at once, in the queue as
+// running, so that a server stopped while it runs resumes it when it
+// starts again, as it does the queue's runs.
+func (s *Server) track(file, root string, g *graphir.Graph, id string) {
+	it := &store.QueueItem{File: file, Root: root, Name: g.Name, Trigger: "api", Conc: g.Concurrency, State: store.QueueRunning,
+		Enqueued: time.Now(), Started: time.Now(), Run: id}
+	if err := s.cfg.Store.Enqueue(it); err != nil {
+		s.logf("run %s: %v", id, err)
+	}
+}
+
 // queueRunner starts the scheduler's runs in the server's process, as
 // a start from the page does: the page follows them live, and a server
 // that stops leaves them interrupted.

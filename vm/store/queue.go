@@ -94,10 +94,10 @@ func insertItem(tx *sql.Tx, it *QueueItem) error {
 	if len(it.Inputs) == 0 {
 		it.Inputs = json.RawMessage("{}")
 	}
-	res, err := tx.Exec(`INSERT INTO queue (flow, root, name, inputs, trigger, conc, key, fired, delivery, state, error, enqueued, ended, depth, parent)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	res, err := tx.Exec(`INSERT INTO queue (flow, root, name, inputs, trigger, conc, key, fired, delivery, state, error, enqueued, ended, depth, parent, run, started)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		it.File, it.Root, it.Name, string(it.Inputs), it.Trigger, it.Conc, it.Key, optNanos(it.Fired), optText(it.Delivery),
-		it.State, optText(it.Error), nanos(it.Enqueued), optNanos(it.Ended), it.Depth, optText(it.Parent))
+		it.State, optText(it.Error), nanos(it.Enqueued), optNanos(it.Ended), it.Depth, optText(it.Parent), optText(it.Run), optNanos(it.Started))
 	if err != nil {
 		if strings.Contains(err.Error(), "UNIQUE constraint failed") {
 			return ErrDuplicate

@@ -349,8 +349,8 @@ def test_nobody_wins(t):
 	want := []string{
 		"test_work_wins: pass",
 		"test_person_wins: pass",
-		`test_nobody_wins: FAIL x_test.star:12: step "work" was mocked t.pending(), but nothing cancelled it: the run had nothing else left to do (t.pending() is for the losers of a join = "first" race, or effects a timeout stops)`,
-		`test_nobody_wins: FAIL x_test.star:12: step "ask" was mocked t.pending(), but nothing cancelled it: the run had nothing else left to do (t.pending() is for the losers of a join = "first" race, or effects a timeout stops)`,
+		`test_nobody_wins: FAIL x_test.star:12: step "work" was mocked t.pending(), but nothing cancelled it: nothing else of the run could go on (t.pending() is for the losers of a join = "first" race; with parallel = 1 nothing else starts while it runs: give t.run parallel = 2 or more)`,
+		`test_nobody_wins: FAIL x_test.star:12: step "ask" was mocked t.pending(), but nothing cancelled it: nothing else of the run could go on (t.pending() is for the losers of a join = "first" race; with parallel = 1 nothing else starts while it runs: give t.run parallel = 2 or more)`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

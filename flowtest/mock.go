@@ -360,7 +360,7 @@ func (m *Mocks) Idle(flow []string) {
 	}
 	delete(m.pending, key)
 	for _, p := range ps {
-		m.problem(fmt.Sprintf("step %q was mocked t.pending(), but nothing cancelled it: the run had nothing else left to do (t.pending() is for the losers of a join = \"first\" race, or effects a timeout stops)", p.req.Step))
+		m.problem(fmt.Sprintf("step %q was mocked t.pending(), but nothing cancelled it: nothing else of the run could go on (t.pending() is for the losers of a join = \"first\" race; with parallel = 1 nothing else starts while it runs: give t.run parallel = 2 or more)", p.req.Step))
 	}
 	m.mu.Unlock()
 	for _, p := range ps {

@@ -48,7 +48,7 @@ func (s *Service) Record(ref string) (*Record, error) {
 		return nil, err
 	}
 	rec := &Record{Run: r}
-	if rec.Effects, err = s.Store.Effects(r.ID, 0); err != nil {
+	if rec.Effects, err = s.Store.RunEffects(r, 0); err != nil {
 		return nil, err
 	}
 	if rec.Approvals, err = s.Store.Approvals(r.ID); err != nil {

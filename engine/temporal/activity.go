@@ -136,7 +136,7 @@ func keepAlive(ctx context.Context) (context.Context, func()) {
 	wctx, cancel := context.WithCancelCause(ctx)
 	info := activity.GetInfo(ctx)
 	svc := activity.GetClient(ctx).WorkflowService()
-	req := &workflowservice.RecordActivityTaskHeartbeatRequest{TaskToken: info.TaskToken, Namespace: info.WorkflowNamespace}
+	req := &workflowservice.RecordActivityTaskHeartbeatRequest{TaskToken: info.TaskToken, Namespace: info.Namespace}
 	log := activity.GetLogger(ctx)
 	done := make(chan struct{})
 	go func() {

@@ -17,10 +17,29 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
+
+// lockedBuffer is a buffer several goroutines write and read.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
 
 // TestServeKilled: skein serve killed with SIGKILL while webhook runs
 // are running and others queued, then started again: every run
@@ -51,7 +70,7 @@ hold = step("hold", shell = "touch $OUT/held; while [ ! -f $OUT/go ]; do sleep 0
 chain(START, once, hold, END)
 `), 0o644)
 	const secret = "kill-test-secret"
-	var logs bytes.Buffer // the servers' stderr (written by one at a time)
+	var logs lockedBuffer // the servers' stderr
 	serve := func() (*exec.Cmd, string) {
 		cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--root", root, "--store", filepath.Join(dir, "runs.db"))
 		cmd.Env = append(os.Environ(), "SKEIN_TEST_HOOK_SECRET="+secret)

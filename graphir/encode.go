@@ -426,10 +426,17 @@ func FormatDuration(d time.Duration) string {
 	return s
 }
 
-// DOT renders the graph for Graphviz: routers as diamonds, loop and map
-// bodies as clusters, conditions as edge labels, failure edges dashed red,
-// back-edges bold blue.
-func (g *Graph) DOT() string {
+// DOT renders the graph for Graphviz: routers as diamonds, approvals as
+// hexagons, noops (joins, placeholders) as dashed circles, loop and map bodies as
+// clusters, the exit handler dotted and hung from END and ABORT,
+// conditions as edge labels, failure edges dashed red, back-edges bold
+// blue; a step's bounds, retries, timeout and join kind under its name.
+func (g *Graph) DOT() string { return g.DOTMarked(nil) }
+
+// DOTMarked is [Graph.DOT] with the steps errs names drawn red, their
+// error's code under their name and its message as their tooltip: a flow
+// the checker refuses is not drawn as if it were fine.
+func (g *Graph) DOTMarked(errs map[string]Mark) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "digraph %s {\n", dotID(g.Name))
 	b.WriteString("  rankdir=TB;\n  graph [fontname=\"Helvetica\"];\n  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\", fontsize=10];\n")
@@ -448,7 +455,7 @@ func (g *Graph) DOT() string {
 	cluster = func(scope NodeID, indent string) {
 		for _, id := range g.scopes[scope] {
 			n := g.Nodes[id]
-			fmt.Fprintf(&b, "%s%s [%s];\n", indent, g.dotNode(n), dotNodeAttrs(n))
+			fmt.Fprintf(&b, "%s%s [%s];\n", indent, g.dotNode(n), g.dotNodeAttrs(n, errs))
 			if n.HasBody() {
 				label := fmt.Sprintf("%s %s", n.Kind, n.Name)
 				if n.Kind == KindLoop {
@@ -492,31 +499,78 @@ func (g *Graph) DOT() string {
 		}
 		b.WriteString(";\n")
 	}
+	if h := g.exitHandler(); h != nil {
+		for _, s := range []NodeID{End, Abort} {
+			if sn := g.Nodes[s]; sn != nil && len(sn.In)+len(sn.Out) > 0 {
+				fmt.Fprintf(&b, "  %s -> %s [style=dotted, label=\"on exit\"];\n", g.dotNode(sn), g.dotNode(h))
+			}
+		}
+	}
 	b.WriteString("}\n")
 	return b.String()
 }
 
-func dotNodeAttrs(n *Node) string {
-	label := n.Name
+// Mark is what a drawing shows of a step the checker found an error at.
+type Mark struct {
+	Code    string
+	Message string
+}
+
+// exitHandler is the flow's exit handler, or nil.
+func (g *Graph) exitHandler() *Node {
+	if g.OnExit == None || int(g.OnExit) >= len(g.Nodes) {
+		return nil
+	}
+	return g.Nodes[g.OnExit]
+}
+
+// stepNotes are what a drawing says of n under its name: its kind, visit
+// bound, retries, timeout, join kind, and that it is the exit handler.
+func (g *Graph) stepNotes(n *Node) string {
+	extra := n.Kind.String()
+	if b := n.MaxVisits; b > 0 {
+		extra += fmt.Sprintf(", max %d", b)
+	}
+	if n.Retries > 0 {
+		extra += fmt.Sprintf(", retries %d", n.Retries)
+	}
+	if n.Timeout > 0 {
+		extra += ", timeout " + FormatDuration(n.Timeout)
+	}
+	if n.Join != JoinAnd {
+		extra += ", join " + n.Join.String()
+	}
+	if g.OnExit != None && n.ID == g.OnExit {
+		extra += ", on exit"
+	}
+	return extra
+}
+
+func (g *Graph) dotNodeAttrs(n *Node, errs map[string]Mark) string {
+	label := n.Name + "\n(" + g.stepNotes(n) + ")"
 	var attrs []string
 	switch n.Kind {
 	case KindRouter:
 		attrs = append(attrs, "shape=diamond")
 	case KindNoop:
-		attrs = append(attrs, "shape=point", "xlabel="+fmt.Sprintf("%q", n.Name))
+		// A small circle with the name inside: a point with an outside
+		// label had it drawn over the edges.
+		attrs = append(attrs, "shape=circle", "style=dashed", "fontsize=10", "margin=0.02")
+	case KindApproval:
+		attrs = append(attrs, "shape=hexagon")
 	case KindLoop, KindMap:
 		attrs = append(attrs, "shape=box3d")
 	case KindSubflow:
 		attrs = append(attrs, "peripheries=2")
 	}
-	if n.Kind != KindNoop {
-		extra := n.Kind.String()
-		if b := n.MaxVisits; b > 0 {
-			extra += fmt.Sprintf(", max %d", b)
-		}
-		attrs = append([]string{fmt.Sprintf("label=%q", label+"\n("+extra+")")}, attrs...)
+	if g.OnExit != None && n.ID == g.OnExit {
+		attrs = append(attrs, `style="rounded,dotted"`)
 	}
-	return strings.Join(attrs, ", ")
+	if m, bad := errs[n.Name]; bad && g.canonical(n) {
+		label += "\n✗ " + m.Code
+		attrs = append(attrs, "color=red", "fontcolor=red", "penwidth=2", fmt.Sprintf("tooltip=%q", m.Message))
+	}
+	return strings.Join(append([]string{fmt.Sprintf("label=%q", label)}, attrs...), ", ")
 }
 
 // edgeLabel is the text drawn on an edge: its condition, route and outcome.
@@ -573,8 +627,13 @@ func (g *Graph) dotNode(n *Node) string { return dotID(g.drawnName(n)) }
 // Mermaid renders the graph as a Mermaid flowchart with the same
 // conventions as [Graph.DOT]: bodies as subgraphs, failure edges dotted,
 // back-edges thick.
-func (g *Graph) Mermaid() string {
+func (g *Graph) Mermaid() string { return g.MermaidMarked(nil) }
+
+// MermaidMarked is [Graph.Mermaid] with the steps errs names drawn red, as
+// [Graph.DOTMarked] draws them.
+func (g *Graph) MermaidMarked(errs map[string]Mark) string {
 	var b strings.Builder
+	var marked []string
 	b.WriteString("flowchart TD\n")
 	for _, n := range g.Nodes {
 		if n.Kind.IsSentinel() && len(n.In)+len(n.Out) > 0 {
@@ -585,14 +644,19 @@ func (g *Graph) Mermaid() string {
 	scope = func(s NodeID, indent string) {
 		for _, id := range g.scopes[s] {
 			n := g.Nodes[id]
-			text := n.Name + " · " + n.Kind.String()
-			if n.MaxVisits > 0 {
-				text += fmt.Sprintf(", max %d", n.MaxVisits) // as DOT draws it
+			text := n.Name + " · " + g.stepNotes(n) // as DOT draws it
+			if m, bad := errs[n.Name]; bad && g.canonical(n) {
+				text += " ✗ " + m.Code
+				marked = append(marked, g.mermaidID(n))
 			}
 			label := mermaidText(text)
 			switch n.Kind {
 			case KindRouter:
 				fmt.Fprintf(&b, "%s%s{\"%s\"}\n", indent, g.mermaidID(n), label)
+			case KindApproval:
+				fmt.Fprintf(&b, "%s%s{{\"%s\"}}\n", indent, g.mermaidID(n), label)
+			case KindNoop:
+				fmt.Fprintf(&b, "%s%s((\"%s\"))\n", indent, g.mermaidID(n), label)
 			case KindSubflow:
 				fmt.Fprintf(&b, "%s%s[[\"%s\"]]\n", indent, g.mermaidID(n), label)
 			default:
@@ -647,6 +711,16 @@ func (g *Graph) Mermaid() string {
 			ids = append(ids, fmt.Sprint(i))
 		}
 		fmt.Fprintf(&b, "  linkStyle %s stroke:#d33\n", strings.Join(ids, ","))
+	}
+	if h := g.exitHandler(); h != nil {
+		for _, s := range []NodeID{End, Abort} {
+			if sn := g.Nodes[s]; sn != nil && len(sn.In)+len(sn.Out) > 0 {
+				fmt.Fprintf(&b, "  %s -.->|\"on exit\"| %s\n", sn.Name, g.mermaidID(h))
+			}
+		}
+	}
+	for _, id := range marked {
+		fmt.Fprintf(&b, "  style %s stroke:#d33,stroke-width:3px,color:#d33\n", id)
 	}
 	return b.String()
 }

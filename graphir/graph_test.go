@@ -310,10 +310,10 @@ step("END")
 	want := `flowchart TD
   START((START))
   END((END))
-  s3["Bad Name #quot;q#quot; #lt;x#gt; · noop"]
-  s_dup["dup · noop"]
-  s5["dup · noop"]
-  s6["END · noop"]
+  s3(("Bad Name #quot;q#quot; #lt;x#gt; · noop"))
+  s_dup(("dup · noop"))
+  s5(("dup · noop"))
+  s6(("END · noop"))
   START --> s3
   s3 --> s_dup
   s_dup --> s5
@@ -476,5 +476,49 @@ func TestPartsMatchKinds(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// What a drawing tells apart: approvals, noops, retries, timeouts, join
+// kinds and the exit handler, hung from END; and the steps a checker
+// marks, drawn red with their code.
+func TestRenderingsDistinct(t *testing.T) {
+	g := load(t, `flow(on_exit = "cleanup")
+build = step("build", run = ["make"], retries = 2, timeout = "10m")
+gate = step("gate", approve = "Ship?")
+j = step("j", join = "or")
+cleanup = step("cleanup", run = ["echo"])
+edge(START, build)
+edge(build, gate)
+edge(build, j, on = "failure")
+edge(gate, j)
+edge(j, END)
+`)
+	marks := map[string]graphir.Mark{"gate": {Code: "some_code", Message: "what is wrong"}}
+	dot := g.DOTMarked(marks)
+	for _, want := range []string{
+		`"build" [label="build\n(task, retries 2, timeout 10m)"];`,
+		`"gate" [label="gate\n(approval)\n✗ some_code", shape=hexagon, color=red, fontcolor=red, penwidth=2, tooltip="what is wrong"];`,
+		`"j" [label="j\n(noop, join or)", shape=circle, style=dashed`,
+		`"cleanup" [label="cleanup\n(task, on exit)", style="rounded,dotted"];`,
+		`"END" -> "cleanup" [style=dotted, label="on exit"];`,
+	} {
+		if !strings.Contains(dot, want) {
+			t.Errorf("DOT lacks %s:\n%s", want, dot)
+		}
+	}
+	if strings.Contains(g.DOT(), "✗") {
+		t.Errorf("DOT without marks marks a step:\n%s", g.DOT())
+	}
+	mmd := g.MermaidMarked(marks)
+	for _, want := range []string{
+		`s_gate{{"gate · approval ✗ some_code"}}`,
+		`s_j(("j · noop, join or"))`,
+		`END -.->|"on exit"| s_cleanup`,
+		`style s_gate stroke:#d33`,
+	} {
+		if !strings.Contains(mmd, want) {
+			t.Errorf("Mermaid lacks %s:\n%s", want, mmd)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skeinlang/skein/check"
+	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang/frontend"
 )
 
@@ -24,10 +25,14 @@ func init() {
 		long: `Prints the graph the flow builds, after loading and freezing it: Graphviz DOT
 (pipe it to 'dot -Tsvg'), a Mermaid flowchart, or the JSON IR.
 Conditions label their edges, failure edges are dashed red, back-edges bold
-blue, routers diamonds, and loop and map bodies clusters.
+blue, routers diamonds, approvals hexagons, noops (joins) dashed circles, loop
+and map bodies clusters, and the exit handler dotted, hung from END and
+ABORT; each step's kind, bounds, retries, timeout and join kind are under
+its name.
 
-The graph is drawn even when the checker would find errors, so you can see
-them; a flow that does not load exits 2.`,
+The graph is drawn even when the checker finds errors, with the steps they
+are at drawn red and their code under their name; a flow that does not load
+exits 2.`,
 		flags: withOptions(func(fs *pflag.FlagSet, o *graphOptions) {
 			fs.StringVarP(&o.format, "format", "f", "dot", "output format: dot, mermaid or json")
 			fs.StringVar(&o.root, "root", "", "flow root (default: the flow's directory)")
@@ -53,11 +58,19 @@ func runGraph(_ context.Context, io stdio, opts *graphOptions, args []string) in
 		check.WriteText(io.err, f.Diagnostics)
 		return exitUsage
 	}
+	// The steps with errors are drawn red, so a flow the checker refuses
+	// does not look fine.
+	marks := map[string]graphir.Mark{}
+	for _, d := range f.Diagnostics {
+		if _, seen := marks[d.Step]; d.Severity == check.Error && d.Step != "" && !seen {
+			marks[d.Step] = graphir.Mark{Code: string(d.Code), Message: d.Message}
+		}
+	}
 	switch opts.format {
 	case "dot":
-		fmt.Fprint(io.out, g.DOT())
+		fmt.Fprint(io.out, g.DOTMarked(marks))
 	case "mermaid":
-		fmt.Fprint(io.out, g.Mermaid())
+		fmt.Fprint(io.out, g.MermaidMarked(marks))
 	case "json":
 		b, err := json.MarshalIndent(g, "", "  ")
 		if err != nil {

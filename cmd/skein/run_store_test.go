@@ -174,6 +174,28 @@ func TestRunBy(t *testing.T) {
 	}
 }
 
+// skein show gives each task's attempt the command it ran, its templates
+// filled in (a shell step's script), quoted where a shell would need it.
+func TestShowCommandRan(t *testing.T) {
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "f.star")
+	src := `flow(inputs = {"who": input("Ann Lee")})
+a = step("a", run = ["echo", "hi {{ inputs.who }}", "--to=x"])
+b = step("b", shell = "echo two")
+chain(START, a, b, END)
+`
+	if err := os.WriteFile(flow, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runMain("run", flow); code != exitOK {
+		t.Fatalf("skein run: exit %d: %s", code, errs)
+	}
+	code, out, errs := runMain("show", "last", "--store", filepath.Join(dir, ".skein", "runs.db"))
+	if code != exitOK || !strings.Contains(out, `$ echo "hi Ann Lee" --to=x`) || !strings.Contains(out, "$ echo two") {
+		t.Errorf("skein show: exit %d, want the commands a and b ran in\n%s%s", code, out, errs)
+	}
+}
+
 // skein show of a running run someone asked to cancel says so, in text
 // and in --json, until its process acts on the request.
 func TestShowCancelRequested(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -411,6 +412,10 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 			if e.Status == "succeeded" && e.Output != nil {
 				detail = string(e.Output)
 			}
+			if detail == "" && e.Rendered != nil && len(e.Rendered.Argv) > 0 {
+				// What a task ran, its templates filled in.
+				detail = visible.Text("$ "+commandLine(e.Rendered.Argv), false)
+			}
 			status := rec.EffectStatus(i)
 			switch status {
 			case store.Waiting:
@@ -459,6 +464,24 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 		tw.Flush()
 	}
 	return exitOK
+}
+
+// commandLine is argv as a shell line, the words that need it quoted; a
+// shell step's ("/bin/sh -c SCRIPT") is its script.
+func commandLine(argv []string) string {
+	if len(argv) == 3 && argv[0] == "/bin/sh" && argv[1] == "-c" {
+		return argv[2]
+	}
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		words[i] = a
+		if a == "" || strings.ContainsFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_@%+=:,./-", r))
+		}) {
+			words[i] = strconv.Quote(a)
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 func oneLine(s string, max int) string {

@@ -91,7 +91,7 @@ func TestFlowBad(t *testing.T) {
 		{src: `flow(name = "")`, frag: `flow: name must be a non-empty string, got string ""`},
 		{src: `flow("a", "b")`, frag: `flow: takes 1 positional argument (name); give the others by keyword`},
 		{src: `flow(descripton = "x")`, frag: `flow: unexpected keyword argument "descripton"`, hint: `did you mean "description"?`},
-		{src: `flow(colour = "x")`, frag: `flow: unexpected keyword argument "colour" (want one of name, description, inputs, output, max_visits, timeout, on_exit, max_tokens, tools, max_grants, concurrency, concurrency_key, emit, max_depth)`},
+		{src: `flow(colour = "x")`, frag: `flow: unexpected keyword argument "colour" (want one of name, description, inputs, output, max_visits, timeout, on_exit, max_tokens, tools, max_grants, concurrency, concurrency_key, emit, max_depth, keep)`},
 		{src: `flow(description = 1)`, frag: `flow: description must be a string, got int 1`},
 		{src: `flow(on_exit = 1)`, frag: `flow: on_exit must be a step or the name of one, got int 1`},
 		{src: `flow(on_exit = "")`, frag: `flow: on_exit must name a step, got ""`},

@@ -102,6 +102,7 @@ var docs = []Doc{
 			{"concurrency_key", "None", `an input, as "inputs.repo": concurrency bounds the runs per value of it`},
 			{"emit", "None", `under skein serve, a flow file (relative to this one) that the items of the run's result's "emit" list are queued for, each a dict of its inputs (the hopper)`},
 			{"max_depth", "None", "required with emit: how many levels of emitted items may expand below a run queued from outside"},
+			{"keep", "None", `under skein serve, how long the flow's ended runs are kept, as "7d"; older ones are deleted with their logs (default: as skein serve --keep says)`},
 		}},
 	{Name: "trigger",
 		Summary: "Starts the flow by itself under skein serve: on a cron schedule, every period, or on a webhook delivery. Any number per flow.",

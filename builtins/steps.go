@@ -39,7 +39,7 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	var vals [14]starlark.Value
+	var vals [15]starlark.Value
 	if err := c.unpack(args, kwargs, flowParams, vals[:]); err != nil {
 		return nil, err
 	}
@@ -112,6 +112,11 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	}
 	if err := c.emit(&f, vals[12], vals[13]); err != nil {
 		return nil, err
+	}
+	if !isNone(vals[14]) {
+		if f.Keep, err = c.duration("keep", vals[14]); err != nil {
+			return nil, err
+		}
 	}
 	switch h := onExit.(type) {
 	case nil, starlark.NoneType:
@@ -682,7 +687,7 @@ func chainFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 
 // Parameter names, in order; "?" marks an optional one.
 var (
-	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?", "on_exit?", "max_tokens?", "tools?", "max_grants?", "concurrency?", "concurrency_key?", "emit?", "max_depth?"}
+	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?", "on_exit?", "max_tokens?", "tools?", "max_grants?", "concurrency?", "concurrency_key?", "emit?", "max_depth?", "keep?"}
 	stepParams = []string{"name", "run?", "shell?", "fn?", "flow?", "args?", "env?", "stdin?", "dir?", "inputs?", "max_visits?", "retries?", "backoff?", "timeout?", "join?",
 		"llm?", "system?", "model?", "schema?", "max_tokens?", "retry_when?", "wait?", "approve?", "agent?", "tools?", "max_turns?",
 		"backoff_factor?", "max_backoff?", "jitter?", "wait_until?", "partial?", "fields?"}

@@ -50,7 +50,10 @@ type FlowDecl struct {
 	Emit     string
 	EmitPos  Pos
 	MaxDepth int
-	Pos      Pos
+	// Keep is how long skein serve keeps the flow's ended runs (0: as
+	// long as the server's --keep says).
+	Keep time.Duration
+	Pos  Pos
 }
 
 // Builder collects a graph while a flow loads. The builtins call it; one
@@ -316,6 +319,7 @@ func (b *Builder) freeze(copyNodes bool) *Graph {
 		g.OnExitName, g.OnExitPos = f.OnExit, f.OnExitPos
 		g.Concurrency, g.ConcurrencyKey, g.ConcurrencyKeyPos = f.Concurrency, f.ConcurrencyKey, f.ConcurrencyKeyPos
 		g.Emit, g.EmitPos, g.MaxDepth = f.Emit, f.EmitPos, f.MaxDepth
+		g.Keep = f.Keep
 	}
 	g.Triggers = append([]Trigger(nil), b.triggers...)
 	g.Models = append([]ModelDecl(nil), b.models...)

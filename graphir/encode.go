@@ -35,6 +35,7 @@ type jsonGraph struct {
 	ConcKey     string               `json:"concurrency_key,omitempty"`
 	Emit        string               `json:"emit,omitempty"`
 	MaxDepth    int                  `json:"max_depth,omitempty"`
+	Keep        string               `json:"keep,omitempty"`
 	Nodes       []jsonNode           `json:"nodes"`
 	Edges       []jsonEdge           `json:"edges"`
 }
@@ -217,6 +218,9 @@ func (g *Graph) jsonHeader() jsonGraph {
 	}
 	jg.Concurrency, jg.ConcKey = g.Concurrency, g.ConcurrencyKey
 	jg.Emit, jg.MaxDepth = g.Emit, g.MaxDepth
+	if g.Keep > 0 {
+		jg.Keep = FormatDuration(g.Keep)
+	}
 	return jg
 }
 

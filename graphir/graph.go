@@ -384,6 +384,9 @@ type Graph struct {
 	Emit     string
 	EmitPos  Pos
 	MaxDepth int
+	// Keep is how long skein serve keeps the flow's ended runs
+	// (flow(keep=); 0: as the server's --keep says).
+	Keep time.Duration
 
 	Nodes []*Node
 	Edges []*Edge

@@ -56,8 +56,8 @@ func (s *Server) triggerRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /metrics", s.getMetrics)
 }
 
-// triggerFlows is the flows under the roots that declare triggers and
-// check without errors.
+// triggerFlows is the flows under the roots that declare triggers (or
+// flow(keep=)) and check without errors.
 func (s *Server) triggerFlows() []trigger.Flow {
 	var out []trigger.Flow
 	n := 0
@@ -84,7 +84,7 @@ func (s *Server) triggerFlows() []trigger.Flow {
 				return nil
 			}
 			f := s.load(p, root, fi)
-			if f.Graph == nil || len(f.Graph.Triggers) == 0 || f.Errors() > 0 {
+			if f.Graph == nil || len(f.Graph.Triggers) == 0 && f.Graph.Keep == 0 || f.Errors() > 0 {
 				return nil
 			}
 			out = append(out, trigger.Flow{File: p, Root: root, Graph: f.Graph})

@@ -232,3 +232,35 @@ chain(START, ask, split, END)
 		}
 	}
 }
+
+// TestRetainPerFlow: flow(keep=) deletes that flow's ended runs, and no
+// other flow's.
+func TestRetainPerFlow(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	short := loadFlow(t, dir, "short.star", `
+flow(keep = "1ms")
+a = step("a", run = ["true"])
+chain(START, a, END)
+`)
+	long := loadFlow(t, dir, "long.star", `
+a = step("a", run = ["true"])
+chain(START, a, END)
+`)
+	s := &Scheduler{Store: st, Runner: &serviceRunner{svc: &runs.Service{Store: st}}, Flows: func() []Flow { return []Flow{short, long} }}
+	for _, f := range []Flow{short, long} {
+		if _, err := s.Enqueue(f, "api", "", nil, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Dispatch()
+	s.Wait()
+	q := items(t, st)
+	s.Retain()
+	if _, err := st.Get(q[0].Run); err == nil {
+		t.Errorf("the run of short.star (keep = 1ms) is still there")
+	}
+	if _, err := st.Get(q[1].Run); err != nil {
+		t.Errorf("the run of long.star is gone: %v", err)
+	}
+}

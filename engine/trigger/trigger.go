@@ -145,7 +145,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 	s.Recover()
 	var retained time.Time
 	for {
-		if s.Keep > 0 && s.now().Sub(retained) >= retainEvery {
+		if s.now().Sub(retained) >= retainEvery {
 			s.Retain()
 			retained = s.now()
 		}
@@ -169,8 +169,21 @@ func (s *Scheduler) Run(ctx context.Context) {
 
 // Retain deletes the runs that ended longer than Keep ago, with their
 // records and logs (as skein gc --older-than does), and the queue items
-// that ended before then.
+// that ended before then; and the runs of each flow with flow(keep=)
+// that ended longer than that ago.
 func (s *Scheduler) Retain() {
+	if s.Flows != nil {
+		for _, f := range s.Flows() {
+			if f.Graph.Keep <= 0 {
+				continue
+			}
+			if n, err := s.Store.GCFile(f.File, f.Graph.Keep); err != nil {
+				s.logf("keep: %v", err)
+			} else if n > 0 {
+				s.logf("deleted %d runs of %s that ended more than %s ago", n, f.File, graphir.FormatDuration(f.Graph.Keep))
+			}
+		}
+	}
 	if s.Keep <= 0 {
 		return
 	}

@@ -331,9 +331,28 @@ func (s *Store) effects(n, afterID int64) ([]*Effect, error) {
 // removes the live output that runs no longer running left beside the
 // store.
 func (s *Store) GC(keep int, olderThan time.Duration) (int, error) {
+	return s.gc("", keep, olderThan)
+}
+
+// GCFile deletes the ended runs of the flow file (as recorded) that
+// ended longer than olderThan ago, as [Store.GC] does (without the runs
+// left waiting or interrupted), and compacts the file.
+func (s *Store) GCFile(file string, olderThan time.Duration) (int, error) {
+	if olderThan <= 0 {
+		return 0, nil
+	}
+	return s.gc(file, -1, olderThan)
+}
+
+// gc is GC, for the runs of file only when it is not "".
+func (s *Store) gc(file string, keep int, olderThan time.Duration) (int, error) {
 	s.sweepLive()
 	var conds []string
 	var args []any
+	if file != "" {
+		conds = append(conds, `file = ?`)
+		args = append(args, file)
+	}
 	ended := `status NOT IN ('running', 'waiting')`
 	if keep >= 0 {
 		conds = append(conds, `n NOT IN (SELECT n FROM runs WHERE `+ended+` ORDER BY id DESC LIMIT ?)`)
@@ -368,7 +387,7 @@ func (s *Store) GC(keep int, olderThan time.Duration) (int, error) {
 	if err := rows.Err(); err != nil {
 		return 0, s.fail(err)
 	}
-	if olderThan > 0 {
+	if olderThan > 0 && file == "" {
 		stale, err := staleRuns(tx, time.Now().Add(-olderThan))
 		if err != nil {
 			return 0, s.fail(err)

@@ -229,27 +229,26 @@ func runApprove(ctx context.Context, io stdio, opts *approveOptions, args []stri
 		fmt.Fprintln(io.err, err)
 		return exitUsage
 	}
-	if opts.engine == "temporal" {
-		return onTemporal.approve(ctx, io, opts, args)
+	if opts.resume && opts.engine != "local" {
+		fmt.Fprintln(io.err, "skein approve: --resume is for the local engine: a run on Temporal goes on by itself once decided")
+		return exitUsage
 	}
 	step := ""
 	if len(args) == 2 {
 		step = args[1]
 	}
-	st, err := openExistingStore(opts.store)
-	if err != nil {
-		fmt.Fprintf(io.err, "skein approve: %v\n", err)
+	svc, closeSvc, ok := opts.service(ctx, io, "approve", opts.store)
+	if !ok {
 		return exitFail
 	}
-	defer st.Close()
+	defer closeSvc()
 	by := byOrUser(opts.by)
 	values, err := opts.values()
 	if err != nil {
 		fmt.Fprintf(io.err, "skein approve: %v\n", err)
 		return exitUsage
 	}
-	svc := &runs.Service{Store: st}
-	done, err := svc.Approve(args[0], step, runs.Decision{Approved: !opts.reject, By: by, Reason: opts.reason, Values: values})
+	done, err := svc.Approve(ctx, args[0], step, runs.Decision{Approved: !opts.reject, By: by, Reason: opts.reason, Values: values})
 	var choice *runs.ChoiceError
 	switch {
 	case errors.As(err, &choice) && len(choice.Pending) > 0:
@@ -259,7 +258,7 @@ func runApprove(ctx context.Context, io stdio, opts *approveOptions, args []stri
 		}
 		fmt.Fprintf(io.err, "skein approve: run %s waits for %d approvals (%s): name the step, or its place as skein show prints it\n", choice.Run, len(choice.Pending), strings.Join(steps, ", "))
 		return exitFail
-	case errors.Is(err, store.ErrTimedOut) && (done.Run.Status == store.Waiting || done.Run.Status == store.Interrupted):
+	case errors.Is(err, store.ErrTimedOut) && done != nil && (done.Run.Status == store.Waiting || done.Run.Status == store.Interrupted):
 		// A decision after the deadline is refused whatever the run's
 		// state: a run still going times the approval out itself.
 		fmt.Fprintf(io.err, "skein approve: %v; skein resume %s routes the timeout\n", err, done.Run.ID)
@@ -273,7 +272,14 @@ func runApprove(ctx context.Context, io stdio, opts *approveOptions, args []stri
 	if opts.reject {
 		what = "rejected"
 	}
-	fmt.Fprintf(io.err, "%s %q of run %s\n", what, runs.Place(done.Approval.Path, done.Approval.Step), r.ID)
+	if done.Unread {
+		fmt.Fprintf(io.err, "sent: %s %q of run %s; the run has not read it yet (is a worker running?): skein show %s%s tells\n", what, done.Where, r.ID, r.ID, opts.connArgs())
+		return exitOK
+	}
+	fmt.Fprintf(io.err, "%s %q of run %s\n", what, done.Where, r.ID)
+	if svc.Engine != nil {
+		return exitOK // it goes on by itself
+	}
 	if r.Status == store.Running {
 		// Nothing to resume, --resume or not: the run goes on by itself.
 		fmt.Fprintf(io.err, "run %s is still going: it takes the decision\n", r.ID)
@@ -285,7 +291,7 @@ func runApprove(ctx context.Context, io stdio, opts *approveOptions, args []stri
 		}
 		return exitOK
 	}
-	return resumeRun(ctx, io, st, r, &resumeOptions{noPrompt: opts.noPrompt})
+	return resumeRun(ctx, io, svc.Store, r, &resumeOptions{noPrompt: opts.noPrompt})
 }
 
 // approveArg is the STEP of the skein approve command that decides an

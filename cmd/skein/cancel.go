@@ -68,24 +68,23 @@ func runCancel(ctx context.Context, io stdio, opts *cancelOptions, args []string
 		fmt.Fprintln(io.err, err)
 		return exitUsage
 	}
-	if opts.engine == "temporal" {
-		return onTemporal.cancel(ctx, io, opts, args[0])
-	}
-	st, err := openExistingStore(opts.store)
-	if err != nil {
-		fmt.Fprintf(io.err, "skein cancel: %v\n", err)
+	svc, closeSvc, ok := opts.service(ctx, io, "cancel", opts.store)
+	if !ok {
 		return exitFail
 	}
-	defer st.Close()
-	by := byOrUser(opts.by)
-	svc := &runs.Service{Store: st, Load: loadOptions("", 0)}
-	c, err := svc.Cancel(ctx, args[0], runs.CancelSpec{By: by, Reason: opts.reason})
+	defer closeSvc()
+	svc.Load = loadOptions("", 0)
+	c, err := svc.Cancel(ctx, args[0], runs.CancelSpec{By: byOrUser(opts.by), Reason: opts.reason})
 	if err != nil {
 		fmt.Fprintf(io.err, "skein cancel: %v\n", err)
 		return exitFail
 	}
 	r := c.Run
 	switch {
+	case c.Requested && svc.Engine != nil:
+		// Temporal cancels its running activities: the run ends there.
+		fmt.Fprintf(io.err, "asked Temporal to cancel run %s\n", r.ID)
+		return exitOK
 	case c.Requested:
 		fmt.Fprintf(io.err, "asked the process running run %s to cancel it\n", r.ID)
 	case r.Status == "cancelled":

@@ -111,7 +111,7 @@ func runResume(ctx context.Context, io stdio, opts *resumeOptions, args []string
 		fmt.Fprintln(io.err, err)
 		return exitUsage
 	}
-	if opts.engine == "temporal" {
+	if opts.engine != "local" {
 		if opts.from != "" || len(opts.set) > 0 {
 			fmt.Fprintf(io.err, "skein resume: --engine temporal: --from and --set (forks) are for runs in the run store: a fork answers the steps before STEP from its parent's record, and a run on Temporal cannot yet be started from another run's workflow history (docs/temporal.md#running-a-run-again)\n"+
 				"to run it again from a point in its history, with the same inputs, reset its workflow with Temporal's CLI (temporal workflow reset%s --workflow-id ID --event-id N, ID being the run's full id); for a what-if, run the flow locally (skein run FILE, then skein resume --set)\n", opts.temporalArgs())
@@ -120,11 +120,18 @@ func runResume(ctx context.Context, io stdio, opts *resumeOptions, args []string
 		// Temporal keeps a run going itself; what is left to ask for is
 		// a new run, or Temporal's own reset of the workflow, which
 		// knows the run by its workflow id only (not last, not a prefix).
-		id, err := onTemporal.resolve(ctx, &opts.engineFlags, args[0])
+		eng, err := opts.dial(ctx, nil)
 		if err != nil {
 			fmt.Fprintf(io.err, "skein resume: %v\n", err)
 			return exitFail
 		}
+		defer eng.Close()
+		r, err := eng.Find(ctx, args[0])
+		if err != nil {
+			fmt.Fprintf(io.err, "skein resume: %v\n", err)
+			return exitFail
+		}
+		id := r.ID
 		fmt.Fprintf(io.err, "skein resume: --engine temporal: a run on Temporal is not resumed by skein: it goes on by itself when a worker dies, and once it has ended it stays ended\n"+
 			"to run its flow again, start a new run (skein run FILE --engine temporal); to run it again from a point in its history, reset its workflow with Temporal's CLI (temporal workflow reset%s --workflow-id %s --type FirstWorkflowTask --reason REASON, or --event-id N for a later point; skein show %s%s shows the run)\n",
 			opts.temporalArgs(), id, id, opts.connArgs())

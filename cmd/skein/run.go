@@ -264,10 +264,10 @@ func runRun(ctx context.Context, io stdio, opts *runOptions, args []string) int 
 		return exitUsage
 	}
 
-	if opts.engine == "temporal" {
+	if opts.engine != "local" {
 		ctx, exitCtx, stop := interrupts(ctx)
 		defer stop()
-		return onTemporal.run(ctx, exitCtx, io, opts, g, loaded.Sources, inputs)
+		return runOnEngine(ctx, exitCtx, io, opts, &runs.Spec{Graph: g, Inputs: inputs, Named: loaded.Sources.ByName(), Options: opts.recorded(), Heartbeat: opts.heartbeat, Detach: opts.detach})
 	}
 
 	models, err := opts.models(g)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/skeinlang/skein/engine/runs"
 	"os"
 	"testing"
 
@@ -37,7 +38,7 @@ func scriptParams(dir string) testscript.Params {
 				return builtWith("-tags", crashTag), nil
 			}
 			if cond == "temporal" { // skein has the Temporal engine (-tags temporal)
-				return onTemporal != nil, nil
+				return runs.HasEngine("temporal"), nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},

@@ -189,10 +189,15 @@ func runRuns(ctx context.Context, io stdio, opts *runsOptions, args []string) in
 	}
 	var list []*store.Run
 	var svc *runs.Service // the local engine's
-	if opts.engine == "temporal" {
+	if opts.engine != "local" {
+		eng, err := opts.dial(ctx, nil)
+		if err != nil {
+			fmt.Fprintf(io.err, "skein runs: %v\n", err)
+			return exitFail
+		}
+		defer eng.Close()
 		var cut string
-		var err error
-		if list, cut, err = onTemporal.list(ctx, opts, store.Filter{Flow: opts.flow, Status: opts.status, Limit: opts.limit}); err != nil {
+		if list, cut, err = eng.List(ctx, store.Filter{Flow: opts.flow, Status: opts.status, Limit: opts.limit}); err != nil {
 			fmt.Fprintf(io.err, "skein runs: %v\n", err)
 			return exitFail
 		}
@@ -332,8 +337,8 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 		fmt.Fprintln(io.err, err)
 		return exitUsage
 	}
-	if opts.engine == "temporal" {
-		return onTemporal.show(ctx, io, opts, args[0])
+	if opts.engine != "local" {
+		return showOnEngine(ctx, io, opts, args[0])
 	}
 	st, err := openExistingStore(opts.store)
 	if err != nil {
@@ -554,18 +559,18 @@ func runLogs(ctx context.Context, io stdio, opts *logsOptions, args []string) in
 		fmt.Fprintln(io.err, err)
 		return exitUsage
 	}
-	if opts.engine == "temporal" {
-		return onTemporal.logs(ctx, io, opts, args)
+	step := ""
+	if len(args) == 2 {
+		step = args[1]
+	}
+	if opts.engine != "local" {
+		return logsOnEngine(ctx, io, opts, args[0], step)
 	}
 	st, r, ok := getRun(io, "logs", opts.store, args[0])
 	if !ok {
 		return exitFail
 	}
 	defer st.Close()
-	step := ""
-	if len(args) == 2 {
-		step = args[1]
-	}
 	tty := isTerminal(io.out)
 	var last int64
 	printed := 0
@@ -645,9 +650,7 @@ func runLogs(ctx context.Context, io stdio, opts *logsOptions, args []string) in
 		cur = nil // read again
 	}
 	if step != "" && printed == 0 && !slices.Contains(steps, step) {
-		msg := fmt.Sprintf("skein logs: run %s has no task or shell step %q that ran", r.ID, step)
-		msg += spell.Suggest(step, steps)
-		fmt.Fprintln(io.err, msg)
+		fmt.Fprintf(io.err, "skein logs: %v\n", &runs.NoStepError{Run: r.ID, Step: step, Steps: steps})
 		return exitFail
 	}
 	return exitOK

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/engine/temporal"
 	"github.com/skeinlang/skein/vm/store"
 )
@@ -110,9 +111,9 @@ func (p *pagedLister) Close() {}
 func TestRunsCutNote(t *testing.T) {
 	defer func(n int) { temporal.ListCap = n }(temporal.ListCap)
 	temporal.ListCap = 4
-	defer func(d func(context.Context, *engineFlags) (*temporal.Client, error)) { dialRuns = d }(dialRuns)
-	dialRuns = func(context.Context, *engineFlags) (*temporal.Client, error) {
-		return temporal.NewClient(&pagedLister{pages: pages(3)}, defaultAddress, defaultNamespace), nil
+	defer func(d func(context.Context, string, runs.Conn) (runs.Engine, error)) { dialEngine = d }(dialEngine)
+	dialEngine = func(_ context.Context, _ string, c runs.Conn) (runs.Engine, error) {
+		return temporal.NewEngine(temporal.NewClient(&pagedLister{pages: pages(3)}, c.Address, c.Namespace), c.TaskQueue), nil
 	}
 	var out, errOut strings.Builder
 	code := Main(context.Background(), []string{"runs", "--engine", "temporal"}, stdio{strings.NewReader(""), &out, &errOut})

@@ -458,6 +458,11 @@ func recordedValues(req *vm.EffectRequest, ap *store.Approval) (starlark.Value, 
 type Approved struct {
 	Run      *store.Run
 	Approval *store.Approval
+	// Where is the approval's place, as [Place] writes it.
+	Where string
+	// Unread says the run, on an [Engine], has not read the decision yet
+	// (no worker running, say): it was sent, not yet taken.
+	Unread bool
 }
 
 // ChoiceError is [Service.Approve]'s error when step does not name one
@@ -497,11 +502,15 @@ func (e *ChoiceError) Error() string {
 // step "" the one the run waits for. A decision is recorded once: a
 // second is refused ([store.ErrDecided]), as is one after the approval's
 // deadline ([store.ErrTimedOut]). A run still going takes the decision
-// itself; a parked one continues with [Service.Resume].
+// itself; a parked one continues with [Service.Resume]. With an Engine,
+// the decision is the Engine's to send and the run's to take.
 //
 // The result is not nil once the run is found, error or not: its Run is
 // the run as last read.
-func (s *Service) Approve(ref, step string, d Decision) (*Approved, error) {
+func (s *Service) Approve(ctx context.Context, ref, step string, d Decision) (*Approved, error) {
+	if s.Engine != nil {
+		return s.Engine.Approve(ctx, ref, step, d)
+	}
 	r, err := s.Store.Get(ref)
 	if err != nil {
 		return nil, err
@@ -540,6 +549,7 @@ func (s *Service) Approve(ref, step string, d Decision) (*Approved, error) {
 		}
 		return res, e
 	}
+	res.Where = Place(res.Approval.Path, res.Approval.Step)
 	fields, err := graphir.ParseFields(res.Approval.Fields)
 	if err != nil {
 		return res, fmt.Errorf("approval %q of run %s: %v", res.Approval.Step, r.ID, err)

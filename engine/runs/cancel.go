@@ -69,8 +69,12 @@ func (c *cancelCause) Error() string {
 // cancelled it and why. A run that waits for an approval, or whose process
 // died, is cancelled here: it is resumed from its record, cancelled at
 // the first thing its record does not answer, and its exit handler runs.
-// A run that has ended is refused ([store.ErrEnded]).
+// A run that has ended is refused ([store.ErrEnded]). With an Engine,
+// the Engine asks the run to cancel.
 func (s *Service) Cancel(ctx context.Context, ref string, spec CancelSpec) (*Cancelled, error) {
+	if s.Engine != nil {
+		return s.Engine.Cancel(ctx, ref, spec)
+	}
 	r, err := s.Store.Get(ref)
 	if err != nil {
 		return nil, err

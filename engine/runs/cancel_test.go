@@ -47,7 +47,7 @@ func TestCancelWaiting(t *testing.T) {
 	}
 	// Its approval was left open: a decision on it is refused, and
 	// none is recorded.
-	_, err = s.Approve(r.ID, "deploy", Decision{Approved: true, By: "bob"})
+	_, err = s.Approve(context.Background(), r.ID, "deploy", Decision{Approved: true, By: "bob"})
 	if !errors.Is(err, store.ErrEnded) || err.Error() != "run "+r.ID+` has ended (cancelled): its approval "deploy" can no longer be decided` {
 		t.Fatalf("approve after cancel: %v; want ErrEnded", err)
 	}
@@ -144,7 +144,7 @@ func TestCancelInterrupted(t *testing.T) {
 func TestCancelResumedMeanwhile(t *testing.T) {
 	s, g, dir := setup(t, "deploy.star", cancelFlow)
 	r := parked(t, s, g)
-	if _, err := s.Approve(r.ID, "deploy", Decision{Approved: true, By: "ann"}); err != nil {
+	if _, err := s.Approve(context.Background(), r.ID, "deploy", Decision{Approved: true, By: "ann"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Store.RequestCancel(r.ID, store.CancelRequest{By: "ops", Reason: "stop", At: time.Now()}); err != nil {

@@ -54,6 +54,9 @@ type Service struct {
 	// resumes (nil: the process's, from the environment; see
 	// [telemetry.Default]).
 	Telemetry *telemetry.Provider
+	// Engine, when set, is where the runs are: [Service.Approve] and
+	// [Service.Cancel] go to it, and Store is not used.
+	Engine Engine
 }
 
 // Spec is what a run starts with, and how its front end follows it.
@@ -66,6 +69,10 @@ type Spec struct {
 	// resume loads it from again.
 	File    string
 	Sources []store.Source
+	// Named are the same texts by the name the loader read each under:
+	// an [Engine] loads the flow again from them, under those names, so
+	// that its messages name files as this load's do.
+	Named map[string]string
 	// Options bound the run, and are recorded with it for a resume to
 	// reuse. Cassette and ReplayOnly are only recorded: Models answers.
 	Options store.RunOptions
@@ -83,6 +90,13 @@ type Spec struct {
 	// Parent is the span the run's trace continues (a caller's, from the
 	// request that started it); invalid for a new trace.
 	Parent trace.SpanContext
+	// Heartbeat, for a run on an [Engine] with workers, is how long a
+	// task may go without a heartbeat before its worker counts as lost
+	// (0: the engine's default).
+	Heartbeat time.Duration
+	// Detach says the front end will not follow a run on an [Engine]
+	// ([Remote.Follow]): it only starts it.
+	Detach bool
 }
 
 // Run is one run the service started or resumed: call [Run.Run] (or

@@ -153,17 +153,17 @@ func TestParkApproveResume(t *testing.T) {
 		t.Errorf("so far, run %s (-want +got):\n%s", so.RunID, diff)
 	}
 
-	if _, err := s.Approve(r.ID, "deploy", Decision{Approved: true, By: "ann", Values: map[string]any{"region": "eu"}}); err == nil || !strings.Contains(err.Error(), `approval "deploy" takes no values (it declares no fields), got region`) {
+	if _, err := s.Approve(context.Background(), r.ID, "deploy", Decision{Approved: true, By: "ann", Values: map[string]any{"region": "eu"}}); err == nil || !strings.Contains(err.Error(), `approval "deploy" takes no values (it declares no fields), got region`) {
 		t.Fatalf("a decision with values: got %v", err)
 	}
-	done, err := s.Approve("last", "", Decision{Approved: true, By: "ann", Reason: "looks good"})
+	done, err := s.Approve(context.Background(), "last", "", Decision{Approved: true, By: "ann", Reason: "looks good"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if done.Approval.Step != "deploy" || done.Run.Status != store.Waiting {
 		t.Fatalf("approved %q of a run %s; want deploy of a waiting run", done.Approval.Step, done.Run.Status)
 	}
-	if _, err := s.Approve("last", "deploy", Decision{By: "bob"}); !errors.Is(err, store.ErrDecided) {
+	if _, err := s.Approve(context.Background(), "last", "deploy", Decision{By: "bob"}); !errors.Is(err, store.ErrDecided) {
 		t.Fatalf("a second decision: got %v, want ErrDecided", err)
 	}
 
@@ -280,16 +280,16 @@ edge(right, END)
 `)
 	parked(t, s, g)
 	var ce *ChoiceError
-	if _, err := s.Approve("last", "", Decision{Approved: true, By: "ann"}); !errors.As(err, &ce) || len(ce.Pending) != 2 {
+	if _, err := s.Approve(context.Background(), "last", "", Decision{Approved: true, By: "ann"}); !errors.As(err, &ce) || len(ce.Pending) != 2 {
 		t.Fatalf("no step: got %v, want a choice of two", err)
 	}
-	if _, err := s.Approve("last", "rigt", Decision{Approved: true, By: "ann"}); !errors.As(err, &ce) || ce.Nearest != "right" {
+	if _, err := s.Approve(context.Background(), "last", "rigt", Decision{Approved: true, By: "ann"}); !errors.As(err, &ce) || ce.Nearest != "right" {
 		t.Fatalf("a misspelt step: got %v, want a suggestion of right", err)
 	}
-	if _, err := s.Approve("last", "right", Decision{By: "ann", Reason: "no"}); err != nil {
+	if _, err := s.Approve(context.Background(), "last", "right", Decision{By: "ann", Reason: "no"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Approve("last", "", Decision{Approved: true, By: "ann"}); err != nil {
+	if _, err := s.Approve(context.Background(), "last", "", Decision{Approved: true, By: "ann"}); err != nil {
 		t.Fatalf("one left pending: %v", err)
 	}
 }
@@ -341,12 +341,12 @@ func TestApproveValues(t *testing.T) {
 		{map[string]any{"version": "1.2", "replicas": 3.5}, `approval "gate": field "replicas" must be an int, got a float 3.5`},
 		{map[string]any{"version": "1.2", "replicas": "3", "rollout": "most"}, `approval "gate": field "rollout" must be one of "canary", "all", got "most"`},
 	} {
-		_, err := s.Approve(r.ID, "gate", Decision{Approved: true, By: "ann", Values: c.values})
+		_, err := s.Approve(context.Background(), r.ID, "gate", Decision{Approved: true, By: "ann", Values: c.values})
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) || !errors.As(err, new(*ValuesError)) {
 			t.Errorf("values %v: got %v, want %s", c.values, err, c.want)
 		}
 	}
-	if _, err := s.Approve(r.ID, "gate", Decision{Approved: true, By: "ann", Values: map[string]any{"version": "1.2", "replicas": 3.0}}); err != nil {
+	if _, err := s.Approve(context.Background(), r.ID, "gate", Decision{Approved: true, By: "ann", Values: map[string]any{"version": "1.2", "replicas": 3.0}}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := s.Record(r.ID)
@@ -373,7 +373,7 @@ func TestApproveValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, r3)
-	if _, err := s.Approve(r3.ID, "", Decision{By: "bob", Reason: "not today"}); err != nil {
+	if _, err := s.Approve(context.Background(), r3.ID, "", Decision{By: "bob", Reason: "not today"}); err != nil {
 		t.Fatalf("a rejection without values: %v", err)
 	}
 }

@@ -299,7 +299,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, approved bool) {
 	if !ok {
 		return
 	}
-	done, err := s.svc.Approve(run.ID, body.Step, runs.Decision{Approved: approved, By: s.cfg.By, Reason: body.Reason, Values: body.Values})
+	done, err := s.svc.Approve(r.Context(), run.ID, body.Step, runs.Decision{Approved: approved, By: s.cfg.By, Reason: body.Reason, Values: body.Values})
 	var choice *runs.ChoiceError
 	switch {
 	case errors.As(err, &choice) && len(choice.Pending) > 0:

@@ -3,8 +3,8 @@ package temporal
 // This file defines the client side of the engine: what a front end does
 // with runs on a Temporal cluster (start, wait for, cancel, follow,
 // approve, list and show them, and serve its task queue as a worker).
-// It returns values and errors and knows no terminal and no flag; skein's
-// --engine temporal commands print them.
+// It returns values and errors and knows no terminal and no flag; the
+// run service's Engine (engine.go) is made of it.
 
 import (
 	"context"

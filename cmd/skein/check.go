@@ -12,6 +12,7 @@ import (
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/engine/temporal/limits"
+	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/lang/frontend"
 )
@@ -164,9 +165,7 @@ func (set *flowSet) check(lo frontend.Options, engine string) ([]check.Diagnosti
 		read := map[string]bool{}
 		opts := lo
 		opts.ReadFile = func(name string) ([]byte, error) {
-			if abs, err := filepath.Abs(name); err == nil {
-				read[abs] = true
-			}
+			read[confine.Abs(name)] = true
 			return lang.ReadFile(name)
 		}
 		fl := frontend.Load(f.path, opts)
@@ -174,7 +173,7 @@ func (set *flowSet) check(lo frontend.Options, engine string) ([]check.Diagnosti
 		if fl.Graph != nil && engine == "temporal" {
 			ds = append(ds, limits.Warnings(fl.Graph, 0)...)
 		}
-		self, _ := filepath.Abs(f.path)
+		self := confine.Abs(f.path)
 		for p := range read {
 			if p != self {
 				used[p] = true

@@ -231,11 +231,7 @@ func (w *watcher) reload(ctx context.Context, changed []string) {
 	w.stopRun()
 	start := time.Now()
 	read := map[string]bool{}
-	record := func(name string) {
-		if abs, err := filepath.Abs(name); err == nil {
-			read[filepath.Clean(abs)] = true
-		}
-	}
+	record := func(name string) { read[confine.Abs(name)] = true }
 	record(w.cfg.file)
 	if w.cfg.test {
 		record(testFileOf(w.cfg.file))

@@ -176,12 +176,19 @@ func isNameByte(c byte) bool {
 }
 
 // ParseFile parses src, the source of file, in the flow dialect
-// ([FileOptions]) and bounds its depth ([BoundDepth]).
+// ([FileOptions]) and bounds its literals ([BoundLiterals]) and depth
+// ([BoundDepth]).
 func ParseFile(file string, src any, mode syntax.Mode) (*syntax.File, error) {
+	return ParseFileWith(FileOptions, file, src, mode)
+}
+
+// ParseFileWith is [ParseFile] in the dialect opts (the flow dialect
+// with a change: a REPL's chunks, whose load() binds globals).
+func ParseFileWith(opts *syntax.FileOptions, file string, src any, mode syntax.Mode) (*syntax.File, error) {
 	if err := BoundLiterals(file, src); err != nil {
 		return nil, err
 	}
-	f, err := FileOptions.Parse(file, src, mode)
+	f, err := opts.Parse(file, src, mode)
 	if err != nil {
 		return nil, err
 	}

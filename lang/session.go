@@ -220,14 +220,7 @@ func (s *Session) Exec(ctx context.Context, src string) (starlark.Value, error) 
 	s.lines += strings.Count(strings.TrimSuffix(src, "\n"), "\n") + 1
 	// Pad with the lines entered before, so positions count session lines.
 	src = strings.Repeat("\n", first) + src
-	err := graphir.BoundLiterals(ChunkFile, src)
-	var f *syntax.File
-	if err == nil {
-		f, err = chunkOptions.Parse(ChunkFile, src, 0)
-	}
-	if err == nil {
-		err = graphir.BoundDepth(f)
-	}
+	f, err := graphir.ParseFileWith(chunkOptions, ChunkFile, src, 0)
 	if err != nil {
 		return nil, withPythonHint(src, convert(err, nil))
 	}

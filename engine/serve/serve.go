@@ -96,6 +96,7 @@ type Server struct {
 	limit   *limiter           // wrong tokens, by address (limit.go)
 	sched   *trigger.Scheduler // triggers.go
 	metrics *metrics           // metrics.go
+	hooks   hookFlows          // triggers.go
 
 	// traces holds the trace contexts of webhook deliveries' callers,
 	// by flow file and delivery id, until their runs start.

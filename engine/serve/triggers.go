@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -225,6 +226,26 @@ func (s *Server) launchAndWait(run *runs.Run) func() {
 	}
 }
 
+// hookFlows holds the flows the last webhook delivery looked among, for
+// a second: deliveries, which need no token, walk the roots at most once
+// a second between them.
+type hookFlows struct {
+	mu    sync.Mutex
+	at    time.Time
+	flows []trigger.Flow
+}
+
+// flowsForHooks is triggerFlows, as it was at most a second ago.
+func (s *Server) flowsForHooks() []trigger.Flow {
+	h := &s.hooks
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.at.IsZero() || time.Since(h.at) > time.Second {
+		h.flows, h.at = s.triggerFlows(), time.Now()
+	}
+	return h.flows
+}
+
 // queueJSON is a queue item as the API shows it.
 type queueJSON struct {
 	N        int64           `json:"n"`
@@ -286,7 +307,7 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	var flow trigger.Flow
 	var t *graphir.Trigger
-	for _, f := range s.triggerFlows() {
+	for _, f := range s.flowsForHooks() {
 		for i := range f.Graph.Triggers {
 			if tt := &f.Graph.Triggers[i]; tt.Kind == graphir.TriggerWebhook && tt.Webhook == name {
 				if t != nil {

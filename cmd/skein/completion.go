@@ -217,6 +217,8 @@ func flagValues(cmd, flag string, fs *pflag.FlagSet, args []string, cur string) 
 		return steps
 	case "format":
 		return []string{"dot", "json", "mermaid"}
+	case "shape":
+		return shapeNames()
 	case "engine":
 		return []string{"local", "temporal"}
 	case "store", "inputs-file", "cassette", "root", "token-file":

@@ -78,6 +78,10 @@ chain(START, once, hold, END)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { // a test that fails leaves no server behind
+			cmd.Process.Kill()
+			cmd.Wait()
+		})
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			if m := regexp.MustCompile(`http://(\S+)`).FindStringSubmatch(sc.Text()); m != nil {
@@ -162,10 +166,7 @@ chain(START, once, hold, END)
 	cmd.Wait()
 
 	cmd, url = serve()
-	defer func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-	}()
+	defer cmd.Process.Signal(syscall.SIGTERM) // then killed, if need be, by the cleanup
 	os.WriteFile(filepath.Join(out, "go"), nil, 0o644)
 	var q []map[string]any
 	waitFor("every item to end", func() bool {

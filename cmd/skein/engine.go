@@ -69,14 +69,7 @@ const (
 // commands skein prints: --engine temporal and any --address or
 // --namespace that is not the default.
 func (e *engineFlags) connArgs() string {
-	s := " --engine temporal"
-	if e.address != defaultAddress {
-		s += " --address " + e.address
-	}
-	if e.namespace != defaultNamespace {
-		s += " --namespace " + e.namespace
-	}
-	return s
+	return " --engine temporal" + e.temporalArgs()
 }
 
 // temporalArgs are the flags that reach the same server and namespace

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/engine/telemetry"
@@ -107,5 +108,28 @@ func BenchmarkLoopIteration(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/iters, "ns/iteration")
 			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/iters, "allocs/iteration")
 		})
+	}
+}
+
+// TestRemote: a span another process makes under a traceparent (a
+// Temporal worker's, under its attempt's span) is the child of the span
+// it names; none is made without a valid one.
+func TestRemote(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	p, err := telemetry.New(context.Background(), sdktrace.WithSyncer(exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := telemetry.Traceparent("run-1", []string{"kid"}, nil, "t", 1, 2)
+	p.Remote(tp, "worker task t")("exit status 3")
+	p.Remote("", "none")("")
+	p.Remote("00-zz-yy-01", "bad")("")
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans, want 1", len(spans))
+	}
+	s := spans[0]
+	if got := "00-" + s.SpanContext.TraceID().String() + "-" + s.Parent.SpanID().String() + "-01"; got != tp || s.Status.Description != "exit status 3" {
+		t.Errorf("span under %s (%q), want under %s", got, s.Status.Description, tp)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -170,4 +171,26 @@ func (p *Provider) mask(s string) string {
 func Parent(h http.Header) trace.SpanContext {
 	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.HeaderCarrier(h))
 	return trace.SpanContextFromContext(ctx)
+}
+
+// Remote starts a span named name under the span a W3C traceparent names
+// (made by another process: a Temporal worker's task under its attempt's
+// span, which the machine that started the run makes), and returns the
+// func that ends it, failed with the message when it is not "". With no
+// provider, or no valid traceparent, it starts nothing.
+func (p *Provider) Remote(traceparent, name string, attrs ...attribute.KeyValue) func(failed string) {
+	if p == nil || traceparent == "" {
+		return func(string) {}
+	}
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return func(string) {}
+	}
+	_, span := p.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+	return func(failed string) {
+		if failed != "" {
+			span.SetStatus(codes.Error, p.mask(failed))
+		}
+		span.End()
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
@@ -16,6 +17,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/skeinlang/skein/engine/telemetry"
 	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/model"
@@ -108,9 +110,17 @@ func (a *Activities) Task(ctx context.Context, in TaskInput) (*proc.Outcome, err
 	job.Env = append(append([]string(nil), env...), in.Env...)
 	job.Dir = a.dir(in)
 	job.Attempt += int(activity.GetInfo(ctx).Attempt) - 1
+	// This worker's span of the attempt, under the attempt's span (a
+	// traced run's task has its TRACEPARENT: RunInput.Traced).
+	tp, _ := telemetry.Default()
+	host, _ := os.Hostname()
+	end := tp.Remote(lookupEnv(in.Env, "TRACEPARENT"), "worker "+in.Kind.String()+" "+job.Step,
+		attribute.String("skein.step.name", job.Step), attribute.String("skein.run.id", job.RunID),
+		attribute.Int("temporal.activity.attempt", int(activity.GetInfo(ctx).Attempt)), attribute.String("host.name", host))
 	wctx, stop := keepAlive(ctx)
 	defer stop()
 	o := proc.Run(wctx, &job, nil, nil)
+	end(o.Error)
 	if err := stopped(wctx); err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/skeinlang/skein/docs"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/graphir/codes"
+	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/vm/model"
 )
@@ -35,15 +36,17 @@ type composeOptions struct {
 	allowShell bool
 	cassetteFlags
 	force bool
+	shape string
 }
 
 func init() {
 	register(&command{
 		name:    "compose",
-		args:    `"DESCRIPTION" [-o FILE] [--model M] [--max-repairs N] [--allow-run CMD,...] [--allow-shell]`,
+		args:    `"DESCRIPTION" [-o FILE] [--model M] [--max-repairs N] [--allow-run CMD,...] [--allow-shell] [--shape NAME|none]`,
 		summary: "have a model draft a flow, repaired until it checks",
 		long: `Sends the description and Skein's language reference to a model, which
-answers with a .star file. Skein loads and checks the draft; its errors go
+answers with a .star file. The draft starts from the skein init shape
+closest to the description (--shape names one; none starts from nothing). Skein loads and checks the draft; its errors go
 back to the model, printed as 'skein check' prints them, for at most
 --max-repairs rounds. Only a draft without errors is written to FILE
 (default flow.star; an existing file is kept unless --force); warnings are
@@ -70,6 +73,7 @@ usable model.`,
 			fs.BoolVar(&o.allowShell, "allow-shell", false, "allow shell= steps")
 			o.cassetteFlags.define(fs, cassetteHelp, "with --cassette: answer only from the cassette")
 			fs.BoolVar(&o.force, "force", false, "overwrite FILE if it exists")
+			fs.StringVar(&o.shape, "shape", "", "the skein init shape the draft starts from (default: the closest to the description; none: from nothing)")
 		}, runCompose, nil),
 	})
 }
@@ -99,6 +103,16 @@ func runCompose(ctx context.Context, io stdio, opts *composeOptions, args []stri
 	if opts.model != "" {
 		cfg.Model = opts.model
 	}
+	shape := opts.shape
+	switch {
+	case shape == "":
+		shape = closestShape(args[0])
+	case shape == "none":
+		shape = ""
+	case !slices.Contains(shapeNames(), shape):
+		fmt.Fprintf(io.err, "skein compose: no shape %q%s; skein init --list shows them\n", shape, spell.Suggest(shape, shapeNames()))
+		return exitUsage
+	}
 	var provider model.Provider = &model.Client{}
 	if !opts.replayOnly {
 		if cfg.Model == "" {
@@ -127,7 +141,10 @@ func runCompose(ctx context.Context, io stdio, opts *composeOptions, args []stri
 
 	c := &composer{
 		provider: provider, req: cfg.Request(), target: opts.output, maxRepairs: opts.maxRepairs,
-		floor: floor{allowRun: opts.allowRun, allowShell: opts.allowShell}, log: io.out,
+		floor: floor{allowRun: opts.allowRun, allowShell: opts.allowShell}, log: io.out, shape: shape,
+	}
+	if shape != "" {
+		fmt.Fprintf(io.out, "starting from the %s shape (skein init --list)\n", shape)
 	}
 	res, err := c.compose(ctx, args[0])
 	if err != nil {
@@ -169,6 +186,7 @@ type composer struct {
 	maxRepairs int
 	floor      floor
 	log        io.Writer // each round's report
+	shape      string    // the skein init shape the draft starts from, or ""
 }
 
 type composeResult struct {
@@ -184,7 +202,7 @@ func (c *composer) compose(ctx context.Context, description string) (*composeRes
 	req := c.req
 	req.Messages = []model.Message{
 		{Role: "system", Content: composeSystem(c.floor)},
-		{Role: "user", Content: "Write a Skein flow for this:\n\n" + strings.TrimSpace(description)},
+		{Role: "user", Content: composeAsk(description, c.shape)},
 	}
 	res := &composeResult{}
 	abs, err := filepath.Abs(c.target)
@@ -344,6 +362,48 @@ func extractDraft(reply string) string {
 		}
 	}
 	return s + "\n"
+}
+
+// composeAsk is the first request: the description, and the shape the
+// draft starts from, if any.
+func composeAsk(description, shape string) string {
+	ask := "Write a Skein flow for this:\n\n" + strings.TrimSpace(description)
+	if shape == "" {
+		return ask
+	}
+	src, err := shapes.ReadFile("shapes/" + shape + "/flow.star")
+	if err != nil {
+		return ask
+	}
+	return ask + "\n\nStart from this proven shape, and adapt its names, commands and steps to the description:\n\n```python\n" + string(src) + "```"
+}
+
+// shapeWords are the words of a description that point at a shape.
+var shapeWords = map[string][]string{
+	"repair-loop":    {"fix", "repair", "retry", "again", "until it builds", "until it passes"},
+	"fan-out":        {"parallel", "side by side", "at once", "fan", "each of", "summar", "combine"},
+	"draft-critique": {"draft", "critique", "revise", "write a", "essay", "paragraph", "article", "polish"},
+	"gated-deploy":   {"deploy", "approv", "sign-off", "sign off", "roll back", "rollback", "a person", "someone"},
+	"agent-fixer":    {"agent", "tool", "investigate", "diagnose", "debug"},
+}
+
+// closestShape is the shape whose words the description has most of, or
+// basic.
+func closestShape(description string) string {
+	d := strings.ToLower(description)
+	best, score := "basic", 0
+	for _, name := range shapeNames() {
+		n := 0
+		for _, w := range shapeWords[name] {
+			if strings.Contains(d, w) {
+				n++
+			}
+		}
+		if n > score {
+			best, score = name, n
+		}
+	}
+	return best
 }
 
 // composeSystem is the system message: what to write, the floor, and the

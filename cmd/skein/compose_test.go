@@ -244,7 +244,7 @@ func TestComposeExample(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("replay: exit %d (after editing docs/language.md or docs/runs.md, re-record: UPDATE=1 go test ./cmd/skein -run TestComposeExample)\n%s\n%s", code, o.String(), e.String())
 	}
-	for _, want := range []string{"round 1: a draft of", "1 error", "[unknown_name]", "round 2:", "no errors", "in 2 rounds"} {
+	for _, want := range []string{"starting from the basic shape", "round 1: a draft of", "1 error", "[unknown_name]", "round 2:", "no errors", "in 2 rounds"} {
 		if !strings.Contains(o.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, o.String())
 		}
@@ -273,3 +273,31 @@ edge(report, ABORT)
 
 // composeExampleDraft2 is the same draft with the name fixed.
 var composeExampleDraft2 = strings.Replace(composeExampleDraft1, "biuld", "build", 1)
+
+// compose starts its draft from the skein init shape closest to the
+// description, sent with it; --shape none from nothing.
+func TestComposeShape(t *testing.T) {
+	for desc, want := range map[string]string{
+		"Build, ask someone to approve, then deploy to prod; roll back if rejected": "gated-deploy",
+		"Draft a paragraph, critique it and revise it until it is good":             "draft-critique",
+		"Run lint, tests and an audit in parallel and summarize what they found":    "fan-out",
+		"Build; when it fails, fix it and try again":                                "repair-loop",
+		"Compile the project": "basic",
+	} {
+		if got := closestShape(desc); got != want {
+			t.Errorf("closestShape(%q) = %s, want %s", desc, got, want)
+		}
+	}
+	ask := composeAsk("Deploy it", "gated-deploy")
+	src, _ := shapes.ReadFile("shapes/gated-deploy/flow.star")
+	if !strings.Contains(ask, "Start from this proven shape") || !strings.Contains(ask, string(src)) {
+		t.Errorf("the request does not carry the shape:\n%s", ask)
+	}
+	if ask := composeAsk("Deploy it", ""); strings.Contains(ask, "shape") {
+		t.Errorf("--shape none sent a shape:\n%s", ask)
+	}
+	var o, e bytes.Buffer
+	if code := Main(context.Background(), []string{"compose", "x", "--shape", "repair", "--replay-only", "--cassette", filepath.Join(t.TempDir(), "c.json")}, stdio{strings.NewReader(""), &o, &e}); code != 2 || !strings.Contains(e.String(), `no shape "repair"`) {
+		t.Errorf("an unknown shape: exit %d\n%s", code, e.String())
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -69,6 +70,13 @@ func Configured() bool {
 func FromEnv(ctx context.Context) (*Provider, error) {
 	if !Configured() {
 		return nil, nil
+	}
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+		if e := os.Getenv(name); e != "" {
+			if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return nil, fmt.Errorf("%s=%s: not an http:// or https:// URL", name, e)
+			}
+		}
 	}
 	exp, err := exporter(ctx)
 	if err != nil {

@@ -71,8 +71,11 @@ func newReceiver(t *testing.T) *receiver {
 			}
 		}
 		rc.mu.Unlock()
+		// An empty ExportTraceServiceResponse, in the request's encoding.
 		w.Header().Set("Content-Type", r.Header.Get("Content-Type"))
-		w.Write([]byte("{}"))
+		if r.Header.Get("Content-Type") == "application/json" {
+			w.Write([]byte("{}"))
+		}
 	}))
 	t.Cleanup(rc.Close)
 	return rc

@@ -7,6 +7,7 @@ package vm
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/graphir/codes"
+	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm/model"
 	"github.com/skeinlang/skein/vm/proc"
 )
@@ -145,12 +147,16 @@ func (req *EffectRequest) Outstanding() int {
 
 // Rendered is what an attempt actually ran, after its templates, as a
 // run's record keeps it: a task's or shell's argv (a tool call's too),
-// or the messages of a model call (an agent's first turn: its later turns
-// add the tool calls' results, which are recorded as those calls). The
-// value of every model key of the run is masked in it.
+// the messages of a model call (an agent's first turn: its later turns
+// add the tool calls' results, which are recorded as those calls), or a
+// child flow's inputs. The value of every model key of the run is masked
+// in it.
 type Rendered struct {
 	Argv     []string          `json:"argv,omitempty"`
 	Messages []RenderedMessage `json:"messages,omitempty"`
+	// Inputs are the inputs a child flow (or a flow= tool) was given,
+	// as a JSON object.
+	Inputs json.RawMessage `json:"inputs,omitempty"`
 }
 
 // RenderedMessage is one message of a model call as [Rendered] keeps it.
@@ -161,8 +167,8 @@ type RenderedMessage struct {
 
 // Rendered returns what req runs, masked, for its record (see
 // [Rendered]); nil for an effect with nothing rendered to show (a wait,
-// an approval, whose question is recorded with it, a child flow, an
-// agent's later turns).
+// an approval, whose question is recorded with it, an agent's later
+// turns).
 func (req *EffectRequest) Rendered() *Rendered {
 	mask := func(s string) string { return s }
 	if req.from != nil {
@@ -181,6 +187,19 @@ func (req *EffectRequest) Rendered() *Rendered {
 			out.Messages = append(out.Messages, RenderedMessage{Role: m.Role, Content: mask(m.Content)})
 		}
 		return out
+	case len(req.ChildInputs) > 0:
+		in := make(map[string]any, len(req.ChildInputs))
+		for k, v := range req.ChildInputs {
+			g, err := stdlib.ToGo(v)
+			if err != nil {
+				g = v.String()
+			}
+			in[k] = g
+		}
+		b, err := json.Marshal(in)
+		if m := mask(string(b)); err == nil && json.Valid([]byte(m)) {
+			return &Rendered{Inputs: json.RawMessage(m)}
+		}
 	}
 	return nil
 }

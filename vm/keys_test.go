@@ -2,6 +2,7 @@ package vm_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -151,7 +152,8 @@ func (p *rendering) Start(ctx context.Context, q *vm.EffectRequest, done func(*v
 
 // TestRenderedMasked: an attempt's rendered argv and model messages are
 // those after the templates, with the run's model keys masked, and an
-// agent's later turns render nothing (its first holds the messages).
+// agent's later turns render nothing (its first holds the messages); a
+// child flow's are the inputs it was given.
 func TestRenderedMasked(t *testing.T) {
 	s := modeltest.New(modeltest.Rule{Match: "look", Replies: []modeltest.Reply{
 		{ToolCalls: []modeltest.ToolCall{{ID: "c1", Name: "say", Arguments: `{"word": "` + testKey + `"}`}}},
@@ -161,14 +163,17 @@ func TestRenderedMasked(t *testing.T) {
 	opts := modelOpts(s, nil)
 	p := &rendering{seen: map[string][]*vm.Rendered{}}
 	opts.Effects = p
-	res := run(t, `
+	res := runFiles(t, map[string]string{"flow.star": `
 flow(inputs = {"who": input(type = "string")})
 say = tool("say", run = ["echo", "{{ args.word }}"], params = {"word": "string"})
 task = step("task", run = ["echo", "hello {{ inputs.who }}"])
 ask = step("ask", llm = "tell {{ inputs.who }}", system = "be brief")
 look = step("look", agent = "look", tools = [say])
-chain(START, task, ask, look, END)
-`, map[string]any{"who": "Ann " + testKey}, opts)
+kid = step("kid", flow = "child.star", inputs = {"name": "{{ inputs.who }}", "n": 2})
+chain(START, task, ask, look, kid, END)
+`, "child.star": `
+flow(inputs = {"name": input(type = "string"), "n": input(1)})
+`}, map[string]any{"who": "Ann " + testKey}, opts)
 	if res.Status != vm.Succeeded {
 		t.Fatalf("status %s: %v", res.Status, res.Error)
 	}
@@ -177,6 +182,7 @@ chain(START, task, ask, look, END)
 		"task": {{Argv: []string{"echo", "hello " + masked}}},
 		"ask":  {{Messages: []vm.RenderedMessage{{Role: "system", Content: "be brief"}, {Role: "user", Content: "tell " + masked}}}},
 		"look": {{Messages: []vm.RenderedMessage{{Role: "user", Content: "look"}}}, {Argv: []string{"echo", "[masked $OPENAI_API_KEY]"}}, nil},
+		"kid":  {{Inputs: json.RawMessage(`{"n":2,"name":"` + masked + `"}`)}},
 	}
 	if diff := cmp.Diff(want, p.seen); diff != "" {
 		t.Errorf("rendered (-want +got):\n%s", diff)

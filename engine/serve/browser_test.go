@@ -60,6 +60,17 @@ flow(name = "keyed", inputs = {"note": input(type = "string")})
 say = step("say", run = ["echo", "note: {{ inputs.note }}"])
 chain(START, say, END)
 `,
+	// A child flow given a templated input.
+	"parent.star": `
+flow(name = "parent", inputs = {"version": "1.4"})
+kid = step("kid", flow = "kid.star", inputs = {"tag": "v{{ inputs.version }}"})
+chain(START, kid, END)
+`,
+	"kid.star": `
+flow(name = "kid", inputs = {"tag": input(type = "string")})
+show = step("show", run = ["echo", "{{ inputs.tag }}"])
+chain(START, show, END)
+`,
 	// An agent, answered by the offline stub model, that calls one tool.
 	"agent.star": `
 model("m", provider = "stub", answers = [{"match": "look", "turns": [
@@ -590,8 +601,9 @@ func TestBrowserStartAndWatch(t *testing.T) {
 }
 
 // TestBrowserStepRecord opens the record of a task given a model key in
-// an input (what it ran shows, the key masked) and of an agent step (the
-// prompt it sent, its tool calls with their results, what each call ran).
+// an input (what it ran shows, the key masked), of an agent step (the
+// prompt it sent, its tool calls with their results, what each call ran)
+// and of a child flow (the inputs it was given).
 func TestBrowserStepRecord(t *testing.T) {
 	const key = "sk-browser-SECRET-3141"
 	t.Setenv("BROWSER_TEST_KEY", key)
@@ -627,6 +639,13 @@ func TestBrowserStepRecord(t *testing.T) {
 		t.Errorf("the tool call's command shows %q, want echo \"hi there\"", ran)
 	}
 	u.clean("agent run page")
+	id = u.start("parent.star", map[string]any{"version": "2.0"})
+	u.waitRun(id, "succeeded")
+	u.open("/runs/"+id+"?step=kid", `#step-panel [data-rendered="inputs"]`)
+	if in := u.text(`#step-panel [data-rendered="inputs"]`); !strings.Contains(in, `"tag": "v2.0"`) {
+		t.Errorf("the child flow's inputs show %q, want tag v2.0", in)
+	}
+	u.clean("child flow run page")
 }
 
 // TestBrowserLiveOutput watches a task's output arrive while it runs,

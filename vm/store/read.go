@@ -252,7 +252,8 @@ type Effect struct {
 	Truncated bool
 	OnExit    bool // an effect of the flow's exit handler
 	// Rendered is what the attempt ran: a task's argv after its
-	// templates, a model call's messages (keys masked); nil for an
+	// templates, a model call's messages, a child flow's inputs (keys
+	// masked); nil for an
 	// effect with nothing rendered, and for attempts recorded before
 	// skein kept it.
 	Rendered *vm.Rendered

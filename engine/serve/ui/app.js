@@ -825,13 +825,16 @@ function argvText(argv) {
 }
 
 // rendered shows what an attempt actually ran, its templates filled in:
-// the command, or the messages sent to the model.
+// the command, the messages sent to the model, or a child flow's inputs.
 function rendered(r) {
   if (!r) return null;
   if (r.argv && r.argv.length) {
     const sh = r.argv.length === 3 && r.argv[0] === "/bin/sh" && r.argv[1] === "-c";
     return h("div", { class: "rendered" }, h("h3", {}, sh ? "Script it ran" : "Command it ran"),
       h("pre", { class: "def", "data-rendered": "argv" }, visible(sh ? r.argv[2] : argvText(r.argv))));
+  }
+  if (r.inputs) {
+    return h("div", { class: "rendered" }, h("h3", {}, "Inputs it was given"), h("pre", { class: "def", "data-rendered": "inputs" }, visible(json(r.inputs))));
   }
   if (r.messages && r.messages.length) {
     const who = { system: "Instructions", user: "Prompt", assistant: "Model", tool: "Tool result" };

@@ -92,6 +92,45 @@ func BenchmarkLoopIteration(b *testing.B) {
 	runProgram(b, p, map[string]starlark.Value{"n": starlark.MakeInt(b.N)}, vm.Options{Parallel: 1, MaxPath: 100})
 }
 
+// loopDictSource is loopSource as flows are written: fn steps return small
+// dicts, read back through the run view's attributes.
+const loopDictSource = `
+flow(inputs = {"n": 10}, output = "critique")
+draft = step("draft", fn = lambda r: {"n": r.visits("draft")}, max_visits = 1 << 30)
+critique = step("critique", fn = lambda r: {"ok": r.draft.n >= r.inputs.n})
+chain(START, draft, critique)
+edge(critique, draft, when = "not critique.ok")
+edge(critique, END, when = "critique.ok")
+`
+
+// loopStructSource is loopDictSource with struct results.
+const loopStructSource = `
+flow(inputs = {"n": 10}, output = "critique")
+draft = step("draft", fn = lambda r: struct(n = r.visits("draft")), max_visits = 1 << 30)
+critique = step("critique", fn = lambda r: struct(ok = r.draft.n >= r.inputs.n))
+chain(START, draft, critique)
+edge(critique, draft, when = "not critique.ok")
+edge(critique, END, when = "critique.ok")
+`
+
+// BenchmarkLoopIterationDict is BenchmarkLoopIteration with fn steps that
+// return small dicts ({"n": ...} and {"ok": ...}), as most fn steps do.
+func BenchmarkLoopIterationDict(b *testing.B) {
+	p := vm.Prepare(loadSrc(b, loopDictSource))
+	b.ReportAllocs()
+	b.ResetTimer()
+	runProgram(b, p, map[string]starlark.Value{"n": starlark.MakeInt(b.N)}, vm.Options{Parallel: 1, MaxPath: 100})
+}
+
+// BenchmarkLoopIterationStruct is BenchmarkLoopIterationDict with struct
+// results.
+func BenchmarkLoopIterationStruct(b *testing.B) {
+	p := vm.Prepare(loadSrc(b, loopStructSource))
+	b.ReportAllocs()
+	b.ResetTimer()
+	runProgram(b, p, map[string]starlark.Value{"n": starlark.MakeInt(b.N)}, vm.Options{Parallel: 1, MaxPath: 100})
+}
+
 // BenchmarkPeerLoop10k is the loop workload of bench-peers: one op is a
 // whole run of 10,000 iterations.
 func BenchmarkPeerLoop10k(b *testing.B) {

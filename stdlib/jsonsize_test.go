@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -334,5 +335,77 @@ func TestDataSizeContainers(t *testing.T) {
 	// What is not flow data inside a tuple is named by Data.
 	if _, err := Data(starlark.Tuple{starlark.MakeInt(1), starlark.Float(math.Inf(1))}); err == nil || err.Error() != "float +inf is not representable in JSON" {
 		t.Errorf("Data of a tuple holding +inf: %v", err)
+	}
+}
+
+// TestSmallWithinBounds: the values Data converts without measuring them
+// (at most smallNodes values, smallText bytes of strings and keys) are
+// within both of its bounds, by far, however their strings escape and
+// however their containers are shaped; and one just past the budget is
+// measured, and refused when its text is too big though it has few values.
+func TestSmallWithinBounds(t *testing.T) {
+	// Every byte of every string and key escapes to 6 in JSON.
+	str := func(i, n int) starlark.String {
+		s := fmt.Sprintf("%d", i)
+		return starlark.String(s + strings.Repeat("<", n-len(s)))
+	}
+	per := smallText / (2 * (smallNodes - 1))
+	wide := starlark.NewDict(smallNodes - 1)
+	for i := range smallNodes - 1 {
+		wide.SetKey(str(i, per), str(i, per))
+	}
+	empties := make([]starlark.Value, smallNodes-1)
+	for i := range empties {
+		empties[i] = starlark.NewDict(0)
+	}
+	kw := starlark.StringDict{}
+	for i := range (smallNodes - 1) / 2 {
+		kw[string(str(i, per))] = starlark.NewList([]starlark.Value{str(i, per)})
+	}
+	big := starlark.MakeInt64(math.MaxInt64)
+	for _, v := range []starlark.Value{
+		wide,
+		starlark.NewList(empties),
+		starlarkstruct.FromStringDict(starlarkstruct.Default, kw),
+		starlark.Tuple(slicesRepeat(big, smallNodes-1)),
+		starlark.String(strings.Repeat("\x01", smallText)),
+	} {
+		small := smallBudget{nodes: smallNodes, text: smallText}
+		got, err := data(v, 0, &small)
+		if err != nil {
+			t.Fatalf("data of a small %s: %v", v.Type(), err)
+		}
+		if size := QuotedSize(v, 1<<62, QuoteJSON); size > MaxValueBytes/8 {
+			t.Errorf("a small %s writes %d bytes of JSON, near the bound", v.Type(), size)
+		}
+		if size := dataSize(v, 0, 1<<62); size > MaxValueBytes/8 {
+			t.Errorf("a small %s takes %d bytes as flow data, near the bound", v.Type(), size)
+		}
+		if want, _ := data(v, 0, nil); !reflect.DeepEqual(got, want) {
+			t.Errorf("a small %s converts to %v, measured to %v", v.Type(), got, want)
+		}
+	}
+
+	// Past the budget: 65 values, one 1 MiB string of escapes shared by
+	// 64 of them, 384 MiB of JSON.
+	shared := starlark.String(strings.Repeat("\x01", 1<<20))
+	for _, v := range []starlark.Value{
+		starlark.NewList(slicesRepeat(shared, 64)),
+		NewMap([]string{"k"}, []starlark.Value{starlark.Tuple(slicesRepeat(shared, 64))}),
+		starlark.String(strings.Repeat("\x01", MaxValueBytes/6+1)),
+		starlark.Tuple(slicesRepeat(starlark.NewList(slicesRepeat(starlark.None, 1000)), smallNodes)),
+	} {
+		small := smallBudget{nodes: smallNodes, text: smallText}
+		if _, err := data(v, 0, &small); err != errNotSmall {
+			t.Errorf("data of a %s past the budget: %v, want errNotSmall", v.Type(), err)
+		}
+	}
+	for _, v := range []starlark.Value{
+		starlark.NewList(slicesRepeat(shared, 64)),
+		NewMap([]string{"k"}, []starlark.Value{starlark.Tuple(slicesRepeat(shared, 64))}),
+	} {
+		if _, err := Data(v); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("Data of a %s of 64 shared 1 MiB strings of escapes: %v, want it too large", v.Type(), err)
+		}
 	}
 }

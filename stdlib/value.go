@@ -219,13 +219,93 @@ const maxDepth = 64
 // as flow data: the conversion copies each list and dict as often as it
 // is shared, as reading the data back from JSON does.
 func Data(v starlark.Value) (starlark.Value, error) {
+	small := smallBudget{nodes: smallNodes, text: smallText}
+	if d, err := data(v, 0, &small); err != errNotSmall {
+		return d, err
+	}
 	if err := CheckSize(v); err != nil {
 		return nil, err
 	}
 	if size := dataSize(v, 0, MaxValueBytes); size > MaxValueBytes {
 		return nil, overError("copying this " + v.Type() + " as flow data")
 	}
-	return data(v, 0)
+	return data(v, 0, nil)
+}
+
+// A value of at most smallNodes values, counted as often as they are
+// shared, whose strings and keys hold at most smallText bytes in all and
+// whose ints fit 64 bits, is within both of Data's bounds without
+// measuring: its JSON is at most smallNodes*(24+6) bytes beside its
+// strings' 6 bytes a byte escaped, and as flow data it takes at most
+// smallNodes objects of smallNodes members beside its strings
+// (TestSmallWithinBounds checks the arithmetic). Most fn results are such
+// values: Data converts them at once, counting as it goes, and measures
+// only a value found not to be small (measuring, with its memo of
+// containers and dicts' items copied, cost more than converting).
+const (
+	smallNodes = 256
+	smallText  = 1 << 20
+)
+
+// smallBudget is what a small value has left as data converts it.
+type smallBudget struct {
+	nodes, text int
+}
+
+// holds spends on m, flow data already (a step's result returned again),
+// reporting whether it was small.
+func (b *smallBudget) holds(m *Map) bool {
+	for i, k := range m.keys {
+		if !b.spend(0, len(k)) || !b.holdsData(m.vals[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *smallBudget) holdsData(v starlark.Value) bool {
+	if !b.spend(1, 0) {
+		return false
+	}
+	switch x := v.(type) {
+	case starlark.NoneType, starlark.Bool, starlark.Float:
+	case starlark.Int:
+		_, ok := x.Int64()
+		return ok
+	case starlark.String:
+		return b.spend(0, len(x))
+	case *Map:
+		return b.holds(x)
+	case *starlark.List:
+		for i := range x.Len() {
+			if !b.holdsData(x.Index(i)) {
+				return false
+			}
+		}
+	case starlark.Tuple:
+		for _, e := range x {
+			if !b.holdsData(e) {
+				return false
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// errNotSmall stops data when its budget is spent.
+var errNotSmall = errors.New("not a small value")
+
+// spend takes n values and text bytes of text from b, reporting whether
+// they were there; a nil b is no budget.
+func (b *smallBudget) spend(n, text int) bool {
+	if b == nil {
+		return true
+	}
+	b.nodes -= n
+	b.text -= text
+	return b.nodes >= 0 && b.text >= 0
 }
 
 // dataSize returns about what v takes as flow data, each container counted
@@ -289,12 +369,32 @@ func dataSize(v starlark.Value, depth int, budget int64) int64 {
 	return total
 }
 
-func data(v starlark.Value, depth int) (starlark.Value, error) {
+// data converts v as Data does, within small unless it is nil (then
+// errNotSmall once it is spent).
+func data(v starlark.Value, depth int, small *smallBudget) (starlark.Value, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("value nested more than %d deep (is it cyclic?)", maxDepth)
 	}
+	if !small.spend(1, 0) {
+		return nil, errNotSmall
+	}
 	switch x := v.(type) {
-	case starlark.NoneType, starlark.Bool, starlark.Int, starlark.String, *Map:
+	case starlark.NoneType, starlark.Bool:
+		return v, nil
+	case starlark.Int:
+		if _, ok := x.Int64(); !ok && small != nil {
+			return nil, errNotSmall
+		}
+		return v, nil
+	case starlark.String:
+		if !small.spend(0, len(x)) {
+			return nil, errNotSmall
+		}
+		return v, nil
+	case *Map:
+		if small != nil && !small.holds(x) {
+			return nil, errNotSmall
+		}
 		return v, nil
 	case starlark.Float:
 		if math.IsInf(float64(x), 0) || math.IsNaN(float64(x)) {
@@ -304,7 +404,7 @@ func data(v starlark.Value, depth int) (starlark.Value, error) {
 	case *starlark.List:
 		elems := make([]starlark.Value, x.Len())
 		for i := range elems {
-			e, err := data(x.Index(i), depth+1)
+			e, err := data(x.Index(i), depth+1, small)
 			if err != nil {
 				return nil, err
 			}
@@ -316,7 +416,7 @@ func data(v starlark.Value, depth int) (starlark.Value, error) {
 	case starlark.Tuple:
 		elems := make(starlark.Tuple, len(x))
 		for i := range x {
-			e, err := data(x[i], depth+1)
+			e, err := data(x[i], depth+1, small)
 			if err != nil {
 				return nil, err
 			}
@@ -331,9 +431,12 @@ func data(v starlark.Value, depth int) (starlark.Value, error) {
 			if !ok {
 				return nil, fmt.Errorf("dict key %s is a %s, want string", kv[0], kv[0].Type())
 			}
-			e, err := data(kv[1], depth+1)
+			e, err := data(kv[1], depth+1, small)
 			if err != nil {
 				return nil, err
+			}
+			if !small.spend(0, len(k)) {
+				return nil, errNotSmall
 			}
 			keys = append(keys, string(k))
 			vals = append(vals, e)
@@ -343,8 +446,11 @@ func data(v starlark.Value, depth int) (starlark.Value, error) {
 		names := x.AttrNames()
 		vals := make([]starlark.Value, len(names))
 		for i, n := range names {
+			if !small.spend(0, len(n)) {
+				return nil, errNotSmall
+			}
 			a, _ := x.Attr(n)
-			e, err := data(a, depth+1)
+			e, err := data(a, depth+1, small)
 			if err != nil {
 				return nil, err
 			}

@@ -24,7 +24,6 @@ import (
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/internal/visible"
-	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
 )
 
@@ -354,7 +353,7 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 	r, effects, approvals := rec.Run, rec.Effects, rec.Approvals
 	if opts.json {
 		var buf bytes.Buffer
-		if err := showJSON(&buf, rec); err != nil {
+		if err := rec.WriteResult(&buf, "  "); err != nil {
 			fmt.Fprintf(io.err, "skein show: %v\n", err)
 			return exitFail
 		}
@@ -495,59 +494,6 @@ func oneLine(s string, max int) string {
 		s = string(r[:max-1]) + "…"
 	}
 	return s
-}
-
-// showJSON writes the result object of run r indented, with the store's
-// status (a run recorded as running may have been interrupted since) and
-// resumed_from: its recorded result, or for a run without one what its
-// journal has so far.
-func showJSON(w io.Writer, rec *runs.Record) error {
-	r := rec.Run
-	if r.Result == nil {
-		res, err := rec.SoFar()
-		if err != nil {
-			return err
-		}
-		b, err := res.AppendSoFar(nil, "  ", false)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(append(b, '\n'))
-		return err
-	}
-	// Its status first: the outputs in it, which can be tens of
-	// megabytes, are made into values only when it must be encoded again.
-	var head struct {
-		Status      vm.Status `json:"status"`
-		ResumedFrom string    `json:"resumed_from"`
-	}
-	if err := json.Unmarshal(r.Result, &head); err != nil {
-		return fmt.Errorf("the recorded result is not valid JSON: %v", err)
-	}
-	if head.Status == vm.Status(r.Status) && (head.ResumedFrom != "" || r.ResumedFrom == "") && rec.Cancel == nil {
-		// As recorded. Encoded again it would read the same, but a
-		// U+FFFD that the record escapes (it replaced invalid UTF-8)
-		// would not be escaped.
-		var b bytes.Buffer
-		b.Grow(len(r.Result) + len(r.Result)/4 + 1)
-		if err := json.Indent(&b, r.Result, "", "  "); err != nil {
-			return err
-		}
-		b.WriteByte('\n')
-		_, err := w.Write(b.Bytes())
-		return err
-	}
-	res, err := vm.DecodeResult(r.Result)
-	if err != nil {
-		return fmt.Errorf("the recorded result is not valid JSON: %v", err)
-	}
-	// A parked run resumed since, for instance: the store's status.
-	res.Status = vm.Status(r.Status)
-	res.CancelAsked = rec.CancelAsked()
-	if res.ResumedFrom == "" {
-		res.ResumedFrom = r.ResumedFrom
-	}
-	return res.WriteJSON(w, "  ")
 }
 
 func runLogs(ctx context.Context, io stdio, opts *logsOptions, args []string) int {

@@ -4,8 +4,10 @@ package runs
 // record with what became of each attempt of its effects.
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -258,4 +260,58 @@ func (rec *Record) SoFar() (*vm.Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// WriteResult writes the run's result object, indented by indent and
+// ending in a newline, with the store's status (a run recorded as running
+// may have been interrupted since), resumed_from and cancel_requested:
+// its recorded result, or for a run without one what its journal has so
+// far. It is what `skein run --json` printed, as the store has it now.
+func (rec *Record) WriteResult(w io.Writer, indent string) error {
+	r := rec.Run
+	if r.Result == nil {
+		res, err := rec.SoFar()
+		if err != nil {
+			return err
+		}
+		b, err := res.AppendSoFar(nil, indent, false)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	}
+	// Its status first: the outputs in it, which can be tens of
+	// megabytes, are made into values only when it must be encoded again.
+	var head struct {
+		Status      vm.Status `json:"status"`
+		ResumedFrom string    `json:"resumed_from"`
+	}
+	if err := json.Unmarshal(r.Result, &head); err != nil {
+		return fmt.Errorf("the recorded result is not valid JSON: %v", err)
+	}
+	if head.Status == vm.Status(r.Status) && (head.ResumedFrom != "" || r.ResumedFrom == "") && rec.Cancel == nil {
+		// As recorded. Encoded again it would read the same, but a
+		// U+FFFD that the record escapes (it replaced invalid UTF-8)
+		// would not be escaped.
+		var b bytes.Buffer
+		b.Grow(len(r.Result) + len(r.Result)/4 + 1)
+		if err := json.Indent(&b, r.Result, "", indent); err != nil {
+			return err
+		}
+		b.WriteByte('\n')
+		_, err := w.Write(b.Bytes())
+		return err
+	}
+	res, err := vm.DecodeResult(r.Result)
+	if err != nil {
+		return fmt.Errorf("the recorded result is not valid JSON: %v", err)
+	}
+	// A parked run resumed since, for instance: the store's status.
+	res.Status = vm.Status(r.Status)
+	res.CancelAsked = rec.CancelAsked()
+	if res.ResumedFrom == "" {
+		res.ResumedFrom = r.ResumedFrom
+	}
+	return res.WriteJSON(w, indent)
 }

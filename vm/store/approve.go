@@ -164,7 +164,8 @@ var ErrTimedOut = errors.New("timed out")
 // out ([Store.Expire]) cannot both be recorded. A decision for a run that
 // has ended (cancelled with the approval open, say), or that someone has
 // asked to cancel, fails with ErrEnded or ErrCancelling: nothing would
-// ever take it.
+// ever take it (an approval decided already, or timed out, says that
+// first).
 func (s *Store) Decide(id string, a *Approval, approved bool, by, reason, values string) error {
 	now := nanos(time.Now())
 	var vals any
@@ -184,30 +185,15 @@ func (s *Store) Decide(id string, a *Approval, approved bool, by, reason, values
 	} else if n == 1 {
 		return nil
 	}
-	// Refused: say why.
-	var status string
-	var cancel sql.NullString
-	if err := s.db.QueryRow(`SELECT status, cancel FROM runs WHERE id = ?`, id).Scan(&status, &cancel); errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%w %q in %s", ErrNoRun, id, s.path)
-	} else if err != nil {
-		return s.fail(err)
-	}
-	if status != Running && status != Waiting {
-		return fmt.Errorf("run %s %w (%s): its approval %q can no longer be decided", id, ErrEnded, status, a.Step)
-	}
-	if cancel.Valid && cancel.String != "" {
-		var c CancelRequest
-		json.Unmarshal([]byte(cancel.String), &c)
-		return fmt.Errorf("run %s %w%s: its approval %q can no longer be decided", id, ErrCancelling, c.by(), a.Step)
-	}
+	// Refused: say why, what became of the approval first.
 	rows, err := s.approvals(`a.run = (SELECT n FROM runs WHERE id = ?) AND a.path = ? AND a.step = ? AND a.visit = ?`, id, a.Path, a.Step, a.Visit)
 	if err != nil {
 		return err
 	}
-	if len(rows) == 0 {
-		return fmt.Errorf("run %s has no approval %q (visit %d) recorded", id, a.Step, a.Visit)
+	was := &Approval{}
+	if len(rows) > 0 {
+		was = rows[0]
 	}
-	was := rows[0]
 	if !was.Decided.IsZero() {
 		what := "rejected"
 		if was.Approved {
@@ -219,6 +205,28 @@ func (s *Store) Decide(id string, a *Approval, approved bool, by, reason, values
 		}
 		return fmt.Errorf("%w: %q of run %s was %s by %s at %s%s", ErrDecided, a.Step, id, what, was.By,
 			was.Decided.Local().Format("2006-01-02 15:04:05"), why)
+	}
+	if len(rows) == 0 || was.Expired.IsZero() {
+		// Open, or past its deadline with nobody there to time it out:
+		// a run that has ended or is being cancelled takes no decision.
+		var status string
+		var cancel sql.NullString
+		if err := s.db.QueryRow(`SELECT status, cancel FROM runs WHERE id = ?`, id).Scan(&status, &cancel); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w %q in %s", ErrNoRun, id, s.path)
+		} else if err != nil {
+			return s.fail(err)
+		}
+		if status != Running && status != Waiting {
+			return fmt.Errorf("run %s %w (%s): its approval %q can no longer be decided", id, ErrEnded, status, a.Step)
+		}
+		if cancel.Valid && cancel.String != "" {
+			var c CancelRequest
+			json.Unmarshal([]byte(cancel.String), &c)
+			return fmt.Errorf("run %s %w%s: its approval %q can no longer be decided", id, ErrCancelling, c.by(), a.Step)
+		}
+	}
+	if len(rows) == 0 {
+		return fmt.Errorf("run %s has no approval %q (visit %d) recorded", id, a.Step, a.Visit)
 	}
 	at := was.Expired
 	if at.IsZero() {

@@ -74,10 +74,14 @@ chain(START, show, END)
 	// An agent, answered by the offline stub model, that calls one tool.
 	"agent.star": `
 model("m", provider = "stub", answers = [{"match": "look", "turns": [
-    {"tool_calls": [{"name": "say", "arguments": {"word": "hi there"}}]},
+    {"tool_calls": [
+        {"name": "say", "arguments": {"word": "hi there"}},
+        {"name": "request_tool", "arguments": {"name": "shout", "reason": "to be heard", "confirmed": True}},
+    ]},
     {"reply": "done"},
 ]}])
-flow(name = "agent")
+shout = tool("shout", run = ["echo", "HEY"], help = "shout")
+flow(name = "agent", tools = [shout])
 say = tool("say", run = ["echo", "{{ args.word }}"], params = {"word": "string"}, help = "say a word")
 look = step("look", agent = "look around", tools = [say], model = "m")
 chain(START, look, END)
@@ -624,6 +628,9 @@ func TestBrowserStepRecord(t *testing.T) {
 	u.open("/runs/"+id+"?step=look", "#step-panel #tool-calls")
 	if calls := u.text("#step-panel #tool-calls tbody"); !strings.Contains(calls, "say") || !strings.Contains(calls, `{"word":"hi there"}`) || !strings.Contains(calls, "hi there") {
 		t.Errorf("the agent's tool calls show %q, want say's call with its arguments and result", calls)
+	}
+	if g := u.text("#step-panel #grants"); !strings.Contains(g, "shout at turn 1: to be heard") {
+		t.Errorf("the agent's grants show %q, want shout granted at turn 1 to be heard", g)
 	}
 	// Each turn and call is an attempt of the step, named in words.
 	if names := u.text("#step-panel"); !strings.Contains(names, "look (turn 1)") || !strings.Contains(names, "look (turn 1, tool call 1)") ||

@@ -443,7 +443,7 @@ func (p *progress) summary(res *vm.Result) {
 		fmt.Fprintf(p.w, "  on_exit: %s %s: %s [%s]\n", h.Name, h.Status, visible.Text(traceAt(h.Trace)+h.Error, false), h.Code)
 	}
 	if res.Status == vm.Succeeded {
-		fmt.Fprintf(p.w, "  output: %s\n", outputText(res.Output))
+		fmt.Fprintf(p.w, "  output: %s\n", outputText(res.Output, "          "))
 	}
 	p.w.sync()
 }
@@ -451,8 +451,9 @@ func (p *progress) summary(res *vm.Result) {
 // outputText is a run's result as the summary shows it: a task's record
 // as what the task printed (its stdout, trimmed; --json keeps the whole
 // record), its lines under each other, at most outputLines of them; any
-// other value on one line, as valueText gives it.
-func outputText(v starlark.Value) string {
+// other value on one line, as valueText gives it. Lines after the first
+// start with indent.
+func outputText(v starlark.Value, indent string) string {
 	stdout, isTask := vm.TaskStdout(v)
 	if !isTask {
 		return visible.Text(valueText(v, 300), false)
@@ -464,11 +465,11 @@ func outputText(v starlark.Value) string {
 	var b strings.Builder
 	for i, l := range lines {
 		if i == outputLines {
-			fmt.Fprintf(&b, "\n          … %d more lines (--json has them all)", len(lines)-i)
+			fmt.Fprintf(&b, "\n%s… %d more lines (--json has them all)", indent, len(lines)-i)
 			break
 		}
 		if i > 0 {
-			b.WriteString("\n          ")
+			b.WriteString("\n" + indent)
 		}
 		b.WriteString(visible.Text(valueText(starlark.String(strings.TrimSuffix(l, "\r")), 300), false))
 	}

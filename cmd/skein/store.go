@@ -24,6 +24,8 @@ import (
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/internal/visible"
+	"github.com/skeinlang/skein/stdlib"
+	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
 )
 
@@ -391,7 +393,15 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 			Output json.RawMessage `json:"output"`
 		}
 		if json.Unmarshal(r.Result, &res) == nil && string(res.Output) != "null" {
-			fmt.Fprintf(io.out, "output %s\n", res.Output)
+			// A task's record as what it printed, as run's summary shows
+			// it (show --json has the record).
+			text := string(res.Output)
+			if v, err := stdlib.FromStoredJSON(res.Output); err == nil {
+				if _, isTask := vm.TaskStdout(v); isTask {
+					text = outputText(v, "       ")
+				}
+			}
+			fmt.Fprintf(io.out, "output %s\n", text)
 		}
 	}
 	if len(effects) > 0 {

@@ -577,6 +577,17 @@ func NewRunID(t time.Time) string {
 	return t.UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:])
 }
 
+// IsRunID reports whether s is a whole run id, as [NewRunID] makes them
+// (not a prefix of one, nor "last").
+func IsRunID(s string) bool {
+	stamp, tail, ok := strings.Cut(s, "-")
+	if _, err := time.Parse("20060102T150405.000Z", stamp); !ok || err != nil || len(tail) != 8 {
+		return false
+	}
+	_, err := hex.DecodeString(tail)
+	return err == nil
+}
+
 // Pending is an effect a waiting run waits for: an approval.
 type Pending struct {
 	Step    string

@@ -15,6 +15,7 @@ import (
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/internal/confine"
+	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
 )
 
@@ -119,19 +120,23 @@ func runResume(ctx context.Context, io stdio, opts *resumeOptions, args []string
 		}
 		// Temporal keeps a run going itself; what is left to ask for is
 		// a new run, or Temporal's own reset of the workflow, which
-		// knows the run by its workflow id only (not last, not a prefix).
-		eng, err := opts.dial(ctx, nil)
-		if err != nil {
-			fmt.Fprintf(io.err, "skein resume: %v\n", err)
-			return exitFail
+		// knows the run by its workflow id only (not last, not a prefix:
+		// those are looked up; a whole id is passed on without dialling).
+		id := args[0]
+		if !vm.IsRunID(id) {
+			eng, err := opts.dial(ctx, nil)
+			if err != nil {
+				fmt.Fprintf(io.err, "skein resume: %v\n", err)
+				return exitFail
+			}
+			defer eng.Close()
+			r, err := eng.Find(ctx, id)
+			if err != nil {
+				fmt.Fprintf(io.err, "skein resume: %v\n", err)
+				return exitFail
+			}
+			id = r.ID
 		}
-		defer eng.Close()
-		r, err := eng.Find(ctx, args[0])
-		if err != nil {
-			fmt.Fprintf(io.err, "skein resume: %v\n", err)
-			return exitFail
-		}
-		id := r.ID
 		fmt.Fprintf(io.err, "skein resume: --engine temporal: a run on Temporal is not resumed by skein: it goes on by itself when a worker dies, and once it has ended it stays ended\n"+
 			"to run its flow again, start a new run (skein run FILE --engine temporal); to run it again from a point in its history, reset its workflow with Temporal's CLI (temporal workflow reset%s --workflow-id %s --type FirstWorkflowTask --reason REASON, or --event-id N for a later point; skein show %s%s shows the run)\n",
 			opts.temporalArgs(), id, id, opts.connArgs())

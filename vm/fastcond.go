@@ -5,9 +5,11 @@ package vm
 // resolves (a step, inputs, loop, ...), one attribute of such a name, or a
 // literal — `critique < inputs.n`, `review.verdict == "ok"`,
 // `loop.iteration >= 3` — is read and compared directly, with the same
-// starlark.Compare the interpreter calls. Anything else, any operand that is
-// not a plain scalar, and any read or comparison that fails goes to the
-// interpreter, which evaluates the condition as before and reports its
+// starlark.Compare the interpreter calls; one that is such a name or
+// attribute alone, or `not` it — `critique.ok`, `not critique.ok` — is
+// read directly when it is True or False. Anything else, any operand that
+// is not a plain scalar (or, alone, not a bool), and any read or
+// comparison that fails goes to the interpreter, which evaluates the condition as before and reports its
 // error with the usual position; reads have no effects, so reading again is
 // safe. A run under a Pacer (Temporal workflows) always uses the
 // interpreter, so its count of Starlark steps does not change.
@@ -25,9 +27,10 @@ import (
 // fastConds turns the fast path on; tests turn it off to compare.
 var fastConds = true
 
-// fastCond is a comparison of two operands.
+// fastCond is a comparison of two operands, or one operand alone (op
+// ILLEGAL, y unused) or negated (op NOT).
 type fastCond struct {
-	op   syntax.Token // EQL, NEQ, LT, LE, GT or GE
+	op   syntax.Token // EQL, NEQ, LT, LE, GT, GE, ILLEGAL or NOT
 	x, y fastOperand
 }
 
@@ -47,10 +50,19 @@ func compileFast(x *graphir.Expr) *fastCond {
 	if err != nil {
 		return nil
 	}
-	b, ok := stdlib.Unparen(e).(*syntax.BinaryExpr)
-	if !ok {
-		return nil
+	e = stdlib.Unparen(e)
+	op := syntax.ILLEGAL
+	if u, ok := e.(*syntax.UnaryExpr); ok && u.Op == syntax.NOT {
+		op, e = syntax.NOT, stdlib.Unparen(u.X)
 	}
+	if _, ok := e.(*syntax.BinaryExpr); !ok || op == syntax.NOT {
+		c := &fastCond{op: op}
+		if !operand(x, e, &c.x) || c.x.name == "" {
+			return nil // a literal condition is rare, and checked already
+		}
+		return c
+	}
+	b := e.(*syntax.BinaryExpr)
 	switch b.Op {
 	case syntax.EQL, syntax.NEQ, syntax.LT, syntax.LE, syntax.GT, syntax.GE:
 	default:
@@ -137,6 +149,10 @@ func (r *run) fastEval(f *frame, self *graphir.Node, c *fastCond) (live, ok bool
 	x, ok := c.x.value(v)
 	if !ok {
 		return false, false
+	}
+	if c.op == syntax.ILLEGAL || c.op == syntax.NOT {
+		b, ok := x.(starlark.Bool)
+		return bool(b) != (c.op == syntax.NOT), ok
 	}
 	y, ok := c.y.value(v)
 	if !ok {

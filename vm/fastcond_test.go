@@ -14,7 +14,8 @@ import (
 )
 
 // Which conditions take the fast path: a comparison of names, attributes
-// of names and literals; nothing else.
+// of names and literals, or such a name or attribute alone or negated;
+// nothing else.
 func TestFastForms(t *testing.T) {
 	c := graphir.NewCompiler()
 	for src, want := range map[string]bool{
@@ -31,8 +32,16 @@ func TestFastForms(t *testing.T) {
 		`a < 3 and b > 2`:           false,
 		`a in ["x"]`:                false,
 		`a + 1 < 3`:                 false,
-		`a`:                         false,
-		`not a`:                     false,
+		`a`:                         true,
+		`not a`:                     true,
+		`not a.ok`:                  true,
+		`(not (a.ok))`:              true,
+		`not a < 3`:                 false, // a comparison negated
+		`not not a`:                 false,
+		`True`:                      false,
+		`not False`:                 false,
+		`json`:                      false,
+		`not a.b.c`:                 false,
 		`a < -1`:                    false, // a unary minus
 		`a["k"] == 1`:               false,
 		`visits("a") < 3`:           false,
@@ -75,6 +84,13 @@ func TestFastCondsAgreeWithTheInterpreter(t *testing.T) {
 		{"step not run", `"skipped == 1"`, nil},                                                         // dependency_unmet
 		{"unknown input", `"inputs.nope == 1"`, nil},
 		{"visits", `"visits == 1"`, nil},
+		{"bool alone", `"b.flag"`, nil},
+		{"bool negated", `"not b.flag"`, nil},
+		{"float alone", `"b.score"`, nil},          // not a bool: the interpreter's error
+		{"string negated", `"not b.verdict"`, nil}, // not a bool: the interpreter's False
+		{"step alone", `"a"`, nil},
+		{"missing alone", `"not b.missing"`, nil},
+		{"not run alone", `"skipped"`, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

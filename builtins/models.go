@@ -75,7 +75,7 @@ func (c *call) jsonValue(param string, v starlark.Value) (any, error) {
 
 // model(name, *, model, base_url=None, api_key_env="OPENAI_API_KEY",
 // temperature=None, max_tokens=None, provider=None, reasoning_effort=None,
-// reasoning=None, answers=None, fallbacks=None)
+// reasoning=None, answers=None, fallbacks=None, price=None)
 func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	c, err := newCall(thread, fn)
 	if err != nil {
@@ -84,12 +84,12 @@ func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	var vals [11]starlark.Value
+	var vals [12]starlark.Value
 	if err := c.unpack(args, kwargs, modelParams, vals[:]); err != nil {
 		return nil, err
 	}
 	name, id, baseURL, keyEnv, temp, maxTokens := vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]
-	provider, effort, reasoning, answers, fallbacks := vals[6], vals[7], vals[8], vals[9], vals[10]
+	provider, effort, reasoning, answers, fallbacks, price := vals[6], vals[7], vals[8], vals[9], vals[10], vals[11]
 	d := graphir.ModelDecl{Pos: c.pos}
 	if d.Name, err = c.str("name", name, false); err != nil {
 		return nil, err
@@ -184,10 +184,37 @@ func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 			d.Fallbacks = append(d.Fallbacks, string(s))
 		}
 	}
+	if !isNone(price) {
+		if err := c.price(&d, price); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.b.AddModel(d); err != nil {
 		return nil, c.errorf("%v", err)
 	}
 	return starlark.None, nil
+}
+
+// price unpacks price=, a dict of numbers by name; the checker judges the
+// names and the numbers (price_invalid), with the call's position.
+func (c *call) price(d *graphir.ModelDecl, v starlark.Value) error {
+	dict, ok := v.(*starlark.Dict)
+	if !ok {
+		return c.errorf(`price must be a dict of US dollars per million tokens, like {"input": 2.5, "output": 10.0}, got %s`, describe(v))
+	}
+	d.Price, d.PricePos = map[string]float64{}, c.pos
+	for _, it := range dict.Items() {
+		k, ok := it[0].(starlark.String)
+		if !ok {
+			return c.errorf("price: keys must be strings, got %s", describe(it[0]))
+		}
+		f, ok := starlark.AsFloat(it[1])
+		if !ok {
+			return c.errorf("price: %q must be a number, got %s", string(k), describe(it[1]))
+		}
+		d.Price[string(k)] = f
+	}
+	return nil
 }
 
 // stubAnswers unpacks answers=: a file of rules (a path relative to the
@@ -271,6 +298,6 @@ func judgeFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 }
 
 var (
-	modelParams = []string{"name", "model?", "base_url?", "api_key_env?", "temperature?", "max_tokens?", "provider?", "reasoning_effort?", "reasoning?", "answers?", "fallbacks?"}
+	modelParams = []string{"name", "model?", "base_url?", "api_key_env?", "temperature?", "max_tokens?", "provider?", "reasoning_effort?", "reasoning?", "answers?", "fallbacks?", "price?"}
 	judgeParams = []string{"condition", "model?"}
 )

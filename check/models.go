@@ -5,7 +5,10 @@ package check
 
 import (
 	"fmt"
+	"maps"
+	"math"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/skeinlang/skein/graphir"
@@ -22,6 +25,7 @@ func checkModels(p *pass) {
 	for i := range g.Models {
 		declared = append(declared, g.Models[i].Name)
 		checkModelParams(p, &g.Models[i])
+		checkPrice(p, &g.Models[i])
 	}
 	unknown := func(n *graphir.Node, name string, pos graphir.Pos) {
 		if name == "" || len(declared) == 0 || g.ModelDecl(name) != nil {
@@ -102,6 +106,29 @@ func checkModelParams(p *pass, m *graphir.ModelDecl) {
 	if m.ReasoningEffort != "" && !anthropic && !reasoning {
 		ignored("reasoning_effort", fmt.Sprintf("%q is not a known reasoning model", m.Model),
 			"say reasoning = True if it reasons (it then also gets max_completion_tokens and no temperature)")
+	}
+}
+
+// checkPrice reports a model(price=) key other than input, output and
+// cached_input, and a price that is negative or not a finite number.
+func checkPrice(p *pass, m *graphir.ModelDecl) {
+	pos := m.PricePos
+	if pos.Line == 0 {
+		pos = m.Pos
+	}
+	for _, k := range slices.Sorted(maps.Keys(m.Price)) {
+		v := m.Price[k]
+		switch {
+		case k != "input" && k != "output" && k != "cached_input":
+			hint := `price takes "input", "output" and "cached_input", in US dollars per million tokens`
+			if near := spell.Nearest(k, []string{"input", "output", "cached_input"}); near != "" {
+				hint = fmt.Sprintf("did you mean %q? %s", near, hint)
+			}
+			p.report(codes.PriceInvalid, nil, pos, fmt.Sprintf("model %q: price has an unknown key %q", m.Name, k), hint)
+		case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
+			p.report(codes.PriceInvalid, nil, pos, fmt.Sprintf("model %q: price %q is %v: a price is a finite number, 0 or more", m.Name, k, v),
+				"give US dollars per million tokens, as the provider's price list says")
+		}
 	}
 }
 

@@ -277,7 +277,13 @@ type ModelDecl struct {
 	// Fallbacks name the model() declarations asked, in order, when this
 	// model fails with a provider error.
 	Fallbacks []string
-	Pos       Pos
+	// Price is model(price=): US dollars per million tokens, by
+	// "input", "output" and "cached_input" (the checker refuses other
+	// keys and numbers that are negative or not finite); PricePos is
+	// where it is given.
+	Price    map[string]float64
+	PricePos Pos
+	Pos      Pos
 }
 
 // IsModelCall reports whether n calls a model: an llm= step, an LLM router

@@ -15,6 +15,7 @@ import (
 	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/model"
 )
 
 // hostile are strings that JSON encoders get wrong.
@@ -244,7 +245,7 @@ func oldResultObject(r *vm.Result) (stdlib.Object, error) {
 	add(&o, "path_total", r.PathTotal)
 	add(&o, "duration_ms", millis(r.Duration))
 	if r.ModelCalls > 0 {
-		add(&o, "usage", stdlib.Object{{Name: "prompt_tokens", Value: r.Usage.PromptTokens}, {Name: "completion_tokens", Value: r.Usage.CompletionTokens}})
+		add(&o, "usage", usageObject(r.Usage))
 	}
 	if len(r.Warnings) > 0 {
 		add(&o, "warnings", r.Warnings)
@@ -277,7 +278,7 @@ func oldResultObject(r *vm.Result) (stdlib.Object, error) {
 		}
 		if s.Model != "" {
 			add(&so, "model", s.Model)
-			add(&so, "usage", stdlib.Object{{Name: "prompt_tokens", Value: s.Usage.PromptTokens}, {Name: "completion_tokens", Value: s.Usage.CompletionTokens}})
+			add(&so, "usage", usageObject(s.Usage))
 		}
 		if s.Answer != "" {
 			add(&so, "answer", s.Answer)
@@ -390,4 +391,22 @@ out = step("out", fn = lambda r: fail("no <" + r.inputs.w))
 	if err := bad.WriteJSON(&w, "  "); err == nil || !strings.Contains(err.Error(), "step loop output") || w.Len() > 0 {
 		t.Errorf("WriteJSON of a self-containing output: err %v, wrote %q", err, w.String())
 	}
+}
+
+// usageObject is a usage as the result's JSON writes it: the optional
+// counts only when they are not zero.
+func usageObject(u model.Usage) stdlib.Object {
+	o := stdlib.Object{{Name: "prompt_tokens", Value: u.PromptTokens}, {Name: "completion_tokens", Value: u.CompletionTokens}}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"cached_tokens", u.CachedTokens}, {"reasoning_tokens", u.ReasoningTokens}, {"attempts", u.Attempts}} {
+		if f.v > 0 {
+			o = append(o, stdlib.Member{Name: f.name, Value: f.v})
+		}
+	}
+	if u.Cost > 0 {
+		o = append(o, stdlib.Member{Name: "cost", Value: u.Cost})
+	}
+	return o
 }

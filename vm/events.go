@@ -218,6 +218,12 @@ func (enc *EventEncoder) Append(b []byte, e *Event) []byte {
 		b = appendMember(b, "model", e.Model)
 		b = strconv.AppendInt(append(b, `,"usage":{"prompt_tokens":`...), int64(e.Usage.PromptTokens), 10)
 		b = strconv.AppendInt(append(b, `,"completion_tokens":`...), int64(e.Usage.CompletionTokens), 10)
+		if e.Usage.Attempts > 0 {
+			b = strconv.AppendInt(append(b, `,"attempts":`...), int64(e.Usage.Attempts), 10)
+		}
+		if e.Usage.Cost > 0 {
+			b = strconv.AppendFloat(append(b, `,"cost":`...), e.Usage.Cost, 'g', -1, 64)
+		}
 		b = append(b, '}')
 	}
 	if e.Tool != "" {

@@ -147,7 +147,8 @@ func (mc *ModelJob) call(ctx context.Context, p model.Provider, budget *model.Bu
 	start := time.Now()
 	chat := mc.Chat
 	chat.Endpoint = mc.Endpoint
-	pol := model.Policy{Retries: mc.Retries, Backoff: mc.Backoff, Budget: budget, Timeout: mc.Timeout}
+	attempts := 0
+	pol := model.Policy{Retries: mc.Retries, Backoff: mc.Backoff, Budget: budget, Timeout: mc.Timeout, Attempts: &attempts}
 	if onRetry != nil {
 		pol.OnRetry = func(attempt int, err error, wait time.Duration) { onRetry(attempt+1, err, wait) }
 	}
@@ -167,6 +168,7 @@ func (mc *ModelJob) call(ctx context.Context, p model.Provider, budget *model.Bu
 			o.Model = rep.Model // a fallback answered
 		}
 	}
+	o.Usage.Attempts = attempts
 	if err != nil {
 		if ctx.Err() != nil {
 			o.Cancelled, o.Error = true, "cancelled"
@@ -448,10 +450,24 @@ func ModelConfig(g *graphir.Graph, name string, getenv func(string) string) (mod
 	return model.Config{}, fmt.Errorf("model %q is not declared", name)
 }
 
+// modelPrice is the price model(price=) gives (checked at load:
+// price_invalid), nil for none.
+func modelPrice(p map[string]float64) *model.Price {
+	if len(p) == 0 {
+		return nil
+	}
+	mp := &model.Price{Input: p["input"], Output: p["output"]}
+	if c, ok := p["cached_input"]; ok {
+		mp.CachedInput = &c
+	}
+	return mp
+}
+
 // declConfig resolves model() declaration d of g (its fallbacks aside).
 func declConfig(g *graphir.Graph, d *graphir.ModelDecl, getenv func(string) string) (model.Config, error) {
 	md := &model.Decl{Name: d.Name, Model: d.Model, Provider: d.Provider, BaseURL: d.BaseURL, KeyEnv: d.KeyEnv,
-		Temperature: d.Temperature, MaxTokens: d.MaxTokens, ReasoningEffort: d.ReasoningEffort, Reasoning: d.Reasoning}
+		Temperature: d.Temperature, MaxTokens: d.MaxTokens, ReasoningEffort: d.ReasoningEffort, Reasoning: d.Reasoning,
+		Price: modelPrice(d.Price)}
 	if d.Answers != nil {
 		rules, err := stubrules.Decode(d.Answers)
 		if err != nil {

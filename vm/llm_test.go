@@ -115,10 +115,10 @@ chain(START, sum, fix, use, END)
 		t.Errorf("repair request has %d messages, want 4", n)
 	}
 	fix := res.Step("fix")
-	if fix.Model != "m1" || fix.Usage != (model.Usage{PromptTokens: 50, CompletionTokens: 14}) {
+	if fix.Model != "m1" || fix.Usage != (model.Usage{PromptTokens: 50, CompletionTokens: 14, Attempts: 2}) {
 		t.Errorf("fix: model %q usage %+v", fix.Model, fix.Usage)
 	}
-	if res.Usage != (model.Usage{PromptTokens: 60, CompletionTokens: 18}) || res.ModelCalls != 2 {
+	if res.Usage != (model.Usage{PromptTokens: 60, CompletionTokens: 18, Attempts: 3}) || res.ModelCalls != 2 {
 		t.Errorf("run usage %+v over %d calls", res.Usage, res.ModelCalls)
 	}
 	calls := evs.of(vm.ModelCall)
@@ -129,7 +129,7 @@ chain(START, sum, fix, use, END)
 	if strings.Contains(out, testKey) || strings.Contains(out, "OPENAI_API_KEY") {
 		t.Errorf("the key leaked into the result or events:\n%s", out)
 	}
-	if !strings.Contains(resultJSON(t, res), `"usage":{"prompt_tokens":60,"completion_tokens":18}`) {
+	if !strings.Contains(resultJSON(t, res), `"usage":{"prompt_tokens":60,"completion_tokens":18,"attempts":3}`) {
 		t.Errorf("no run usage in %s", resultJSON(t, res))
 	}
 }
@@ -511,7 +511,7 @@ chain(START, each, END)
 	if res.Status != vm.Succeeded {
 		t.Fatalf("%s: %v", res.Status, res.Error)
 	}
-	if res.ModelCalls != 12 || res.Usage != (model.Usage{PromptTokens: 6*5 + 6*3, CompletionTokens: 6*2 + 6*1}) {
+	if res.ModelCalls != 12 || res.Usage != (model.Usage{PromptTokens: 6*5 + 6*3, CompletionTokens: 6*2 + 6*1, Attempts: 12}) {
 		t.Errorf("%d calls, usage %+v", res.ModelCalls, res.Usage)
 	}
 	if got := res.Output.String(); got != `["o", "o", "o", "o", "o", "o"]` {

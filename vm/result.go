@@ -233,6 +233,19 @@ func (e *resultEncoder) usage(level int, u model.Usage) {
 	e.open()
 	e.int(level+1, "prompt_tokens", u.PromptTokens)
 	e.int(level+1, "completion_tokens", u.CompletionTokens)
+	if u.CachedTokens > 0 {
+		e.int(level+1, "cached_tokens", u.CachedTokens)
+	}
+	if u.ReasoningTokens > 0 {
+		e.int(level+1, "reasoning_tokens", u.ReasoningTokens)
+	}
+	if u.Attempts > 0 {
+		e.int(level+1, "attempts", u.Attempts)
+	}
+	if u.Cost > 0 {
+		e.key(level+1, "cost")
+		e.b = strconv.AppendFloat(e.b, u.Cost, 'g', -1, 64)
+	}
 	e.close(level)
 }
 

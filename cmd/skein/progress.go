@@ -71,6 +71,31 @@ func newProgress(w io.Writer, tty bool) *progress {
 
 // start begins flushing the output on a tick, and on a terminal redrawing
 // the live block.
+// tokensLine says what a run's model calls spent: tokens, the calls, the
+// HTTP attempts when retries or fallbacks made more, and the cost when
+// the models have a price.
+func tokensLine(res *vm.Result) string {
+	u := res.Usage
+	s := fmt.Sprintf("%d (%d prompt, %d completion) in %s", u.Total(), u.PromptTokens, u.CompletionTokens, plural(res.ModelCalls, "model call"))
+	if u.Attempts > res.ModelCalls {
+		s += fmt.Sprintf(" (%s)", plural(u.Attempts, "HTTP attempt"))
+	}
+	if u.Cost > 0 {
+		s += ", cost " + dollars(u.Cost)
+	}
+	return s
+}
+
+// dollars writes an amount of US dollars to the millionth, without
+// trailing zeros past the cents.
+func dollars(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 6, 64)
+	for strings.HasSuffix(s, "0") && len(s)-strings.IndexByte(s, '.') > 3 {
+		s = s[:len(s)-1]
+	}
+	return "$" + s
+}
+
 func (p *progress) start() {
 	p.flush = startFlusher(flushEvery, func() {
 		p.mu.Lock()
@@ -437,7 +462,7 @@ func (p *progress) summary(res *vm.Result) {
 	}
 	// Calls that failed before an answer used no tokens: nothing to say.
 	if res.ModelCalls > 0 && res.Usage.Total() > 0 {
-		fmt.Fprintf(p.w, "  tokens: %d (%d prompt, %d completion) in %s\n", res.Usage.Total(), res.Usage.PromptTokens, res.Usage.CompletionTokens, plural(res.ModelCalls, "model call"))
+		fmt.Fprintf(p.w, "  tokens: %s\n", tokensLine(res))
 	}
 	if h := res.OnExit; h != nil && h.Status != vm.StepSucceeded {
 		fmt.Fprintf(p.w, "  on_exit: %s %s: %s [%s]\n", h.Name, h.Status, visible.Text(traceAt(h.Trace)+h.Error, false), h.Code)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/model"
 )
 
 // recorder is an io.Writer that keeps what was written, for tests.
@@ -179,5 +180,24 @@ chain(START, fast, slow, END)
 	term.expect("  output: done1\r\n")
 	if err := term.cmd.Wait(); err != nil {
 		t.Errorf("skein run: %v; output:\n%q", err, term.out.String())
+	}
+}
+
+// The summary's tokens line says the HTTP attempts when retries or
+// fallbacks made more than the calls, and the cost when a priced model
+// answered.
+func TestTokensLine(t *testing.T) {
+	for _, c := range []struct {
+		calls int
+		u     model.Usage
+		want  string
+	}{
+		{1, model.Usage{PromptTokens: 10, CompletionTokens: 5, Attempts: 1}, "15 (10 prompt, 5 completion) in 1 model call"},
+		{1, model.Usage{PromptTokens: 1000, CompletionTokens: 500, Attempts: 2, Cost: 0.0075}, "1500 (1000 prompt, 500 completion) in 1 model call (2 HTTP attempts), cost $0.0075"},
+		{3, model.Usage{PromptTokens: 1, CompletionTokens: 1, Cost: 12.5}, "2 (1 prompt, 1 completion) in 3 model calls, cost $12.50"},
+	} {
+		if got := tokensLine(&vm.Result{ModelCalls: c.calls, Usage: c.u}); got != c.want {
+			t.Errorf("got  %q\nwant %q", got, c.want)
+		}
 	}
 }

@@ -49,6 +49,7 @@ const (
 	RoutesMissing            Code = "routes_missing"
 	SchemaInvalid            Code = "schema_invalid"
 	ModelParamIgnored        Code = "model_param_ignored"
+	PriceInvalid             Code = "price_invalid"
 	MaxTurns                 Code = "max_turns"
 	ModelError               Code = "model_error"
 	ModelTruncated           Code = "model_truncated"
@@ -168,6 +169,7 @@ var table = []Info{
 	{RoutesMissing, Diagnostic, Error, "a router(llm=...) without routes=, or with labels empty or equal once normalized"},
 	{SchemaInvalid, Diagnostic, Error, "a schema= that is not a JSON Schema object of the supported subset"},
 	{ModelParamIgnored, Diagnostic, Warning, "a model() declares a parameter its provider or model cannot take (temperature for a reasoning model or the Messages API, reasoning_effort for a chat model), so it is not sent"},
+	{PriceInvalid, Diagnostic, Error, "a model(price=) with a key other than input, output and cached_input, or a number that is negative or not finite"},
 	{MaxTurns, Runtime, Error, "an agent step's model still called tools, or its answer did not match schema=, at its last allowed call"},
 	{ModelError, Runtime, Error, "a model call failed (transport, timeout, HTTP error, a reply not matching schema=) after its retries"},
 	{ModelTruncated, Runtime, Error, "a model's reply stopped at the token limit and the step does not accept partial text"},

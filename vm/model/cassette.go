@@ -31,6 +31,10 @@ const MaxCassetteSize = 64 << 20
 type Exchange struct {
 	Request  Request         `json:"request"`
 	Response json.RawMessage `json:"response"`
+	// Attempts is the HTTP attempts the recording made for this answer,
+	// the failed ones before it included, when more than one: a replay
+	// counts them as the recording did.
+	Attempts int `json:"attempts,omitempty"`
 }
 
 type cassetteFile struct {
@@ -57,6 +61,9 @@ type Cassette struct {
 	// worker's, through ForRun), the latest maxCassetteRuns runs.
 	runs  map[string]map[string]int
 	order []string // runs' keys, oldest first
+	// failed counts the failed attempts of a request being recorded, by
+	// run and request key, until an answer comes.
+	failed map[string]int
 }
 
 // maxCassetteRuns bounds the runs a cassette counts answers for.
@@ -257,9 +264,13 @@ func (c *Cassette) complete(ctx context.Context, run string, req Request) (*Repl
 	n := used[k]
 	if idx := c.byKey[k]; n < len(idx) {
 		used[k] = n + 1
-		raw := c.exchanges[idx[n]].Response
+		e := c.exchanges[idx[n]]
 		c.mu.Unlock()
-		return parseReply(req, raw)
+		rep, err := parseReply(req, e.Response)
+		if rep != nil {
+			rep.Attempts = e.Attempts
+		}
+		return rep, err
 	}
 	c.mu.Unlock()
 	if c.ReplayOnly || c.Inner == nil {
@@ -269,14 +280,26 @@ func (c *Cassette) complete(ctx context.Context, run string, req Request) (*Repl
 		return nil, &Error{Code: CodeReplay, Msg: fmt.Sprintf("model %q: the cassette %s has no recorded answer for this request (%d message%s, last: %s)%s", req.Model, c.Path, len(req.Messages), plural(len(req.Messages)), lastMessage(req), why)}
 	}
 	rep, err := c.Inner.Complete(ctx, req)
+	fk := run + "\x00" + k
 	if err != nil {
+		c.mu.Lock()
+		if c.failed == nil {
+			c.failed = map[string]int{}
+		}
+		c.failed[fk]++
+		c.mu.Unlock()
 		return nil, err
 	}
 	rec := req
 	rec.Endpoint = Endpoint{}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.add(Exchange{Request: rec, Response: append(json.RawMessage(nil), rep.Raw...)})
+	attempts := 0
+	if f := c.failed[fk]; f > 0 {
+		attempts = f + 1
+		delete(c.failed, fk)
+	}
+	c.add(Exchange{Request: rec, Response: append(json.RawMessage(nil), rep.Raw...), Attempts: attempts})
 	c.counts(run)[k]++
 	if err := c.save(); err != nil {
 		return nil, &Error{Code: CodeModel, Msg: err.Error()}

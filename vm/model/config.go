@@ -38,6 +38,8 @@ type Config struct {
 	// Fallbacks are the models asked, in order, when this one fails
 	// with a provider error (their own fallbacks are not followed).
 	Fallbacks []Config
+	// Price prices the model's replies; nil: no cost is counted.
+	Price *Price
 }
 
 // Decl is a model() declaration, as the graph carries it.
@@ -61,6 +63,8 @@ type Decl struct {
 	// offline stub model (Provider [ProviderStub]).
 	Answers     []stubrules.Rule
 	AnswersFile string
+	// Price, if set, is what the model costs (model(price=)).
+	Price *Price
 }
 
 // Resolve returns the configuration for d, or for the default model when d
@@ -78,7 +82,7 @@ func Resolve(d *Decl, getenv func(string) string) Config {
 	}
 	c := Config{Name: d.Name, Model: d.Model, Provider: ProviderOf(d.Provider, d.BaseURL), BaseURL: d.BaseURL, KeyEnv: d.KeyEnv,
 		Temperature: d.Temperature, MaxTokens: d.MaxTokens, ReasoningEffort: d.ReasoningEffort, Reasoning: d.Reasoning,
-		Answers: d.Answers, AnswersFile: d.AnswersFile}
+		Answers: d.Answers, AnswersFile: d.AnswersFile, Price: d.Price}
 	if c.Provider == ProviderStub {
 		c.BaseURL, c.KeyEnv = "", ""
 		return c
@@ -148,7 +152,7 @@ func (c Config) Label() string {
 
 // Request returns an empty request for c.
 func (c Config) Request() Request {
-	return Request{Endpoint: Endpoint{BaseURL: c.BaseURL, KeyEnv: c.KeyEnv, Answers: c.Answers, AnswersFile: c.AnswersFile, Fallbacks: c.Fallbacks}, Provider: c.Provider, Model: c.Model,
+	return Request{Endpoint: Endpoint{BaseURL: c.BaseURL, KeyEnv: c.KeyEnv, Answers: c.Answers, AnswersFile: c.AnswersFile, Fallbacks: c.Fallbacks, Price: c.Price}, Provider: c.Provider, Model: c.Model,
 		Temperature: c.Temperature, MaxTokens: c.MaxTokens, ReasoningEffort: c.ReasoningEffort, Reasoning: c.Reasoning}
 }
 

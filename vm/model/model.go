@@ -78,6 +78,8 @@ type Endpoint struct {
 	// Fallbacks are the models [Call] asks, in order, when this one
 	// fails with a provider error (model(fallbacks=)).
 	Fallbacks []Config `json:",omitempty"`
+	// Price, if set, prices this model's replies ([Usage.Cost]).
+	Price *Price `json:",omitempty"`
 }
 
 // Providers a request can be sent to: the API it speaks.
@@ -126,6 +128,13 @@ type Usage struct {
 	// Both are parts of the counts above, not additions to them.
 	CachedTokens    int `json:"cached_tokens,omitempty"`
 	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
+	// Attempts counts the HTTP requests sent: each try of a call, its
+	// retries, its fallbacks' and a schema repair's (a replayed answer
+	// counts the attempts its recording made). 0 where none was counted.
+	Attempts int `json:"attempts,omitempty"`
+	// Cost is in US dollars, of the replies of models with a price
+	// (model(price=)); a reply of a model without one adds nothing.
+	Cost float64 `json:"cost,omitempty"`
 }
 
 // Total is the tokens spent, prompt and completion.
@@ -134,7 +143,31 @@ func (u Usage) Total() int { return u.PromptTokens + u.CompletionTokens }
 // Add returns the sum of u and v.
 func (u Usage) Add(v Usage) Usage {
 	return Usage{u.PromptTokens + v.PromptTokens, u.CompletionTokens + v.CompletionTokens,
-		u.CachedTokens + v.CachedTokens, u.ReasoningTokens + v.ReasoningTokens}
+		u.CachedTokens + v.CachedTokens, u.ReasoningTokens + v.ReasoningTokens,
+		u.Attempts + v.Attempts, u.Cost + v.Cost}
+}
+
+// Price is what a model costs, in US dollars per million tokens
+// (model(price = {"input": 2.5, "output": 10.0, "cached_input": 1.25})).
+type Price struct {
+	Input  float64 // a prompt token not read from the cache
+	Output float64 // a completion token, reasoning tokens included
+	// CachedInput is a prompt token read from the provider's cache;
+	// nil prices it as Input.
+	CachedInput *float64 `json:",omitempty"`
+}
+
+// Cost returns what usage u costs at p, in US dollars; 0 for a nil p.
+func (p *Price) Cost(u Usage) float64 {
+	if p == nil {
+		return 0
+	}
+	cachedPrice := p.Input
+	if p.CachedInput != nil {
+		cachedPrice = *p.CachedInput
+	}
+	cached := min(max(u.CachedTokens, 0), u.PromptTokens)
+	return (float64(u.PromptTokens-cached)*p.Input + float64(cached)*cachedPrice + float64(u.CompletionTokens)*p.Output) / 1e6
 }
 
 // Reply is what a model answered.
@@ -154,6 +187,9 @@ type Reply struct {
 	// Model is the model id of a fallback that answered ([Call]); ""
 	// when the request's own model did.
 	Model string
+	// Attempts is how many HTTP attempts a replayed reply stands for
+	// (its recording's, failed ones included); 0 counts as one.
+	Attempts int
 }
 
 // Provider answers chat completion requests, one attempt per call.
@@ -216,6 +252,9 @@ type Policy struct {
 	// transport error; a server that asks for a longer wait fails the
 	// call.
 	Timeout time.Duration
+	// Attempts, if set, is added the HTTP attempts the call makes,
+	// whether it succeeds or not (see [Usage.Attempts]).
+	Attempts *int
 }
 
 // maxWait caps a Retry-After a server asks for.
@@ -289,7 +328,12 @@ func callModel(ctx context.Context, p Provider, req Request, pol Policy) (*Reply
 			return nil, err
 		}
 		rep, err := complete(ctx, p, req, pol.Timeout)
+		if pol.Attempts != nil {
+			*pol.Attempts += max(1, replyAttempts(rep))
+		}
 		if err == nil {
+			rep.Usage.Attempts = 0 // counted by whoever asked, through pol.Attempts
+			rep.Usage.Cost = req.Endpoint.Price.Cost(rep.Usage)
 			if err := validUsage(req, rep.Usage); err != nil {
 				pol.Budget.release(share, Usage{})
 				return nil, err
@@ -331,6 +375,14 @@ func callModel(ctx context.Context, p Provider, req Request, pol Policy) (*Reply
 		}
 		wait *= 2
 	}
+}
+
+// replyAttempts is the attempts a reply stands for (0 for none).
+func replyAttempts(rep *Reply) int {
+	if rep == nil {
+		return 0
+	}
+	return rep.Attempts
 }
 
 // validUsage refuses a reply whose usage is negative: summed as it is,

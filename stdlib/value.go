@@ -41,7 +41,31 @@ var (
 // NewMap returns a Map of the given keys and values, which must be frozen and
 // have distinct keys. It takes ownership of the slices.
 func NewMap(keys []string, vals []starlark.Value) *Map {
-	m := &Map{keys: keys, vals: vals}
+	return new(Map).fill(keys, vals)
+}
+
+// smallMap is a Map of at most two members with its keys and values, in
+// one allocation: most results of fn steps are such dicts.
+type smallMap struct {
+	m    Map
+	keys [2]string
+	vals [2]starlark.Value
+}
+
+// mapFor returns a Map for n members, to fill, and empty slices of
+// capacity n for its keys and values; a Map of at most two members is
+// allocated with them.
+func mapFor(n int) (*Map, []string, []starlark.Value) {
+	if n <= 2 {
+		s := new(smallMap)
+		return &s.m, s.keys[:0:n], s.vals[:0:n]
+	}
+	return new(Map), make([]string, 0, n), make([]starlark.Value, 0, n)
+}
+
+// fill gives m its keys and values, as NewMap takes them.
+func (m *Map) fill(keys []string, vals []starlark.Value) *Map {
+	m.keys, m.vals = keys, vals
 	if len(keys) > 8 {
 		m.index = make(map[string]int, len(keys))
 		for i, k := range keys {
@@ -424,14 +448,14 @@ func data(v starlark.Value, depth int, small *smallBudget) (starlark.Value, erro
 		}
 		return elems, nil
 	case *starlark.Dict:
-		keys := make([]string, 0, x.Len())
-		vals := make([]starlark.Value, 0, x.Len())
-		for _, kv := range x.Items() {
-			k, ok := kv[0].(starlark.String)
+		m, keys, vals := mapFor(x.Len())
+		for _, kv := range x.Keys() {
+			k, ok := kv.(starlark.String)
 			if !ok {
-				return nil, fmt.Errorf("dict key %s is a %s, want string", kv[0], kv[0].Type())
+				return nil, fmt.Errorf("dict key %s is a %s, want string", kv, kv.Type())
 			}
-			e, err := data(kv[1], depth+1, small)
+			v, _, _ := x.Get(kv)
+			e, err := data(v, depth+1, small)
 			if err != nil {
 				return nil, err
 			}
@@ -441,11 +465,11 @@ func data(v starlark.Value, depth int, small *smallBudget) (starlark.Value, erro
 			keys = append(keys, string(k))
 			vals = append(vals, e)
 		}
-		return NewMap(keys, vals), nil
+		return m.fill(keys, vals), nil
 	case *starlarkstruct.Struct:
 		names := x.AttrNames()
-		vals := make([]starlark.Value, len(names))
-		for i, n := range names {
+		m, _, vals := mapFor(len(names))
+		for _, n := range names {
 			if !small.spend(0, len(n)) {
 				return nil, errNotSmall
 			}
@@ -454,9 +478,9 @@ func data(v starlark.Value, depth int, small *smallBudget) (starlark.Value, erro
 			if err != nil {
 				return nil, err
 			}
-			vals[i] = e
+			vals = append(vals, e)
 		}
-		return NewMap(names, vals), nil
+		return m.fill(names, vals), nil
 	}
 	return nil, fmt.Errorf("a %s is not JSON-representable", v.Type())
 }

@@ -238,6 +238,31 @@ func BenchmarkStarlarkCall(b *testing.B) {
 	}
 }
 
+// BenchmarkStarlarkResult is the floor for a fn step's result in
+// BenchmarkLoopIteration and BenchmarkLoopIterationDict: a bare Starlark
+// function returning an int, and one returning the same int in a
+// one-entry dict, as the loop's steps do.
+func BenchmarkStarlarkResult(b *testing.B) {
+	for _, tc := range []struct{ name, body string }{{"int", "x"}, {"dict", `{"n": x}`}} {
+		b.Run(tc.name, func(b *testing.B) {
+			thread := &starlark.Thread{}
+			globals, err := starlark.ExecFileOptions(graphir.FileOptions, thread, "f.star", "def f(x):\n    return "+tc.body+"\n", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			globals.Freeze()
+			f := globals["f"]
+			args := starlark.Tuple{starlark.MakeInt(3)}
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := starlark.Call(thread, f, args, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // benchEnv stands in for the run view: one attribute, x.
 type benchEnv struct{ x starlark.Value }
 

@@ -114,11 +114,17 @@ const MaxMessage = 16 << 10
 // ClipMessage returns msg, or its first 12 KiB and its last 4 KiB (cut at
 // characters) with how many bytes were left out between them: the end of
 // a message often says why (a path's "is longer than ...").
-func ClipMessage(msg string) string {
-	if len(msg) <= MaxMessage {
+func ClipMessage(msg string) string { return Clip(msg, MaxMessage) }
+
+// Clip returns s, or, when it is longer than max bytes, its first three
+// quarters of max and its last quarter (cut at characters) with how many
+// bytes were left out between them.
+func Clip(s string, max int) string {
+	msg := s
+	if len(msg) <= max {
 		return msg
 	}
-	head, tail := MaxMessage*3/4, len(msg)-MaxMessage/4
+	head, tail := max*3/4, len(msg)-max/4
 	for head > 0 && !utf8.RuneStart(msg[head]) {
 		head--
 	}

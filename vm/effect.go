@@ -165,14 +165,20 @@ type RenderedMessage struct {
 	Content string `json:"content"`
 }
 
-// Rendered returns what req runs, masked, for its record (see
-// [Rendered]); nil for an effect with nothing rendered to show (a wait,
-// an approval, whose question is recorded with it, an agent's later
-// turns).
+// MaxRendered bounds what a record keeps of each argument and message of
+// [Rendered] (its first 48 KiB and last 16 KiB), and of a child flow's
+// inputs (kept whole up to it, else left out): a loop sending a large
+// prompt would otherwise store it again at every visit.
+const MaxRendered = 64 << 10
+
+// Rendered returns what req runs, masked and bounded ([MaxRendered]), for
+// its record (see [Rendered]); nil for an effect with nothing rendered to
+// show (a wait, an approval, whose question is recorded with it, an
+// agent's later turns).
 func (req *EffectRequest) Rendered() *Rendered {
-	mask := func(s string) string { return s }
+	mask := func(s string) string { return graphir.Clip(s, MaxRendered) }
 	if req.from != nil {
-		mask = req.from.mask
+		mask = func(s string) string { return graphir.Clip(req.from.mask(s), MaxRendered) }
 	}
 	switch {
 	case len(req.Argv) > 0:
@@ -197,7 +203,7 @@ func (req *EffectRequest) Rendered() *Rendered {
 			in[k] = g
 		}
 		b, err := json.Marshal(in)
-		if m := mask(string(b)); err == nil && json.Valid([]byte(m)) {
+		if m := mask(string(b)); err == nil && len(m) < MaxRendered && json.Valid([]byte(m)) {
 			return &Rendered{Inputs: json.RawMessage(m)}
 		}
 	}

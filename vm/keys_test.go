@@ -188,3 +188,29 @@ flow(inputs = {"name": input(type = "string"), "n": input(1)})
 		t.Errorf("rendered (-want +got):\n%s", diff)
 	}
 }
+
+// What an attempt ran is recorded bounded: a big templated argument keeps
+// its start and end with what was cut, and a child's inputs over the bound
+// are left out (the child's own record has them).
+func TestRenderedBounded(t *testing.T) {
+	p := &rendering{seen: map[string][]*vm.Rendered{}}
+	big := strings.Repeat("x", 100<<10) + "END" // under one argument's limit (128 KiB)
+	res := runFiles(t, map[string]string{"flow.star": `
+flow(inputs = {"big": input(type = "string")})
+task = step("task", run = ["echo", "{{ inputs.big }}"])
+kid = step("kid", flow = "child.star", inputs = {"name": "{{ inputs.big }}"})
+chain(START, task, kid, END)
+`, "child.star": `
+flow(inputs = {"name": input(type = "string")})
+`}, map[string]any{"big": big}, vm.Options{Effects: p})
+	if res.Status != vm.Succeeded {
+		t.Fatalf("status %s: %v", res.Status, res.Error)
+	}
+	arg := p.seen["task"][0].Argv[1]
+	if len(arg) > vm.MaxRendered+100 || !strings.HasPrefix(arg, "xxx") || !strings.HasSuffix(arg, "END") || !strings.Contains(arg, "bytes cut") {
+		t.Errorf("recorded argument of %d bytes (%q…)", len(arg), arg[:40])
+	}
+	if r := p.seen["kid"]; len(r) != 1 || r[0] != nil {
+		t.Errorf("kid's rendered record %+v, want none (its inputs are over the bound)", r)
+	}
+}

@@ -75,7 +75,7 @@ func (c *call) jsonValue(param string, v starlark.Value) (any, error) {
 
 // model(name, *, model, base_url=None, api_key_env="OPENAI_API_KEY",
 // temperature=None, max_tokens=None, provider=None, reasoning_effort=None,
-// reasoning=None, answers=None, fallbacks=None, price=None)
+// reasoning=None, answers=None, fallbacks=None, price=None, rpm=None, tpm=None)
 func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	c, err := newCall(thread, fn)
 	if err != nil {
@@ -84,12 +84,13 @@ func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	var vals [12]starlark.Value
+	var vals [14]starlark.Value
 	if err := c.unpack(args, kwargs, modelParams, vals[:]); err != nil {
 		return nil, err
 	}
 	name, id, baseURL, keyEnv, temp, maxTokens := vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]
 	provider, effort, reasoning, answers, fallbacks, price := vals[6], vals[7], vals[8], vals[9], vals[10], vals[11]
+	rpm, tpm := vals[12], vals[13]
 	d := graphir.ModelDecl{Pos: c.pos}
 	if d.Name, err = c.str("name", name, false); err != nil {
 		return nil, err
@@ -182,6 +183,16 @@ func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 				return nil, c.errorf("model %q names itself among its fallbacks", d.Name)
 			}
 			d.Fallbacks = append(d.Fallbacks, string(s))
+		}
+	}
+	if !isNone(rpm) {
+		if d.RPM, err = c.intAtLeast("rpm", rpm, 1); err != nil {
+			return nil, err
+		}
+	}
+	if !isNone(tpm) {
+		if d.TPM, err = c.intAtLeast("tpm", tpm, 1); err != nil {
+			return nil, err
 		}
 	}
 	if !isNone(price) {
@@ -298,6 +309,6 @@ func judgeFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 }
 
 var (
-	modelParams = []string{"name", "model?", "base_url?", "api_key_env?", "temperature?", "max_tokens?", "provider?", "reasoning_effort?", "reasoning?", "answers?", "fallbacks?", "price?"}
+	modelParams = []string{"name", "model?", "base_url?", "api_key_env?", "temperature?", "max_tokens?", "provider?", "reasoning_effort?", "reasoning?", "answers?", "fallbacks?", "price?", "rpm?", "tpm?"}
 	judgeParams = []string{"condition", "model?"}
 )

@@ -128,6 +128,8 @@ type jsonModel struct {
 	Answers         any      `json:"answers,omitempty"`
 	AnswersFile     string   `json:"answers_file,omitempty"`
 	Fallbacks       []string `json:"fallbacks,omitempty"`
+	RPM             int      `json:"rpm,omitempty"`
+	TPM             int      `json:"tpm,omitempty"`
 }
 
 type jsonJudge struct {
@@ -182,7 +184,8 @@ func (g *Graph) jsonHeader() jsonGraph {
 	for _, m := range g.Models {
 		jg.Models = append(jg.Models, jsonModel{Name: m.Name, Model: m.Model, Provider: m.Provider, BaseURL: m.BaseURL, APIKeyEnv: m.KeyEnv,
 			Temperature: m.Temperature, MaxTokens: m.MaxTokens, ReasoningEffort: m.ReasoningEffort, Reasoning: m.Reasoning,
-			Answers: m.Answers, AnswersFile: m.AnswersFile, Fallbacks: m.Fallbacks})
+			Answers: m.Answers, AnswersFile: m.AnswersFile, Fallbacks: m.Fallbacks,
+			RPM: m.RPM, TPM: m.TPM})
 	}
 	for _, t := range g.Tools {
 		jt := jsonTool{Name: t.Name, Kind: t.Kind.String(), Help: t.Help, Params: map[string]string{}}

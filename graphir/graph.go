@@ -283,6 +283,9 @@ type ModelDecl struct {
 	// where it is given.
 	Price    map[string]float64
 	PricePos Pos
+	// RPM and TPM are model(rpm=, tpm=): the requests and tokens a
+	// minute the run tree keeps to (0: no bound).
+	RPM, TPM int
 	Pos      Pos
 }
 

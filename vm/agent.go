@@ -166,7 +166,7 @@ func (r *run) agentTurn(a *agentRun) {
 	req.Turn = a.turn
 	req.Timeout = n.Timeout
 	req.Prompt = chat.Messages[len(chat.Messages)-1].Content
-	req.model = &modelRun{provider: r.opts.Models, budget: r.opts.budget, retries: n.Retries, backoff: n.Backoff}
+	req.model = &modelRun{provider: r.opts.Models, budget: r.opts.budget, pacers: r.opts.Pacers, retries: n.Retries, backoff: n.Backoff}
 	r.reportRetries(n, req)
 	req.agent = a
 	r.startGated(a.f, n, req)

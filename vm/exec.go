@@ -191,6 +191,9 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 		}
 		opts.budget = model.NewBudget(int64(limit))
 	}
+	if opts.Pacers == nil {
+		opts.Pacers = model.NewPacers()
+	}
 	r := &run{p: p, g: g, opts: opts, inputs: inputs, events: opts.OnEvent != nil,
 		timers: map[*completion]func() bool{}, rt: opts.Runtime}
 	// A child flow withholds its parents' keys as well as its own.

@@ -35,6 +35,7 @@ import (
 type modelRun struct {
 	provider model.Provider
 	budget   *model.Budget
+	pacers   *model.Pacers // the run tree's
 	retries  int
 	backoff  time.Duration
 	// onRetry reports a retried attempt (a step_retrying event); it may
@@ -58,7 +59,7 @@ func (req *EffectRequest) CallModel(ctx context.Context) *EffectCompletion {
 			req.model.onRetry(attempt, errors.New(req.from.mask(err.Error())), wait)
 		}
 	}
-	o := mc.call(ctx, req.model.provider, req.model.budget, onRetry)
+	o := mc.call(ctx, req.model.provider, req.model.budget, req.model.pacers, onRetry)
 	return o.masked(req.from).completion(req.Step, req.Kind)
 }
 
@@ -136,19 +137,23 @@ func (req *EffectRequest) ModelJob() (ModelJob, bool) {
 
 // Call makes the call with provider p, as [EffectRequest.CallModel] does,
 // against a budget of what was left of the run tree's when the call
-// started.
+// started, paced by this process's pacers ([WorkerPacers]).
 func (mc *ModelJob) Call(ctx context.Context, p model.Provider) *ModelOutcome {
 	b := model.NewBudget(mc.TokenLimit)
 	b.Restore(mc.TokensUsed)
-	return mc.call(ctx, p, b, nil)
+	return mc.call(ctx, p, b, WorkerPacers, nil)
 }
 
-func (mc *ModelJob) call(ctx context.Context, p model.Provider, budget *model.Budget, onRetry func(int, error, time.Duration)) *ModelOutcome {
+// WorkerPacers pace the model calls [ModelJob.Call] makes: model(rpm=,
+// tpm=) holds per process of a worker, not across workers.
+var WorkerPacers = model.NewPacers()
+
+func (mc *ModelJob) call(ctx context.Context, p model.Provider, budget *model.Budget, pacers *model.Pacers, onRetry func(int, error, time.Duration)) *ModelOutcome {
 	start := time.Now()
 	chat := mc.Chat
 	chat.Endpoint = mc.Endpoint
 	attempts := 0
-	pol := model.Policy{Retries: mc.Retries, Backoff: mc.Backoff, Budget: budget, Timeout: mc.Timeout, Attempts: &attempts}
+	pol := model.Policy{Retries: mc.Retries, Backoff: mc.Backoff, Budget: budget, Timeout: mc.Timeout, Attempts: &attempts, Pacers: pacers}
 	if onRetry != nil {
 		pol.OnRetry = func(attempt int, err error, wait time.Duration) { onRetry(attempt+1, err, wait) }
 	}
@@ -467,7 +472,7 @@ func modelPrice(p map[string]float64) *model.Price {
 func declConfig(g *graphir.Graph, d *graphir.ModelDecl, getenv func(string) string) (model.Config, error) {
 	md := &model.Decl{Name: d.Name, Model: d.Model, Provider: d.Provider, BaseURL: d.BaseURL, KeyEnv: d.KeyEnv,
 		Temperature: d.Temperature, MaxTokens: d.MaxTokens, ReasoningEffort: d.ReasoningEffort, Reasoning: d.Reasoning,
-		Price: modelPrice(d.Price)}
+		Price: modelPrice(d.Price), RPM: d.RPM, TPM: d.TPM}
 	if d.Answers != nil {
 		rules, err := stubrules.Decode(d.Answers)
 		if err != nil {
@@ -554,7 +559,7 @@ func (r *run) modelRequest(f *frame, n *graphir.Node, name string) (*EffectReque
 		// shorter than the client's default.
 		req.Timeout = n.Timeout
 	}
-	req.model = &modelRun{provider: r.opts.Models, budget: r.opts.budget, retries: n.Retries, backoff: n.Backoff}
+	req.model = &modelRun{provider: r.opts.Models, budget: r.opts.budget, pacers: r.opts.Pacers, retries: n.Retries, backoff: n.Backoff}
 	r.reportRetries(n, req)
 	if n.Kind == graphir.KindLoop {
 		req.model.retries, req.model.backoff = judgeRetries, time.Second

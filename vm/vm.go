@@ -166,6 +166,10 @@ type Options struct {
 	// MaxTokens bounds the tokens the run tree's model calls may spend; 0
 	// means the flow's max_tokens, if any.
 	MaxTokens int
+	// Pacers paces the models declared with rpm= or tpm=; nil means new
+	// pacers for this run tree. Child flows and map items use the
+	// parent's, so a model's rate holds across the whole tree.
+	Pacers *model.Pacers
 
 	// Runtime is the host the driver runs on (clock, timers, waiting); nil
 	// means this process. Child flows use the parent's.

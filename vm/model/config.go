@@ -40,6 +40,9 @@ type Config struct {
 	Fallbacks []Config
 	// Price prices the model's replies; nil: no cost is counted.
 	Price *Price
+	// RPM and TPM pace the model's requests and tokens a minute (0: no
+	// bound).
+	RPM, TPM int
 }
 
 // Decl is a model() declaration, as the graph carries it.
@@ -65,6 +68,8 @@ type Decl struct {
 	AnswersFile string
 	// Price, if set, is what the model costs (model(price=)).
 	Price *Price
+	// RPM and TPM are model(rpm=, tpm=): requests and tokens a minute.
+	RPM, TPM int
 }
 
 // Resolve returns the configuration for d, or for the default model when d
@@ -82,7 +87,7 @@ func Resolve(d *Decl, getenv func(string) string) Config {
 	}
 	c := Config{Name: d.Name, Model: d.Model, Provider: ProviderOf(d.Provider, d.BaseURL), BaseURL: d.BaseURL, KeyEnv: d.KeyEnv,
 		Temperature: d.Temperature, MaxTokens: d.MaxTokens, ReasoningEffort: d.ReasoningEffort, Reasoning: d.Reasoning,
-		Answers: d.Answers, AnswersFile: d.AnswersFile, Price: d.Price}
+		Answers: d.Answers, AnswersFile: d.AnswersFile, Price: d.Price, RPM: d.RPM, TPM: d.TPM}
 	if c.Provider == ProviderStub {
 		c.BaseURL, c.KeyEnv = "", ""
 		return c
@@ -152,7 +157,8 @@ func (c Config) Label() string {
 
 // Request returns an empty request for c.
 func (c Config) Request() Request {
-	return Request{Endpoint: Endpoint{BaseURL: c.BaseURL, KeyEnv: c.KeyEnv, Answers: c.Answers, AnswersFile: c.AnswersFile, Fallbacks: c.Fallbacks, Price: c.Price}, Provider: c.Provider, Model: c.Model,
+	return Request{Endpoint: Endpoint{BaseURL: c.BaseURL, KeyEnv: c.KeyEnv, Answers: c.Answers, AnswersFile: c.AnswersFile, Fallbacks: c.Fallbacks, Price: c.Price,
+		RPM: c.RPM, TPM: c.TPM}, Provider: c.Provider, Model: c.Model,
 		Temperature: c.Temperature, MaxTokens: c.MaxTokens, ReasoningEffort: c.ReasoningEffort, Reasoning: c.Reasoning}
 }
 

@@ -80,6 +80,10 @@ type Endpoint struct {
 	Fallbacks []Config `json:",omitempty"`
 	// Price, if set, prices this model's replies ([Usage.Cost]).
 	Price *Price `json:",omitempty"`
+	// RPM and TPM are the model's requests and tokens a minute (0: no
+	// bound), which [Call] keeps to through [Policy.Pacers].
+	RPM int `json:",omitempty"`
+	TPM int `json:",omitempty"`
 }
 
 // Providers a request can be sent to: the API it speaks.
@@ -252,6 +256,9 @@ type Policy struct {
 	// transport error; a server that asks for a longer wait fails the
 	// call.
 	Timeout time.Duration
+	// Pacers, if set, paces each attempt of a model with rpm or tpm
+	// ([Pacers]).
+	Pacers *Pacers
 	// Attempts, if set, is added the HTTP attempts the call makes,
 	// whether it succeeds or not (see [Usage.Attempts]).
 	Attempts *int
@@ -322,12 +329,20 @@ func fallsBack(err error) bool {
 // callModel is [Call] for one model: its attempts and retries.
 func callModel(ctx context.Context, p Provider, req Request, pol Policy) (*Reply, error) {
 	wait := pol.Backoff
+	pacer := pol.Pacers.pacer(req)
 	for attempt := 1; ; attempt++ {
+		took, err := pacer.wait(ctx, req, pol.Timeout)
+		if err != nil {
+			return nil, err
+		}
 		share, err := pol.Budget.reserve(ctx, req.MaxTokens)
 		if err != nil {
 			return nil, err
 		}
 		rep, err := complete(ctx, p, req, pol.Timeout)
+		if err == nil {
+			pacer.spent(took, rep.Usage)
+		}
 		if pol.Attempts != nil {
 			*pol.Attempts += max(1, replyAttempts(rep))
 		}

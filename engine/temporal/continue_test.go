@@ -3,6 +3,7 @@ package temporal
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,7 +20,7 @@ import (
 // completes; it returns the output and how many executions continued.
 func runContinued(t *testing.T, in RunInput) (*RunOutput, int) {
 	t.Helper()
-	return runContinuedWith(t, in, &Activities{})
+	return runContinuedWith(t, in, &Activities{}, nil)
 }
 
 // continued says whether err is the workflow continuing as new and, if
@@ -36,11 +37,19 @@ func continued(t *testing.T, err error, in *RunInput) bool {
 	return true
 }
 
-// runContinuedWith is runContinued with the worker's activities a.
-func runContinuedWith(t *testing.T, in RunInput, a *Activities) (*RunOutput, int) {
+// runContinuedWith is runContinued with the worker's activities a, and,
+// when sc is not nil, a person acting as sc says in every execution.
+func runContinuedWith(t *testing.T, in RunInput, a *Activities, sc *temporaltest.Scenario) (*RunOutput, int) {
 	t.Helper()
+	var decisions []temporaltest.Decision
+	if sc != nil {
+		decisions = slices.Clone(sc.Decisions)
+	}
 	for n := 0; ; n++ {
 		env := newEnvWith(t, a)
+		if sc != nil {
+			script(t, env, *sc, &decisions)
+		}
 		env.ExecuteWorkflow(WorkflowName, in)
 		if !env.IsWorkflowCompleted() {
 			t.Fatal("workflow did not complete")
@@ -116,9 +125,9 @@ func TestContinueAsNewBothEngines(t *testing.T) {
 		t.Run(sc.Name, func(t *testing.T) {
 			local, in := runScenario(t, sc)
 			in.ContinueEvery = 3
-			out, n := runContinued(t, in)
+			out, n := runContinuedWith(t, in, &Activities{}, &sc)
 			remote := decode(t, out.Result)
-			if diff := cmp.Diff(local, remote); diff != "" {
+			if diff := cmp.Diff(local.WithoutTimes(), remote.WithoutTimes()); diff != "" {
 				t.Errorf("local (-) and temporal continued %d times (+) differ:\n%s", n, diff)
 			}
 			if strings.HasPrefix(sc.Name, "long") && n < 10 {

@@ -123,7 +123,7 @@ func TestModelCallsBothEngines(t *testing.T) {
 		var out *RunOutput
 		if every > 0 {
 			var n int
-			out, n = runContinuedWith(t, in, &Activities{Env: append(os.Environ(), "OPENAI_API_KEY="+key)})
+			out, n = runContinuedWith(t, in, &Activities{Env: append(os.Environ(), "OPENAI_API_KEY="+key)}, nil)
 			if n == 0 {
 				t.Fatal("the run never continued as new")
 			}
@@ -186,7 +186,7 @@ edge(recover, END)
 func TestModelNotConfigured(t *testing.T) {
 	// No SKEIN_MODEL where the run started: the call fails saying so.
 	g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": `ask = step("ask", llm = "hello")`}})
-	out, _ := runContinuedWith(t, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1}, &Activities{})
+	out, _ := runContinuedWith(t, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1}, &Activities{}, nil)
 	res := decode(t, out.Result)
 	if res.Status != "failed" || !strings.Contains(res.Steps["ask"].Code, string(model.CodeModel)) {
 		t.Fatalf("status %s, ask %+v", res.Status, res.Steps["ask"])
@@ -222,7 +222,7 @@ func TestModelCassetteOnWorker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, _ := runContinuedWith(t, in, &Activities{Models: c})
+		out, _ := runContinuedWith(t, in, &Activities{Models: c}, nil)
 		results = append(results, canonicalResult(t, out.Result))
 		if st := decode(t, out.Result).Status; st != "succeeded" {
 			t.Fatalf("replay only %v: status %s\n%s", replayOnly, st, out.Result)
@@ -271,7 +271,7 @@ ask = step("ask", llm = "child question")
 			ts := rules()
 			defer ts.Close()
 			out, _ := runContinuedWith(t, RunInput{Flow: g.File, Root: g.Root, Sources: sources, Parallel: 1,
-				ModelEnv: []string{"SKEIN_MODEL=m1", "SKEIN_BASE_URL=" + ts.BaseURL()}}, &Activities{})
+				ModelEnv: []string{"SKEIN_MODEL=m1", "SKEIN_BASE_URL=" + ts.BaseURL()}}, &Activities{}, nil)
 			if diff := cmp.Diff(canonicalResult(t, lb), canonicalResult(t, out.Result)); diff != "" {
 				t.Errorf("local (-) and temporal (+) differ:\n%s", diff)
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.starlark.net/starlark"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 	"github.com/skeinlang/skein/graphir"
@@ -156,22 +157,32 @@ func runTemporalScripted(t *testing.T, in RunInput, sc temporaltest.Scenario) *R
 	t.Helper()
 	env := newEnv(t)
 	decisions := slices.Clone(sc.Decisions)
-	if len(decisions) > 0 {
+	script(t, env, sc, &decisions)
+	env.ExecuteWorkflow(WorkflowName, in)
+	return output(t, env)
+}
+
+// script has a person act on the workflow env runs as sc says: decide its
+// approvals (taking each decision made from *decisions, so a run that
+// continues as new in another env gets the rest) and cancel it.
+func script(t *testing.T, env *testsuite.TestWorkflowEnvironment, sc temporaltest.Scenario, decisions *[]temporaltest.Decision) {
+	t.Helper()
+	if len(*decisions) > 0 {
 		// The test environment's clock skips ahead while the workflow
 		// waits: look for an approval to decide every virtual minute.
 		var decide func()
 		decide = func() {
 			for _, w := range queryApprovals(t, env).Waiting() {
-				i := slices.IndexFunc(decisions, func(d temporaltest.Decision) bool { return d.Step == w.Step })
+				i := slices.IndexFunc(*decisions, func(d temporaltest.Decision) bool { return d.Step == w.Step })
 				if i < 0 {
 					continue
 				}
-				d := decisions[i]
-				decisions = slices.Delete(decisions, i, i+1)
+				d := (*decisions)[i]
+				*decisions = slices.Delete(*decisions, i, i+1)
 				env.SignalWorkflow(ApproveSignal, Decision{Step: w.Step, Scope: w.Scope, Visit: w.Visit, Reject: d.Reject, Reason: d.Reason, By: d.By, Values: d.Values})
 				break
 			}
-			if len(decisions) > 0 {
+			if len(*decisions) > 0 {
 				env.RegisterDelayedCallback(decide, time.Minute)
 			}
 		}
@@ -188,8 +199,6 @@ func runTemporalScripted(t *testing.T, in RunInput, sc temporaltest.Scenario) *R
 		}
 		env.RegisterDelayedCallback(cancelOnce, 100*time.Millisecond)
 	}
-	env.ExecuteWorkflow(WorkflowName, in)
-	return output(t, env)
 }
 
 // runScenario runs sc on the local engine and gives its result and the

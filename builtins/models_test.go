@@ -31,6 +31,11 @@ func TestModelBad(t *testing.T) {
 		{src: `router("r", by = "x", routes = {"a": a}, model = "m")`, frag: `router "r": model applies only to routers given llm=`},
 		{src: `judge(3)`, frag: `judge: condition must be a non-empty string, got int 3`},
 		{src: `flow(max_tokens = -1)`, frag: `flow: max_tokens must be at least 1, got -1`},
+		{src: `model("fast", model = "m", rpm = 0)`, frag: `model "fast": rpm must be at least 1, got 0`},
+		{src: `model("fast", model = "m", tpm = 1.5)`, frag: `model "fast": tpm must be an int, got float 1.5`},
+		{src: `model("fast", model = "m", price = 2.5)`, frag: `model "fast": price must be a dict of US dollars per million tokens`},
+		{src: `model("fast", model = "m", price = {"input": "2.5"})`, frag: `model "fast": price: "input" must be a number, got string "2.5"`},
+		{src: `model("fast", model = "m", price = {1: 2.5})`, frag: `model "fast": price: keys must be strings, got int 1`},
 	})
 }
 

@@ -116,9 +116,10 @@ func sourcesUnchanged(f *frontend.Flow, file string) bool {
 // maxFlows bounds how many files the flow list looks at.
 const maxFlows = 2000
 
-// listFlows is GET /api/flows.
-func (s *Server) listFlows(w http.ResponseWriter, r *http.Request) {
-	out := []flowJSON{}
+// eachFlow calls fn with each flow file under the roots (a .star file not
+// a test, outside hidden, testdata and node_modules folders), loaded
+// through the cache, with the root it is under; at most maxFlows files.
+func (s *Server) eachFlow(fn func(p, root string, f *frontend.Flow)) {
 	n := 0
 	for _, root := range s.roots {
 		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -142,20 +143,27 @@ func (s *Server) listFlows(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil
 			}
-			f := s.load(p, root, fi)
-			if !definesFlow(f) {
-				return nil
-			}
-			rel, _ := filepath.Rel(root, p)
-			j := flowJSON{Path: filepath.ToSlash(rel), Root: root}
-			if f.Graph != nil {
-				j.Name, j.Description = f.Graph.Name, f.Graph.Description
-			}
-			j.Errors, j.Warnings = check.Count(f.Diagnostics)
-			out = append(out, j)
+			fn(p, root, s.load(p, root, fi))
 			return nil
 		})
 	}
+}
+
+// listFlows is GET /api/flows.
+func (s *Server) listFlows(w http.ResponseWriter, r *http.Request) {
+	out := []flowJSON{}
+	s.eachFlow(func(p, root string, f *frontend.Flow) {
+		if !definesFlow(f) {
+			return
+		}
+		rel, _ := filepath.Rel(root, p)
+		j := flowJSON{Path: filepath.ToSlash(rel), Root: root}
+		if f.Graph != nil {
+			j.Name, j.Description = f.Graph.Name, f.Graph.Description
+		}
+		j.Errors, j.Warnings = check.Count(f.Diagnostics)
+		out = append(out, j)
+	})
 	slices.SortFunc(out, func(a, b flowJSON) int { return strings.Compare(a.Path, b.Path) })
 	writeJSON(w, http.StatusOK, map[string]any{"flows": out})
 }

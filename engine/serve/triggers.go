@@ -13,10 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,37 +59,12 @@ func (s *Server) triggerRoutes(m *http.ServeMux) {
 // flow(keep=)) and check without errors.
 func (s *Server) triggerFlows() []trigger.Flow {
 	var out []trigger.Flow
-	n := 0
-	for _, root := range s.roots {
-		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil
-			}
-			name := d.Name()
-			if d.IsDir() {
-				if p != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !strings.HasSuffix(name, ".star") || strings.HasSuffix(name, "_test.star") || !d.Type().IsRegular() {
-				return nil
-			}
-			if n++; n > maxFlows {
-				return filepath.SkipAll
-			}
-			fi, err := d.Info()
-			if err != nil {
-				return nil
-			}
-			f := s.load(p, root, fi)
-			if f.Graph == nil || len(f.Graph.Triggers) == 0 && f.Graph.Keep == 0 || f.Errors() > 0 {
-				return nil
-			}
-			out = append(out, trigger.Flow{File: p, Root: root, Graph: f.Graph})
-			return nil
-		})
-	}
+	s.eachFlow(func(p, root string, f *frontend.Flow) {
+		if f.Graph == nil || len(f.Graph.Triggers) == 0 && f.Graph.Keep == 0 || f.Errors() > 0 {
+			return
+		}
+		out = append(out, trigger.Flow{File: p, Root: root, Graph: f.Graph})
+	})
 	return out
 }
 

@@ -11,6 +11,10 @@
 //     load and check cancel out. In-process (vm.Program.Run, no events)
 //     is the baseline; the CLI modes are piped stdout (default progress),
 //     stdout on a pseudo-terminal, --events and --json.
+//   - loop with dict results: the same loop with fn steps returning small
+//     dicts, as flows are written: in process next to the int loop (goal
+//     ≤ 1.3x), and through the CLI (piped default, --json --no-store)
+//     next to itself in process.
 //   - json100k: --json of a 100,000-step chain of noop steps, per step, as
 //     (T(run --json) - T(check)) / 100,000: running the steps plus encoding
 //     and writing the result, with loading and checking taken out.
@@ -51,6 +55,15 @@ critique = step("critique", fn = lambda r: r.draft)
 chain(START, draft, critique)
 edge(critique, draft, when = "critique < inputs.n")
 edge(critique, END, when = "critique >= inputs.n")
+`
+
+// loopDictFlow is loopFlow with fn steps returning small dicts.
+const loopDictFlow = `flow(inputs = {"n": 10}, output = "critique")
+draft = step("draft", fn = lambda r: {"n": r.visits("draft")}, max_visits = 1 << 30)
+critique = step("critique", fn = lambda r: {"ok": r.draft.n >= r.inputs.n})
+chain(START, draft, critique)
+edge(critique, draft, when = "not critique.ok")
+edge(critique, END, when = "critique.ok")
 `
 
 // chainFlow generates a chain of N noop steps.
@@ -110,6 +123,7 @@ func main() {
 		return p
 	}
 	loop := write("loop.star", loopFlow)
+	loopDict := write("loopdict.star", loopDictFlow)
 	chain100k := write("chain100k.star", strings.Replace(chainFlow, "build(N)", "build(100000)", 1))
 	fan := write("fan.star", fanFlow(200))
 	fanSh := write("fan.sh", fanScript)
@@ -118,24 +132,27 @@ func main() {
 	started := time.Now()
 
 	// In-process baseline: the same flow, loaded once, run by the VM.
-	g, err := lang.Load(loop, lang.Options{})
-	if err != nil {
-		fatal(err)
-	}
-	prog := vm.Prepare(g)
-	inProc := func(n int) time.Duration {
-		in, err := vm.BindInputs(g, map[string]starlark.Value{"n": starlark.MakeInt(n)})
+	inProcess := func(file string) func(n int) time.Duration {
+		g, err := lang.Load(file, lang.Options{})
 		if err != nil {
 			fatal(err)
 		}
-		t0 := time.Now()
-		res := prog.Run(context.Background(), in, vm.Options{Parallel: 1})
-		d := time.Since(t0)
-		if res.Status != vm.Succeeded {
-			fatal(fmt.Errorf("in-process loop: %s", res.Status))
+		prog := vm.Prepare(g)
+		return func(n int) time.Duration {
+			in, err := vm.BindInputs(g, map[string]starlark.Value{"n": starlark.MakeInt(n)})
+			if err != nil {
+				fatal(err)
+			}
+			t0 := time.Now()
+			res := prog.Run(context.Background(), in, vm.Options{Parallel: 1})
+			d := time.Since(t0)
+			if res.Status != vm.Succeeded {
+				fatal(fmt.Errorf("in-process loop %s: %s", filepath.Base(file), res.Status))
+			}
+			return d
 		}
-		return d
 	}
+	inProc, inProcDict := inProcess(loop), inProcess(loopDict)
 
 	type mode struct {
 		name string
@@ -155,6 +172,11 @@ func main() {
 	perIter := map[string][]float64{}
 	ratios := map[string][]float64{}
 	var inProcRuns []float64
+	// The dict loop: in process (and its ratio to the int loop's), and
+	// per CLI mode, per iteration and as a ratio to itself in process.
+	dictModes := []mode{modes[0], modes[5]} // piped default, --json --no-store
+	var dictRuns, dictVsInt []float64
+	dictPerIter, dictRatios := map[string][]float64{}, map[string][]float64{}
 	var json100k, json100kNoStore, encode100k []float64
 	var fanSkein, fanBash, fanRatio, fanNoStore, fanNoStoreRatio []float64
 	chainG, err := lang.Load(chain100k, lang.Options{})
@@ -167,18 +189,29 @@ func main() {
 		inProc(n) // warm
 		base := perUnit(minOf(k, func() time.Duration { return inProc(n) })-minOf(k, func() time.Duration { return inProc(1) }), n-1)
 		inProcRuns = append(inProcRuns, base)
-		for _, m := range modes {
+		cliIter := func(m mode, file string) float64 {
 			args := append([]string{"run", "--input", ""}, m.args...)
-			args = append(args, loop)
+			args = append(args, file)
 			one := append([]string(nil), args...)
 			one[2] = "n=1"
 			many := append([]string(nil), args...)
 			many[2] = fmt.Sprintf("n=%d", n)
 			t1 := minOf(k, func() time.Duration { return timeRun(exe, dir, one, m.tty).wall })
 			tn := minOf(k, func() time.Duration { return timeRun(exe, dir, many, m.tty).wall })
-			v := perUnit(tn-t1, n-1)
+			return perUnit(tn-t1, n-1)
+		}
+		for _, m := range modes {
+			v := cliIter(m, loop)
 			perIter[m.name] = append(perIter[m.name], v)
 			ratios[m.name] = append(ratios[m.name], v/base)
+		}
+		inProcDict(n) // warm
+		dictBase := perUnit(minOf(k, func() time.Duration { return inProcDict(n) })-minOf(k, func() time.Duration { return inProcDict(1) }), n-1)
+		dictRuns, dictVsInt = append(dictRuns, dictBase), append(dictVsInt, dictBase/base)
+		for _, m := range dictModes {
+			v := cliIter(m, loopDict)
+			dictPerIter[m.name] = append(dictPerIter[m.name], v)
+			dictRatios[m.name] = append(dictRatios[m.name], v/dictBase)
 		}
 		tc := minOf(k, func() time.Duration { return timeRun(exe, dir, []string{"check", chain100k}, false).wall })
 		tj := minOf(k, func() time.Duration { return timeRun(exe, dir, []string{"run", "--json", chain100k}, false).wall })
@@ -234,6 +267,16 @@ func main() {
 	for _, m := range modes {
 		v, q := median(perIter[m.name]), median(ratios[m.name])
 		fmt.Fprintf(&b, "| %s | %.2f | %.2fx | ≤ %.1fx %s | %s; %s |\n", m.name, v/1e3, q, goals[m.name], met(q <= goals[m.name]), list(perIter[m.name]), listRatio(ratios[m.name]))
+	}
+	fmt.Fprintf(&b, "\nThe same loop with fn steps returning small dicts, `{\"n\": r.visits(\"draft\")}` and `{\"ok\": r.draft.n >= r.inputs.n}`, as flows are written:\n\n")
+	b.WriteString("| mode | µs per iteration | ratio | goal | rounds (µs; ratio) |\n|---|---:|---:|---|---|\n")
+	dv := median(dictVsInt)
+	fmt.Fprintf(&b, "| in-process VM, dict results | %.2f | %.2fx the int loop in process | ≤ 1.3x %s | %s; %s |\n",
+		median(dictRuns)/1e3, dv, met(dv <= 1.3), list(dictRuns), listRatio(dictVsInt))
+	for _, m := range dictModes {
+		v, q := median(dictPerIter[m.name]), median(dictRatios[m.name])
+		fmt.Fprintf(&b, "| %s | %.2f | %.2fx the dict loop in process | ≤ %.1fx %s | %s; %s |\n", m.name, v/1e3, q, goals[m.name], met(q <= goals[m.name]),
+			list(dictPerIter[m.name]), listRatio(dictRatios[m.name]))
 	}
 	b.WriteString("\nThe run store is on unless `--no-store`: when the run ends it writes the result, whose path holds up to 10,000 entries, and checkpoints; " +
 		"that is a cost per run, not per iteration, but (T(n) - T(1)) counts it. The `--no-store` rows leave it out.\n")

@@ -453,27 +453,3 @@ func valueJSON(v starlark.Value) string {
 	}
 	return string(b)
 }
-
-// logsOnEngine prints what a run's tasks printed, as the engine has it.
-func logsOnEngine(ctx context.Context, io stdio, opts *logsOptions, ref, step string) int {
-	eng, err := opts.dial(ctx, nil)
-	if err != nil {
-		fmt.Fprintf(io.err, "skein logs: %v\n", err)
-		return exitFail
-	}
-	defer eng.Close()
-	tty := isTerminal(io.out)
-	err = eng.Logs(ctx, ref, step, opts.follow, &runs.LogHooks{
-		OnLog: func(l *runs.Log) {
-			writeLog(io.out, tty, l.Where, l.Visit, l.Attempt, l.Status, l.Error, l.Stdout, l.Stderr)
-		},
-		OnDropped: func(w string, n int) {
-			fmt.Fprintf(io.err, "(%s of %s not shown: the run's event log keeps the latest only)\n", plural(n, "event"), w)
-		},
-	})
-	if err != nil {
-		fmt.Fprintf(io.err, "skein logs: %v\n", err)
-		return exitFail
-	}
-	return exitOK
-}

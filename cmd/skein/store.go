@@ -519,94 +519,24 @@ func runLogs(ctx context.Context, io stdio, opts *logsOptions, args []string) in
 	if len(args) == 2 {
 		step = args[1]
 	}
-	if opts.engine != "local" {
-		return logsOnEngine(ctx, io, opts, args[0], step)
-	}
-	st, r, ok := getRun(io, "logs", opts.store, args[0])
+	svc, closeSvc, ok := opts.engineFlags.service(ctx, io, "logs", opts.store)
 	if !ok {
 		return exitFail
 	}
-	defer st.Close()
+	defer closeSvc()
 	tty := isTerminal(io.out)
-	var last int64
-	printed := 0
-	var steps []string
-	var lf *liveFollow // the attempt printed as it goes
-	defer func() {
-		if lf != nil {
-			lf.close()
-		}
-	}()
-	for cur := r; ; {
-		// The run's status is read before its effects, so that once it is
-		// seen not running, the effects read after it are all there are
-		// (the first time, as getRun read it).
-		if cur == nil {
-			var err error
-			if cur, err = st.Get(r.ID); err != nil {
-				fmt.Fprintf(io.err, "skein logs: %v\n", err)
-				return exitFail
-			}
-		}
-		live := opts.follow && cur.Status == store.Running
-		effects, err := st.Effects(r.ID, last)
-		if err != nil {
-			fmt.Fprintf(io.err, "skein logs: %v\n", err)
-			return exitFail
-		}
-		for i, e := range effects {
-			task := e.Kind == "task" || e.Kind == "shell"
-			if task && !slices.Contains(steps, e.Step) {
-				steps = append(steps, e.Step)
-			}
-			if !task || (step != "" && e.Step != step) {
-				last = e.ID // nothing of it is printed
-				continue
-			}
-			status := runs.EffectStatus(cur, e, effects[i+1:])
-			if status == store.Running && live {
-				// Printed as it goes; what comes after it waits, to
-				// print in order.
-				if lf == nil || lf.id != e.ID {
-					printed++
-					lf = followLive(io.out, st, r.ID, e, logShow(tty))
-				}
-				lf.next(io.out)
-				break
-			}
-			last = e.ID
-			if lf != nil && lf.id == e.ID {
-				lf.finish(io.out, e, status)
-				lf = nil
-				continue
-			}
-			printed++
-			stdout, stderr := e.Stdout, e.Stderr
-			if status == store.Running || status == runs.Interrupted && stdout == "" && stderr == "" {
-				// Not followed, or cut short by its process dying before
-				// a resume or gc kept it in the record: what it printed,
-				// as far as its live files have it.
-				t := st.TailLive(r.ID, e.ID)
-				out, errOut := t.Next()
-				t.Close()
-				stdout, stderr = string(out), string(errOut)
-			}
-			writeLog(io.out, tty, runs.Place(e.Path, e.Step), e.Visit, e.Attempt, status, e.Error, stdout, stderr)
-		}
-		if !live {
-			// Not following, or the run is no longer running: what was
-			// read after its status is everything.
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return exitOK
-		case <-time.After(100 * time.Millisecond):
-		}
-		cur = nil // read again
-	}
-	if step != "" && printed == 0 && !slices.Contains(steps, step) {
-		fmt.Fprintf(io.err, "skein logs: %v\n", &runs.NoStepError{Run: r.ID, Step: step, Steps: steps})
+	live := &livePrinter{w: io.out, show: logShow(tty)}
+	err := svc.Logs(ctx, args[0], step, opts.follow, &runs.LogHooks{
+		OnLog: func(l *runs.Log) {
+			writeLog(io.out, tty, l.Where, l.Visit, l.Attempt, l.Status, l.Error, l.Stdout, l.Stderr)
+		},
+		OnLive: live.print,
+		OnDropped: func(w string, n int) {
+			fmt.Fprintf(io.err, "(%s of %s not shown: the run's event log keeps the latest only)\n", plural(n, "event"), w)
+		},
+	})
+	if err != nil {
+		fmt.Fprintf(io.err, "skein logs: %v\n", err)
 		return exitFail
 	}
 	return exitOK

@@ -192,10 +192,14 @@ type Refusal struct {
 	By, Why string
 }
 
-// LogHooks receive what [Engine.Logs] reads.
+// LogHooks receive what [Engine.Logs] and [Service.Logs] read.
 type LogHooks struct {
 	// OnLog receives what one attempt of a task printed.
 	OnLog func(*Log)
+	// OnLive receives, piece by piece, an attempt still running that
+	// [Service.Logs] follows (an engine gives each attempt once it has
+	// ended, to OnLog).
+	OnLive func(*LiveOutput)
 	// OnDropped is told how many events of where the engine no longer
 	// had.
 	OnDropped func(where string, n int)

@@ -609,24 +609,13 @@ func runGC(_ context.Context, io stdio, opts *gcOptions, args []string) int {
 		return exitFail
 	}
 	defer st.Close()
-	before := fileSize(st.Path())
-	n, err := st.GC(opts.keep, opts.olderThan)
+	c, err := (&runs.Service{Store: st}).GC(opts.keep, opts.olderThan)
 	if err != nil {
 		fmt.Fprintf(io.err, "skein gc: %v\n", err)
 		return exitFail
 	}
-	fmt.Fprintf(io.out, "deleted %s; the store is %s (was %s)\n", plural(n, "run"), sizeText(fileSize(st.Path())), sizeText(before))
+	fmt.Fprintf(io.out, "deleted %s; the store is %s (was %s)\n", plural(c.Runs, "run"), sizeText(c.After), sizeText(c.Before))
 	return exitOK
-}
-
-func fileSize(path string) int64 {
-	var total int64
-	for _, p := range []string{path, path + "-wal"} {
-		if fi, err := os.Stat(p); err == nil {
-			total += fi.Size()
-		}
-	}
-	return total
 }
 
 func sizeText(n int64) string {

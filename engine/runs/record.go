@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -314,4 +315,36 @@ func (rec *Record) WriteResult(w io.Writer, indent string) error {
 		res.ResumedFrom = r.ResumedFrom
 	}
 	return res.WriteJSON(w, indent)
+}
+
+// Collected is what [Service.GC] did.
+type Collected struct {
+	// Runs is how many runs it deleted.
+	Runs int
+	// Before and After are the store's size on disk (its file and its
+	// write-ahead log), in bytes.
+	Before, After int64
+}
+
+// GC deletes the runs [store.Store.GC] deletes with keep and olderThan,
+// and says how the store's size changed.
+func (s *Service) GC(keep int, olderThan time.Duration) (*Collected, error) {
+	c := &Collected{Before: diskSize(s.Store.Path())}
+	n, err := s.Store.GC(keep, olderThan)
+	if err != nil {
+		return nil, err
+	}
+	c.Runs, c.After = n, diskSize(s.Store.Path())
+	return c, nil
+}
+
+// diskSize is the size of the store at path with its write-ahead log.
+func diskSize(path string) int64 {
+	var total int64
+	for _, p := range []string{path, path + "-wal"} {
+		if fi, err := os.Stat(p); err == nil {
+			total += fi.Size()
+		}
+	}
+	return total
 }

@@ -21,7 +21,8 @@ build:
 	CGO_ENABLED=0 $(GO) build -tags '$(TAGS)' -o bin/skein ./cmd/skein
 
 # The README's test command, and what CI runs: vet, staticcheck, the
-# flows' formatting, the race-enabled suite, the examples' flow tests, then
+# flows' formatting, the race-enabled suite (and the tests counting bytes
+# allocated, without it), the examples' flow tests, then
 # each fuzz target briefly.
 test:
 	$(GO) vet ./...
@@ -29,8 +30,13 @@ test:
 	$(MAKE) --no-print-directory staticcheck
 	$(MAKE) --no-print-directory fmt-check
 	$(GO) test -race ./...
+	$(GO) test -count=1 -run '$(MEMORY_TESTS)' ./vm
 	$(GO) run ./cmd/skein test examples
 	$(MAKE) --no-print-directory fuzz-short
+
+# Tests that count the bytes a run allocates, run again without the race
+# detector (its runtime allocates differently: they skip under -race).
+MEMORY_TESTS = ^(TestResultJSONEscapesOnce)$$
 
 # staticcheck, at the version go.mod pins with its tool directive (go get
 # -tool honnef.co/go/tools/cmd/staticcheck@VERSION changes it); checks are

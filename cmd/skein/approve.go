@@ -291,7 +291,7 @@ func runApprove(ctx context.Context, io stdio, opts *approveOptions, args []stri
 		}
 		return exitOK
 	}
-	return resumeRun(ctx, io, svc.Store, r, &resumeOptions{noPrompt: opts.noPrompt})
+	return resumeRun(ctx, io, svc, &runs.ResumeSpec{Run: r}, &resumeOptions{noPrompt: opts.noPrompt})
 }
 
 // approveArg is the STEP of the skein approve command that decides an

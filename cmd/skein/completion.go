@@ -12,12 +12,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/vm/store"
 )
@@ -242,28 +242,28 @@ func flowSteps(file string, fs *pflag.FlagSet) []string {
 	return names
 }
 
-// openFlagStore opens the store --store names, else the one found from
-// the working directory.
-func openFlagStore(fs *pflag.FlagSet) *store.Store {
+// flagService is the run service on the store --store names, else the
+// one found from the working directory, or nil.
+func flagService(fs *pflag.FlagSet) *runs.Service {
 	flag := ""
 	if f := fs.Lookup("store"); f != nil {
 		flag = f.Value.String()
 	}
-	st, err := openExistingStore(flag)
+	svc, err := localService(flag)
 	if err != nil {
 		return nil
 	}
-	return st
+	return svc
 }
 
 // runIDs are "last" and the ids of the newest runs.
 func runIDs(fs *pflag.FlagSet) []string {
-	st := openFlagStore(fs)
-	if st == nil {
+	svc := flagService(fs)
+	if svc == nil {
 		return nil
 	}
-	defer st.Close()
-	list, err := st.Runs(store.Filter{Limit: 100})
+	defer svc.Store.Close()
+	list, err := svc.List(store.Filter{Limit: 100})
 	if err != nil {
 		return nil
 	}
@@ -277,27 +277,13 @@ func runIDs(fs *pflag.FlagSet) []string {
 // runSteps are the steps run ref recorded effects of, and the approvals
 // it asked.
 func runSteps(fs *pflag.FlagSet, ref string) []string {
-	st := openFlagStore(fs)
-	if st == nil {
+	svc := flagService(fs)
+	if svc == nil {
 		return nil
 	}
-	defer st.Close()
-	r, err := st.Get(ref)
-	if err != nil {
-		return nil
-	}
-	effects, err := st.Effects(r.ID, 0)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, e := range effects {
-		if !slices.Contains(out, e.Step) {
-			out = append(out, e.Step)
-		}
-	}
-	sort.Strings(out)
-	return out
+	defer svc.Store.Close()
+	steps, _ := svc.Steps(ref)
+	return steps
 }
 
 // flowFiles are the flow files (or, for test, test files) and folders

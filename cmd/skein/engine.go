@@ -194,7 +194,7 @@ func (e *engineFlags) dial(ctx context.Context, l *slog.Logger) (runs.Engine, er
 }
 
 // service is the run service on the engine the flags name: on the store
-// storeFlag names (as openExistingStore finds it), or on the engine
+// storeFlag names (as localService finds it), or on the engine
 // dialled; closeSvc closes either. It prints what went wrong for command
 // cmd.
 func (e *engineFlags) service(ctx context.Context, io stdio, cmd, storeFlag string) (svc *runs.Service, closeSvc func(), ok bool) {
@@ -206,12 +206,12 @@ func (e *engineFlags) service(ctx context.Context, io stdio, cmd, storeFlag stri
 		}
 		return &runs.Service{Engine: eng}, eng.Close, true
 	}
-	st, err := openExistingStore(storeFlag)
+	svc, err := localService(storeFlag)
 	if err != nil {
 		fmt.Fprintf(io.err, "skein %s: %v\n", cmd, err)
 		return nil, nil, false
 	}
-	return &runs.Service{Store: st}, func() { st.Close() }, true
+	return svc, func() { svc.Store.Close() }, true
 }
 
 // runOnEngine starts the run on the engine and follows it to its end

@@ -252,7 +252,7 @@ func newSessionRun(s *runSetup, g *graphir.Graph, inputs *stdlib.Map) *sessionRu
 	if s.record {
 		// The store the flow's root finds (--store, $SKEIN_STORE, the
 		// nearest .skein), closed once the run is finished.
-		if sr.st, err = openStore(s.store, runs.StorePath(s.store, g.Root)); err == nil {
+		if sr.st, err = openStore(s.store, g.Root); err == nil {
 			svc.Store = sr.st
 			if sr.run, err = svc.Start(spec); err != nil {
 				sr.st.Close()

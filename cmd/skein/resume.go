@@ -142,12 +142,18 @@ func runResume(ctx context.Context, io stdio, opts *resumeOptions, args []string
 			opts.temporalArgs(), id, id, opts.connArgs())
 		return exitUsage
 	}
-	st, r, ok := getRun(io, "resume", opts.store, args[0])
-	if !ok {
+	set, err := parseSet(opts.set)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein resume: %v\n", err)
+		return exitUsage
+	}
+	svc, err := localService(opts.store)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein resume: %v\n", err)
 		return exitFail
 	}
-	defer st.Close()
-	return resumeRun(ctx, io, st, r, opts)
+	defer svc.Store.Close()
+	return resumeRun(ctx, io, svc, &runs.ResumeSpec{Ref: args[0], Set: set}, opts)
 }
 
 // changed reports whether flag name was given.
@@ -209,53 +215,46 @@ func (o *resumeOptions) runOptions(rec store.RunOptions) (store.RunOptions, erro
 	return rec, nil
 }
 
-// resumeRun continues run r of store st.
-func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opts *resumeOptions) int {
-	set, err := parseSet(opts.set)
-	if err != nil {
-		fmt.Fprintf(io.err, "skein resume: %v\n", err)
-		return exitUsage
-	}
-	what := opts.from
-	if what == "" && len(set) > 0 {
-		what = "--set"
-	}
-	if err := runs.Resumable(r, what, opts.reload); err != nil {
-		if errors.Is(err, runs.ErrNothingLeft) {
-			// Resuming it would replay every step and end as it did: a
-			// new run identical to the old one, done silently. (--reload
-			// may run steps the flow gained since.)
-			fmt.Fprintf(io.err, "skein resume: run %s succeeded: there is nothing left to run; to run a step again, and everything that completed after it, give --from STEP (skein resume %s --from STEP)\n", r.ID, r.ID)
-			return exitFail
+// usageError is an error of the flags, found once the run they resume
+// is read.
+type usageError struct{ error }
+
+// resumeRun continues the run spec names (spec.Run, or the one spec.Ref
+// names) with svc, as opts say.
+func resumeRun(ctx context.Context, io stdio, svc *runs.Service, spec *runs.ResumeSpec, opts *resumeOptions) int {
+	spec.From, spec.Reload, spec.NoDecision = opts.from, opts.reload, noDecision
+	spec.Adjust = func(r *store.Run, spec *runs.ResumeSpec) error {
+		ropts, err := opts.runOptions(r.Options)
+		if err != nil {
+			return usageError{err}
 		}
-		fmt.Fprintf(io.err, "skein resume: %v\n", err)
-		return exitFail
-	}
-	ropts, err := opts.runOptions(r.Options)
-	if err != nil {
-		fmt.Fprintf(io.err, "skein resume: %v\n", err)
-		return exitUsage
-	}
-	spec := &runs.ResumeSpec{Run: r, From: opts.from, Set: set, Reload: opts.reload, Options: ropts, NoDecision: noDecision}
-	switch {
-	case ropts.Cassette != "":
-		spec.Models, err = openCassette(ropts.Cassette, ropts.ReplayOnly)
-	case ropts.Model != "":
-		spec.Models, err = openStub(ropts.Model)
-	}
-	if err != nil {
-		fmt.Fprintf(io.err, "skein resume: %v\n", err)
-		return exitFail
+		spec.Options = ropts
+		switch {
+		case ropts.Cassette != "":
+			spec.Models, err = openCassette(ropts.Cassette, ropts.ReplayOnly)
+		case ropts.Model != "":
+			spec.Models, err = openStub(ropts.Model)
+		}
+		return err
 	}
 	prompt := newPrompter(io, opts.noPrompt)
 	if prompt != nil {
 		spec.Ask = prompt
 	}
-	svc := &runs.Service{Store: st, Load: loadOptions("", 0)}
+	svc.Load = loadOptions("", 0)
 	run, ds, err := svc.Resume(spec)
 	check.WriteText(io.err, ds)
 	var invalid *runs.InvalidFlowError
 	switch {
+	case errors.Is(err, runs.ErrNothingLeft):
+		// Resuming it would replay every step and end as it did: a
+		// new run identical to the old one, done silently. (--reload
+		// may run steps the flow gained since.)
+		fmt.Fprintf(io.err, "skein resume: run %s succeeded: there is nothing left to run; to run a step again, and everything that completed after it, give --from STEP (skein resume %s --from STEP)\n", spec.Run.ID, spec.Run.ID)
+		return exitFail
+	case errors.As(err, new(usageError)):
+		fmt.Fprintf(io.err, "skein resume: %v\n", err)
+		return exitUsage
 	case errors.As(err, &invalid):
 		fmt.Fprintf(io.err, "skein: %v\n", err)
 		return exitUsage
@@ -266,8 +265,9 @@ func resumeRun(ctx context.Context, io stdio, st *store.Store, r *store.Run, opt
 		fmt.Fprintf(io.err, "skein resume: %v\n", err)
 		return exitFail
 	}
+	r := spec.Run
 	if !opts.json && !opts.events {
-		if len(set) > 0 {
+		if len(spec.Set) > 0 {
 			fmt.Fprintf(io.err, "forking run %s as run %s\n", r.ID, run.ID)
 		} else if run.ResumedFrom != "" {
 			fmt.Fprintf(io.err, "resuming run %s as run %s\n", r.ID, run.ID)

@@ -301,7 +301,7 @@ func runRun(ctx context.Context, io stdio, opts *runOptions, args []string) int 
 	}
 	svc := &runs.Service{Load: lo}
 	if !opts.noStore && dry == nil {
-		st, err := openStore(opts.store, runs.StorePath(opts.store, g.Root))
+		st, err := openStore(opts.store, g.Root)
 		if err != nil {
 			fmt.Fprintf(io.err, "skein run: %v\nskein: %s not run (--no-store runs it without recording)\n", err, args[0])
 			return exitFail

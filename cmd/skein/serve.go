@@ -17,7 +17,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/engine/serve"
 	"github.com/skeinlang/skein/graphir"
 )
@@ -110,7 +109,7 @@ func runServe(ctx context.Context, io stdio, opts *serveOptions, args []string) 
 		}
 	}
 	wd, _ := os.Getwd()
-	st, err := openStore(opts.store, runs.StorePath(opts.store, wd))
+	st, err := openStore(opts.store, wd)
 	if err != nil {
 		fmt.Fprintf(io.err, "skein serve: %v\n", err)
 		return exitFail

@@ -29,19 +29,24 @@ import (
 	"github.com/skeinlang/skein/vm/store"
 )
 
-// openExistingStore opens the store a command that names no flow uses:
-// flag, else $SKEIN_STORE, else the nearest .skein/runs.db at or above the
-// current directory (runs.FindStore). It never creates one.
-func openExistingStore(flag string) (*store.Store, error) {
+// localService is the run service on the store a command that names no
+// flow uses: flag, else $SKEIN_STORE, else the nearest .skein/runs.db at
+// or above the current directory (runs.OpenExistingStore). It never
+// creates one. The caller closes its Store.
+func localService(flag string) (*runs.Service, error) {
 	wd, _ := os.Getwd()
 	st, err := runs.OpenExistingStore(flag, wd)
-	return st, explainStoreErr(flag, err)
+	if err != nil {
+		return nil, explainStoreErr(flag, err)
+	}
+	return &runs.Service{Store: st}, nil
 }
 
-// openStore opens the store at path, which flag (--store), else
-// $SKEIN_STORE, else the search for .skein named (runs.StorePath).
-func openStore(flag, path string) (*store.Store, error) {
-	st, err := store.Open(path)
+// openStore opens the store that records the runs of a flow whose root
+// is root (runs.OpenStore: flag, else $SKEIN_STORE, else the nearest
+// .skein).
+func openStore(flag, root string) (*store.Store, error) {
+	st, err := runs.OpenStore(flag, root)
 	return st, explainStoreErr(flag, err)
 }
 
@@ -206,13 +211,12 @@ func runRuns(ctx context.Context, io stdio, opts *runsOptions, args []string) in
 			defer fmt.Fprintf(io.err, "skein runs: %s\n", cut)
 		}
 	} else {
-		st, err := openExistingStore(opts.store)
-		if err != nil {
+		var err error
+		if svc, err = localService(opts.store); err != nil {
 			fmt.Fprintf(io.err, "skein runs: %v\n", err)
 			return exitFail
 		}
-		defer st.Close()
-		svc = &runs.Service{Store: st}
+		defer svc.Store.Close()
 		if list, err = svc.List(store.Filter{Flow: opts.flow, Status: opts.status, Limit: opts.limit}); err != nil {
 			fmt.Fprintf(io.err, "skein runs: %v\n", err)
 			return exitFail
@@ -312,23 +316,6 @@ func runObject(r *store.Run) jsonRun {
 	return o
 }
 
-// getRun opens the store and finds the run ref names, printing what went
-// wrong for command cmd.
-func getRun(io stdio, cmd, storeFlag, ref string) (*store.Store, *store.Run, bool) {
-	st, err := openExistingStore(storeFlag)
-	if err != nil {
-		fmt.Fprintf(io.err, "skein %s: %v\n", cmd, err)
-		return nil, nil, false
-	}
-	r, err := st.Get(ref)
-	if err != nil {
-		st.Close()
-		fmt.Fprintf(io.err, "skein %s: %v\n", cmd, err)
-		return nil, nil, false
-	}
-	return st, r, true
-}
-
 func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) int {
 	if len(args) != 1 {
 		fmt.Fprintln(io.err, "skein show: want one run (an id, a prefix of one, or last)\nusage: skein show RUN [--json]")
@@ -341,13 +328,13 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 	if opts.engine != "local" {
 		return showOnEngine(ctx, io, opts, args[0])
 	}
-	st, err := openExistingStore(opts.store)
+	svc, err := localService(opts.store)
 	if err != nil {
 		fmt.Fprintf(io.err, "skein show: %v\n", err)
 		return exitFail
 	}
-	defer st.Close()
-	rec, err := (&runs.Service{Store: st}).Record(args[0])
+	defer svc.Store.Close()
+	rec, err := svc.Record(args[0])
 	if err != nil {
 		fmt.Fprintf(io.err, "skein show: %v\n", err)
 		return exitFail
@@ -603,13 +590,13 @@ func runGC(_ context.Context, io stdio, opts *gcOptions, args []string) int {
 		fmt.Fprintln(io.err, "skein gc: --keep and --older-than must not be negative")
 		return exitUsage
 	}
-	st, err := openExistingStore(opts.store)
+	svc, err := localService(opts.store)
 	if err != nil {
 		fmt.Fprintf(io.err, "skein gc: %v\n", err)
 		return exitFail
 	}
-	defer st.Close()
-	c, err := (&runs.Service{Store: st}).GC(opts.keep, opts.olderThan)
+	defer svc.Store.Close()
+	c, err := svc.GC(opts.keep, opts.olderThan)
 	if err != nil {
 		fmt.Fprintf(io.err, "skein gc: %v\n", err)
 		return exitFail

@@ -27,6 +27,28 @@ func (s *Service) List(f store.Filter) ([]*store.Run, error) {
 	return s.Store.Runs(f)
 }
 
+// Steps are the names of the steps the run ref names (an id, a unique
+// prefix of one, or "last") recorded effects of, approvals included,
+// sorted, each once.
+func (s *Service) Steps(ref string) ([]string, error) {
+	r, err := s.Store.Get(ref)
+	if err != nil {
+		return nil, err
+	}
+	effects, err := s.Store.RunEffects(r, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range effects {
+		if !slices.Contains(out, e.Step) {
+			out = append(out, e.Step)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // Record is what the store knows of one run.
 type Record struct {
 	Run *store.Run

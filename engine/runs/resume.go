@@ -32,6 +32,14 @@ type ResumeSpec struct {
 	// succeeded) is never changed: a new run continues it and names it
 	// in its resumed_from.
 	Run *store.Run
+	// Ref, when Run is nil, names the run to continue (an id, a unique
+	// prefix of one, or "last"): [Service.Resume] reads it and sets Run.
+	Ref string
+	// Adjust, when set, is called with the run once it is known to be
+	// resumable, before its flow is loaded: a front end sets Options and
+	// Models there from the recorded options (some replaced by its own),
+	// or refuses with an error, which Resume returns.
+	Adjust func(r *store.Run, spec *ResumeSpec) error
 	// From, when set, runs that step again, and everything that
 	// completed after it: for a step with a recorded completion (a task,
 	// a model call...), from that completion on; for any other (a fn
@@ -104,12 +112,20 @@ func Resumable(r *store.Run, from string, reload bool) error {
 	return nil
 }
 
-// Resume prepares the resume of spec.Run: its flow loaded again and
+// Resume prepares the resume of spec.Run (or of the run spec.Ref names,
+// read into spec.Run): its flow loaded again and
 // checked (the diagnostics are returned, warnings included, whatever the
 // error), its inputs bound again, and its record taken over (or a new
 // run begun). Nothing runs until [Run.Run].
 func (s *Service) Resume(spec *ResumeSpec) (*Run, []check.Diagnostic, error) {
-	r, ropts := spec.Run, spec.Options
+	if spec.Run == nil {
+		r, err := s.Store.Get(spec.Ref)
+		if err != nil {
+			return nil, nil, err
+		}
+		spec.Run = r
+	}
+	r := spec.Run
 	what := spec.From
 	if what == "" && len(spec.Set) > 0 {
 		what = "--set" // something to run again
@@ -117,6 +133,12 @@ func (s *Service) Resume(spec *ResumeSpec) (*Run, []check.Diagnostic, error) {
 	if err := Resumable(r, what, spec.Reload); err != nil {
 		return nil, nil, err
 	}
+	if spec.Adjust != nil {
+		if err := spec.Adjust(r, spec); err != nil {
+			return nil, nil, err
+		}
+	}
+	ropts := spec.Options
 	sources, err := s.Store.Sources(r.ID)
 	if err != nil {
 		return nil, nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -167,9 +168,24 @@ func TestParkApproveResume(t *testing.T) {
 		t.Fatalf("a second decision: got %v, want ErrDecided", err)
 	}
 
-	r2, ds, err := s.Resume(&ResumeSpec{Run: done.Run, Options: done.Run.Options})
+	if steps, err := s.Steps("last"); err != nil || !slices.Equal(steps, []string{"build", "deploy"}) {
+		t.Fatalf("Steps: %v %v; want build and deploy", steps, err)
+	}
+	if _, _, err := s.Resume(&ResumeSpec{Ref: "nosuchrun"}); err == nil {
+		t.Fatal("resuming a run that is not there: no error")
+	}
+	// The run the reference names is read, then adjusted from its
+	// recorded options.
+	spec := &ResumeSpec{Ref: "last", Adjust: func(r *store.Run, spec *ResumeSpec) error {
+		spec.Options = r.Options
+		return nil
+	}}
+	r2, ds, err := s.Resume(spec)
 	if err != nil {
 		t.Fatalf("Resume: %v (%v)", err, ds)
+	}
+	if spec.Run == nil || spec.Run.ID != r.ID || spec.Options.By != done.Run.Options.By {
+		t.Fatalf("spec after Resume: run %v, options %+v", spec.Run, spec.Options)
 	}
 	if r2.ID != r.ID || r2.ResumedFrom != "" {
 		t.Fatalf("resumed as %q from %q; want under its own id", r2.ID, r2.ResumedFrom)
@@ -201,6 +217,10 @@ func TestParkApproveResume(t *testing.T) {
 
 	// An ended run is never changed: resuming it from a step is a new
 	// run that names it.
+	refused := errors.New("refused")
+	if _, _, err := s.Resume(&ResumeSpec{Run: rec.Run, From: "ship", Adjust: func(*store.Run, *ResumeSpec) error { return refused }}); !errors.Is(err, refused) {
+		t.Fatalf("Adjust's error: got %v", err)
+	}
 	if _, _, err := s.Resume(&ResumeSpec{Run: rec.Run}); !errors.Is(err, ErrNothingLeft) {
 		t.Fatalf("resuming a succeeded run: got %v, want ErrNothingLeft", err)
 	}

@@ -94,6 +94,15 @@ func FindStore(named, dir string) (string, error) {
 	return path, nil
 }
 
+// OpenStore opens the store that records the runs of a flow whose root
+// is root, as [StorePath] finds it (named, else $SKEIN_STORE, else the
+// nearest .skein), making it when there is none yet. A path that is not
+// a run store is a [*store.NotStoreError], which the front end explains
+// by [StoreOrigin].
+func OpenStore(named, root string) (*store.Store, error) {
+	return store.Open(StorePath(named, root))
+}
+
 // OpenExistingStore opens the store [FindStore] finds. A path that is
 // not a run store is a [*store.NotStoreError], which the front end
 // explains by [StoreOrigin].

@@ -24,7 +24,6 @@ import (
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/internal/visible"
-	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
 )
@@ -375,36 +374,22 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 	if r.ErrorCode != "" {
 		fmt.Fprintf(io.out, "error %s: %s\n", r.ErrorCode, visible.Text(r.ErrorMsg, false))
 	}
-	if r.Result != nil {
-		var res struct {
-			Output json.RawMessage `json:"output"`
-		}
-		if json.Unmarshal(r.Result, &res) == nil && string(res.Output) != "null" {
-			// A task's record as what it printed, as run's summary shows
-			// it (show --json has the record).
-			text := string(res.Output)
-			if v, err := stdlib.FromStoredJSON(res.Output); err == nil {
-				if _, isTask := vm.TaskStdout(v); isTask {
-					text = outputText(v, "       ")
-				}
+	if out, v, ok := rec.Output(); ok {
+		// A task's record as what it printed, as run's summary shows
+		// it (show --json has the record).
+		text := string(out)
+		if v != nil {
+			if _, isTask := vm.TaskStdout(v); isTask {
+				text = outputText(v, "       ")
 			}
-			fmt.Fprintf(io.out, "output %s\n", text)
 		}
+		fmt.Fprintf(io.out, "output %s\n", text)
 	}
 	if len(effects) > 0 {
 		fmt.Fprintln(io.out, "effects:")
 		tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
-		parked := map[string]int{} // parked rows of an approval, by place and visit
-		for i, e := range effects {
-			// An approval that parked its run and was then decided is one
-			// approval: the row of the park is not an attempt of its own.
-			key := fmt.Sprintf("%s\x00%s\x00%d", e.Path, e.Step, e.Visit)
-			if e.Kind == "approval" && e.Status == store.Waiting && slices.ContainsFunc(effects[i+1:], func(l *store.Effect) bool {
-				return l.Path == e.Path && l.Step == e.Step && l.Visit == e.Visit
-			}) {
-				parked[key]++
-				continue
-			}
+		for _, a := range rec.Attempts() {
+			e := a.Effect
 			took := "-"
 			if !e.Ended.IsZero() {
 				took = e.Ended.Sub(e.Started).Round(time.Millisecond).String()
@@ -417,8 +402,7 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 				// What a task ran, its templates filled in.
 				detail = visible.Text("$ "+commandLine(e.Rendered.Argv), false)
 			}
-			status := rec.EffectStatus(i)
-			switch status {
+			switch a.Status {
 			case store.Waiting:
 				detail = "waiting for a decision"
 			case runs.Interrupted:
@@ -426,7 +410,7 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 			case runs.Unrecorded:
 				detail = "its completion was not recorded"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\tvisit %d\tattempt %d\t%s\t%s\t%s\n", runs.Place(e.Path, e.Step), e.Kind, e.Visit, e.Attempt-parked[key], status, took, oneLine(detail, 60))
+			fmt.Fprintf(tw, "  %s\t%s\tvisit %d\tattempt %d\t%s\t%s\t%s\n", runs.Place(e.Path, e.Step), e.Kind, e.Visit, a.Number, a.Status, took, oneLine(detail, 60))
 		}
 		tw.Flush()
 	}

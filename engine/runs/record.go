@@ -106,6 +106,59 @@ func (rec *Record) EffectStatus(i int) string {
 	return EffectStatus(rec.Run, e, rec.Effects[i+1:])
 }
 
+// Attempt is one attempt of a run's effects as a person reads the
+// record: an approval that parked its run and was then decided is one
+// attempt, the park not an attempt of its own.
+type Attempt struct {
+	*store.Effect
+	// Number counts the attempts of its visit, parks left out.
+	Number int
+	// Status is as [Record.EffectStatus] says.
+	Status string
+}
+
+// Attempts are rec.Effects as attempts, in the order they started, the
+// parks of approvals decided since left out.
+func (rec *Record) Attempts() []Attempt {
+	type place struct {
+		path, step string
+		visit      int
+	}
+	parked := map[place]int{} // parks left out, by place and visit
+	var out []Attempt
+	for i, e := range rec.Effects {
+		at := place{e.Path, e.Step, e.Visit}
+		if e.Kind == "approval" && e.Status == store.Waiting && slices.ContainsFunc(rec.Effects[i+1:], func(l *store.Effect) bool {
+			return l.Path == e.Path && l.Step == e.Step && l.Visit == e.Visit
+		}) {
+			parked[at]++
+			continue
+		}
+		out = append(out, Attempt{Effect: e, Number: e.Attempt - parked[at], Status: rec.EffectStatus(i)})
+	}
+	return out
+}
+
+// Output is the output of the run's recorded result: its JSON text and
+// its value (nil when the text does not decode); ok is false when the
+// run has no result yet or its output is null.
+func (rec *Record) Output() (text json.RawMessage, v starlark.Value, ok bool) {
+	if rec.Run.Result == nil {
+		return nil, nil, false
+	}
+	var res struct {
+		Output json.RawMessage `json:"output"`
+	}
+	if json.Unmarshal(rec.Run.Result, &res) != nil || string(res.Output) == "null" {
+		return nil, nil, false
+	}
+	v, err := stdlib.FromStoredJSON(res.Output)
+	if err != nil {
+		v = nil
+	}
+	return res.Output, v, true
+}
+
 // IsHeld reports whether the approval at path, step and visit is held
 // open while the run goes on.
 func (rec *Record) IsHeld(path, step string, visit int) bool {

@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -213,6 +214,19 @@ func TestParkApproveResume(t *testing.T) {
 	// the resumed run decided from the store.
 	if diff := cmp.Diff([]string{"build succeeded", "deploy waiting", "deploy succeeded", "ship succeeded"}, steps); diff != "" {
 		t.Errorf("effects (-want +got):\n%s", diff)
+	}
+	// As a person reads them, the park and the decision are one attempt.
+	var attempts []string
+	for _, a := range rec.Attempts() {
+		attempts = append(attempts, fmt.Sprintf("%s %d %s", a.Step, a.Number, a.Status))
+	}
+	if diff := cmp.Diff([]string{"build 1 succeeded", "deploy 1 succeeded", "ship 1 succeeded"}, attempts); diff != "" {
+		t.Errorf("attempts (-want +got):\n%s", diff)
+	}
+	if text, v, ok := rec.Output(); !ok || v == nil || string(text) == "" {
+		t.Errorf("Output: %s %v %v; want the run's output", text, v, ok)
+	} else if _, isTask := vm.TaskStdout(v); !isTask {
+		t.Errorf("Output: %s; want the last task's record", text)
 	}
 
 	// An ended run is never changed: resuming it from a step is a new

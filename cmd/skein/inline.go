@@ -304,7 +304,7 @@ func (sr *sessionRun) report(res *vm.Result) {
 			fmt.Fprintf(out, "waiting: %q has no decision; this flow was typed in, so skein resume cannot continue the run: :run again\n", p.Step)
 			continue
 		}
-		fmt.Fprintf(out, "waiting: skein approve %s %s --resume\n", res.RunID, approveArg(store.EffectPath(&vm.EffectRequest{Flow: p.Flow, Scope: p.Scope}), p.Step))
+		fmt.Fprintf(out, "waiting: skein approve %s %s --resume\n", res.RunID, approveArg(runs.PendingPath(p), p.Step))
 	}
 }
 

@@ -389,7 +389,7 @@ func execute(ctx context.Context, io stdio, svc *runs.Service, run *runs.Run, ho
 		if len(open) > 0 {
 			fmt.Fprintf(io.err, "run %s is waiting for a decision; decide with:\n", res.RunID)
 			for _, p := range open {
-				fmt.Fprintf(io.err, "  skein approve %s %s --resume\n", res.RunID, approveArg(store.EffectPath(&vm.EffectRequest{Flow: p.Flow, Scope: p.Scope}), p.Step))
+				fmt.Fprintf(io.err, "  skein approve %s %s --resume\n", res.RunID, approveArg(runs.PendingPath(p), p.Step))
 			}
 		}
 		if len(closed) > 0 {

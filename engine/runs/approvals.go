@@ -578,6 +578,12 @@ func Place(path, step string) string {
 	return strings.ReplaceAll(path, "/", " › ") + " › " + step
 }
 
+// PendingPath is the path of the approval a parked run waits for, as the
+// store records it (the [store.Approval]'s Path; [Place] names it).
+func PendingPath(p *vm.Pending) string {
+	return store.EffectPath(&vm.EffectRequest{Flow: p.Flow, Scope: p.Scope})
+}
+
 // names reports whether arg names approval a: its step, or its place (as
 // [Place] writes it, or with "/" between the parts).
 func names(arg string, a *store.Approval) bool {
@@ -596,7 +602,7 @@ func (s *Service) Parked(res *vm.Result) (open []*vm.Pending, closed []*store.Ap
 		return res.Pending, nil
 	}
 	for _, p := range res.Pending {
-		path := store.EffectPath(&vm.EffectRequest{Flow: p.Flow, Scope: p.Scope})
+		path := PendingPath(p)
 		i := slices.IndexFunc(all, func(a *store.Approval) bool {
 			return a.Path == path && a.Step == p.Step && a.Visit == p.Visit && (!a.Decided.IsZero() || !a.Expired.IsZero())
 		})

@@ -439,3 +439,33 @@ func TestAskedValues(t *testing.T) {
 		t.Fatalf("status %s %v; want failed for the missing values", res.Status, res.Error)
 	}
 }
+
+// A run parked on an approval in a child flow waits for it at the place
+// the store records it under.
+func TestPendingPath(t *testing.T) {
+	s, g, _ := setup(t, "parent.star", `
+flow(name = "parent")
+sub = step("sub", flow = "gated.star")
+chain(START, sub, END)
+`, "gated.star", `
+flow(name = "gated", output = "gate")
+gate = step("gate", approve = "Go?")
+chain(START, gate, END)
+`)
+	r, err := s.Start(bind(t, g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, r)
+	open, _ := s.Parked(res)
+	rec, err := s.Record(r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(open) != 1 || len(rec.Approvals) != 1 {
+		t.Fatalf("waits for %d approvals, %d recorded; want 1", len(open), len(rec.Approvals))
+	}
+	if got, want := PendingPath(open[0]), rec.Approvals[0].Path; got != want || got == "" || Place(got, open[0].Step) != "sub › gate" {
+		t.Fatalf("PendingPath: %q; want %q, placed as sub › gate", got, want)
+	}
+}

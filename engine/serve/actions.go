@@ -122,6 +122,7 @@ func (s *Server) launch(run *runs.Run) {
 		close(a.done)
 		close(a.wake) // its streams look again, and then poll
 		s.mu.Unlock()
+		s.sched.Poke() // the queue's item for it ends, and what it emitted is queued
 		if res.Status == vm.Waiting && s.ctx.Err() == nil {
 			if open, closed := s.svc.Parked(res); len(open) == 0 && len(closed) > 0 {
 				if _, err := s.continueParked(run.ID); err != nil {

@@ -33,8 +33,12 @@ type runJSON struct {
 	DurationMS  int64      `json:"duration_ms"`
 	StartedBy   string     `json:"started_by"`
 	ResumedFrom string     `json:"resumed_from"`
-	At          string     `json:"at"`
-	Error       *errJSON   `json:"error"`
+	// Trigger is what queued the run in skein serve: "api", "cron
+	// 0 3 * * *", "webhook push", "every 10m", "watch ...", "emit"; ""
+	// for a run started by skein run.
+	Trigger string   `json:"trigger"`
+	At      string   `json:"at"`
+	Error   *errJSON `json:"error"`
 }
 
 // runDetailJSON is a run as GET /api/runs/{id} has it.
@@ -42,6 +46,12 @@ type runDetailJSON struct {
 	runJSON
 	Inputs json.RawMessage `json:"inputs"`
 	Result json.RawMessage `json:"result"`
+	// Parent is the run whose result emitted this one (the hopper), and
+	// Depth how deep it lies below one queued from outside.
+	Parent string `json:"parent"`
+	Depth  int    `json:"depth"`
+	// Children is the work items this run emitted, each a queued run.
+	Children []queueJSON `json:"children"`
 }
 
 type errJSON struct {
@@ -139,8 +149,21 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		storeFail(w, err)
 		return
 	}
+	ids := make([]string, len(list))
+	for i, run := range list {
+		ids[i] = run.ID
+	}
+	items, err := s.cfg.Store.QueueOfRuns(ids)
+	if err != nil {
+		storeFail(w, err)
+		return
+	}
 	for _, run := range list {
-		out.Runs = append(out.Runs, runWith(run, aps[run.ID]))
+		j := runWith(run, aps[run.ID])
+		if it := items[run.ID]; it != nil {
+			j.Trigger = it.Trigger
+		}
+		out.Runs = append(out.Runs, j)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -318,7 +341,21 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 		Path      []string        `json:"path"`
 		Graph     json.RawMessage `json:"graph"`
 	}{Steps: []*stepJSON{}, Attempts: []*attemptJSON{}, Approvals: []*approvalJSON{}, Path: []string{}}
-	out.Run = runDetailJSON{runJSON: s.runJSON(run), Inputs: run.Inputs, Result: run.Result}
+	out.Run = runDetailJSON{runJSON: s.runJSON(run), Inputs: run.Inputs, Result: run.Result, Children: []queueJSON{}}
+	if it, err := s.cfg.Store.QueueOf(run.ID); err != nil {
+		storeFail(w, err)
+		return
+	} else if it != nil {
+		out.Run.Trigger, out.Run.Parent, out.Run.Depth = it.Trigger, it.Parent, it.Depth
+	}
+	children, err := s.cfg.Store.Children(run.ID)
+	if err != nil {
+		storeFail(w, err)
+		return
+	}
+	for _, c := range children {
+		out.Run.Children = append(out.Run.Children, itemJSON(c))
+	}
 	if out.Run.Result == nil || run.Status == store.Running || run.Status == store.Interrupted {
 		out.Run.Result = json.RawMessage("null")
 	}

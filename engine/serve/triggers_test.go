@@ -282,3 +282,58 @@ chain(START, wait, END)
 		t.Errorf("queue %+v", q)
 	}
 }
+
+// TestRunParentChildren: a run's JSON names the run that emitted it and
+// lists the runs it emitted (the hopper), and the runs list and a run
+// say which trigger started each run.
+func TestRunParentChildren(t *testing.T) {
+	ts := newTriggerServer(t, "", map[string]string{"split.star": `
+flow(name = "split", inputs = {"q": "root"}, emit = "split.star", max_depth = 1, output = "s")
+
+def parts(r):
+    return {"emit": [{"q": r.inputs.q + "." + str(i)} for i in [1, 2]]}
+
+s = step("s", fn = parts)
+chain(START, s, END)
+`})
+	ts.session()
+	root := ts.start("split.star", "")
+	q := ts.waitQueue()
+	ts.srv.Wait()
+	if len(q) != 7 {
+		t.Fatalf("queue %+v, want the root, 2 children and 4 skipped grandchildren", q)
+	}
+	m := ts.must(200, "GET", "/api/runs/"+root, "")
+	r := m["run"].(map[string]any)
+	if r["parent"] != "" || r["trigger"] != "api" {
+		t.Errorf("root: parent %v, trigger %v", r["parent"], r["trigger"])
+	}
+	kids := r["children"].([]any)
+	if len(kids) != 2 {
+		t.Fatalf("root's children %v, want 2", kids)
+	}
+	for _, k := range kids {
+		k := k.(map[string]any)
+		id, _ := k["run"].(string)
+		if k["state"] != store.QueueDone || id == "" || k["parent"] != root {
+			t.Fatalf("child %v", k)
+		}
+		c := ts.must(200, "GET", "/api/runs/"+id, "")["run"].(map[string]any)
+		if c["parent"] != root || c["depth"] != 1.0 || c["trigger"] != "emit" {
+			t.Errorf("child %s: parent %v, depth %v, trigger %v", id, c["parent"], c["depth"], c["trigger"])
+		}
+		// Its own items are past max_depth: listed, skipped, with no run.
+		gk := c["children"].([]any)
+		if len(gk) != 2 || gk[0].(map[string]any)["state"] != store.QueueSkipped || gk[0].(map[string]any)["run"] != nil {
+			t.Errorf("child %s's children %v, want 2 skipped", id, gk)
+		}
+	}
+	list := ts.must(200, "GET", "/api/runs", "")["runs"].([]any)
+	triggers := map[string]int{}
+	for _, r := range list {
+		triggers[r.(map[string]any)["trigger"].(string)]++
+	}
+	if triggers["api"] != 1 || triggers["emit"] != 2 || len(list) != 3 {
+		t.Errorf("the runs list's triggers %v", triggers)
+	}
+}

@@ -128,8 +128,9 @@ func (s *Scheduler) init() {
 	}
 }
 
-// poke makes Run look at the queue again.
-func (s *Scheduler) poke() {
+// Poke makes Run look at the queue again: a run it did not start (one
+// started from the page at once) has ended, and may have emitted items.
+func (s *Scheduler) Poke() {
 	s.init()
 	select {
 	case s.wake <- struct{}{}:
@@ -376,7 +377,7 @@ func (s *Scheduler) fire(f Flow, t *graphir.Trigger, at time.Time) error {
 	}
 	fired, err := s.Store.Fire(f.File, t.Key(), at, it)
 	if fired {
-		s.poke()
+		s.Poke()
 	}
 	return err
 }
@@ -480,7 +481,7 @@ func (s *Scheduler) Enqueue(f Flow, trigger, policy string, inputs json.RawMessa
 	if err := s.Store.Enqueue(it); err != nil {
 		return nil, err
 	}
-	s.poke()
+	s.Poke()
 	return it, nil
 }
 
@@ -561,7 +562,7 @@ func (s *Scheduler) launch(it *store.QueueItem, id string, run func()) {
 		close(s.changed)
 		s.changed = make(chan struct{})
 		s.mu.Unlock()
-		s.poke()
+		s.Poke()
 	}()
 }
 
@@ -645,5 +646,5 @@ func (s *Scheduler) emitFrom(it *store.QueueItem, id string) {
 			s.logf("emit: %v", err)
 		}
 	}
-	s.poke()
+	s.Poke()
 }

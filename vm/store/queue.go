@@ -205,6 +205,30 @@ func (s *Store) QueueOf(id string) (*QueueItem, error) {
 	return it, s.fail(err)
 }
 
+// Children returns the items run id emitted (the hopper), in queue
+// order.
+func (s *Store) Children(id string) ([]*QueueItem, error) {
+	return s.queueRows(`SELECT `+queueColumns+` FROM queue WHERE parent = ? ORDER BY n`, id)
+}
+
+// QueueOfRuns returns the item that started each of the runs ids that a
+// queue item started (the newest, for a run resumed in place).
+func (s *Store) QueueOfRuns(ids []string) (map[string]*QueueItem, error) {
+	out := map[string]*QueueItem{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	items, err := s.queueRows(`SELECT `+queueColumns+` FROM queue WHERE run IN (?`+strings.Repeat(`, ?`, len(ids)-1)+`) ORDER BY n`, args...)
+	for _, it := range items {
+		out[it.Run] = it
+	}
+	return out, err
+}
+
 func (s *Store) queueRows(q string, args ...any) ([]*QueueItem, error) {
 	rows, err := s.db.Query(q, args...)
 	if err != nil {

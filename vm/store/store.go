@@ -453,6 +453,10 @@ var migrations = []string{
 	// from outside (0), and that run.
 	`ALTER TABLE queue ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE queue ADD COLUMN parent TEXT;`,
+	// A run's page lists the items it emitted; the runs list, the
+	// trigger of each run.
+	`CREATE INDEX queue_parent ON queue (parent) WHERE parent IS NOT NULL;
+	CREATE INDEX queue_run ON queue (run) WHERE run IS NOT NULL;`,
 }
 
 // effectIDs is the range of effect ids of run n: [lo, hi).

@@ -408,7 +408,7 @@ async function runsPage(params) {
   const queueBox = cursor ? null : h("section", { id: "queue", class: "queue" });
   fill(main(), h("div", { class: "row spread" }, h("h1", {}, "Runs"), h("a", { class: "button", href: "/flows" }, "Start a run…")),
     h("p"), filters, h("div", { class: "table-wrap" }, h("table", { class: "runs-table" },
-      h("thead", {}, h("tr", {}, ["Status", "Run", "Flow", "Started", "Duration", "Started by", "Stopped at"].map((c) => h("th", {}, c)))), body)), pager,
+      h("thead", {}, h("tr", {}, ["Status", "Run", "Flow", "Started", "Duration", "Started by", "Trigger", "Stopped at"].map((c) => h("th", {}, c)))), body)), pager,
     queueBox);
   if (text) {
     search.focus();
@@ -430,7 +430,7 @@ async function runsPage(params) {
     const data = await get("/api/runs?" + q);
     const runs = data.runs || [];
     fill(body, ...runs.map(runRow));
-    if (!runs.length) body.append(h("tr", {}, h("td", { colspan: 7, class: "empty" }, status || flow || text ? "No run matches." : "No runs yet. Start one from a flow.")));
+    if (!runs.length) body.append(h("tr", {}, h("td", { colspan: 8, class: "empty" }, status || flow || text ? "No run matches." : "No runs yet. Start one from a flow.")));
     const older = new URLSearchParams(location.search);
     older.set("cursor", data.next || "");
     fill(pager, 
@@ -473,6 +473,18 @@ async function loadQueue(box) {
       h("tbody", {}, items.map(row)))));
 }
 
+// childrenList is the work items a run emitted (the hopper), each
+// linked to its run once it has one.
+function childrenList(items) {
+  return h("details", { id: "run-children", open: true },
+    h("summary", {}, `Emitted ${items.length} work item${items.length === 1 ? "" : "s"}`),
+    h("ul", { class: "children" }, items.map((it) => h("li", { "data-item": String(it.n), "data-state": it.state },
+      h("span", { class: "badge st-" + (QUEUE_BADGES[it.state] || "pending"), title: it.error || "" }, it.state), " ",
+      it.flow, " ",
+      it.run ? h("a", { class: "mono", href: "/runs/" + enc(it.run) }, it.run)
+        : it.error ? h("span", { class: "muted" }, truncate(it.error, 90)) : h("span", { class: "muted" }, "not started yet")))));
+}
+
 function runRow(r) {
   const at = r.at ? (r.status === "waiting" ? "waiting at " : r.status === "failed" ? "failed at " : "") + r.at : "";
   return h("tr", { "data-run": r.id },
@@ -482,6 +494,7 @@ function runRow(r) {
     h("td", { "data-label": "Started" }, timeEl(r.started)),
     h("td", { "data-label": "Took" }, fmtMs(r.duration_ms)),
     h("td", { "data-label": "By" }, r.started_by || h("span", { class: "muted" }, "command line")),
+    h("td", { "data-label": "Trigger", class: "trigger" }, r.trigger || h("span", { class: "muted" }, "skein run")),
     h("td", { "data-label": "At" }, at, r.error && r.error.message ? h("div", { class: "muted" }, truncate(r.error.message, 90)) : null));
 }
 
@@ -641,7 +654,9 @@ class RunView {
         h("span", {}, "Started ", h("b", {}, timeEl(r.started))),
         h("span", {}, ENDED.includes(r.status) ? "Took " : "For ", h("b", {}, fmtMs(r.duration_ms))),
         h("span", {}, "By ", h("b", {}, r.started_by || "the command line")),
+        r.trigger ? h("span", { id: "run-trigger" }, "Trigger ", h("b", {}, r.trigger)) : null,
         r.resumed_from ? h("span", {}, "Continues ", h("a", { class: "mono", href: "/runs/" + enc(r.resumed_from) }, r.resumed_from)) : null,
+        r.parent ? h("span", { id: "run-parent" }, "Emitted by ", h("a", { class: "mono", href: "/runs/" + enc(r.parent) }, r.parent), ` (depth ${r.depth})`) : null,
         r.file ? h("span", { title: r.file }, "File ", h("b", { class: "mono" }, r.file.split("/").slice(-2).join("/"))) : null),
       err ? h("div", { class: "error-box", role: "alert", id: "run-error" },
         h("strong", {}, err.step && !err.message.includes(`"${err.step}"`) ? `Stopped at ${err.step}: ` : "", err.message),
@@ -649,6 +664,7 @@ class RunView {
           err.step ? [" ", h("a", { href: "?step=" + enc(err.step), onclick: (e) => { e.preventDefault(); this.select(err.step); } }, "show the step")] : "")) : null,
       r.status === "waiting" && !(this.data.approvals || []).some((a) => a.status === "waiting")
         ? h("div", { class: "note" }, `Waiting at ${r.at || "a step"}.`) : null,
+      r.children && r.children.length ? childrenList(r.children) : null,
       r.inputs && Object.keys(r.inputs).length ? h("details", {}, h("summary", {}, "Inputs"), h("pre", {}, json(r.inputs))) : null,
       r.result && r.result.output !== undefined && r.result.output !== null ? h("details", {}, h("summary", {}, "Output"), h("pre", {}, json(r.result.output))) : null));
   }

@@ -1,0 +1,360 @@
+package servertest
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	common "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/skeinlang/skein/engine/temporal/temporaltest"
+)
+
+// otlpReceiver is an OTLP/HTTP trace receiver in the test's process: it
+// keeps the spans posted to it, in either encoding (skein's default
+// build posts OTLP JSON, a -tags otlp build protobuf).
+type otlpReceiver struct {
+	*httptest.Server
+	mu    sync.Mutex
+	spans []*tracepb.Span
+}
+
+func newOTLPReceiver(t *testing.T) *otlpReceiver {
+	rc := &otlpReceiver{}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/traces" {
+			http.NotFound(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var req coltrace.ExportTraceServiceRequest
+		var err error
+		if r.Header.Get("Content-Type") == "application/json" {
+			err = protojson.Unmarshal(hexIDs(t, body), &req)
+		} else {
+			err = proto.Unmarshal(body, &req)
+		}
+		if err != nil {
+			t.Errorf("receiver: %v", err)
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		rc.mu.Lock()
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				rc.spans = append(rc.spans, ss.Spans...)
+			}
+		}
+		rc.mu.Unlock()
+		w.Header().Set("Content-Type", r.Header.Get("Content-Type"))
+		if r.Header.Get("Content-Type") == "application/json" {
+			w.Write([]byte("{}"))
+		}
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+// got is a copy of the spans received so far.
+func (rc *otlpReceiver) got() []*tracepb.Span {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.spans)
+}
+
+// hexIDs rewrites the ids of OTLP JSON, which are hex, in the base64
+// that protojson reads bytes in.
+func hexIDs(t *testing.T, body []byte) []byte {
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Errorf("receiver: %v", err)
+		return body
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if s, ok := e.(string); ok && (k == "traceId" || k == "spanId" || k == "parentSpanId") {
+					b, err := hex.DecodeString(s)
+					if err != nil {
+						t.Errorf("receiver: %s %q is not hex", k, s)
+					}
+					x[k] = base64.StdEncoding.EncodeToString(b)
+					continue
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	out, _ := json.Marshal(v)
+	return out
+}
+
+// shownAttrs are the attributes a span tree shows of each span.
+var shownAttrs = []string{"skein.step.visit", "skein.step.attempt", "skein.step.status", "error.type", "skein.scope",
+	"skein.loop.iteration", "skein.map.index", "gen_ai.operation.name", "gen_ai.request.model",
+	"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.response.finish_reasons", "skein.run.status", "skein.inputs"}
+
+// spanTree draws spans as an indented tree, children in the order of
+// their names (map items run at once), each with the attributes shown
+// and whether it failed.
+func spanTree(spans []*tracepb.Span) string {
+	kids := map[string][]*tracepb.Span{}
+	ids := map[string]bool{}
+	for _, s := range spans {
+		ids[hex.EncodeToString(s.SpanId)] = true
+	}
+	var roots []*tracepb.Span
+	for _, s := range spans {
+		p := hex.EncodeToString(s.ParentSpanId)
+		if !ids[p] {
+			roots = append(roots, s)
+			continue
+		}
+		kids[p] = append(kids[p], s)
+	}
+	var b strings.Builder
+	var draw func(ss []*tracepb.Span, depth int)
+	draw = func(ss []*tracepb.Span, depth int) {
+		slices.SortFunc(ss, func(a, b *tracepb.Span) int {
+			if c := strings.Compare(a.Name, b.Name); c != 0 {
+				return c
+			}
+			if c := strings.Compare(spanAttr(a, "skein.step.attempt"), spanAttr(b, "skein.step.attempt")); c != 0 {
+				return c
+			}
+			return strings.Compare(spanAttr(a, "skein.scope"), spanAttr(b, "skein.scope"))
+		})
+		for _, s := range ss {
+			fmt.Fprintf(&b, "%s%s", strings.Repeat("  ", depth), s.Name)
+			for _, k := range shownAttrs {
+				if v, ok := lookupAttr(s, k); ok {
+					fmt.Fprintf(&b, " %s=%s", k, v)
+				}
+			}
+			if s.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR {
+				b.WriteString(" !error")
+			}
+			b.WriteByte('\n')
+			draw(kids[hex.EncodeToString(s.SpanId)], depth+1)
+		}
+	}
+	draw(roots, 0)
+	return b.String()
+}
+
+func showValue(v *common.AnyValue) string {
+	switch x := v.Value.(type) {
+	case *common.AnyValue_StringValue:
+		return x.StringValue
+	case *common.AnyValue_IntValue:
+		return fmt.Sprint(x.IntValue)
+	case *common.AnyValue_BoolValue:
+		return fmt.Sprint(x.BoolValue)
+	case *common.AnyValue_ArrayValue:
+		var parts []string
+		for _, e := range x.ArrayValue.Values {
+			parts = append(parts, showValue(e))
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	return v.String()
+}
+
+func lookupAttr(s *tracepb.Span, k string) (string, bool) {
+	for _, a := range s.Attributes {
+		if a.Key == k {
+			return showValue(a.Value), true
+		}
+	}
+	return "", false
+}
+
+func spanAttr(s *tracepb.Span, k string) string {
+	v, _ := lookupAttr(s, k)
+	return v
+}
+
+// tracedFlow has a retried task that prints its TRACEPARENT, a loop, a
+// map, a child flow, a stub model's llm step and an agent calling a tool.
+const tracedFlow = `
+model("m", provider = "stub", answers = [
+    {"match": "Summarize", "reply": "all good"},
+    {"match": "Fix", "turns": [{"tool_calls": [{"name": "where", "arguments": {}}]}, {"reply": "fixed"}]},
+])
+flow(name = "traced", inputs = {"files": ["a", "b"]}, output = "summary")
+where = tool("where", run = ["echo", "here"], help = "say where it runs")
+
+flaky = step("flaky", shell = 'if [ "$SKEIN_ATTEMPT" -lt 2 ]; then echo "not yet" >&2; exit 1; fi; echo "$TRACEPARENT"', retries = 1, backoff = "1ms")
+
+tick = step("tick", fn = lambda r: r.loop.index)
+def enough(it):
+    return it.output >= 2
+polish = loop("polish", body = [tick], until = "enough", max_iterations = 3)
+
+one = step("one", run = ["echo", "{{ item }}"])
+per_file = map("per_file", over = "inputs.files", body = [one])
+
+child = step("child", flow = "child.star", inputs = {"n": 2})
+summary = step("summary", llm = "Summarize {{ flaky.stdout }}", model = "m")
+fix = step("fix", agent = "Fix it", model = "m", tools = [where])
+
+chain(START, flaky, polish, per_file, child, summary, fix, END)
+`
+
+const tracedChild = `
+flow(name = "child", inputs = {"n": 1})
+inner = step("inner", fn = lambda r: r.inputs.n * 2)
+chain(START, inner, END)
+`
+
+// TestTraceShapeBothEngines runs one flow (a retried task, a loop, a
+// map, a child flow, a stub model's llm step and an agent's tool call)
+// with skein run on the local engine and with skein run --engine
+// temporal on the dev server, each exporting its spans over OTLP/HTTP to
+// a receiver of its own, and compares the two span trees (names,
+// parents, key attributes): they are one shape. The worker, whose
+// environment configures traces too, adds a span under each task
+// attempt's; and the task's TRACEPARENT names its attempt's span in the
+// run's trace.
+func TestTraceShapeBothEngines(t *testing.T) {
+	dir := t.TempDir()
+	flow, err := (&temporaltest.Scenario{Files: map[string]string{"flow.star": tracedFlow, "child.star": tracedChild}}).Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otel := func(rc *otlpReceiver) []string {
+		return []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rc.URL, "OTEL_SERVICE_NAME=skein-servertest", "TRACEPARENT="}
+	}
+
+	localRC := newOTLPReceiver(t)
+	local := start(t, dir, otel(localRC), skeinBin, "run", flow, "--json", "--no-store")
+	if code := local.wait(t, 2*time.Minute); code != 0 {
+		t.Fatalf("local run: exit %d\n%s", code, local.stderr.String())
+	}
+
+	remoteRC := newOTLPReceiver(t)
+	q := queue(t)
+	w := worker(t, q, append(otel(remoteRC), "OTEL_BSP_SCHEDULE_DELAY=100"))
+	remote := start(t, dir, otel(remoteRC), skeinBin, "run", flow, "--json", "--engine", "temporal", "--address", address, "--task-queue", q)
+	if code := remote.wait(t, 2*time.Minute); code != 0 {
+		t.Fatalf("temporal run: exit %d\n%s", code, remote.stderr.String())
+	}
+	var runSpans, workerSpans []*tracepb.Span
+	split := func() {
+		runSpans, workerSpans = nil, nil
+		for _, s := range remoteRC.got() {
+			if strings.HasPrefix(s.Name, "worker ") {
+				workerSpans = append(workerSpans, s)
+			} else {
+				runSpans = append(runSpans, s)
+			}
+		}
+	}
+	split()
+	want, got := spanTree(localRC.got()), spanTree(runSpans)
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("span trees (-local +temporal):\n%s", d)
+	}
+	for _, want := range []string{"shell flaky skein.step.visit=1 skein.step.attempt=2", "run child", "polish#2", "per_file[1]", "chat stub", "execute_tool where"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the temporal run's tree has no %q:\n%s", want, got)
+		}
+	}
+
+	// One trace, whose root is the run's span, with the engine named.
+	var root *tracepb.Span
+	byID := map[string]*tracepb.Span{}
+	for _, s := range runSpans {
+		byID[string(s.SpanId)] = s
+		if len(s.ParentSpanId) == 0 {
+			root = s
+		}
+	}
+	if root == nil || root.Name != "run traced" || spanAttr(root, "skein.engine") != "temporal" {
+		t.Fatalf("no root span run traced with skein.engine=temporal:\n%s", got)
+	}
+	for _, s := range remoteRC.got() {
+		if string(s.TraceId) != string(root.TraceId) {
+			t.Errorf("span %s is in trace %x, not the run's %x", s.Name, s.TraceId, root.TraceId)
+		}
+	}
+
+	// The second attempt printed the TRACEPARENT the worker gave it: its
+	// attempt's span, in the run's trace.
+	var res struct {
+		Steps struct {
+			Flaky struct {
+				Output struct {
+					Stdout string `json:"stdout"`
+				} `json:"output"`
+			} `json:"flaky"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(remote.stdout.String()), &res); err != nil {
+		t.Fatalf("skein run --json: %v\n%s", err, remote.stdout.String())
+	}
+	var attempt2 *tracepb.Span
+	for _, s := range runSpans {
+		if s.Name == "shell flaky" && spanAttr(s, "skein.step.attempt") == "2" {
+			attempt2 = s
+		}
+	}
+	if attempt2 == nil {
+		t.Fatalf("no span of flaky's second attempt:\n%s", got)
+	}
+	wantTP := fmt.Sprintf("00-%x-%x-01", attempt2.TraceId, attempt2.SpanId)
+	if tp := strings.TrimSpace(res.Steps.Flaky.Output.Stdout); tp != wantTP {
+		t.Errorf("the task's TRACEPARENT is %q, want %q (its attempt's span)", tp, wantTP)
+	}
+
+	// The worker exports its spans in batches (OTEL_BSP_SCHEDULE_DELAY
+	// apart), not as it is interrupted: wait for its five task attempts'
+	// (flaky's two, the map's items, the agent's tool call).
+	waitFor(t, time.Minute, "the worker's spans", func() bool {
+		split()
+		return len(workerSpans) >= 5
+	})
+
+	// Each task attempt run by the worker has the worker's span under it:
+	// both attempts of flaky, the map's two items, the agent's tool call
+	// (under its step's attempt).
+	under := map[string]int{}
+	for _, s := range workerSpans {
+		p := byID[string(s.ParentSpanId)]
+		if p == nil {
+			t.Errorf("worker span %s has no parent among the run's spans", s.Name)
+			continue
+		}
+		under[s.Name+" < "+p.Name+" attempt "+spanAttr(p, "skein.step.attempt")]++
+	}
+	wantUnder := map[string]int{
+		"worker shell flaky < shell flaky attempt 1": 1,
+		"worker shell flaky < shell flaky attempt 2": 1,
+		"worker task one < task one attempt 1":       2,
+		"worker task fix < agent fix attempt 1":      1,
+	}
+	if d := cmp.Diff(wantUnder, under); d != "" {
+		t.Errorf("the worker's spans, by parent (-want +got):\n%s\nworker's stderr:\n%s", d, w.stderr.String())
+	}
+}

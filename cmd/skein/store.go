@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -236,13 +235,7 @@ func runRuns(ctx context.Context, io stdio, opts *runsOptions, args []string) in
 		} else if opts.flow != "" || opts.status != "" {
 			msg := fmt.Sprintf("no runs%s%s in %s", quotedIf(" of flow ", opts.flow), quotedIf(" with status ", opts.status), svc.Store.Path())
 			if opts.flow != "" {
-				if all, err := svc.List(store.Filter{}); err == nil {
-					var flows []string
-					for _, r := range all {
-						if !slices.Contains(flows, r.Flow) {
-							flows = append(flows, r.Flow)
-						}
-					}
+				if flows, err := svc.Flows(); err == nil {
 					if n := spell.Nearest(opts.flow, flows); n != "" && n != opts.flow {
 						msg += fmt.Sprintf(" (did you mean --flow %s?)", n)
 					}

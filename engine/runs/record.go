@@ -27,6 +27,22 @@ func (s *Service) List(f store.Filter) ([]*store.Run, error) {
 	return s.Store.Runs(f)
 }
 
+// Flows are the names of the flows with recorded runs, each once, the
+// newest run's first.
+func (s *Service) Flows() ([]string, error) {
+	all, err := s.Store.Runs(store.Filter{})
+	if err != nil {
+		return nil, err
+	}
+	var flows []string
+	for _, r := range all {
+		if !slices.Contains(flows, r.Flow) {
+			flows = append(flows, r.Flow)
+		}
+	}
+	return flows, nil
+}
+
 // Steps are the names of the steps the run ref names (an id, a unique
 // prefix of one, or "last") recorded effects of, approvals included,
 // sorted, each once.

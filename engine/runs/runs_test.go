@@ -169,6 +169,9 @@ func TestParkApproveResume(t *testing.T) {
 		t.Fatalf("a second decision: got %v, want ErrDecided", err)
 	}
 
+	if flows, err := s.Flows(); err != nil || !slices.Equal(flows, []string{"deploy"}) {
+		t.Fatalf("Flows: %v %v; want deploy", flows, err)
+	}
 	if steps, err := s.Steps("last"); err != nil || !slices.Equal(steps, []string{"build", "deploy"}) {
 		t.Fatalf("Steps: %v %v; want build and deploy", steps, err)
 	}

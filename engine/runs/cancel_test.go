@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,6 +86,13 @@ chain(START, nap, END)
 	done := make(chan *vm.Result)
 	go func() { done <- run(t, r) }()
 	<-started
+	// The step has started; its shell may not have written yet, and a
+	// cancel now would stop it before it does: wait for its line.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(filepath.Join(dir, "log")); strings.Contains(string(b), "nap") {
+			break
+		}
+	}
 	other := &Service{Store: s.Store}
 	c, err := other.Cancel(context.Background(), "last", CancelSpec{By: "bob"})
 	if err != nil {

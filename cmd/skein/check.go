@@ -69,7 +69,7 @@ func runCheck(_ context.Context, io stdio, opts *checkOptions, args []string) in
 	}
 	lo := loadOptions(opts.root, opts.maxLoad)
 	lo.Print = printTo(io.err)
-	all, checked := set.check(lo, opts.engine)
+	all, checked, triggers := set.check(lo, opts.engine)
 	all = check.Sort(all)
 	errs, warns := check.Count(all)
 	if opts.json {
@@ -84,6 +84,9 @@ func runCheck(_ context.Context, io stdio, opts *checkOptions, args []string) in
 			fmt.Fprintf(io.err, "ok: %s\n", countFlows(checked))
 		default:
 			fmt.Fprintf(io.err, "%s, %s in %s\n", plural(errs, "error"), plural(warns, "warning"), countFlows(checked))
+		}
+		for _, t := range triggers {
+			fmt.Fprintln(io.err, t)
 		}
 	}
 	if errs > 0 {
@@ -153,11 +156,14 @@ func findFlows(args []string) (*flowSet, error) {
 // module is not a flow, and a child's errors reach its parents.
 //
 // For engine temporal, each flow's diagnostics include those that hold
-// only on Temporal.
-func (set *flowSet) check(lo frontend.Options, engine string) ([]check.Diagnostic, int) {
+// only on Temporal. The lines it returns last say the triggers of each
+// checked flow that declares some and has no error, as "triggers of
+// PATH: cron 0 3 * * * (Europe/Berlin); webhook push".
+func (set *flowSet) check(lo frontend.Options, engine string) ([]check.Diagnostic, int, []string) {
 	type result struct {
-		ds   []check.Diagnostic
-		read map[string]bool
+		ds       []check.Diagnostic
+		read     map[string]bool
+		triggers string
 	}
 	results := make([]result, len(set.files))
 	used := map[string]bool{} // absolute paths read by the load of another file
@@ -180,8 +186,16 @@ func (set *flowSet) check(lo frontend.Options, engine string) ([]check.Diagnosti
 			}
 		}
 		results[i] = result{ds: ds, read: read}
+		if errs, _ := check.Count(ds); errs == 0 && fl.Graph != nil && len(fl.Graph.Triggers) > 0 {
+			keys := make([]string, len(fl.Graph.Triggers))
+			for j := range fl.Graph.Triggers {
+				keys[j] = fl.Graph.Triggers[j].Key()
+			}
+			results[i].triggers = fmt.Sprintf("triggers of %s: %s", f.path, strings.Join(keys, "; "))
+		}
 	}
 	var all []check.Diagnostic
+	var triggers []string
 	checked := 0
 	for i, f := range set.files {
 		if abs, _ := filepath.Abs(f.path); f.found && used[abs] {
@@ -189,8 +203,11 @@ func (set *flowSet) check(lo frontend.Options, engine string) ([]check.Diagnosti
 		}
 		checked++
 		all = append(all, results[i].ds...)
+		if results[i].triggers != "" {
+			triggers = append(triggers, results[i].triggers)
+		}
 	}
-	return all, checked
+	return all, checked, triggers
 }
 
 func countFlows(n int) string { return plural(n, "flow") }

@@ -185,7 +185,12 @@ func (r *run) agentDone(c *completion) {
 		return
 	}
 	if c.req.Chat != nil {
-		r.modelDone(c.f, c.n, c.req, ec)
+		calls := 0
+		if ec.OK && r.events {
+			_, cs, _, _ := readEnvelope(ec.Output)
+			calls = len(cs)
+		}
+		r.modelDone(c.f, c.n, c.req, ec, calls)
 		r.agentReplied(a, ec)
 		return
 	}

@@ -105,6 +105,20 @@ chain(START, fix, END)
 	if res.ModelCalls != 2 || len(evs.of(vm.ModelCall)) != 2 {
 		t.Errorf("model calls %d", res.ModelCalls)
 	}
+	// The turn that called a tool says how many it called, in its event's
+	// JSON too (what spans' finish reasons read, on either engine).
+	if mc := evs.of(vm.ModelCall); len(mc) == 2 {
+		if mc[0].Calls != 1 || mc[1].Calls != 0 {
+			t.Errorf("model_call events' tool calls %d, %d, want 1, 0", mc[0].Calls, mc[1].Calls)
+		}
+		b := mc[0].AppendJSON(nil)
+		if back, err := vm.DecodeEvent(b); err != nil || back.Calls != 1 || !strings.Contains(string(b), `"tool_calls":1`) {
+			t.Errorf("model_call JSON %s read back with %d tool calls (%v)", b, back.Calls, err)
+		}
+		if b := mc[1].AppendJSON(nil); strings.Contains(string(b), "tool_calls") {
+			t.Errorf("a turn without tool calls says tool_calls: %s", b)
+		}
+	}
 	j := resultJSON(t, res)
 	if !strings.Contains(j, `"agent":{"turns":2`) || !strings.Contains(j, `"tool_calls":[{"turn":1,"id":"c1","tool":"read_file"`) {
 		t.Errorf("result JSON lacks the agent record: %s", j)

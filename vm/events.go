@@ -71,6 +71,7 @@ type Event struct {
 	Exhausted bool
 	Model     string      // model_call: the model id
 	Usage     model.Usage // model_call: the tokens spent
+	Calls     int         // model_call: the tools an agent's turn called
 	// tool_call, tool_granted: the tool, its arguments (JSON) and its
 	// result (bounded); Index is the agent's turn.
 	Tool   string
@@ -225,6 +226,9 @@ func (enc *EventEncoder) Append(b []byte, e *Event) []byte {
 			b = strconv.AppendFloat(append(b, `,"cost":`...), e.Usage.Cost, 'g', -1, 64)
 		}
 		b = append(b, '}')
+		if e.Calls > 0 {
+			b = strconv.AppendInt(append(b, `,"tool_calls":`...), int64(e.Calls), 10)
+		}
 	}
 	if e.Tool != "" {
 		b = appendMember(b, "tool", e.Tool)
@@ -379,6 +383,7 @@ type jsonEvent struct {
 	Trace      []string        `json:"trace"`
 	Model      string          `json:"model"`
 	Usage      model.Usage     `json:"usage"`
+	ToolCalls  int             `json:"tool_calls"`
 	Tool       string          `json:"tool"`
 	Arguments  string          `json:"arguments"`
 	Result     string          `json:"result"`
@@ -397,7 +402,7 @@ func DecodeEvent(b []byte) (Event, error) {
 	ev := Event{Type: j.Event, Time: j.Time, RunID: j.RunID, FlowName: j.Flow, Flow: j.Subflow, Scope: j.Scope,
 		Step: j.Step, Kind: j.Kind, Visit: j.Visit, Attempt: j.Attempt, Index: j.Index, Replayed: j.Replayed,
 		Stop: j.Stop, Exhausted: j.Exhausted, Status: j.Status, Code: j.Code, Error: j.Error, Trace: j.Trace,
-		Model: j.Model, Usage: j.Usage, Tool: j.Tool, Args: j.Arguments, Result: j.Result,
+		Model: j.Model, Usage: j.Usage, Calls: j.ToolCalls, Tool: j.Tool, Args: j.Arguments, Result: j.Result,
 		Duration: millis(j.DurationMS), Message: j.Message}
 	if ev.Type == StepRetrying {
 		ev.Duration = millis(j.BackoffMS)

@@ -542,7 +542,7 @@ func (r *run) completed(c *completion) {
 		return
 	}
 	if c.req != nil && c.req.Chat != nil && !o.cancelled {
-		r.modelDone(c.f, c.n, c.req, c.c)
+		r.modelDone(c.f, c.n, c.req, c.c, 0)
 		switch c.n.Kind {
 		case graphir.KindRouter:
 			r.routed(c.f, c.n, c.c)

@@ -774,8 +774,9 @@ func orNone(s string) string {
 
 // modelDone records what a model call spent and reports it. A completion
 // without a model id was not a call (a mock, a dry run, or an outcome
-// replayed from the run store): it is recorded but not counted.
-func (r *run) modelDone(f *frame, n *graphir.Node, req *EffectRequest, c *EffectCompletion) {
+// replayed from the run store): it is recorded but not counted. calls is
+// the number of tools an agent's turn called.
+func (r *run) modelDone(f *frame, n *graphir.Node, req *EffectRequest, c *EffectCompletion, calls int) {
 	rec := r.recs[n.ID]
 	rec.Model = req.Chat.Model
 	if c.Model != "" {
@@ -788,7 +789,7 @@ func (r *run) modelDone(f *frame, n *graphir.Node, req *EffectRequest, c *Effect
 	}
 	r.res.ModelCalls++
 	if r.events {
-		r.emit(&Event{Type: ModelCall, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Model: c.Model, Duration: c.Duration, Usage: c.Usage, Code: c.Code, Error: c.Error})
+		r.emit(&Event{Type: ModelCall, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Model: c.Model, Duration: c.Duration, Usage: c.Usage, Calls: calls, Code: c.Code, Error: c.Error})
 	}
 }
 

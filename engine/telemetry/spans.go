@@ -405,6 +405,9 @@ func (r *Run) modelCall(ev *vm.Event, t time.Time) {
 func finishReason(ev *vm.Event) string {
 	switch ev.Code {
 	case "":
+		if ev.Calls > 0 {
+			return "tool_calls"
+		}
 		return "stop"
 	case "model_truncated":
 		return "length"

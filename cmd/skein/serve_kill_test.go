@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -44,7 +45,16 @@ func (l *lockedBuffer) String() string {
 // TestServeKilled: skein serve killed with SIGKILL while webhook runs
 // are running and others queued, then started again: every run
 // completes, once, and no step that had completed runs again.
-func TestServeKilled(t *testing.T) {
+func TestServeKilled(t *testing.T) { serveStopped(t, syscall.SIGKILL) }
+
+// TestServeTerminated: the same with SIGTERM, which skein serve takes as
+// a stop (docs/serve.md): it exits 1 naming the runs it leaves, which the
+// store then holds as interrupted, and the next skein serve resumes.
+func TestServeTerminated(t *testing.T) { serveStopped(t, syscall.SIGTERM) }
+
+// serveStopped stops skein serve with sig while runs run and others wait
+// in its queue, starts it again, and checks every run completes once.
+func serveStopped(t *testing.T, sig syscall.Signal) {
 	if testing.Short() {
 		t.Skip("builds skein")
 	}
@@ -162,8 +172,30 @@ chain(START, once, hold, END)
 		s := states(queue(url))
 		return len(started) == 2 && held == nil && s["running"] == 3 && s["queued"] == 3
 	})
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	cmd.Process.Signal(sig)
+	err = cmd.Wait()
+	if sig == syscall.SIGTERM {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("skein serve after SIGTERM: %v, want exit status 1\n%s", err, logs.String())
+		}
+		// The runs it ran are interrupted in the store, none left running.
+		st, err := exec.Command(bin, "runs", "--store", filepath.Join(dir, "runs.db"), "--json").Output()
+		if err != nil {
+			t.Fatalf("skein runs: %v", err)
+		}
+		var listed []struct{ Status string }
+		if err := json.Unmarshal(st, &listed); err != nil {
+			t.Fatalf("skein runs --json: %v\n%s", err, st)
+		}
+		n := map[string]int{}
+		for _, r := range listed {
+			n[r.Status]++
+		}
+		if n["interrupted"] != 3 || n["running"] != 0 {
+			t.Fatalf("after SIGTERM the store holds %v, want the 3 runs it ran interrupted\n%s", n, logs.String())
+		}
+	}
 
 	cmd, url = serve()
 	defer cmd.Process.Signal(syscall.SIGTERM) // then killed, if need be, by the cleanup

@@ -15,6 +15,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -170,6 +173,12 @@ func runWorker(ctx context.Context, io stdio, opts *workerOptions, args []string
 		return exitFail
 	}
 	defer eng.Close()
+	// Ctrl-C or SIGTERM stops the worker: it stops polling, the tasks it
+	// runs are ended and fail their activities retryably (another worker
+	// runs them again, at once, not once their heartbeats time out), and
+	// the spans it made are exported, before it exits 0.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	err = eng.Serve(ctx, &runs.Worker{Dir: opts.dir, Parallel: opts.parallel, Models: models, Started: func() {
 		fmt.Fprintf(io.err, "skein worker: serving task queue %s at %s (namespace %s)\n", opts.taskQueue, opts.address, opts.namespace)
 	}})
@@ -177,6 +186,7 @@ func runWorker(ctx context.Context, io stdio, opts *workerOptions, args []string
 		fmt.Fprintf(io.err, "skein worker: %v\n", err)
 		return exitFail
 	}
+	fmt.Fprintln(io.err, "skein worker: stopped")
 	return exitOK
 }
 

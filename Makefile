@@ -112,7 +112,7 @@ test-temporal:
 	fi; \
 	echo "Temporal CLI: $$cli"; \
 	$(GO) test -race -count=1 -tags temporal -run '$(TEMPORAL_CMD_TESTS)' ./cmd/skein; \
-	cd engine/temporal/servertest && TEMPORAL_CLI="$$cli" $(GO) test -race -count=1 ./...
+	cd engine/temporal/servertest && TEMPORAL_CLI="$$cli" $(GO) test -race -count=1 -timeout 30m ./...
 
 # The web UI of skein serve in a real Chromium, headless, driven by chromedp
 # (engine/serve's browser_test.go, build tag browser): starting, watching,

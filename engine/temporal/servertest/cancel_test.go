@@ -77,9 +77,10 @@ func TestCancelFromCLI(t *testing.T) {
 	cancelled(t, []byte(run.stdout.String()), pid)
 
 	// The worker logs the SDK's warnings (a workflow task that fails, the
-	// server out of reach); a cancelled task is not one.
+	// server out of reach); a cancelled task is not one. Stopped (SIGINT),
+	// it says so.
 	w.stop(t)
-	want := "skein worker: serving task queue " + q + " at " + address + " (namespace default)\n"
+	want := "skein worker: serving task queue " + q + " at " + address + " (namespace default)\nskein worker: stopped\n"
 	if got := w.stderr.String(); got != want {
 		t.Errorf("the worker's stderr:\n%s\nwant:\n%s", got, want)
 	}

@@ -2,13 +2,8 @@ package telemetry_test
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,15 +13,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	common "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"go.starlark.net/starlark"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/engine/telemetry"
+	"github.com/skeinlang/skein/engine/telemetry/telemetrytest"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
@@ -34,92 +28,11 @@ import (
 	"github.com/skeinlang/skein/vm/store"
 )
 
-// receiver is an OTLP/HTTP trace receiver: it keeps the spans posted to
-// it, in either encoding.
-type receiver struct {
-	*httptest.Server
-	mu      sync.Mutex
-	spans   []*tracepb.Span
-	headers http.Header
-}
-
-func newReceiver(t *testing.T) *receiver {
-	rc := &receiver{}
-	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/traces" {
-			http.NotFound(w, r)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		var req coltrace.ExportTraceServiceRequest
-		var err error
-		if r.Header.Get("Content-Type") == "application/json" {
-			err = protojson.Unmarshal(hexIDs(t, body), &req)
-		} else {
-			err = proto.Unmarshal(body, &req)
-		}
-		if err != nil {
-			t.Errorf("receiver: %v", err)
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		rc.mu.Lock()
-		rc.headers = r.Header.Clone()
-		for _, rs := range req.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				rc.spans = append(rc.spans, ss.Spans...)
-			}
-		}
-		rc.mu.Unlock()
-		// An empty ExportTraceServiceResponse, in the request's encoding.
-		w.Header().Set("Content-Type", r.Header.Get("Content-Type"))
-		if r.Header.Get("Content-Type") == "application/json" {
-			w.Write([]byte("{}"))
-		}
-	}))
-	t.Cleanup(rc.Close)
-	return rc
-}
-
-// hexIDs rewrites the ids of OTLP JSON, which are hex, in the base64
-// that protojson reads bytes in.
-func hexIDs(t *testing.T, body []byte) []byte {
-	var v any
-	if err := json.Unmarshal(body, &v); err != nil {
-		t.Errorf("receiver: %v", err)
-		return body
-	}
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			for k, e := range x {
-				if s, ok := e.(string); ok && (k == "traceId" || k == "spanId" || k == "parentSpanId") {
-					b, err := hex.DecodeString(s)
-					if err != nil {
-						t.Errorf("receiver: %s %q is not hex", k, s)
-					}
-					x[k] = base64.StdEncoding.EncodeToString(b)
-					continue
-				}
-				walk(e)
-			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		}
-	}
-	walk(v)
-	out, _ := json.Marshal(v)
-	return out
-}
-
 const secret = "s3cr3t-token-value-4242"
 
 // provider returns a provider configured from the environment to export
 // to rc.
-func provider(t *testing.T, rc *receiver) *telemetry.Provider {
+func provider(t *testing.T, rc *telemetrytest.Receiver) *telemetry.Provider {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.URL)
 	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-team=team-"+secret)
 	t.Setenv("OTEL_SERVICE_NAME", "skein-test")
@@ -302,14 +215,14 @@ func attr(s *tracepb.Span, k string) string {
 // flow, an approval and a model call, and compares the tree of the spans
 // the receiver got with testdata/tree.golden (UPDATE=1 rewrites it).
 func TestSpanTree(t *testing.T) {
-	rc := newReceiver(t)
+	rc := telemetrytest.NewReceiver(t)
 	p := provider(t, rc)
 	g := load(t, "traced.star", tracedFlow, "child.star", childFlow)
 	res := run(t, p, g, &runs.Spec{Ask: approve{}})
 	if res.Status != vm.Succeeded {
 		t.Fatalf("run %s: %v", res.Status, res.Error)
 	}
-	got := tree(rc.spans)
+	got := tree(rc.Spans())
 	golden := filepath.Join("testdata", "tree.golden")
 	if os.Getenv("UPDATE") != "" {
 		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
@@ -327,8 +240,8 @@ func TestSpanTree(t *testing.T) {
 	// One trace; the run's span carries the run's id and the flow's file,
 	// a step's its declaration.
 	var root *tracepb.Span
-	for _, s := range rc.spans {
-		if string(s.TraceId) != string(rc.spans[0].TraceId) {
+	for _, s := range rc.Spans() {
+		if string(s.TraceId) != string(rc.Spans()[0].TraceId) {
 			t.Errorf("span %s is in another trace", s.Name)
 		}
 		if len(s.ParentSpanId) == 0 {
@@ -348,7 +261,7 @@ func TestSpanTree(t *testing.T) {
 	// The task's second attempt printed the TRACEPARENT it was given: its
 	// attempt's span.
 	var attempt2 *tracepb.Span
-	for _, s := range rc.spans {
+	for _, s := range rc.Spans() {
 		if s.Name == "shell flaky" && attr(s, "skein.step.attempt") == "2" {
 			attempt2 = s
 		}
@@ -362,7 +275,7 @@ func TestSpanTree(t *testing.T) {
 		t.Errorf("Traceparent names %s, the attempt's span is %s", tp, want2)
 	}
 	// The agent's tool's process got its call's span.
-	for _, s := range rc.spans {
+	for _, s := range rc.Spans() {
 		if s.Name == "execute_tool where" {
 			want := fmt.Sprintf("00-%x-%x-01", s.TraceId, s.SpanId)
 			if got, _ := toolResults.Load("where"); !strings.Contains(fmt.Sprint(got), want) {
@@ -398,18 +311,18 @@ chain(START, ask, leak, END)
 // message or a prompt (recorded on request), and the exporter's own
 // headers, never appear in an attribute or a status.
 func TestSecretsMasked(t *testing.T) {
-	rc := newReceiver(t)
+	rc := telemetrytest.NewReceiver(t)
 	t.Setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
 	p := provider(t, rc)
 	g := load(t, "leaky.star", leakyFlow)
 	if res := run(t, p, g, &runs.Spec{}, "token", secret); res.Status != vm.Failed {
 		t.Fatalf("run %s, want failed", res.Status)
 	}
-	if rc.headers.Get("X-Team") != "team-"+secret {
-		t.Errorf("OTEL_EXPORTER_OTLP_HEADERS not sent: %v", rc.headers)
+	if rc.Headers().Get("X-Team") != "team-"+secret {
+		t.Errorf("OTEL_EXPORTER_OTLP_HEADERS not sent: %v", rc.Headers())
 	}
 	var status, prompt bool
-	for _, s := range rc.spans {
+	for _, s := range rc.Spans() {
 		text := protojson.Format(s)
 		if strings.Contains(text, secret) {
 			t.Errorf("span %s holds the secret: %s", s.Name, text)
@@ -426,7 +339,7 @@ func TestSecretsMasked(t *testing.T) {
 // from their JSON as a remote engine's client reads a workflow's events
 // (skein run --engine temporal), form the tree a local run's do.
 func TestEventsOnly(t *testing.T) {
-	rc := newReceiver(t)
+	rc := telemetrytest.NewReceiver(t)
 	p := provider(t, rc)
 	g := load(t, "traced.star", tracedFlow, "child.star", childFlow)
 	var mu sync.Mutex
@@ -448,9 +361,9 @@ func TestEventsOnly(t *testing.T) {
 		t.Fatalf("run %s: %v", res.Status, res.Error)
 	}
 	p.Shutdown(context.Background())
-	local := tree(rc.spans)
+	local := tree(rc.Spans())
 
-	rc2 := newReceiver(t)
+	rc2 := telemetrytest.NewReceiver(t)
 	p2 := provider(t, rc2)
 	remote := p2.Start(g, telemetry.RunInfo{Engine: "temporal"})
 	for _, l := range lines {
@@ -462,7 +375,7 @@ func TestEventsOnly(t *testing.T) {
 	}
 	remote.End(nil)
 	p2.Shutdown(context.Background())
-	if d := cmp.Diff(local, tree(rc2.spans)); d != "" {
+	if d := cmp.Diff(local, tree(rc2.Spans())); d != "" {
 		t.Errorf("the tree from the events alone (-local +events):\n%s", d)
 	}
 }
@@ -479,7 +392,7 @@ chain(START, build, gate, ship, END)
 // approval's span waiting; its resume is a trace of its own whose run
 // span links to the parked run's.
 func TestResumeLinks(t *testing.T) {
-	rc := newReceiver(t)
+	rc := telemetrytest.NewReceiver(t)
 	p := provider(t, rc)
 	dir := t.TempDir()
 	g := load(t, "gated.star", gateFlow)
@@ -520,7 +433,7 @@ func TestResumeLinks(t *testing.T) {
 	first := telemetry.RunSpan(res.RunID)
 	firstTrace, firstSpan := first.TraceID(), first.SpanID()
 	var parked, resumed *tracepb.Span
-	for _, s := range rc.spans {
+	for _, s := range rc.Spans() {
 		switch {
 		case s.Name == "run gated" && len(s.Links) == 0:
 			parked = s
@@ -533,7 +446,7 @@ func TestResumeLinks(t *testing.T) {
 		}
 	}
 	if parked == nil || resumed == nil {
-		t.Fatalf("want a parked and a resumed run span: %s", tree(rc.spans))
+		t.Fatalf("want a parked and a resumed run span: %s", tree(rc.Spans()))
 	}
 	if string(parked.TraceId) != string(firstTrace[:]) || string(parked.SpanId) != string(firstSpan[:]) {
 		t.Errorf("the parked run's span is not RunSpan(%s)", res.RunID)

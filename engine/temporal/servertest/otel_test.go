@@ -1,114 +1,21 @@
 package servertest
 
 import (
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	common "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
+	"github.com/skeinlang/skein/engine/telemetry/telemetrytest"
 	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 )
-
-// otlpReceiver is an OTLP/HTTP trace receiver in the test's process: it
-// keeps the spans posted to it, in either encoding (skein's default
-// build posts OTLP JSON, a -tags otlp build protobuf).
-type otlpReceiver struct {
-	*httptest.Server
-	mu    sync.Mutex
-	spans []*tracepb.Span
-}
-
-func newOTLPReceiver(t *testing.T) *otlpReceiver {
-	rc := &otlpReceiver{}
-	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/traces" {
-			http.NotFound(w, r)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		var req coltrace.ExportTraceServiceRequest
-		var err error
-		if r.Header.Get("Content-Type") == "application/json" {
-			err = protojson.Unmarshal(hexIDs(t, body), &req)
-		} else {
-			err = proto.Unmarshal(body, &req)
-		}
-		if err != nil {
-			t.Errorf("receiver: %v", err)
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		rc.mu.Lock()
-		for _, rs := range req.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				rc.spans = append(rc.spans, ss.Spans...)
-			}
-		}
-		rc.mu.Unlock()
-		w.Header().Set("Content-Type", r.Header.Get("Content-Type"))
-		if r.Header.Get("Content-Type") == "application/json" {
-			w.Write([]byte("{}"))
-		}
-	}))
-	t.Cleanup(rc.Close)
-	return rc
-}
-
-// got is a copy of the spans received so far.
-func (rc *otlpReceiver) got() []*tracepb.Span {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return slices.Clone(rc.spans)
-}
-
-// hexIDs rewrites the ids of OTLP JSON, which are hex, in the base64
-// that protojson reads bytes in.
-func hexIDs(t *testing.T, body []byte) []byte {
-	var v any
-	if err := json.Unmarshal(body, &v); err != nil {
-		t.Errorf("receiver: %v", err)
-		return body
-	}
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			for k, e := range x {
-				if s, ok := e.(string); ok && (k == "traceId" || k == "spanId" || k == "parentSpanId") {
-					b, err := hex.DecodeString(s)
-					if err != nil {
-						t.Errorf("receiver: %s %q is not hex", k, s)
-					}
-					x[k] = base64.StdEncoding.EncodeToString(b)
-					continue
-				}
-				walk(e)
-			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		}
-	}
-	walk(v)
-	out, _ := json.Marshal(v)
-	return out
-}
 
 // shownAttrs are the attributes a span tree shows of each span.
 var shownAttrs = []string{"skein.step.visit", "skein.step.attempt", "skein.step.status", "error.type", "skein.scope",
@@ -243,17 +150,17 @@ func TestTraceShapeBothEngines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	otel := func(rc *otlpReceiver) []string {
+	otel := func(rc *telemetrytest.Receiver) []string {
 		return []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rc.URL, "OTEL_SERVICE_NAME=skein-servertest", "TRACEPARENT="}
 	}
 
-	localRC := newOTLPReceiver(t)
+	localRC := telemetrytest.NewReceiver(t)
 	local := start(t, dir, otel(localRC), skeinBin, "run", flow, "--json", "--no-store")
 	if code := local.wait(t, 2*time.Minute); code != 0 {
 		t.Fatalf("local run: exit %d\n%s", code, local.stderr.String())
 	}
 
-	remoteRC := newOTLPReceiver(t)
+	remoteRC := telemetrytest.NewReceiver(t)
 	q := queue(t)
 	w := worker(t, q, append(otel(remoteRC), "OTEL_BSP_SCHEDULE_DELAY=100"))
 	remote := start(t, dir, otel(remoteRC), skeinBin, "run", flow, "--json", "--engine", "temporal", "--address", address, "--task-queue", q)
@@ -263,7 +170,7 @@ func TestTraceShapeBothEngines(t *testing.T) {
 	var runSpans, workerSpans []*tracepb.Span
 	split := func() {
 		runSpans, workerSpans = nil, nil
-		for _, s := range remoteRC.got() {
+		for _, s := range remoteRC.Spans() {
 			if strings.HasPrefix(s.Name, "worker ") {
 				workerSpans = append(workerSpans, s)
 			} else {
@@ -272,7 +179,7 @@ func TestTraceShapeBothEngines(t *testing.T) {
 		}
 	}
 	split()
-	want, got := spanTree(localRC.got()), spanTree(runSpans)
+	want, got := spanTree(localRC.Spans()), spanTree(runSpans)
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("span trees (-local +temporal):\n%s", d)
 	}
@@ -294,7 +201,7 @@ func TestTraceShapeBothEngines(t *testing.T) {
 	if root == nil || root.Name != "run traced" || spanAttr(root, "skein.engine") != "temporal" {
 		t.Fatalf("no root span run traced with skein.engine=temporal:\n%s", got)
 	}
-	for _, s := range remoteRC.got() {
+	for _, s := range remoteRC.Spans() {
 		if string(s.TraceId) != string(root.TraceId) {
 			t.Errorf("span %s is in trace %x, not the run's %x", s.Name, s.TraceId, root.TraceId)
 		}

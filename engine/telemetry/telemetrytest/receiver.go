@@ -1,0 +1,117 @@
+// Package telemetrytest is an OTLP/HTTP trace receiver for tests: what a
+// run exports is read back as spans, in either encoding (skein's default
+// build posts OTLP JSON, a -tags otlp build protobuf).
+package telemetrytest
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+// Receiver is an OTLP/HTTP trace receiver in the test's process, at URL:
+// it keeps the spans posted to it and the headers of the last post.
+type Receiver struct {
+	*httptest.Server
+	mu      sync.Mutex
+	spans   []*tracepb.Span
+	headers http.Header
+}
+
+// NewReceiver starts a receiver, closed when the test ends.
+func NewReceiver(t testing.TB) *Receiver {
+	rc := &Receiver{}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/traces" {
+			http.NotFound(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var req coltrace.ExportTraceServiceRequest
+		var err error
+		if r.Header.Get("Content-Type") == "application/json" {
+			err = protojson.Unmarshal(hexIDs(t, body), &req)
+		} else {
+			err = proto.Unmarshal(body, &req)
+		}
+		if err != nil {
+			t.Errorf("receiver: %v", err)
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		rc.mu.Lock()
+		rc.headers = r.Header.Clone()
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				rc.spans = append(rc.spans, ss.Spans...)
+			}
+		}
+		rc.mu.Unlock()
+		// An empty ExportTraceServiceResponse, in the request's encoding.
+		w.Header().Set("Content-Type", r.Header.Get("Content-Type"))
+		if r.Header.Get("Content-Type") == "application/json" {
+			w.Write([]byte("{}"))
+		}
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+// Spans is a copy of the spans received so far.
+func (rc *Receiver) Spans() []*tracepb.Span {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.spans)
+}
+
+// Headers are the headers of the last post.
+func (rc *Receiver) Headers() http.Header {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.headers
+}
+
+// hexIDs rewrites the ids of OTLP JSON, which are hex, in the base64
+// that protojson reads bytes in.
+func hexIDs(t testing.TB, body []byte) []byte {
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Errorf("receiver: %v", err)
+		return body
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if s, ok := e.(string); ok && (k == "traceId" || k == "spanId" || k == "parentSpanId") {
+					b, err := hex.DecodeString(s)
+					if err != nil {
+						t.Errorf("receiver: %s %q is not hex", k, s)
+					}
+					x[k] = base64.StdEncoding.EncodeToString(b)
+					continue
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	out, _ := json.Marshal(v)
+	return out
+}

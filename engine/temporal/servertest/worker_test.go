@@ -25,6 +25,34 @@ import (
 // smallest allowed 2s, so that a live worker a busy machine stalls for a
 // moment is not declared lost too (the task would then run a third time).
 func TestWorkerKilledMidTask(t *testing.T) {
+	taskMovesWorker(t, []string{"--heartbeat-timeout", "6s"}, func(w *proc) {
+		// The worker dies (kill -9); its task dies with it (the worker's
+		// keeper kills what its tasks left when the worker is gone).
+		w.cmd.Process.Kill()
+		<-w.done
+	})
+}
+
+// TestWorkerStoppedMidTask stops (SIGTERM) the worker running a task, as
+// an operator does: the worker ends its task, fails the activity so that
+// Temporal runs it again on the other worker, and exits 0; the run
+// succeeds without the step having retries. (Before, SIGTERM killed the
+// worker outright: the task was found lost only when its heartbeats
+// timed out, and the worker's spans were never exported.)
+func TestWorkerStoppedMidTask(t *testing.T) {
+	taskMovesWorker(t, nil, func(w *proc) {
+		w.cmd.Process.Signal(syscall.SIGTERM)
+		if code := w.wait(t, time.Minute); code != 0 || !strings.Contains(w.stderr.String(), "skein worker: stopped") {
+			t.Fatalf("the stopped worker exited %d (%v), want 0 having said it stopped\nstderr:\n%s", code, w.err, w.stderr.String())
+		}
+	})
+}
+
+// taskMovesWorker runs a task on one of two workers, has lose take that
+// worker away mid-task, and checks the task runs again on the other and
+// the run succeeds with one visit of the step. runArgs are skein run's
+// extra flags.
+func taskMovesWorker(t *testing.T, runArgs []string, lose func(w *proc)) {
 	dir := t.TempDir()
 	sc := temporaltest.Scenario{Files: map[string]string{"flow.star": `
 flow(output = "after")
@@ -40,8 +68,8 @@ after = step("after", fn = lambda r: r.slow.stdout.strip())
 		"w1": worker(t, q, []string{"WORKER=w1"}),
 		"w2": worker(t, q, []string{"WORKER=w2"}),
 	}
-	run := start(t, dir, nil, skeinBin, "run", flow, "--engine", "temporal", "--address", address, "--task-queue", q,
-		"--json", "--heartbeat-timeout", "6s")
+	run := start(t, dir, nil, skeinBin, append([]string{"run", flow, "--engine", "temporal", "--address", address, "--task-queue", q,
+		"--json"}, runArgs...)...)
 
 	attempts := filepath.Join(dir, "attempts")
 	lines := func() []string {
@@ -50,16 +78,13 @@ after = step("after", fn = lambda r: r.slow.stdout.strip())
 	}
 	waitFor(t, time.Minute, "the task to start", func() bool { return len(lines()) >= 2 })
 	first, pid := lines()[0], atoiPid(t, lines()[1])
+	t.Cleanup(func() { killGroup(pid) })
 	w, ok := workers[first]
 	if !ok {
 		t.Fatalf("the task ran on %q, not a worker of the test", first)
 	}
-	// The worker dies (kill -9); its task dies with it (the worker's
-	// keeper kills what its tasks left when the worker is gone).
-	w.cmd.Process.Kill()
-	<-w.done
-	t.Cleanup(func() { killGroup(pid) })
-	waitFor(t, 30*time.Second, "the killed worker's task to be killed", func() bool { return !alive(pid) })
+	lose(w)
+	waitFor(t, 30*time.Second, "the lost worker's task to end", func() bool { return !alive(pid) })
 
 	if code := run.wait(t, 3*time.Minute); code != 0 {
 		t.Fatalf("skein run: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, run.stdout.String(), run.stderr.String())
@@ -81,65 +106,6 @@ after = step("after", fn = lambda r: r.slow.stdout.strip())
 	b, _ := os.ReadFile(attempts)
 	if l := strings.Split(strings.TrimSpace(string(b)), "\n"); len(l) != 2 || !strings.HasPrefix(l[1], second+" ") {
 		t.Errorf("attempts:\n%s\nwant the task started twice, first on %s, then on %s", b, first, second)
-	}
-}
-
-// TestWorkerStoppedMidTask stops (SIGTERM) the worker running a task, as
-// an operator does: the worker ends its task, fails the activity so that
-// Temporal runs it again on the other worker, and exits 0; the run
-// succeeds without the step having retries. (Before, SIGTERM killed the
-// worker outright: the task was found lost only when its heartbeats
-// timed out, and the worker's spans were never exported.)
-func TestWorkerStoppedMidTask(t *testing.T) {
-	dir := t.TempDir()
-	sc := temporaltest.Scenario{Files: map[string]string{"flow.star": `
-flow(output = "after")
-slow = step("slow", run = ["sh", "-c", 'echo "$WORKER $$" >> attempts; if [ "$(wc -l < attempts)" -eq 1 ]; then exec sleep 3600; fi; echo "ran on $WORKER"'])
-after = step("after", fn = lambda r: r.slow.stdout.strip())
-`}}
-	flow, err := sc.Write(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := queue(t)
-	workers := map[string]*proc{
-		"w1": worker(t, q, []string{"WORKER=w1"}),
-		"w2": worker(t, q, []string{"WORKER=w2"}),
-	}
-	run := start(t, dir, nil, skeinBin, "run", flow, "--engine", "temporal", "--address", address, "--task-queue", q, "--json")
-	attempts := filepath.Join(dir, "attempts")
-	lines := func() []string {
-		b, _ := os.ReadFile(attempts)
-		return strings.Fields(strings.ReplaceAll(string(b), "\n", " \n "))
-	}
-	waitFor(t, time.Minute, "the task to start", func() bool { return len(lines()) >= 2 })
-	first, pid := lines()[0], atoiPid(t, lines()[1])
-	t.Cleanup(func() { killGroup(pid) })
-	w, ok := workers[first]
-	if !ok {
-		t.Fatalf("the task ran on %q, not a worker of the test", first)
-	}
-	w.cmd.Process.Signal(syscall.SIGTERM)
-	if code := w.wait(t, time.Minute); code != 0 || !strings.Contains(w.stderr.String(), "skein worker: stopped") {
-		t.Fatalf("the stopped worker exited %d (%v), want 0 having said it stopped\nstderr:\n%s", code, w.err, w.stderr.String())
-	}
-	waitFor(t, 30*time.Second, "the stopped worker's task to end", func() bool { return !alive(pid) })
-	if code := run.wait(t, 3*time.Minute); code != 0 {
-		t.Fatalf("skein run: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, run.stdout.String(), run.stderr.String())
-	}
-	res, err := temporaltest.Decode([]byte(run.stdout.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	second := "w1"
-	if first == "w1" {
-		second = "w2"
-	}
-	if res.Status != "succeeded" || res.Output != "ran on "+second {
-		t.Errorf("status %s, output %v; want succeeded, %q\n%s", res.Status, res.Output, "ran on "+second, run.stdout.String())
-	}
-	if got := res.Steps["slow"]; got.Status != "succeeded" || got.Visits != 1 {
-		t.Errorf("slow: status %s, visits %d; want succeeded, 1", got.Status, got.Visits)
 	}
 }
 

@@ -50,6 +50,8 @@ var predeclared = func() starlark.StringDict {
 		"tool":    starlark.NewBuiltin("tool", toolFn),
 		"range":   starlark.NewBuiltin("range", rangeFn),
 		"trigger": starlark.NewBuiltin("trigger", triggerFn),
+		"secret":  starlark.NewBuiltin("secret", secretFn),
+		"reveal":  starlark.NewBuiltin(graphir.RevealName, revealFn),
 		"START":   &Step{id: graphir.Start, name: "START", kind: "start"},
 		"END":     &Step{id: graphir.End, name: "END", kind: "end"},
 		"ABORT":   &Step{id: graphir.Abort, name: "ABORT", kind: "abort"},
@@ -382,6 +384,9 @@ func (c *call) arity(param string, v starlark.Callable) error {
 }
 
 func (c *call) template(param string, v starlark.Value) (*graphir.Template, error) {
+	if sv, ok := v.(*SecretValue); ok {
+		return c.secretTemplate(param, sv)
+	}
 	s, ok := v.(starlark.String)
 	if !ok {
 		return nil, c.errorf("%s must be a string, got %s", param, describe(v))
@@ -432,6 +437,14 @@ func (c *call) strings(param string, v starlark.Value) ([]*graphir.Template, err
 	}
 	out := make([]*graphir.Template, seq.Len())
 	for i := range out {
+		if sv, ok := seq.Index(i).(*SecretValue); ok {
+			t, err := c.secretTemplate(param, sv)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = t
+			continue
+		}
 		s, ok := seq.Index(i).(starlark.String)
 		if !ok {
 			return nil, c.errorf("%s[%d] must be a string, got %s", param, i, describe(seq.Index(i)))

@@ -31,7 +31,7 @@ func (d *InputDecl) Hash() (uint32, error) {
 	return 0, fmt.Errorf("unhashable type: input")
 }
 
-// input(default=<required>, *, type=None, help="", choices=None)
+// input(default=<required>, *, type=None, help="", choices=None, secret=False)
 func inputFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	c, err := newCall(thread, fn)
 	if err != nil {
@@ -40,7 +40,7 @@ func inputFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 	if err := positional(c.fn, args, 1, "default"); err != nil {
 		return nil, err
 	}
-	var vals [4]starlark.Value
+	var vals [5]starlark.Value
 	if err := c.unpack(args, kwargs, inputParams, vals[:]); err != nil {
 		return nil, err
 	}
@@ -94,7 +94,36 @@ func inputFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 			in.Choices = append(in.Choices, v)
 		}
 	}
+	if !isNone(vals[4]) {
+		b, ok := vals[4].(starlark.Bool)
+		if !ok {
+			return nil, c.errorf("secret must be True or False, got %s", describe(vals[4]))
+		}
+		in.Secret = bool(b)
+	}
+	if in.Secret {
+		if err := c.secretInput(&in, typ); err != nil {
+			return nil, err
+		}
+	}
 	return &InputDecl{decl: in}, nil
+}
+
+// secretInput checks the rest of an input(secret = True): a secret is a
+// string given to the run, never written in the flow, so it has no default
+// and no choices (both would put it, or a list of its values, in the file).
+func (c *call) secretInput(in *graphir.Input, typ starlark.Value) error {
+	switch {
+	case !in.Required:
+		return c.hintf(`a flow file is read by everyone who reads the flow: give the value to the run (--input, or secret("NAME") read from the environment)`,
+			"a secret input cannot have a default")
+	case in.Choices != nil:
+		return c.errorf("a secret input cannot have choices")
+	case !isNone(typ) && in.Type != "string":
+		return c.errorf("a secret input is a string, got type %q", in.Type)
+	}
+	in.Type = "string"
+	return nil
 }
 
 func typeArticle(t string) string {
@@ -143,10 +172,13 @@ func (c *call) fields(v starlark.Value) ([]graphir.Input, error) {
 		if _, ok := vals[i].(*InputDecl); !ok {
 			in.Pos, _ = c.locate("fields", k)
 		}
+		if in.Secret {
+			return nil, c.errorf("fields: field %q cannot be secret: a person's answer is recorded with the decision", k)
+		}
 		in.Field = true
 		out = append(out, in)
 	}
 	return out, nil
 }
 
-var inputParams = []string{"default?", "type?", "help?", "choices?"}
+var inputParams = []string{"default?", "type?", "help?", "choices?", "secret?"}

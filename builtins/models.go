@@ -73,7 +73,7 @@ func (c *call) jsonValue(param string, v starlark.Value) (any, error) {
 	return out, nil
 }
 
-// model(name, *, model, base_url=None, api_key_env="OPENAI_API_KEY",
+// model(name, *, model, base_url=None, api_key_env="OPENAI_API_KEY", api_key=None,
 // temperature=None, max_tokens=None, provider=None, reasoning_effort=None,
 // reasoning=None, answers=None, fallbacks=None, price=None, rpm=None, tpm=None)
 func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -84,13 +84,13 @@ func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	var vals [14]starlark.Value
+	var vals [15]starlark.Value
 	if err := c.unpack(args, kwargs, modelParams, vals[:]); err != nil {
 		return nil, err
 	}
 	name, id, baseURL, keyEnv, temp, maxTokens := vals[0], vals[1], vals[2], vals[3], vals[4], vals[5]
 	provider, effort, reasoning, answers, fallbacks, price := vals[6], vals[7], vals[8], vals[9], vals[10], vals[11]
-	rpm, tpm := vals[12], vals[13]
+	rpm, tpm, apiKey := vals[12], vals[13], vals[14]
 	d := graphir.ModelDecl{Pos: c.pos}
 	if d.Name, err = c.str("name", name, false); err != nil {
 		return nil, err
@@ -128,7 +128,11 @@ func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 			return nil, err
 		}
 	}
-	if !isNone(keyEnv) {
+	if !isNone(apiKey) {
+		if err := c.apiKey(&d, keyEnv, apiKey); err != nil {
+			return nil, err
+		}
+	} else if !isNone(keyEnv) {
 		if d.KeyEnv, err = c.str("api_key_env", keyEnv, true); err != nil {
 			return nil, err
 		}
@@ -204,6 +208,30 @@ func modelFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 		return nil, c.errorf("%v", err)
 	}
 	return starlark.None, nil
+}
+
+// apiKey unpacks api_key=, a secret(): from the environment it is
+// api_key_env= by another name; from a file it is read when the run
+// starts, as every secret() is.
+func (c *call) apiKey(d *graphir.ModelDecl, keyEnv, apiKey starlark.Value) error {
+	sv, ok := apiKey.(*SecretValue)
+	if !ok {
+		return c.hintf(`a key written in the flow is read by everyone who reads the flow: api_key = secret("OPENAI_API_KEY") reads it from the environment when the run starts`,
+			"api_key must be a secret(), got a %s", apiKey.Type()) // never its value: it may be the key
+	}
+	if !isNone(keyEnv) {
+		return c.errorf("give api_key or api_key_env, not both")
+	}
+	if sv.reveal {
+		return c.errorf("api_key is where a secret belongs: it needs no reveal()")
+	}
+	c.b.AddSecret(sv.s)
+	if sv.s.File != "" {
+		d.KeyFile = sv.s.File
+	} else {
+		d.KeyEnv = sv.s.Name
+	}
+	return nil
 }
 
 // price unpacks price=, a dict of numbers by name; the checker judges the
@@ -309,6 +337,6 @@ func judgeFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 }
 
 var (
-	modelParams = []string{"name", "model?", "base_url?", "api_key_env?", "temperature?", "max_tokens?", "provider?", "reasoning_effort?", "reasoning?", "answers?", "fallbacks?", "price?", "rpm?", "tpm?"}
+	modelParams = []string{"name", "model?", "base_url?", "api_key_env?", "temperature?", "max_tokens?", "provider?", "reasoning_effort?", "reasoning?", "answers?", "fallbacks?", "price?", "rpm?", "tpm?", "api_key?"}
 	judgeParams = []string{"condition", "model?"}
 )

@@ -297,21 +297,9 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		n.Argv = append(n.Argv, more...)
 	}
 	if !isNone(env) {
-		keys, vals, err := c.dict("env", env)
-		if err != nil {
+		if n.Env, err = c.env(env); err != nil {
 			return nil, err
 		}
-		for i, k := range keys {
-			if k == "" || containsAny(k, "=\x00") {
-				return nil, c.errorf("env: %q is not a valid variable name", k)
-			}
-			t, err := c.template(fmt.Sprintf("env[%q]", k), vals[i])
-			if err != nil {
-				return nil, err
-			}
-			n.Env = append(n.Env, graphir.EnvVar{Name: k, Value: t})
-		}
-		graphir.SortedEnv(n.Env)
 	}
 	if !isNone(stdin) {
 		if n.Stdin, err = c.template("stdin", stdin); err != nil {
@@ -331,7 +319,11 @@ func stepFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		for i, k := range keys {
 			var t *graphir.Template
 			var lit starlark.Value
-			if s, ok := vals[i].(starlark.String); ok {
+			if sv, ok := vals[i].(*SecretValue); ok {
+				if t, err = c.secretTemplate(fmt.Sprintf("inputs[%q]", k), sv); err != nil {
+					return nil, err
+				}
+			} else if s, ok := vals[i].(starlark.String); ok {
 				t = c.tmpl("inputs", string(s))
 				if t.IsLiteral() && t.Err == nil {
 					lit = s
@@ -581,6 +573,28 @@ func (c *call) common(n *graphir.Node, maxVisits, retries, backoff, timeout, joi
 		n.Join, _ = graphir.ParseJoin(string(s))
 	}
 	return nil
+}
+
+// env unpacks env=, a dict of variable names to templates or secret()s,
+// sorted by name.
+func (c *call) env(v starlark.Value) ([]graphir.EnvVar, error) {
+	keys, vals, err := c.dict("env", v)
+	if err != nil {
+		return nil, err
+	}
+	var out []graphir.EnvVar
+	for i, k := range keys {
+		if k == "" || containsAny(k, "=\x00") {
+			return nil, c.errorf("env: %q is not a valid variable name", k)
+		}
+		t, err := c.template(fmt.Sprintf("env[%q]", k), vals[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, graphir.EnvVar{Name: k, Value: t})
+	}
+	graphir.SortedEnv(out)
+	return out, nil
 }
 
 func containsAny(s, chars string) bool {

@@ -37,7 +37,7 @@ const defaultMaxTurns = 8
 // flow(max_grants=).
 const defaultMaxGrants = 2
 
-// tool(name, *, run=None, shell=None, params={}, help="", fn=None, flow=None, final=False, approve=None)
+// tool(name, *, run=None, shell=None, params={}, help="", fn=None, flow=None, final=False, approve=None, env={})
 func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	c, err := newCall(thread, fn)
 	if err != nil {
@@ -46,7 +46,7 @@ func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	var vals [9]starlark.Value
+	var vals [10]starlark.Value
 	if err := c.unpack(args, kwargs, toolParams, vals[:]); err != nil {
 		return nil, err
 	}
@@ -140,6 +140,14 @@ func toolFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 			return nil, err
 		}
 	}
+	if env := vals[9]; !isNone(env) {
+		if t.Kind != graphir.KindTask && t.Kind != graphir.KindShell {
+			return nil, c.errorf("env applies only to run= and shell= tools")
+		}
+		if t.Env, err = c.env(env); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.b.AddTool(t); err != nil {
 		return nil, c.errorf("%v", err)
 	}
@@ -182,4 +190,4 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-var toolParams = []string{"name", "run?", "shell?", "params?", "help?", "fn?", "flow?", "final?", "approve?"}
+var toolParams = []string{"name", "run?", "shell?", "params?", "help?", "fn?", "flow?", "final?", "approve?", "env?"}

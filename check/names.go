@@ -90,7 +90,7 @@ func reservedWhy(name string) string {
 			"item": "the current map element", "index": "the position of the map element", "r": "the run view",
 			"run": "the run's outcome in an exit handler", "args": "the arguments of a tool call",
 		}[name]
-	case "visits", "status", "json", "math", "re", "struct":
+	case "visits", "status", "reveal", "json", "math", "re", "struct":
 		return "it would shadow the predeclared " + name
 	}
 	if strings.ContainsAny(name[:1], "abcdefghijklmnopqrstuvwxyz") && !isKeyword(name) {

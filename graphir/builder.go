@@ -71,6 +71,7 @@ type Builder struct {
 	models   []ModelDecl
 	tools    []*Tool
 	triggers []Trigger
+	secrets  []*Secret
 	userEdge int          // edges added by edge()/chain(), not counting router routes
 	recorded atomic.Int64 // steps and edges recorded; read by the loader's memory watchdog
 }
@@ -133,6 +134,17 @@ func (b *Builder) AddTrigger(t Trigger) error {
 	}
 	b.triggers = append(b.triggers, t)
 	return nil
+}
+
+// AddSecret records a secret() the flow uses; a second use of one source
+// ([Secret.Key]) is the same secret, listed once.
+func (b *Builder) AddSecret(s *Secret) {
+	for _, o := range b.secrets {
+		if o.Key() == s.Key() {
+			return
+		}
+	}
+	b.secrets = append(b.secrets, s)
 }
 
 // AddStep records a step and returns its id. Its ID, Parent and Decl are set
@@ -324,6 +336,7 @@ func (b *Builder) freeze(copyNodes bool) *Graph {
 	g.Triggers = append([]Trigger(nil), b.triggers...)
 	g.Models = append([]ModelDecl(nil), b.models...)
 	g.Tools = append([]*Tool(nil), b.tools...)
+	g.Secrets = append([]*Secret(nil), b.secrets...)
 	g.Nodes = make([]*Node, len(b.nodes))
 	var copies []Node
 	if copyNodes {

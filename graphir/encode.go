@@ -45,6 +45,7 @@ type jsonTool struct {
 	Kind   string            `json:"kind"`
 	Run    []string          `json:"run,omitempty"`
 	Shell  string            `json:"shell,omitempty"`
+	Env    map[string]string `json:"env,omitempty"`
 	Params map[string]string `json:"params"`
 	Help   string            `json:"help,omitempty"`
 	Fn     string            `json:"fn,omitempty"`
@@ -113,6 +114,7 @@ type jsonInput struct {
 	Default  any    `json:"default,omitempty"`
 	Help     string `json:"help,omitempty"`
 	Choices  []any  `json:"choices,omitempty"`
+	Secret   bool   `json:"secret,omitempty"`
 }
 
 type jsonModel struct {
@@ -121,6 +123,7 @@ type jsonModel struct {
 	Provider        string   `json:"provider,omitempty"`
 	BaseURL         string   `json:"base_url,omitempty"`
 	APIKeyEnv       string   `json:"api_key_env,omitempty"`
+	APIKeyFile      string   `json:"api_key_file,omitempty"`
 	Temperature     *float64 `json:"temperature,omitempty"`
 	MaxTokens       int      `json:"max_tokens,omitempty"`
 	ReasoningEffort string   `json:"reasoning_effort,omitempty"`
@@ -154,7 +157,7 @@ type jsonEdge struct {
 
 // json is the JSON of an input's declaration (or a field's).
 func (in *Input) json() jsonInput {
-	ji := jsonInput{Type: in.TypeName(), Required: in.Required, Help: in.Help}
+	ji := jsonInput{Type: in.TypeName(), Required: in.Required, Help: in.Help, Secret: in.Secret}
 	if !in.Required {
 		ji.Default = valueToJSON(in.Default)
 		if ji.Default == nil {
@@ -182,7 +185,7 @@ func (g *Graph) jsonHeader() jsonGraph {
 	}
 	jg.MaxTokens = g.MaxTokens
 	for _, m := range g.Models {
-		jg.Models = append(jg.Models, jsonModel{Name: m.Name, Model: m.Model, Provider: m.Provider, BaseURL: m.BaseURL, APIKeyEnv: m.KeyEnv,
+		jg.Models = append(jg.Models, jsonModel{Name: m.Name, Model: m.Model, Provider: m.Provider, BaseURL: m.BaseURL, APIKeyEnv: m.KeyEnv, APIKeyFile: m.KeyFile,
 			Temperature: m.Temperature, MaxTokens: m.MaxTokens, ReasoningEffort: m.ReasoningEffort, Reasoning: m.Reasoning,
 			Answers: m.Answers, AnswersFile: m.AnswersFile, Fallbacks: m.Fallbacks,
 			RPM: m.RPM, TPM: m.TPM})
@@ -206,6 +209,12 @@ func (g *Graph) jsonHeader() jsonGraph {
 		}
 		for _, p := range t.Params {
 			jt.Params[p.Name] = p.Type
+		}
+		if len(t.Env) > 0 {
+			jt.Env = map[string]string{}
+			for _, v := range t.Env {
+				jt.Env[v.Name] = v.Value.Src
+			}
 		}
 		jg.Tools = append(jg.Tools, jt)
 	}

@@ -101,6 +101,9 @@ type Ref struct {
 	// any (x.attr.sub, x.attr["sub"]): a field of an approval's values.
 	Sub string
 	Pos Pos // in the file when the expression's position is exact, else the expression's
+	// Revealed: the name is read inside reveal(...), which marks a use
+	// of a secret as deliberate (docs/language.md#secret).
+	Revealed bool
 }
 
 // String returns the source, or a description of a user's function.
@@ -123,10 +126,15 @@ type Template struct {
 	Err   *Error // an expr_syntax error in one of the holes
 }
 
-// TemplatePart is literal text (X == nil) or one hole.
+// TemplatePart is literal text, one hole (X), or a secret() given where a
+// template is taken (Secret; [SecretTemplate]).
 type TemplatePart struct {
-	Lit string
-	X   *Expr
+	Lit    string
+	X      *Expr
+	Secret *Secret // the run renders the secret's value here
+	// Reveal: the secret was written reveal(secret(...)), a use the
+	// checker allows where it would refuse the secret.
+	Reveal bool
 }
 
 // Whole returns the expression if the template is exactly one hole and
@@ -141,7 +149,7 @@ func (t *Template) Whole() *Expr {
 // IsLiteral reports whether the template has no holes.
 func (t *Template) IsLiteral() bool {
 	for _, p := range t.Parts {
-		if p.X != nil {
+		if p.X != nil || p.Secret != nil {
 			return false
 		}
 	}
@@ -340,17 +348,19 @@ func compile(src string) *compiled {
 	})
 	// DotExpr/IndexExpr hits were recorded before their Ident was visited;
 	// drop those whose Ident turned out not to be free.
+	reveals := revealSpans(x)
 	var refs []Ref
 	var rewrite []*syntax.Ident
 	for _, h := range hits {
 		if h.id.Binding == nil || h.id.Binding.(*resolve.Binding).Scope != resolve.Predeclared {
 			continue
 		}
-		if stdlib.IsModule(h.id.Name) {
+		if stdlib.IsModule(h.id.Name) || h.id.Name == RevealName {
 			continue
 		}
 		refs = append(refs, Ref{Name: h.id.Name, Attr: h.attr, Key: h.key, Sub: h.sub,
-			Pos: Pos{Line: int(h.id.NamePos.Line), Col: int(h.id.NamePos.Col)}})
+			Pos:      Pos{Line: int(h.id.NamePos.Line), Col: int(h.id.NamePos.Col)},
+			Revealed: reveals.contain(h.id.NamePos)})
 		rewrite = append(rewrite, h.id)
 	}
 	sort.SliceStable(refs, func(i, j int) bool { return refs[i].Pos.Less(refs[j].Pos) })
@@ -389,9 +399,10 @@ func compile(src string) *compiled {
 }
 
 // exprEnv is what expressions see besides the run view: the modules, the
-// bounded str, repr, print and getattr, and the checked operations.
+// bounded str, repr, print and getattr, the checked operations, and reveal.
 var exprEnv = func() starlark.StringDict {
 	d := stdlib.Predeclared()
+	d[RevealName] = Reveal
 	d.Freeze()
 	return d
 }()

@@ -135,6 +135,14 @@ func ReadsOf(fn syntax.Node) *FuncRefs {
 	for _, n := range body {
 		syntax.Walk(n, walk)
 	}
+	var reveals spans
+	for _, n := range body {
+		reveals = append(reveals, revealSpans(n)...)
+	}
+	for i := range fr.Refs {
+		p := fr.Refs[i].Pos
+		fr.Refs[i].Revealed = reveals.contain(syntax.MakePosition(nil, int32(p.Line), int32(p.Col)))
+	}
 	for _, c := range calls {
 		d, ok := c.Fn.(*syntax.DotExpr)
 		if !ok || !isParam(d.X) || (d.Name.Name != "visits" && d.Name.Name != "status") || len(c.Args) != 1 {

@@ -262,6 +262,9 @@ type ModelDecl struct {
 	Provider string
 	BaseURL  string // "" for the default chain
 	KeyEnv   string // "" sends no key
+	// KeyFile is model(api_key = secret(NAME, file = PATH)): the key is
+	// read from this file (a [Secret.File]) rather than $KeyEnv.
+	KeyFile string
 	// Temperature, MaxTokens and ReasoningEffort are sent with every
 	// call where the model takes them (docs/models.md).
 	Temperature     *float64
@@ -396,6 +399,10 @@ type Graph struct {
 	// Keep is how long skein serve keeps the flow's ended runs
 	// (flow(keep=); 0: as the server's --keep says).
 	Keep time.Duration
+	// Secrets are the secret() values the flow uses (in templates and as
+	// model keys), one per source ([Secret.Key]) at its first use: what a
+	// run reads when it starts. Secret inputs are among Inputs.
+	Secrets []*Secret
 
 	Nodes []*Node
 	Edges []*Edge

@@ -35,6 +35,11 @@ type Input struct {
 	// value a person gives with a decision, rather than a flow input;
 	// messages call it a field.
 	Field bool
+	// Secret: input(secret = True), a value the run masks wherever it
+	// would show and the checker keeps out of prompts, outputs, argv,
+	// file names and conditions (docs/language.md#secret). It is a
+	// string with no default and no choices.
+	Secret bool
 }
 
 // Noun is what messages call the input: "input", or "field".

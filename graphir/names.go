@@ -27,7 +27,7 @@ func ValidName(s string) bool {
 // Expression roots and predeclared names that a step may not shadow.
 var reserved = map[string]bool{
 	"self": true, "inputs": true, "loop": true, "item": true, "index": true, "r": true,
-	"visits": true, "status": true, "run": true, "args": true, "json": true, "math": true, "re": true, "struct": true,
+	"visits": true, "status": true, "run": true, "args": true, "reveal": true, "json": true, "math": true, "re": true, "struct": true,
 	// Starlark keywords, which could never be named in an expression.
 	"and": true, "break": true, "continue": true, "def": true, "elif": true, "else": true,
 	"for": true, "if": true, "in": true, "lambda": true, "load": true, "not": true,

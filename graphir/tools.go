@@ -27,6 +27,7 @@ type Tool struct {
 	Kind   Kind              // KindTask (run=), KindShell (shell=), KindFn (fn=) or KindSubflow (flow=)
 	Argv   []*Template       // run=
 	Shell  *Template         // shell=: run verbatim; the arguments reach it as environment variables ARG_NAME
+	Env    []EnvVar          // env= of run= and shell= tools, sorted by name: set for each call
 	Fn     starlark.Callable // fn=: called with the arguments (a dict-like value); its result goes back to the model
 	Params []ToolParam       // in declaration order
 	Help   string

@@ -9,6 +9,7 @@ import (
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/model"
 )
 
 // A store made by an older skein (schema version 1) is brought up to date
@@ -83,6 +84,54 @@ func TestMigrateFromVersion1(t *testing.T) {
 	s.Close()
 	if _, err := Open(path); err == nil {
 		t.Fatal("opened a store with a newer schema")
+	}
+}
+
+// A store of the schema before usage was kept opens: its model calls
+// read back with their prompt and completion tokens, and a call recorded
+// after the migration keeps its whole usage.
+func TestMigrateUsage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := len(migrations) - 1
+	for _, m := range migrations[:prev] {
+		if _, err := db.Exec(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lo, _ := effectIDs(1)
+	if _, err := db.Exec(fmt.Sprintf(`PRAGMA user_version = %d;
+		INSERT INTO runs (id, flow, file, root, inputs, options, status, started) VALUES ('r1', 'f', 'f.star', '.', '{}', '{}', 'running', 1);
+		INSERT INTO effects (id, run, path, step, kind, visit, attempt, status, done, started, model, answer, prompt_tokens, completion_tokens)
+		VALUES (%d, 1, '', 'ask', 'llm', 1, 1, 'succeeded', 1, 1, 'm1', 'yes', 7, 2)`, prev, lo+1)); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	effects, err := s.Effects("r1", 0)
+	if err != nil || len(effects) != 1 || effects[0].Usage != (model.Usage{PromptTokens: 7, CompletionTokens: 2}) {
+		t.Fatalf("effects of r1: %+v, %v", effects, err)
+	}
+	rec, err := s.Continue("r1", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := model.Usage{PromptTokens: 10, CompletionTokens: 5, CachedTokens: 8, ReasoningTokens: 3, Attempts: 2, Cost: 0.5}
+	if err := rec.record(&vm.EffectRequest{Step: "ask2", Kind: graphir.KindLLM, Visit: 1, Attempt: 1}, 2, &vm.EffectCompletion{OK: true, Model: "m1", Answer: "ok", Usage: u}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if effects, err := s.Effects("r1", 0); err != nil || len(effects) != 2 || effects[1].Usage != u {
+		t.Fatalf("effects of r1 after Continue: %+v, %v", effects, err)
 	}
 }
 

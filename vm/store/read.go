@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/model"
 )
 
 // Run is a run's record.
@@ -262,8 +263,12 @@ type Effect struct {
 	Answer           string
 	PromptTokens     int
 	CompletionTokens int
-	Started          time.Time
-	Ended            time.Time
+	// Usage is the call's whole usage: the tokens above, and the cached
+	// and reasoning tokens, HTTP attempts and cost where recorded (not
+	// for calls recorded before skein kept them).
+	Usage   model.Usage
+	Started time.Time
+	Ended   time.Time
 }
 
 // Effects returns the journal of the run with id, in the order the
@@ -289,7 +294,7 @@ func (s *Store) effects(n, afterID int64) ([]*Effect, error) {
 	rows, err := s.db.Query(`SELECT e.id, e.path, e.step, e.kind, e.visit, e.attempt, e.status, COALESCE(e.done, 0), COALESCE(e.code, ''),
 		COALESCE(e.error, ''), e.output, COALESCE(e.exit_code, 0), COALESCE(e.stdout, ''), COALESCE(e.stderr, ''), COALESCE(e.truncated, 0),
 		e.on_exit, e.started, COALESCE(e.ended, 0), COALESCE(e.model, ''), COALESCE(e.answer, ''),
-		COALESCE(e.prompt_tokens, 0), COALESCE(e.completion_tokens, 0), e.rendered
+		COALESCE(e.prompt_tokens, 0), COALESCE(e.completion_tokens, 0), e.rendered, e.usage
 		FROM effects e WHERE e.id > ? AND e.id < ? ORDER BY e.id`, max(lo, afterID), hi)
 	if err != nil {
 		return nil, s.fail(err)
@@ -298,13 +303,17 @@ func (s *Store) effects(n, afterID int64) ([]*Effect, error) {
 	var out []*Effect
 	for rows.Next() {
 		e := &Effect{}
-		var output, rendered sql.NullString
+		var output, rendered, usage sql.NullString
 		var started, ended int64
 		if err := rows.Scan(&e.ID, &e.Path, &e.Step, &e.Kind, &e.Visit, &e.Attempt, &e.Status, &e.Done, &e.Code, &e.Error,
 			&output, &e.ExitCode, &e.Stdout, &e.Stderr, &e.Truncated, &e.OnExit, &started, &ended,
-			&e.Model, &e.Answer, &e.PromptTokens, &e.CompletionTokens, &rendered); err != nil {
+			&e.Model, &e.Answer, &e.PromptTokens, &e.CompletionTokens, &rendered, &usage); err != nil {
 			return nil, s.fail(err)
 		}
+		if usage.Valid {
+			json.Unmarshal([]byte(usage.String), &e.Usage) // (written by record: a damaged one counts nothing more)
+		}
+		e.Usage.PromptTokens, e.Usage.CompletionTokens = e.PromptTokens, e.CompletionTokens
 		if rendered.Valid {
 			var r vm.Rendered
 			if json.Unmarshal([]byte(rendered.String), &r) == nil {

@@ -858,12 +858,19 @@ func (rec *Recorder) queueEnd(id int64, req *vm.EffectRequest, c *vm.EffectCompl
 	if task {
 		exit, stdout, stderr = c.ExitCode, tail(c.Stdout), tail(c.Stderr)
 	}
-	var mdl, answer, ptok, ctok any
+	var mdl, answer, ptok, ctok, usage any
 	if c.Model != "" || c.Answer != "" || c.Usage.Total() > 0 {
 		mdl, answer, ptok, ctok = c.Model, c.Answer, c.Usage.PromptTokens, c.Usage.CompletionTokens
 	}
+	if u := c.Usage; u.CachedTokens != 0 || u.ReasoningTokens != 0 || u.Attempts != 0 || u.Cost != 0 {
+		b, err := json.Marshal(u)
+		if err != nil {
+			return err
+		}
+		usage = string(b)
+	}
 	rec.done++
-	rec.queue(write{step: req.Step, args: []any{status, rec.done, code, msg, output, exit, stdout, stderr, c.Truncated, nanos(time.Now()), mdl, answer, ptok, ctok, id}})
+	rec.queue(write{step: req.Step, args: []any{status, rec.done, code, msg, output, exit, stdout, stderr, c.Truncated, nanos(time.Now()), mdl, answer, ptok, ctok, usage, id}})
 	return nil
 }
 

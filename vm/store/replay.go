@@ -327,7 +327,7 @@ func where(k effectKey) string {
 func completionOf(req *vm.EffectRequest, e *Effect) (*vm.EffectCompletion, error) {
 	c := &vm.EffectCompletion{OK: true, ExitCode: e.ExitCode, Stdout: e.Stdout, Stderr: e.Stderr, Truncated: e.Truncated,
 		Model: e.Model, Answer: e.Answer, Replayed: true}
-	c.Usage.PromptTokens, c.Usage.CompletionTokens = e.PromptTokens, e.CompletionTokens
+	c.Usage = e.Usage
 	if e.Output != nil {
 		v, err := stdlib.FromStoredJSON(e.Output)
 		if err != nil {

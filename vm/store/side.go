@@ -39,11 +39,13 @@ import (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // sideMagic opens the header's payload (and names the format's version).
-// Version 1's start rows had no rendered column (insArgs1 arguments); a
-// side journal of version 1, left by a skein that died before an
+// Version 1's start rows had no rendered column (insArgs1 arguments);
+// versions 1 and 2's ends had no usage column (endArgs2 arguments). A
+// side journal of an older version, left by a skein that died before an
 // upgrade, still folds in.
 const (
-	sideMagic  = "skein-side-journal 2\n"
+	sideMagic  = "skein-side-journal 3\n"
+	sideMagic2 = "skein-side-journal 2\n"
 	sideMagic1 = "skein-side-journal 1\n"
 )
 
@@ -70,7 +72,8 @@ const frameHeader = 8
 const (
 	insArgs  = 10
 	insArgs1 = 9 // version 1's
-	endArgs  = 15
+	endArgs  = 16
+	endArgs2 = 15 // versions 1 and 2's
 )
 
 // sideHeader is the owner of a side journal.
@@ -251,17 +254,19 @@ func nextRecord(b []byte) (payload, rest []byte, ok bool) {
 // whole header (nothing was ever acted on).
 func decodeSide(b []byte) (h sideHeader, writes []write, ok bool) {
 	payload, b, ok := nextRecord(b)
-	ins := insArgs
+	ins, end := insArgs, endArgs
 	switch {
 	case !ok:
 		return h, nil, false
 	case bytes.HasPrefix(payload, []byte(sideMagic)):
+	case bytes.HasPrefix(payload, []byte(sideMagic2)):
+		end = endArgs2
 	case bytes.HasPrefix(payload, []byte(sideMagic1)):
-		ins = insArgs1
+		ins, end = insArgs1, endArgs2
 	default:
 		return h, nil, false
 	}
-	d := decoder{b: payload[len(sideMagic):]} // (both magics are as long)
+	d := decoder{b: payload[len(sideMagic):]} // (the magics are as long)
 	h.run, h.host = d.string(), d.string()
 	pid := d.varint()
 	h.start = d.string()
@@ -274,7 +279,7 @@ func decodeSide(b []byte) (h sideHeader, writes []write, ok bool) {
 		if !ok {
 			return h, writes, true
 		}
-		batch, ok := decodeBatch(payload, ins)
+		batch, ok := decodeBatch(payload, ins, end)
 		if !ok {
 			return h, writes, true
 		}
@@ -284,9 +289,10 @@ func decodeSide(b []byte) (h sideHeader, writes []write, ok bool) {
 }
 
 // decodeBatch reads a batch record's payload, whose start rows have ins
-// arguments (insArgs1 in version 1: the rendered column, missing, is
-// nil).
-func decodeBatch(payload []byte, ins int) ([]write, bool) {
+// arguments and ends end (insArgs1 in version 1: the rendered column,
+// missing, is nil; endArgs2 before version 3: the usage column, missing,
+// is nil).
+func decodeBatch(payload []byte, ins, end int) ([]write, bool) {
 	d := decoder{b: payload}
 	n := d.uvarint()
 	if n == 0 || n > uint64(len(payload)) {
@@ -295,7 +301,7 @@ func decodeBatch(payload []byte, ins int) ([]write, bool) {
 	out := make([]write, 0, n)
 	for ; n > 0 && !d.bad; n-- {
 		var w write
-		want := uint64(endArgs)
+		want := uint64(end)
 		switch d.byte() {
 		case wIns:
 			w.ins, want = true, uint64(ins)
@@ -306,12 +312,17 @@ func decodeBatch(payload []byte, ins int) ([]write, bool) {
 		if d.uvarint() != want {
 			return nil, false
 		}
-		w.args = make([]any, want, max(want, insArgs))
+		w.args = make([]any, want, max(want, insArgs, endArgs))
 		for i := range w.args {
 			w.args[i] = d.value()
 		}
 		if w.ins && want < insArgs {
 			w.args = append(w.args, nil) // version 1: nothing rendered
+		}
+		if !w.ins && want < endArgs {
+			// Before version 3: no usage, which goes before the id.
+			w.args = append(w.args, w.args[want-1])
+			w.args[want-1] = nil
 		}
 		if !wellTyped(w) {
 			return nil, false
@@ -588,7 +599,7 @@ func openRegular(path string) (*os.File, os.FileInfo, error) {
 func otherVersion(b []byte) bool {
 	payload, _, ok := nextRecord(b)
 	return ok && bytes.HasPrefix(payload, []byte("skein-side-journal ")) &&
-		!bytes.HasPrefix(payload, []byte(sideMagic)) && !bytes.HasPrefix(payload, []byte(sideMagic1))
+		!bytes.HasPrefix(payload, []byte(sideMagic)) && !bytes.HasPrefix(payload, []byte(sideMagic2)) && !bytes.HasPrefix(payload, []byte(sideMagic1))
 }
 
 // fold writes a dead run's side journal writes into the database.
@@ -631,6 +642,6 @@ func (s *Store) fold(run string, writes []write) error {
 // The statements of a fold: idempotent versions of the journal's own.
 const (
 	foldIns   = `INSERT OR IGNORE INTO effects (id, run, path, step, kind, visit, attempt, on_exit, status, started, rendered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)`
-	foldEnd   = `UPDATE effects SET status = ?, done = ?, code = ?, error = ?, output = ?, exit_code = ?, stdout = ?, stderr = ?, truncated = ?, ended = ?, model = ?, answer = ?, prompt_tokens = ?, completion_tokens = ? WHERE id = ?`
+	foldEnd   = `UPDATE effects SET status = ?, done = ?, code = ?, error = ?, output = ?, exit_code = ?, stdout = ?, stderr = ?, truncated = ?, ended = ?, model = ?, answer = ?, prompt_tokens = ?, completion_tokens = ?, usage = ? WHERE id = ?`
 	foldWhole = insWholeSQL
 )

@@ -17,6 +17,7 @@ import (
 
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/model"
 )
 
 // sideBatches are two batches as the Recorder writes them: a start row,
@@ -24,7 +25,7 @@ import (
 var sideBatches = [][]write{
 	{{ins: true, args: []any{int64(1<<32 + 1), int64(1), "", "a", "task", 1, 1, false, int64(1700000000000000000), `{"argv":["echo","hi"]}`}}},
 	{
-		{args: []any{"succeeded", int64(1), "", "", nil, 0, "out\x00\xff", "", false, int64(1700000000000000001), nil, nil, nil, nil, int64(1<<32 + 1)}},
+		{args: []any{"succeeded", int64(1), "", "", nil, 0, "out\x00\xff", "", false, int64(1700000000000000001), "m", "yes", 7, 2, `{"prompt_tokens":7,"completion_tokens":2,"cost":0.5}`, int64(1<<32 + 1)}},
 		{ins: true, args: []any{int64(1<<32 + 2), int64(1), "per[2]/x", "b", "llm", 3, 2, true, int64(-5), nil}},
 	},
 }
@@ -249,6 +250,41 @@ func TestFoldVersion1(t *testing.T) {
 	}
 }
 
+// A side journal of version 2 (ends without the usage column), left by a
+// skein that died before an upgrade, still folds in: its model calls have
+// their prompt and completion tokens, and no more.
+func TestFoldVersion2(t *testing.T) {
+	s, rec := beginRun(t)
+	defer s.Close()
+	isAlive = func(pid int, _, _ string) bool { return pid != 7 }
+	defer func() { isAlive = alive }()
+	b, _ := frame(nil, func(b []byte) ([]byte, error) {
+		b = append(b, sideMagic2...)
+		b = appendString(b, "r1")
+		b = appendString(b, "h")
+		b = binary.AppendVarint(b, 7)
+		return appendString(b, "1"), nil
+	})
+	lo, _ := effectIDs(rec.n)
+	b, err := appendBatch(b, []write{
+		{ins: true, args: []any{lo + 1, rec.n, "", "ask", "llm", 1, 1, false, int64(1), nil}},
+		{args: []any{"succeeded", int64(1), "", "", `"yes"`, nil, nil, nil, false, int64(2), "m1", "yes", 7, 2, lo + 1}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.sideDir(), "r1.7.1"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.foldDead("r1"); err != nil {
+		t.Fatal(err)
+	}
+	got := effectsOf(t, s, "r1")
+	if len(got) != 1 || got[0].Status != "succeeded" || got[0].Model != "m1" || got[0].Usage != (model.Usage{PromptTokens: 7, CompletionTokens: 2}) {
+		t.Fatalf("folded version 2: %+v", got)
+	}
+}
+
 // Two stores (connections) folding the same side journal at once: both
 // succeed, and the rows are those of one fold.
 func TestFoldTwoAtOnce(t *testing.T) {
@@ -409,7 +445,7 @@ func TestFoldOtherVersion(t *testing.T) {
 	s, rec := beginRun(t)
 	defer s.Close()
 	path := filepath.Join(s.sideDir(), "r1.1.1")
-	b, _ := frame(nil, func(b []byte) ([]byte, error) { return append(b, "skein-side-journal 3\nwhatever"...), nil })
+	b, _ := frame(nil, func(b []byte) ([]byte, error) { return append(b, "skein-side-journal 9\nwhatever"...), nil })
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

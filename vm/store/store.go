@@ -183,7 +183,7 @@ func (s *Store) prepareJournal() error {
 		{&s.commit, `COMMIT`},
 		{&s.rollback, `ROLLBACK`},
 		{&s.insEffect, `INSERT INTO effects (id, run, path, step, kind, visit, attempt, on_exit, status, started, rendered) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)`},
-		{&s.endEffect, `UPDATE effects SET status = ?, done = ?, code = ?, error = ?, output = ?, exit_code = ?, stdout = ?, stderr = ?, truncated = ?, ended = ?, model = ?, answer = ?, prompt_tokens = ?, completion_tokens = ? WHERE id = ?`},
+		{&s.endEffect, `UPDATE effects SET status = ?, done = ?, code = ?, error = ?, output = ?, exit_code = ?, stdout = ?, stderr = ?, truncated = ?, ended = ?, model = ?, answer = ?, prompt_tokens = ?, completion_tokens = ?, usage = ? WHERE id = ?`},
 		{&s.insWhole, insWholeSQL},
 		{&s.endRun, `UPDATE runs SET status = ?, error_code = ?, error_step = ?, error_msg = ?, ended = ?, result = ?, owner_pid = NULL WHERE n = ?`},
 	} {
@@ -197,8 +197,8 @@ func (s *Store) prepareJournal() error {
 // insWholeSQL writes an effect's whole row at once: its start row's
 // columns, then its end's (see merge).
 const insWholeSQL = `INSERT OR REPLACE INTO effects (id, run, path, step, kind, visit, attempt, on_exit, started, rendered,
-	status, done, code, error, output, exit_code, stdout, stderr, truncated, ended, model, answer, prompt_tokens, completion_tokens)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	status, done, code, error, output, exit_code, stdout, stderr, truncated, ended, model, answer, prompt_tokens, completion_tokens, usage)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // DataVersion is a number that changes whenever a change to the store is
 // committed, by any process, this one included: a reader that polls the
@@ -457,6 +457,11 @@ var migrations = []string{
 	// trigger of each run.
 	`CREATE INDEX queue_parent ON queue (parent) WHERE parent IS NOT NULL;
 	CREATE INDEX queue_run ON queue (run) WHERE run IS NOT NULL;`,
+	// A model call's usage beyond its prompt and completion tokens (the
+	// cached and reasoning tokens, the HTTP attempts, the cost), as the
+	// JSON of model.Usage: a replayed call counts what the original did.
+	// NULL for calls without them and those recorded before.
+	`ALTER TABLE effects ADD COLUMN usage TEXT;`,
 }
 
 // effectIDs is the range of effect ids of run n: [lo, hi).

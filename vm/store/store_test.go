@@ -351,7 +351,7 @@ func (f producerFunc) Start(ctx context.Context, q *vm.EffectRequest, done func(
 }
 
 // A model call's completion is journaled whole (output, model, answer,
-// tokens) and replayed whole; the record's attempts carry over to the
+// tokens, cached and reasoning tokens, attempts, cost) and replayed whole; the record's attempts carry over to the
 // first re-execution.
 func TestReplayModelCall(t *testing.T) {
 	s := open(t)
@@ -361,7 +361,8 @@ func TestReplayModelCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &vm.EffectCompletion{OK: true, Output: starlark.String("yes"), Model: "m1", Answer: "yes", Usage: model.Usage{PromptTokens: 7, CompletionTokens: 2}}
+	want := &vm.EffectCompletion{OK: true, Output: starlark.String("yes"), Model: "m1", Answer: "yes",
+		Usage: model.Usage{PromptTokens: 7, CompletionTokens: 2, CachedTokens: 4, ReasoningTokens: 1, Attempts: 3, Cost: 0.00125}}
 	rec.Inner = producerFunc(func(_ context.Context, q *vm.EffectRequest, done func(*vm.EffectCompletion)) {
 		if q.Step == "ask" {
 			done(want)

@@ -79,6 +79,7 @@ func init() {
 		checkEmit,         // triggers.go
 		checkOver,         // values.go
 		checkConditions,   // values.go
+		checkSecrets,      // secrets.go
 	}
 }
 

@@ -45,6 +45,8 @@ const (
 	ShellInterpolation       Code = "shell_interpolation"
 	InterpreterInterpolation Code = "interpreter_interpolation"
 	ArgvOneString            Code = "argv_one_string"
+	SecretLeak               Code = "secret_leak"
+	SecretUnseen             Code = "secret_unseen"
 	ModelUnknown             Code = "model_unknown"
 	RoutesMissing            Code = "routes_missing"
 	SchemaInvalid            Code = "schema_invalid"
@@ -165,6 +167,8 @@ var table = []Info{
 	{ShellInterpolation, Diagnostic, Error, "a {{ }} template inside shell=: its value would be parsed by the shell"},
 	{InterpreterInterpolation, Diagnostic, Warning, "a template inside the code an interpreter started with run= runs (sh -c, python -c, ...): its value becomes code"},
 	{ArgvOneString, Diagnostic, Warning, "run= starts with one item holding a known program and its arguments (run = [\"npm test\"]): run= never splits, so it would look for a program called \"npm test\""},
+	{SecretLeak, Diagnostic, Error, "a secret reaches a place other than a process's env= or stdin=, a tool's env=, a model's key or a child's secret input, and the use does not say reveal(...)"},
+	{SecretUnseen, Diagnostic, Warning, "a value that may carry a secret, through something the checker cannot see into (a process, a tool, a function passing r on), reaches a place a secret may not go"},
 	{ModelUnknown, Diagnostic, Error, "a step, LLM router or judge() names model = \"x\" and the flow declares models with model(), none called x"},
 	{RoutesMissing, Diagnostic, Error, "a router(llm=...) without routes=, or with labels empty or equal once normalized"},
 	{SchemaInvalid, Diagnostic, Error, "a schema= that is not a JSON Schema object of the supported subset"},

@@ -6,7 +6,8 @@ package check
 // A secret is a read of a secret input (inputs.token, r.inputs.token), a
 // secret() given as a template, or the output of a step that may carry
 // one: a fn step whose body reads a secret or such an output, a loop or
-// map whose body holds such a step, and, unseen, a process or an agent's
+// map whose body holds such a step, a child flow whose output= reads its
+// secret input, and, unseen, a process or an agent's
 // tool given a secret (the checker cannot see what a process prints) and a
 // fn whose reads cannot all be followed. A secret may go to a process's
 // env= and stdin=, a tool's env=, a model's key, and a child flow's secret
@@ -169,6 +170,8 @@ func (sx *secrets) propagate(ix *exprIndex) {
 				continue
 			case n.Kind == graphir.KindAgent:
 				t = sx.agentTaint(n)
+			case n.Kind == graphir.KindSubflow:
+				t = childTaint(n)
 			case n.HasBody():
 				for _, id := range g.Scope(n.ID) {
 					if bt := sx.taints[id]; bt != nil {
@@ -235,6 +238,30 @@ func readText(r graphir.Ref) string {
 		return fmt.Sprintf("%s[%q]", r.Name, r.Key)
 	}
 	return r.Name
+}
+
+// childTaint is what a child-flow step's output may carry: a secret input
+// of the literal child that the child's output= reads (revealed, or the
+// child's own check refuses it).
+func childTaint(n *graphir.Node) *taint {
+	child := n.Subflow.Child
+	if child == nil || child.Output == nil {
+		return nil
+	}
+	refs := child.Output.Refs
+	if child.Output.User {
+		if child.Output.Reads == nil {
+			return nil
+		}
+		refs = child.Output.Reads.Refs
+	}
+	for _, r := range refs {
+		if in := child.Input(r.Attr + r.Key); r.Name == "inputs" && in != nil && in.Secret {
+			return &taint{secret: fmt.Sprintf("secret input %q of child flow %s", in.Name, n.Subflow.Flow.Src),
+				via: "through the output= of the child flow, which reads it"}
+		}
+	}
+	return nil
 }
 
 func fnName(n *graphir.Node) string {

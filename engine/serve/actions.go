@@ -68,7 +68,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if g.Concurrency > 0 { // its bound holds for every start: through the queue (triggers.go)
-		s.startQueued(w, file, root, g, inputs)
+		s.startQueued(w, r, file, root, g, inputs)
 		return
 	}
 	spec := &runs.Spec{Graph: g, Inputs: inputs, Sources: f.Sources.List(), Options: store.RunOptions{By: s.cfg.By}, NoDecision: noDecision,

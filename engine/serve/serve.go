@@ -97,10 +97,6 @@ type Server struct {
 	sched   *trigger.Scheduler // triggers.go
 	metrics *metrics           // metrics.go
 	hooks   hookFlows          // triggers.go
-
-	// traces holds the trace contexts of webhook deliveries' callers,
-	// by flow file and delivery id, until their runs start.
-	traces sync.Map
 }
 
 // active is a run the server's process runs.

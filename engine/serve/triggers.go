@@ -20,7 +20,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 
@@ -72,7 +71,7 @@ func (s *Server) triggerFlows() []trigger.Flow {
 // declares concurrency=: the run is queued, and started at once if its
 // bound allows (201 with the run, as any start), else left waiting its
 // turn (202 with the queue item).
-func (s *Server) startQueued(w http.ResponseWriter, file, root string, g *graphir.Graph, inputs *stdlib.Map) {
+func (s *Server) startQueued(w http.ResponseWriter, r *http.Request, file, root string, g *graphir.Graph, inputs *stdlib.Map) {
 	in, err := stdlib.ToGo(inputs)
 	if err != nil {
 		fail(w, http.StatusBadRequest, "bad_input", err.Error())
@@ -83,7 +82,8 @@ func (s *Server) startQueued(w http.ResponseWriter, file, root string, g *graphi
 		fail(w, http.StatusBadRequest, "bad_input", err.Error())
 		return
 	}
-	it, err := s.sched.Enqueue(trigger.Flow{File: file, Root: root, Graph: g}, "api", "", js, "")
+	tp, ts := traceContext(r)
+	it, err := s.sched.EnqueueTraced(trigger.Flow{File: file, Root: root, Graph: g}, "api", "", js, "", tp, ts)
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "run store") {
 			storeFail(w, err)
@@ -153,8 +153,9 @@ func (q queueRunner) Start(it *store.QueueItem) (string, func(), error) {
 		by = s.cfg.By
 	}
 	spec := &runs.Spec{Graph: f.Graph, Inputs: inputs, Sources: f.Sources.List(), Options: store.RunOptions{By: by}, NoDecision: noDecision}
-	if parent, ok := s.traces.LoadAndDelete(it.File + "\x00" + it.Delivery); ok && it.Delivery != "" {
-		spec.Parent = parent.(trace.SpanContext) // the webhook caller's trace
+	if it.Traceparent != "" {
+		// The trace of the request that queued it, continued.
+		spec.Parent = telemetry.Parent(http.Header{"Traceparent": {it.Traceparent}, "Tracestate": {it.Tracestate}})
 	}
 	run, err := s.svc.Start(spec)
 	if err != nil {
@@ -346,17 +347,10 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 		}
 		inputs, _ = json.Marshal(m)
 	}
-	// The caller's trace, for the run this process starts for the
-	// delivery (kept in memory: a run a restarted server starts begins
-	// its own).
-	tk := flow.File + "\x00" + delivery
-	if parent := telemetry.Parent(r.Header); parent.IsValid() {
-		s.traces.Store(tk, parent)
-	}
-	it, err := s.sched.Enqueue(flow, t.Key(), t.OverlapPolicy(), inputs, delivery)
-	if err != nil {
-		s.traces.Delete(tk)
-	}
+	// The caller's trace, kept with the queued delivery: its run
+	// continues it, whenever it starts.
+	tp, ts := traceContext(r)
+	it, err := s.sched.EnqueueTraced(flow, t.Key(), t.OverlapPolicy(), inputs, delivery, tp, ts)
 	switch {
 	case errors.Is(err, store.ErrDuplicate):
 		writeJSON(w, http.StatusOK, map[string]any{"duplicate": true, "delivery": delivery})
@@ -438,4 +432,13 @@ func (s *Server) hookInputs(t *graphir.Trigger, r *http.Request, body []byte, de
 		return nil, err
 	}
 	return json.Marshal(g)
+}
+
+// traceContext returns the W3C trace context a request carries, when it
+// names a valid span: what a run it queues continues.
+func traceContext(r *http.Request) (traceparent, tracestate string) {
+	if !telemetry.Parent(r.Header).IsValid() {
+		return "", ""
+	}
+	return r.Header.Get("Traceparent"), r.Header.Get("Tracestate")
 }

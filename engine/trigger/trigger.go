@@ -469,9 +469,20 @@ func (s *Scheduler) item(f Flow, trigger string, inputs json.RawMessage, deliver
 // [store.ErrDuplicate]. Inputs that do not fit the flow are an error,
 // and nothing is queued.
 func (s *Scheduler) Enqueue(f Flow, trigger, policy string, inputs json.RawMessage, delivery string) (*store.QueueItem, error) {
+	return s.EnqueueTraced(f, trigger, policy, inputs, delivery, "", "")
+}
+
+// EnqueueTraced is [Scheduler.Enqueue] of a run that continues a
+// caller's trace: traceparent and tracestate are the W3C trace context
+// of the request that queued it, kept with the queued item so that its
+// run continues that trace whenever it starts, after a restart too.
+func (s *Scheduler) EnqueueTraced(f Flow, trigger, policy string, inputs json.RawMessage, delivery, traceparent, tracestate string) (*store.QueueItem, error) {
 	it, err := s.item(f, trigger, inputs, delivery)
 	if err != nil {
 		return nil, err
+	}
+	if traceparent != "" {
+		it.Traceparent, it.Tracestate = traceparent, tracestate
 	}
 	if policy != "" {
 		if err := s.overlap(f, policy, it); err != nil {

@@ -43,6 +43,10 @@ type QueueItem struct {
 	Enqueued time.Time
 	Started  time.Time
 	Ended    time.Time
+	// Traceparent and Tracestate are the W3C trace context of the
+	// request that queued it (a webhook's caller, a POST /api/runs),
+	// which its run continues, after a restart too; "" for none.
+	Traceparent, Tracestate string
 }
 
 // ErrDuplicate is returned by [Store.Enqueue] for a delivery id its
@@ -50,14 +54,16 @@ type QueueItem struct {
 var ErrDuplicate = errors.New("delivered before")
 
 const queueColumns = `n, flow, root, name, inputs, trigger, conc, key, COALESCE(fired, 0), COALESCE(delivery, ''), state,
-	COALESCE(run, ''), COALESCE(error, ''), enqueued, COALESCE(started, 0), COALESCE(ended, 0), depth, COALESCE(parent, '')`
+	COALESCE(run, ''), COALESCE(error, ''), enqueued, COALESCE(started, 0), COALESCE(ended, 0), depth, COALESCE(parent, ''),
+	COALESCE(traceparent, ''), COALESCE(tracestate, '')`
 
 func scanQueue(rows interface{ Scan(...any) error }) (*QueueItem, error) {
 	var it QueueItem
 	var inputs string
 	var fired, enq, started, ended int64
 	if err := rows.Scan(&it.N, &it.File, &it.Root, &it.Name, &inputs, &it.Trigger, &it.Conc, &it.Key, &fired, &it.Delivery,
-		&it.State, &it.Run, &it.Error, &enq, &started, &ended, &it.Depth, &it.Parent); err != nil {
+		&it.State, &it.Run, &it.Error, &enq, &started, &ended, &it.Depth, &it.Parent,
+		&it.Traceparent, &it.Tracestate); err != nil {
 		return nil, err
 	}
 	it.Inputs = json.RawMessage(inputs)
@@ -94,10 +100,11 @@ func insertItem(tx *sql.Tx, it *QueueItem) error {
 	if len(it.Inputs) == 0 {
 		it.Inputs = json.RawMessage("{}")
 	}
-	res, err := tx.Exec(`INSERT INTO queue (flow, root, name, inputs, trigger, conc, key, fired, delivery, state, error, enqueued, ended, depth, parent, run, started)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	res, err := tx.Exec(`INSERT INTO queue (flow, root, name, inputs, trigger, conc, key, fired, delivery, state, error, enqueued, ended, depth, parent, run, started, traceparent, tracestate)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		it.File, it.Root, it.Name, string(it.Inputs), it.Trigger, it.Conc, it.Key, optNanos(it.Fired), optText(it.Delivery),
-		it.State, optText(it.Error), nanos(it.Enqueued), optNanos(it.Ended), it.Depth, optText(it.Parent), optText(it.Run), optNanos(it.Started))
+		it.State, optText(it.Error), nanos(it.Enqueued), optNanos(it.Ended), it.Depth, optText(it.Parent), optText(it.Run), optNanos(it.Started),
+		optText(it.Traceparent), optText(it.Tracestate))
 	if err != nil {
 		if strings.Contains(err.Error(), "UNIQUE constraint failed") {
 			return ErrDuplicate

@@ -462,6 +462,10 @@ var migrations = []string{
 	// JSON of model.Usage: a replayed call counts what the original did.
 	// NULL for calls without them and those recorded before.
 	`ALTER TABLE effects ADD COLUMN usage TEXT;`,
+	// The W3C trace context of the request that queued an item, which
+	// its run continues, whenever it starts (docs/observability.md).
+	`ALTER TABLE queue ADD COLUMN traceparent TEXT;
+	ALTER TABLE queue ADD COLUMN tracestate TEXT;`,
 }
 
 // effectIDs is the range of effect ids of run n: [lo, hi).

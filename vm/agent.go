@@ -739,7 +739,7 @@ func (r *run) recordToolCall(a *agentRun, call model.ToolCall, ok bool, code cod
 			st = "failed"
 		}
 		r.emit(&Event{Type: ToolCalled, Scope: a.f.scopePath(), Step: a.n.Name, Kind: a.n.Kind.String(), Index: a.turn,
-			Tool: tr.Tool, Args: tr.Args, Result: tr.Result, Status: st, Code: code})
+			Tool: tr.Tool, CallID: tr.ID, Args: tr.Args, Result: tr.Result, Status: st, Code: code})
 	}
 }
 

@@ -77,6 +77,8 @@ type Event struct {
 	Tool   string
 	Args   string
 	Result string
+	// CallID (tool_call): the model's id of the call.
+	CallID string
 }
 
 // Where returns the step's location for display: "per_file[3] › check_one".
@@ -234,6 +236,9 @@ func (enc *EventEncoder) Append(b []byte, e *Event) []byte {
 		b = appendMember(b, "tool", e.Tool)
 	}
 	if e.Type == ToolCalled {
+		if e.CallID != "" {
+			b = appendMember(b, "call_id", e.CallID)
+		}
 		b = appendMember(b, "arguments", e.Args)
 		b = appendMember(b, "result", e.Result)
 	}
@@ -385,6 +390,7 @@ type jsonEvent struct {
 	Usage      model.Usage     `json:"usage"`
 	ToolCalls  int             `json:"tool_calls"`
 	Tool       string          `json:"tool"`
+	CallID     string          `json:"call_id"`
 	Arguments  string          `json:"arguments"`
 	Result     string          `json:"result"`
 	DurationMS float64         `json:"duration_ms"`
@@ -402,7 +408,7 @@ func DecodeEvent(b []byte) (Event, error) {
 	ev := Event{Type: j.Event, Time: j.Time, RunID: j.RunID, FlowName: j.Flow, Flow: j.Subflow, Scope: j.Scope,
 		Step: j.Step, Kind: j.Kind, Visit: j.Visit, Attempt: j.Attempt, Index: j.Index, Replayed: j.Replayed,
 		Stop: j.Stop, Exhausted: j.Exhausted, Status: j.Status, Code: j.Code, Error: j.Error, Trace: j.Trace,
-		Model: j.Model, Usage: j.Usage, Calls: j.ToolCalls, Tool: j.Tool, Args: j.Arguments, Result: j.Result,
+		Model: j.Model, Usage: j.Usage, Calls: j.ToolCalls, Tool: j.Tool, CallID: j.CallID, Args: j.Arguments, Result: j.Result,
 		Duration: millis(j.DurationMS), Message: j.Message}
 	if ev.Type == StepRetrying {
 		ev.Duration = millis(j.BackoffMS)

@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"context"
 	"runtime"
+	"strings"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -131,5 +132,49 @@ func TestRemote(t *testing.T) {
 	s := spans[0]
 	if got := "00-" + s.SpanContext.TraceID().String() + "-" + s.Parent.SpanID().String() + "-01"; got != tp || s.Status.Description != "exit status 3" {
 		t.Errorf("span under %s (%q), want under %s", got, s.Status.Description, tp)
+	}
+}
+
+// TestContinuedMarksRunSpan: a Temporal run that continued as new stays
+// one span, with an event per continuation naming the execution before
+// and the one after.
+func TestContinuedMarksRunSpan(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	p, err := telemetry.New(context.Background(), sdktrace.WithSyncer(exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Start(nil, telemetry.RunInfo{Engine: "temporal"})
+	r.Event(&vm.Event{Type: vm.RunStarted, RunID: "run-1", FlowName: "long"})
+	r.Continued("e1", "e2")
+	r.Continued("e2", "e3")
+	r.Event(&vm.Event{Type: vm.RunFinished, Status: "succeeded"})
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans, want the run's alone", len(spans))
+	}
+	var got []string
+	for _, ev := range spans[0].Events {
+		s := ev.Name
+		for _, a := range ev.Attributes {
+			s += " " + string(a.Key) + "=" + a.Value.Emit()
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		"continued_as_new temporal.workflow.run_id=e2 temporal.workflow.previous_run_id=e1 temporal.workflow.execution=2",
+		"continued_as_new temporal.workflow.run_id=e3 temporal.workflow.previous_run_id=e2 temporal.workflow.execution=3",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the run span's events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var n int64
+	for _, a := range spans[0].Attributes {
+		if a.Key == "temporal.workflow.executions" {
+			n = a.Value.AsInt64()
+		}
+	}
+	if n != 3 {
+		t.Errorf("temporal.workflow.executions = %d, want 3", n)
 	}
 }

@@ -84,3 +84,26 @@ func Traceparent(id string, flow, scope []string, step string, visit, attempt in
 	s := attemptSpan(id, flow, scope, step, visit, attempt)
 	return "00-" + t.String() + "-" + s.String() + "-01"
 }
+
+// toolSpan returns the span id of an agent's tool call callID (the
+// model's id of the call) in turn of attempt of visit of step, in the
+// trace of run id when the run began its own trace (see [RunSpan]).
+func toolSpan(id string, flow, scope []string, step string, visit, attempt, turn int, callID string) trace.SpanID {
+	h := sha256.New()
+	fmt.Fprintf(h, "skein tool %s\x00%s\x00%d\x00%d\x00%d\x00%s", id, key(flow, scope, step), visit, attempt, turn, callID)
+	var s trace.SpanID
+	copy(s[:], h.Sum(nil))
+	return s
+}
+
+// ToolTraceparent returns the W3C traceparent of the span of an agent's
+// tool call, as the spans of run id made from its events name it when
+// the run began its own trace: what the process of a tool call that an
+// engine runs where the spans are not made gets, so that it joins under
+// its call's span. Flow, scope (without the call's own element), step,
+// visit, attempt, turn and callID are as in [vm.EffectRequest].
+func ToolTraceparent(id string, flow, scope []string, step string, visit, attempt, turn int, callID string) string {
+	t := RunSpan(id).TraceID()
+	s := toolSpan(id, flow, scope, step, visit, attempt, turn, callID)
+	return "00-" + t.String() + "-" + s.String() + "-01"
+}

@@ -55,6 +55,8 @@ type Run struct {
 	graphs map[string]*graphir.Graph
 	msgs   map[string]*content // a model call's prompt and answer, by step key
 	ended  bool
+	// executions: the times the run's workflow continued as new.
+	executions int
 }
 
 // open is a span under way and the context its children start from.
@@ -202,7 +204,17 @@ func (r *Run) Event(ev *vm.Event) {
 			return // made by Effects as the call ran
 		}
 		parent := r.parentOf(ev.Flow, ev.Scope, ev.Step, t)
-		_, span := r.p.tracer.Start(parent, "execute_tool "+ev.Tool, trace.WithTimestamp(t), trace.WithAttributes(r.toolAttrs(ev.Tool, "", ev.Args)...))
+		start := parent
+		if o := r.steps[key(ev.Flow, ev.Scope, ev.Step)]; o != nil && r.runID != "" && ev.CallID != "" {
+			// The id ToolTraceparent names the call by, which its
+			// process was handed.
+			start = want(parent, trace.NewSpanContext(trace.SpanContextConfig{TraceID: RunSpan(r.runID).TraceID(),
+				SpanID: toolSpan(r.runID, ev.Flow, ev.Scope, ev.Step, o.visit, o.attempt, ev.Index, ev.CallID)}))
+		}
+		_, span := r.p.tracer.Start(start, "execute_tool "+ev.Tool, trace.WithTimestamp(t), trace.WithAttributes(r.toolAttrs(ev.Tool, ev.CallID, ev.Args)...))
+		if ev.Status == "failed" {
+			span.SetStatus(codes.Error, r.p.mask(ev.Result))
+		}
 		span.End(trace.WithTimestamp(t))
 	}
 }
@@ -498,4 +510,25 @@ func (r *Run) End(res *vm.Result) {
 		}
 	}
 	r.endAll(ev, time.Now())
+}
+
+// Continued marks on the run's span that the run's Temporal workflow
+// continued as new, from execution (run id) from to to: the run stays
+// one span in one trace across its executions, and each execution is an
+// event on it, naming the execution before (docs/observability.md).
+func (r *Run) Continued(from, to string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.root == nil || r.ended {
+		return
+	}
+	r.executions++
+	r.root.AddEvent("continued_as_new", trace.WithAttributes(
+		attribute.String("temporal.workflow.run_id", to),
+		attribute.String("temporal.workflow.previous_run_id", from),
+		attribute.Int("temporal.workflow.execution", r.executions+1)))
+	r.root.SetAttributes(attribute.Int("temporal.workflow.executions", r.executions+1))
 }

@@ -378,6 +378,34 @@ func TestEventsOnly(t *testing.T) {
 	if d := cmp.Diff(local, tree(rc2.Spans())); d != "" {
 		t.Errorf("the tree from the events alone (-local +events):\n%s", d)
 	}
+	// The tool call's span has the id its process was handed on a
+	// remote engine (ToolTraceparent), and says the call's id.
+	var tool *tracepb.Span
+	var runID, callID string
+	for _, l := range lines {
+		ev, _ := vm.DecodeEvent(l)
+		if ev.Type == vm.ToolCalled {
+			callID = ev.CallID
+		}
+		if ev.Type == vm.RunStarted && len(ev.Flow) == 0 {
+			runID = ev.RunID
+		}
+	}
+	for _, s := range rc2.Spans() {
+		if s.Name == "execute_tool where" {
+			tool = s
+		}
+	}
+	if tool == nil || callID == "" {
+		t.Fatalf("no tool call span (%v) or no call id in its event (%q)", tool, callID)
+	}
+	want := telemetry.ToolTraceparent(runID, nil, nil, "fix", 1, 1, 1, callID)
+	if got := "00-" + hex.EncodeToString(tool.TraceId) + "-" + hex.EncodeToString(tool.SpanId) + "-01"; got != want {
+		t.Errorf("the tool call's span is %s, its process was handed %s", got, want)
+	}
+	if got := attr(tool, "gen_ai.tool.call.id"); got != callID {
+		t.Errorf("gen_ai.tool.call.id %q, want %q", got, callID)
+	}
 }
 
 const gateFlow = `

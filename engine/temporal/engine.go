@@ -132,6 +132,13 @@ func (r *remote) Follow(ctx, exitCtx context.Context, h *runs.Follow) (*runs.End
 		}
 	}
 	f.OnDropped = h.OnDropped
+	if tel != nil {
+		f.OnContinued = func(workflow, from, to string) {
+			if workflow == id { // the run's own, not a child flow's
+				tel.Continued(from, to)
+			}
+		}
+	}
 	var out *RunOutput
 	ended := make(chan error, 1)
 	go func() {

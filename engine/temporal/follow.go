@@ -34,6 +34,9 @@ type Follower struct {
 	// OnDropped is told how many entries of a workflow's log were dropped
 	// before they could be read (the log is bounded).
 	OnDropped func(workflow string, n int)
+	// OnContinued is told that a workflow continued as new, from its
+	// execution (run id) from to to, once the events of from are read.
+	OnContinued func(workflow, from, to string)
 
 	logs map[string]*followed
 	top  string
@@ -89,6 +92,9 @@ func (f *Follower) read(ctx context.Context, w *followed, closed bool) error {
 			// then go on in the new one's, which numbers on.
 			if err := f.rest(ctx, w); err != nil {
 				return err
+			}
+			if f.OnContinued != nil {
+				f.OnContinued(w.id, w.run, p.Run)
 			}
 			w.run = p.Run
 			continue

@@ -293,6 +293,9 @@ func TestFollowerAcrossContinueAsNew(t *testing.T) {
 	}
 	var got []string
 	f.OnEvent = func(_ json.RawMessage, ev vm.Event) { got = append(got, ev.Step) }
+	// Told between the old execution's last event and the new one's
+	// first (the run's span marks it: docs/observability.md).
+	f.OnContinued = func(id, from, to string) { got = append(got, id+" "+from+"→"+to) }
 	if err := f.Poll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +308,7 @@ func TestFollowerAcrossContinueAsNew(t *testing.T) {
 	if err := f.Poll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7"}
+	want := []string{"s0", "s1", "s2", "s3", "s4", "wf r1→r2", "s5", "s6", "s7"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}

@@ -29,7 +29,6 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/skeinlang/skein/engine/telemetry"
 	"github.com/skeinlang/skein/engine/temporal/limits"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/graphir/codes"
@@ -436,11 +435,7 @@ func (p *producer) task(ctx context.Context, req *vm.EffectRequest, done func(*v
 	if p.in.Traced {
 		// The attempt's span, as the spans made from the run's events
 		// name it (a pure function of the request: deterministic).
-		scope := req.Scope
-		if req.Tool != "" && len(scope) > 0 {
-			scope = scope[:len(scope)-1] // an agent's tool call: its step's attempt
-		}
-		job.Env = append(job.Env[:len(job.Env):len(job.Env)], "TRACEPARENT="+telemetry.Traceparent(req.RunID, req.Flow, scope, req.Step, req.Visit, req.Attempt))
+		job.Env = append(job.Env[:len(job.Env):len(job.Env)], "TRACEPARENT="+traceparent(req))
 	}
 	in := TaskInput{Job: job, Kind: req.Kind, Root: p.in.abs(p.in.Root)}
 	close := 30 * 24 * time.Hour

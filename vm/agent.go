@@ -629,6 +629,21 @@ func (r *run) runToolCall(a *agentRun, i int, call model.ToolCall, t *graphir.To
 			return
 		}
 	}
+	// tool(env=): set for each call, after the arguments' ARG_ variables,
+	// rendered like a step's env= (a secret() renders its value).
+	if len(t.Env) > 0 {
+		if t.Kind != graphir.KindShell {
+			req.Env = append([]string(nil), r.taskEnv...)
+		}
+		for _, e := range t.Env {
+			v, err := r.render(a.f, n, e.Value)
+			if err != nil {
+				answer(false, "invalid_arguments", fmt.Sprintf("error: %s: env[%q]: %v", name, e.Name, err))
+				return
+			}
+			req.Env = append(req.Env, e.Name+"="+v)
+		}
+	}
 	req.agent = a
 	a.pending++
 	r.startGated(a.f, n, req)

@@ -580,3 +580,30 @@ chain(START, fix, END)
 		t.Errorf("%d model calls, want 1", n)
 	}
 }
+
+// TestAgentToolEnv: tool(env=) sets variables in the tool's process, for
+// run= and shell= tools, rendered from the flow's inputs.
+func TestAgentToolEnv(t *testing.T) {
+	s := modeltest.New(modeltest.Rule{Match: "show", Replies: []modeltest.Reply{
+		{ToolCalls: []modeltest.ToolCall{
+			{ID: "a", Name: "show_run", Arguments: `{}`},
+			{ID: "b", Name: "show_sh", Arguments: `{"text": "hi"}`},
+		}},
+		{Content: "ok"},
+	}})
+	defer s.Close()
+	res := run(t, `
+flow(inputs = {"who": "ann"})
+show_run = tool("show_run", run = ["sh", "-c", 'printf "[%s]" "$WHO"'], env = {"WHO": "{{ inputs.who }}"})
+show_sh = tool("show_sh", shell = 'printf "[%s %s]" "$WHO" "$ARG_TEXT"', params = {"text": "string"}, env = {"WHO": "{{ inputs.who }}!"})
+a = step("a", agent = "show it", tools = [show_run, show_sh])
+chain(START, a, END)
+`, nil, modelOpts(s, nil))
+	if res.Status != vm.Succeeded {
+		t.Fatalf("status %s: %v", res.Status, res.Error)
+	}
+	got := toolMessages(s.Requests()[1])
+	if got["a"] != "[ann]" || got["b"] != "[ann! hi]" {
+		t.Errorf("tool results %q", got)
+	}
+}

@@ -7,7 +7,7 @@ package check
 // secret() given as a template, or the output of a step that may carry
 // one: a fn step whose body reads a secret or such an output, a loop or
 // map whose body holds such a step, a child flow whose output= reads its
-// secret input, and, unseen, a process or an agent's
+// secret input, the items of a map whose over= reads a secret, and, unseen, a process or an agent's
 // tool given a secret (the checker cannot see what a process prints) and a
 // fn whose reads cannot all be followed. A secret may go to a process's
 // env= and stdin=, a tool's env=, a model's key, and a child flow's secret
@@ -41,7 +41,20 @@ type secrets struct {
 	p      *pass
 	inputs map[string]bool // the secret inputs
 	taints []*taint        // by node: what its output may carry, nil if nothing
+	items  []*taint        // by map: what its items may carry (over= reads a secret, revealed)
 	reads  map[int32][]read
+}
+
+// itemTaint returns what name, read in scope, may carry when it is the
+// item of a map around scope, else nil.
+func (sx *secrets) itemTaint(scope graphir.NodeID, name string) (*graphir.Node, *taint) {
+	g := sx.p.g
+	for sc := scope; sc != graphir.None; sc = g.Nodes[sc].Parent {
+		if n := g.Nodes[sc]; n.Kind == graphir.KindMap && n.Map.ItemVar == name {
+			return n, sx.items[sc]
+		}
+	}
+	return nil, nil
 }
 
 func checkSecrets(p *pass) {
@@ -113,6 +126,9 @@ func (sx *secrets) firstSecret(ix *exprIndex, si int32) *taint {
 		if name := sx.secretInput(r); name != "" {
 			return &taint{secret: fmt.Sprintf("secret input %q", name)}
 		}
+		if m, t := sx.itemTaint(s.scope, r.Name); t != nil {
+			return &taint{secret: t.secret, via: fmt.Sprintf("the items of map %q", m.Name), unseen: t.unseen}
+		}
 	}
 	for _, rd := range sx.reads[si] {
 		t := sx.taints[rd.step]
@@ -132,9 +148,14 @@ func (sx *secrets) firstSecret(ix *exprIndex, si int32) *taint {
 func (sx *secrets) propagate(ix *exprIndex) {
 	g := sx.p.g
 	sx.taints = make([]*taint, len(g.Nodes))
+	sx.items = make([]*taint, len(g.Nodes))
 	bySite := map[graphir.NodeID][]int32{}
+	over := map[graphir.NodeID]int32{}
 	for i := range ix.sites {
 		s := &ix.sites[i]
+		if s.kind == siteOver {
+			over[s.at] = int32(i)
+		}
 		if s.kind == siteFn || s.kind == siteTemplate && (s.field == "env" || s.field == "stdin") {
 			bySite[s.at] = append(bySite[s.at], int32(i))
 		}
@@ -148,6 +169,12 @@ func (sx *secrets) propagate(ix *exprIndex) {
 	}
 	for changed, round := true, 0; changed && round <= len(g.Nodes); round++ {
 		changed = false
+		for id, si := range over {
+			if t := sx.firstSecret(ix, si); t != nil && sx.items[id] == nil {
+				sx.items[id] = &taint{secret: t.secret, unseen: t.unseen, via: t.via}
+				changed = true
+			}
+		}
 		for _, n := range g.Steps() {
 			var t *taint
 			switch {
@@ -322,8 +349,21 @@ func (sx *secrets) checkSite(ix *exprIndex, si int32) {
 		param = s.x.Reads.Param + "."
 	}
 	for _, r := range refs {
+		if r.Revealed {
+			continue
+		}
+		if m, t := sx.itemTaint(s.scope, r.Name); t != nil {
+			code := codes.SecretLeak
+			if t.unseen {
+				code = codes.SecretUnseen
+			}
+			p.diags = append(p.diags, p.siteDiag(s, code, r.Pos,
+				fmt.Sprintf("%s reads %s%s, an item of map %q, whose over= may carry %s%s", where, param, r.Name, m.Name, t.secret, why),
+				fmt.Sprintf("write reveal(%s%s) at the read if the value may go here", param, r.Name)))
+			continue
+		}
 		name := sx.secretInput(r)
-		if name == "" || r.Revealed {
+		if name == "" {
 			continue
 		}
 		p.diags = append(p.diags, p.siteDiag(s, codes.SecretLeak, r.Pos,

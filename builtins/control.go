@@ -211,7 +211,7 @@ func loopFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	return &Step{b: c.b, n: c.b.Node(id), name: n.Name, kind: "loop"}, nil
 }
 
-// map(name, *, over, body, concurrency=4, item_var="item")
+// map(name, *, over, body, concurrency=4, item_var="item", ..., max_items=None)
 func mapFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	c, err := newCall(thread, fn)
 	if err != nil {
@@ -221,7 +221,7 @@ func mapFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, k
 		return nil, err
 	}
 	var name, over, body, concurrency, itemVar, maxVisits, join, timeout starlark.Value
-	var vals [9]starlark.Value
+	var vals [10]starlark.Value
 	if err := c.unpack(args, kwargs, mapParams, vals[:]); err != nil {
 		return nil, err
 	}
@@ -266,6 +266,11 @@ func mapFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, k
 		}
 		n.Map.EmptySkip = s == "skip"
 	}
+	if !isNone(vals[9]) {
+		if n.Map.MaxItems, err = c.intAtLeast("max_items", vals[9], 1); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.common(n, maxVisits, nil, nil, timeout, join); err != nil {
 		return nil, err
 	}
@@ -280,5 +285,5 @@ func mapFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, k
 var (
 	routerParams = []string{"name", "by?", "routes?", "cases?", "default?", "max_visits?", "join?", "llm?", "model?"}
 	loopParams   = []string{"name", "body?", "until?", "max_iterations?", "max_visits?", "join?", "timeout?", "exhausted?"}
-	mapParams    = []string{"name", "over?", "body?", "concurrency?", "item_var?", "max_visits?", "join?", "timeout?", "empty?"}
+	mapParams    = []string{"name", "over?", "body?", "concurrency?", "item_var?", "max_visits?", "join?", "timeout?", "empty?", "max_items?"}
 )

@@ -4,6 +4,7 @@ package builtins
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -39,7 +40,7 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 	if err := positional(c.fn, args, 1, "name"); err != nil {
 		return nil, err
 	}
-	var vals [15]starlark.Value
+	var vals [16]starlark.Value
 	if err := c.unpack(args, kwargs, flowParams, vals[:]); err != nil {
 		return nil, err
 	}
@@ -95,6 +96,13 @@ func flowFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple, 
 		if f.MaxTokens, err = c.intAtLeast("max_tokens", maxTokens, 1); err != nil {
 			return nil, err
 		}
+	}
+	if v := vals[15]; !isNone(v) {
+		d, ok := starlark.AsFloat(v)
+		if _, isBool := v.(starlark.Bool); !ok || isBool || !(d > 0) || math.IsInf(d, 0) {
+			return nil, c.errorf("max_cost must be a positive number of US dollars, got %s", describe(v))
+		}
+		f.MaxCost = d
 	}
 	if !isNone(vals[8]) {
 		if f.Tools, err = c.toolRefs("tools", vals[8]); err != nil {
@@ -701,7 +709,7 @@ func chainFn(thread *starlark.Thread, fn *starlark.Builtin, args starlark.Tuple,
 
 // Parameter names, in order; "?" marks an optional one.
 var (
-	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?", "on_exit?", "max_tokens?", "tools?", "max_grants?", "concurrency?", "concurrency_key?", "emit?", "max_depth?", "keep?"}
+	flowParams = []string{"name?", "description?", "inputs?", "output?", "max_visits?", "timeout?", "on_exit?", "max_tokens?", "tools?", "max_grants?", "concurrency?", "concurrency_key?", "emit?", "max_depth?", "keep?", "max_cost?"}
 	stepParams = []string{"name", "run?", "shell?", "fn?", "flow?", "args?", "env?", "stdin?", "dir?", "inputs?", "max_visits?", "retries?", "backoff?", "timeout?", "join?",
 		"llm?", "system?", "model?", "schema?", "max_tokens?", "retry_when?", "wait?", "approve?", "agent?", "tools?", "max_turns?",
 		"backoff_factor?", "max_backoff?", "jitter?", "wait_until?", "partial?", "fields?"}

@@ -80,6 +80,7 @@ func init() {
 		checkOver,         // values.go
 		checkConditions,   // values.go
 		checkSecrets,      // secrets.go
+		checkEnvelope,     // envelope.go
 	}
 }
 

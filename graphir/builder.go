@@ -34,6 +34,7 @@ type FlowDecl struct {
 	MaxVisits   int
 	Timeout     time.Duration
 	MaxTokens   int
+	MaxCost     float64   // flow(max_cost=): US dollars, 0 for no bound
 	Tools       []ToolRef // flow(tools=): the pool agents may be granted from
 	MaxGrants   int       // flow(max_grants=)
 	OnExit      string    // the exit handler's name, "" for none
@@ -326,7 +327,7 @@ func (b *Builder) freeze(copyNodes bool) *Graph {
 	if f := b.flow; f != nil {
 		g.Name, g.Description, g.Pos = f.Name, f.Description, f.Pos
 		g.Inputs, g.Output, g.MaxVisits, g.Timeout = f.Inputs, f.Output, f.MaxVisits, f.Timeout
-		g.MaxTokens = f.MaxTokens
+		g.MaxTokens, g.MaxCost = f.MaxTokens, f.MaxCost
 		g.ToolPool, g.MaxGrants = f.Tools, f.MaxGrants
 		g.OnExitName, g.OnExitPos = f.OnExit, f.OnExitPos
 		g.Concurrency, g.ConcurrencyKey, g.ConcurrencyKeyPos = f.Concurrency, f.ConcurrencyKey, f.ConcurrencyKeyPos

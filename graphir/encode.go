@@ -25,6 +25,7 @@ type jsonGraph struct {
 	MaxVisits   int                  `json:"max_visits,omitempty"`
 	Timeout     string               `json:"timeout,omitempty"`
 	MaxTokens   int                  `json:"max_tokens,omitempty"`
+	MaxCost     float64              `json:"max_cost,omitempty"`
 	OnExit      string               `json:"on_exit,omitempty"`
 	Models      []jsonModel          `json:"models,omitempty"`
 	Tools       []jsonTool           `json:"tools,omitempty"`
@@ -90,6 +91,7 @@ type jsonNode struct {
 	Concurrency   int               `json:"concurrency,omitempty"`
 	ItemVar       string            `json:"item_var,omitempty"`
 	Empty         string            `json:"empty,omitempty"`
+	MaxItems      int               `json:"max_items,omitempty"`
 	MaxVisits     int               `json:"max_visits,omitempty"`
 	Retries       int               `json:"retries,omitempty"`
 	Backoff       string            `json:"backoff,omitempty"`
@@ -183,7 +185,7 @@ func (g *Graph) jsonHeader() jsonGraph {
 	if g.Timeout > 0 {
 		jg.Timeout = FormatDuration(g.Timeout)
 	}
-	jg.MaxTokens = g.MaxTokens
+	jg.MaxTokens, jg.MaxCost = g.MaxTokens, g.MaxCost
 	for _, m := range g.Models {
 		jg.Models = append(jg.Models, jsonModel{Name: m.Name, Model: m.Model, Provider: m.Provider, BaseURL: m.BaseURL, APIKeyEnv: m.KeyEnv, APIKeyFile: m.KeyFile,
 			Temperature: m.Temperature, MaxTokens: m.MaxTokens, ReasoningEffort: m.ReasoningEffort, Reasoning: m.Reasoning,
@@ -288,7 +290,7 @@ func (g *Graph) jsonNode(n *Node) jsonNode {
 		mp = *n.Map
 	}
 	j := jsonNode{ID: n.Name, Kind: n.Kind.String(), File: n.Pos.File, Line: n.Pos.Line, Col: n.Pos.Col,
-		MaxVisits: n.MaxVisits, Retries: n.Retries, Concurrency: mp.Concurrency, MaxIterations: lp.MaxIterations}
+		MaxVisits: n.MaxVisits, Retries: n.Retries, Concurrency: mp.Concurrency, MaxItems: mp.MaxItems, MaxIterations: lp.MaxIterations}
 	if n.Parent != None {
 		j.Parent = g.Nodes[n.Parent].Name
 	}

@@ -242,6 +242,9 @@ type Map struct {
 	// EmptySkip: empty="skip", a map over an empty list is skipped
 	// (dead tokens on) rather than succeeding with [].
 	EmptySkip bool
+	// MaxItems is max_items=: a map over more items fails with
+	// map_too_many_items (0: no bound).
+	MaxItems int
 }
 
 // Judge is a loop's until=judge(condition, model=...): a model decides
@@ -375,6 +378,7 @@ type Graph struct {
 	MaxVisits   int
 	Timeout     time.Duration
 	MaxTokens   int         // flow(max_tokens=): the run's token budget, 0 for none
+	MaxCost     float64     // flow(max_cost=): the run's budget in US dollars, 0 for none
 	Models      []ModelDecl // model() declarations, in order
 	Tools       []*Tool     // tool() declarations, in order
 	ToolPool    []ToolRef   // flow(tools=): what agents may be granted during a run

@@ -1155,6 +1155,14 @@ func (r *run) startMap(f *frame, n *graphir.Node) {
 	it := seq.Iterate()
 	var x starlark.Value
 	for it.Next(&x) {
+		if limit := n.Map.MaxItems; limit > 0 && len(items) == limit {
+			// Counted before the rest is read: a long range stops here.
+			it.Done()
+			msg := fmt.Sprintf("over %s gave more than max_items %d items", quoteExpr(n.Map.Over), limit)
+			r.failedAtMsg(f, n, &graphir.Error{Code: codes.MapTooManyItems, Step: n.Name,
+				Msg: fmt.Sprintf("map %q: %s%s", n.Name, exprAt(n.Map.Over), msg)}, msg)
+			return
+		}
 		d, err := stdlib.Data(x)
 		if err != nil {
 			it.Done()

@@ -190,6 +190,7 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 			limit = g.MaxTokens
 		}
 		opts.budget = model.NewBudget(int64(limit))
+		opts.budget.CostLimit = g.MaxCost
 	}
 	if opts.Pacers == nil {
 		opts.Pacers = model.NewPacers()

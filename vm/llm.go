@@ -101,6 +101,9 @@ type ModelJob struct {
 	// call starts: an attempt is refused once it is spent.
 	TokenLimit int64 `json:",omitempty"`
 	TokensUsed int64 `json:",omitempty"`
+	// CostLimit and CostUsed are its cost budget, in US dollars.
+	CostLimit float64 `json:",omitempty"`
+	CostUsed  float64 `json:",omitempty"`
 }
 
 // ModelOutcome is how a model call ended, as plain data.
@@ -131,6 +134,7 @@ func (req *EffectRequest) ModelJob() (ModelJob, bool) {
 		Retries: m.retries, Backoff: m.backoff}
 	if m.budget != nil {
 		mc.TokenLimit, mc.TokensUsed = m.budget.Limit, m.budget.Used()
+		mc.CostLimit, mc.CostUsed = m.budget.CostLimit, m.budget.Cost()
 	}
 	return mc, true
 }
@@ -141,6 +145,8 @@ func (req *EffectRequest) ModelJob() (ModelJob, bool) {
 func (mc *ModelJob) Call(ctx context.Context, p model.Provider) *ModelOutcome {
 	b := model.NewBudget(mc.TokenLimit)
 	b.Restore(mc.TokensUsed)
+	b.CostLimit = mc.CostLimit
+	b.RestoreCost(mc.CostUsed)
 	return mc.call(ctx, p, b, WorkerPacers, nil)
 }
 

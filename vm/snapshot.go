@@ -64,6 +64,7 @@ type Snapshot struct {
 	Cause    *snapError       `json:",omitempty"`
 	Grants   []Grant          `json:",omitempty"`
 	Tokens   int64            `json:",omitempty"` // the token budget spent
+	Cost     float64          `json:",omitempty"` // the cost budget spent, US dollars
 	Frames   []snapFrame      // parents before children; the root first
 	Maps     []snapMap        `json:",omitempty"`
 	Queue    []snapTask       // the ready queue, in heap order
@@ -190,7 +191,7 @@ func (r *run) suspend() {
 func (r *run) snapshot() *Snapshot {
 	s := &Snapshot{Version: snapshotVersion, Flow: r.g.File, Nodes: len(r.g.Nodes), Seq: r.seq, FrameOrd: r.frameOrd,
 		Reached: r.reached, Stopped: append([]string(nil), r.stopped...), Distinct: r.stoppedDistinct,
-		Cause: snapErr(r.cause), Grants: append([]Grant(nil), r.grants...), Tokens: r.opts.budget.Used()}
+		Cause: snapErr(r.cause), Grants: append([]Grant(nil), r.grants...), Tokens: r.opts.budget.Used(), Cost: r.opts.budget.Cost()}
 	s.Result = *snapRes(r.res)
 	if len(r.path) == r.opts.MaxPath && r.pathNext > 0 {
 		s.Path = append(append([]string(nil), r.path[r.pathNext:]...), r.path[:r.pathNext]...)
@@ -388,6 +389,7 @@ func (r *run) restore(s *Snapshot) {
 	}
 	r.cause, r.grants = s.Cause.error(), s.Grants
 	r.opts.budget.Restore(s.Tokens)
+	r.opts.budget.RestoreCost(s.Cost)
 
 	frames := map[uint64]*frame{}
 	var withMap []*frame

@@ -224,6 +224,8 @@ func (o *Options) defaults() {
 		if o.budget == nil {
 			o.budget = model.NewBudget(n.TokenLimit)
 			o.budget.Restore(n.TokensUsed)
+			o.budget.CostLimit = n.CostLimit
+			o.budget.RestoreCost(n.CostUsed)
 		}
 		o.Nesting = nil
 	}
@@ -616,6 +618,9 @@ type Nesting struct {
 	// own.
 	TokenLimit int64 `json:",omitempty"`
 	TokensUsed int64 `json:",omitempty"`
+	// CostLimit and CostUsed are its cost budget, in US dollars.
+	CostLimit float64 `json:",omitempty"`
+	CostUsed  float64 `json:",omitempty"`
 	// Keys are the key variables of the models of the runs above it,
 	// which its tasks and tools do not inherit either.
 	Keys []string `json:",omitempty"`
@@ -629,7 +634,7 @@ func (req *EffectRequest) Nesting() Nesting {
 	}
 	o := req.child.opts
 	return Nesting{Top: o.top, Depth: o.depth, Chain: o.chain, Prefix: o.prefix, OnExit: o.onExit,
-		TokenLimit: o.budget.Limit, TokensUsed: o.budget.Used(), Keys: slices.Sorted(maps.Keys(o.keys))}
+		TokenLimit: o.budget.Limit, TokensUsed: o.budget.Used(), CostLimit: o.budget.CostLimit, CostUsed: o.budget.Cost(), Keys: slices.Sorted(maps.Keys(o.keys))}
 }
 
 // ChargeTokens counts tokens a child flow run elsewhere (as a run of its

@@ -12,22 +12,25 @@ import (
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/engine/temporal/limits"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang"
 	"github.com/skeinlang/skein/lang/frontend"
 )
 
 type checkOptions struct {
-	engine  string
-	json    bool
-	root    string
-	maxLoad uint64
+	engine   string
+	json     bool
+	envelope bool
+	strict   bool
+	root     string
+	maxLoad  uint64
 }
 
 func init() {
 	register(&command{
 		name:    "check",
-		args:    "PATH... [--json] [--engine temporal]",
+		args:    "PATH... [--json] [--envelope] [--strict] [--engine temporal]",
 		summary: "check flows and print their diagnostics",
 		long: `Loads each flow and proves it sane without running it: names, reachability,
 termination, joins, scopes, routers, until functions, nested flows and
@@ -42,11 +45,20 @@ literal child flow is checked through that flow, not on its own. Test files
 With --engine temporal, what holds only on Temporal is reported too: a
 fn step's timeout= that is not applied there (fn_timeout_ignored).
 
+With --envelope, each flow without errors is followed by its envelope:
+the most one run may spend (model calls, completion tokens, output cost,
+processes, tool calls, approvals, time), for the run and per step,
+computed from the bounds the checker proved (docs/envelope.md). With
+--strict, a flow whose envelope may exceed its own max_tokens or
+max_cost (envelope_exceeds_budget) is an error, not a warning.
+
 Exit status: 0 when no flow has errors (warnings are fine), 1 when one has,
 2 on bad usage.`,
 		flags: withOptions(func(fs *pflag.FlagSet, o *checkOptions) {
 			fs.StringVar(&o.engine, "engine", "local", "the engine the flows will run on: local, or temporal (adds the warnings that hold only there)")
 			fs.BoolVar(&o.json, "json", false, `print {"diagnostics": [...], "errors": N, "warnings": N}`)
+			fs.BoolVar(&o.envelope, "envelope", false, "print each flow's envelope: the most one run may spend (docs/envelope.md)")
+			fs.BoolVar(&o.strict, "strict", false, "an envelope that may exceed the flow's max_tokens or max_cost is an error")
 			fs.StringVar(&o.root, "root", "", "flow root that load() and child flows may not leave (default: each flow's directory)")
 			defineMaxLoadSteps(fs, &o.maxLoad)
 		}, runCheck, nil),
@@ -69,13 +81,26 @@ func runCheck(_ context.Context, io stdio, opts *checkOptions, args []string) in
 	}
 	lo := loadOptions(opts.root, opts.maxLoad)
 	lo.Print = printTo(io.err)
-	all, checked, triggers := set.check(lo, opts.engine)
+	all, checked, triggers, envs := set.check(lo, opts.engine)
 	all = check.Sort(all)
+	if opts.strict {
+		for i := range all {
+			if all[i].Code == codes.EnvelopeExceedsBudget {
+				all[i].Severity = check.Error
+			}
+		}
+	}
 	errs, warns := check.Count(all)
+	if !opts.envelope {
+		envs = nil
+	}
 	if opts.json {
-		check.WriteJSON(io.out, all)
+		check.WriteJSONEnvelopes(io.out, all, envs)
 	} else {
 		check.WriteText(io.out, all)
+		for _, fe := range envs {
+			check.WriteEnvelope(io.out, fe)
+		}
 		if n := len(set.tests); n > 0 {
 			fmt.Fprintf(io.err, "skipped %s (*_test.star): flow tests are run by 'skein test', not checked as flows\n", plural(n, "test file"))
 		}
@@ -159,11 +184,12 @@ func findFlows(args []string) (*flowSet, error) {
 // only on Temporal. The lines it returns last say the triggers of each
 // checked flow that declares some and has no error, as "triggers of
 // PATH: cron 0 3 * * * (Europe/Berlin); webhook push".
-func (set *flowSet) check(lo frontend.Options, engine string) ([]check.Diagnostic, int, []string) {
+func (set *flowSet) check(lo frontend.Options, engine string) ([]check.Diagnostic, int, []string, []*check.FlowEnvelope) {
 	type result struct {
 		ds       []check.Diagnostic
 		read     map[string]bool
 		triggers string
+		env      *check.FlowEnvelope
 	}
 	results := make([]result, len(set.files))
 	used := map[string]bool{} // absolute paths read by the load of another file
@@ -186,6 +212,10 @@ func (set *flowSet) check(lo frontend.Options, engine string) ([]check.Diagnosti
 			}
 		}
 		results[i] = result{ds: ds, read: read}
+		if errs, _ := check.Count(ds); errs == 0 && fl.Graph != nil {
+			results[i].env = check.ComputeEnvelope(fl.Graph)
+			results[i].env.File = f.path
+		}
 		if errs, _ := check.Count(ds); errs == 0 && fl.Graph != nil && len(fl.Graph.Triggers) > 0 {
 			keys := make([]string, len(fl.Graph.Triggers))
 			for j := range fl.Graph.Triggers {
@@ -196,6 +226,7 @@ func (set *flowSet) check(lo frontend.Options, engine string) ([]check.Diagnosti
 	}
 	var all []check.Diagnostic
 	var triggers []string
+	var envs []*check.FlowEnvelope
 	checked := 0
 	for i, f := range set.files {
 		if abs, _ := filepath.Abs(f.path); f.found && used[abs] {
@@ -206,8 +237,11 @@ func (set *flowSet) check(lo frontend.Options, engine string) ([]check.Diagnosti
 		if results[i].triggers != "" {
 			triggers = append(triggers, results[i].triggers)
 		}
+		if results[i].env != nil {
+			envs = append(envs, results[i].env)
+		}
 	}
-	return all, checked, triggers
+	return all, checked, triggers, envs
 }
 
 func countFlows(n int) string { return plural(n, "flow") }

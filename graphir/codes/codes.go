@@ -67,6 +67,7 @@ const (
 	RouterNoDefault          Code = "router_no_default"
 	JoinSingle               Code = "join_single"
 	FnTimeoutIgnored         Code = "fn_timeout_ignored"
+	EnvelopeExceedsBudget    Code = "envelope_exceeds_budget"
 	StepFailed               Code = "step_failed"
 	OutputTooLarge           Code = "output_too_large"
 	Timeout                  Code = "timeout"
@@ -75,6 +76,7 @@ const (
 	Aborted                  Code = "aborted"
 	NoRoute                  Code = "no_route"
 	MaxVisitsExceeded        Code = "max_visits_exceeded"
+	MapTooManyItems          Code = "map_too_many_items"
 	ExprError                Code = "expr_error"
 	DependencyUnmet          Code = "dependency_unmet"
 	Rejected                 Code = "rejected"
@@ -189,6 +191,7 @@ var table = []Info{
 	{RouterNoDefault, Diagnostic, Warning, "a router without default: a label or case matching nothing fails the run with no_route"},
 	{JoinSingle, Diagnostic, Warning, "join= on a step with fewer than two forward in-edges: there is nothing to join"},
 	{FnTimeoutIgnored, Diagnostic, Warning, "with --engine temporal, a fn step's timeout=, which a run on Temporal cannot enforce"},
+	{EnvelopeExceedsBudget, Diagnostic, Warning, "the most a run may spend (its envelope) is more than the flow's own max_tokens or max_cost, or unbounded; an error with skein check --strict"},
 	{StepFailed, Runtime, Error, "a step failed (a task exited non-zero, a fn step raised, a child flow failed) and no edge took the failure"},
 	{OutputTooLarge, Runtime, Error, "a fn step returned a value whose text, as JSON with its escapes, would be over the 64 MiB one value may take"},
 	{Timeout, Runtime, Error, "an attempt of a step, or a loop or map as a whole, ran past its timeout"},
@@ -197,6 +200,7 @@ var table = []Info{
 	{Aborted, Runtime, Error, "a live token reached ABORT"},
 	{NoRoute, Runtime, Error, "no live token reached END, or a router found no route and has no default"},
 	{MaxVisitsExceeded, Runtime, Error, "a step was entered more often than its max_visits (or the flow's default)"},
+	{MapTooManyItems, Runtime, Error, "a map's over= gave more items than its max_items"},
 	{ExprError, Runtime, Error, "an expression, condition or template hole raised an error, or a condition gave neither True nor False"},
 	{DependencyUnmet, Runtime, Error, "an expression or function read a step that has not completed on the path taken"},
 	{Rejected, Runtime, Error, "a person rejected an approve= step"},

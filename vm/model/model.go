@@ -354,7 +354,7 @@ func callModel(ctx context.Context, p Provider, req Request, pol Policy) (*Reply
 				return nil, err
 			}
 			if pol.Budget.release(share, rep.Usage) {
-				return rep, &Error{Code: CodeBudget, Msg: fmt.Sprintf("token budget of %d exceeded: this call spent %d (%d used)", pol.Budget.Limit, rep.Usage.Total(), pol.Budget.Used())}
+				return rep, pol.Budget.overrun(rep.Usage)
 			}
 			return rep, finished(req, rep)
 		}
@@ -531,9 +531,14 @@ func decodeValid(schema any, text string) (any, error) {
 // budget_exceeded.
 type Budget struct {
 	Limit int64
+	// CostLimit bounds the US dollars the run tree's priced replies may
+	// cost (flow(max_cost=)); 0 is no bound. A call that would start
+	// once it is spent fails, as one past Limit does.
+	CostLimit float64
 
 	mu       sync.Mutex
 	used     int64
+	cost     float64
 	reserved int64         // the shares of the calls in flight
 	freed    chan struct{} // closed when a share is given back (nil: nobody waits)
 }
@@ -562,6 +567,37 @@ func (b *Budget) Restore(used int64) {
 	}
 }
 
+// Cost returns the US dollars spent so far.
+func (b *Budget) Cost() float64 {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cost
+}
+
+// RestoreCost sets the US dollars spent so far (a run continued from a
+// snapshot).
+func (b *Budget) RestoreCost(cost float64) {
+	if b != nil {
+		b.mu.Lock()
+		b.cost = cost
+		b.mu.Unlock()
+	}
+}
+
+// overrun is the error of a call whose reply took the run tree past
+// its budget.
+func (b *Budget) overrun(u Usage) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.Limit > 0 && b.used > b.Limit {
+		return &Error{Code: CodeBudget, Msg: fmt.Sprintf("token budget of %d exceeded: this call spent %d (%d used)", b.Limit, u.Total(), b.used)}
+	}
+	return &Error{Code: CodeBudget, Msg: fmt.Sprintf("cost budget of $%g exceeded: this call cost $%.4f ($%.4f spent)", b.CostLimit, u.Cost, b.cost)}
+}
+
 // Charge counts tokens spent by a call made elsewhere (an engine's
 // worker) against the budget.
 func (b *Budget) Charge(u Usage) { b.release(0, u) }
@@ -580,6 +616,10 @@ func (b *Budget) reserve(ctx context.Context, maxTokens int) (int64, error) {
 	}
 	for {
 		b.mu.Lock()
+		if b.CostLimit > 0 && b.cost >= b.CostLimit {
+			defer b.mu.Unlock()
+			return 0, &Error{Code: CodeBudget, Msg: fmt.Sprintf("cost budget of $%g exhausted ($%.4f spent)", b.CostLimit, b.cost)}
+		}
 		if b.Limit <= 0 {
 			b.mu.Unlock()
 			return 0, nil
@@ -620,9 +660,10 @@ func (b *Budget) release(share int64, u Usage) bool {
 	defer b.mu.Unlock()
 	b.reserved -= share
 	b.used += int64(u.Total())
+	b.cost += u.Cost
 	if b.freed != nil {
 		close(b.freed)
 		b.freed = nil
 	}
-	return b.Limit > 0 && b.used > b.Limit
+	return b.Limit > 0 && b.used > b.Limit || b.CostLimit > 0 && b.cost > b.CostLimit
 }

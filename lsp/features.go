@@ -15,6 +15,7 @@ import (
 	"go.starlark.net/syntax"
 
 	"github.com/skeinlang/skein/builtins"
+	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/lang"
@@ -265,6 +266,11 @@ func (s *Server) hover(params json.RawMessage) (any, *respError) {
 	md := ""
 	if n := c.stepAt(); n != nil {
 		md = stepHover(c.g, n)
+		if good := c.d.good; n.IsStep() && good != nil && good.g == c.g {
+			if se := good.envelope().Step(n.Name); se != nil {
+				md += envelopeHover(se)
+			}
+		}
 	} else if name := c.inputAt(); name != "" && c.g != nil {
 		if in := c.g.Input(name); in != nil {
 			md = inputHover(in)
@@ -324,6 +330,17 @@ func builtinHover(d *builtins.Doc) string {
 }
 
 // stepHover describes a step: kind, declaration, bound, join and reads.
+// envelopeHover says what a step may spend over a run (docs/envelope.md).
+func envelopeHover(se *check.StepEnvelope) string {
+	counts := se.Envelope
+	counts.Seconds = check.Amount{}
+	s := fmt.Sprintf("- envelope of a run: visits at most %s; %s", se.Visits, counts.Summary(false))
+	if !se.Seconds.IsZero() {
+		s += "; time " + se.Seconds.Format(check.FormatSeconds) + " a visit"
+	}
+	return s + "\n"
+}
+
 func stepHover(g *graphir.Graph, n *graphir.Node) string {
 	if !n.IsStep() {
 		return fmt.Sprintf("**%s**: the %s sentinel", n.Name, strings.ToLower(n.Name))

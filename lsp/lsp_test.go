@@ -400,7 +400,8 @@ func TestFeatures(t *testing.T) {
 		p    map[string]any
 		want []string
 	}{
-		{"a step variable", at(9, "a, pick", 0), []string{"**task** `a`", "max_visits: 2", "join: and"}},
+		{"a step variable", at(9, "a, pick", 0), []string{"**task** `a`", "max_visits: 2", "join: and",
+			"envelope of a run: visits at most 1; 1 processes; time unbounded (has no timeout) a visit"}},
 		{"a route given by name", at(7, `"c"}`, 1), []string{"**noop** `c`", "join: or", "max_visits: unbounded"}},
 		{"a router and what it reads", at(9, "pick)", 0), []string{"**router** `pick`", "reads: a.stdout"}},
 		{"a builtin", at(7, "router", 1), []string{"router(name, *, by=None", "exactly one branch"}},

@@ -73,7 +73,17 @@ type analysis struct {
 	version int
 	g       *graphir.Graph
 	diags   []check.Diagnostic
-	deps    map[string]bool // the files its load read or tried to, by cleaned path
+	deps    map[string]bool     // the files its load read or tried to, by cleaned path
+	env     *check.FlowEnvelope // computed on the first hover that shows it
+}
+
+// envelope returns the envelope of the analysed graph (docs/envelope.md),
+// computing it on first use; the server's lock is held.
+func (a *analysis) envelope() *check.FlowEnvelope {
+	if a.env == nil && a.g != nil {
+		a.env = check.ComputeEnvelope(a.g)
+	}
+	return a.env
 }
 
 // checking is the check under way, which a change to its buffer or to a

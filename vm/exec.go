@@ -24,6 +24,7 @@ import (
 	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/internal/heapwatch"
+	"github.com/skeinlang/skein/internal/secrets"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm/model"
 )
@@ -36,15 +37,11 @@ type run struct {
 	// taskEnv is opts.Env without the key variables of the flow's models:
 	// what tasks and tools start from (a step's env= may pass one back).
 	taskEnv []string
-	// secrets masks the values of those key variables in what tasks and
-	// tools print ("[masked $NAME]"); nil when none is set. Built once per
-	// run: mask runs on every completion.
-	secrets *strings.Replacer
-	// secretPairs are its old-new pairs, for the live output's masking
-	// (a stream written in pieces).
-	secretPairs []string
-	ctx         context.Context // the caller's, with the flow timeout
-	events      bool
+	// secrets masks the run tree's secrets (opts.Secrets): the values of
+	// those key variables, of secret() and of secret inputs.
+	secrets *secrets.Masker
+	ctx     context.Context // the caller's, with the flow timeout
+	events  bool
 
 	// execCtx is the parent of every piece of async work; stopExec
 	// cancels it when the run ends.
@@ -204,8 +201,9 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 	}
 	r.opts.keys = keys
 	r.taskEnv = withoutKeys(opts.Env, keys)
-	if pairs := keyValues(r.getenv, keys); len(pairs) > 0 {
-		r.secrets, r.secretPairs = strings.NewReplacer(pairs...), pairs
+	r.secrets = opts.Secrets
+	for k := range keys {
+		r.secrets.Add(r.getenv(k))
 	}
 	r.idler, _ = opts.Effects.(EffectIdler)
 	r.pacer, _ = opts.Runtime.(Pacer)

@@ -8,7 +8,6 @@ package vm
 // that hands back the raw answer is read exactly as a live call is.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,7 +15,6 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -25,6 +23,7 @@ import (
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/confine"
+	"github.com/skeinlang/skein/internal/secrets"
 	"github.com/skeinlang/skein/internal/stubrules"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm/model"
@@ -54,7 +53,7 @@ func (req *EffectRequest) CallModel(ctx context.Context) *EffectCompletion {
 		return &EffectCompletion{Code: codes.StepFailed, Error: fmt.Sprintf("step %q is not a model call", req.Step)}
 	}
 	onRetry := req.model.onRetry
-	if onRetry != nil && req.from != nil && req.from.secrets != nil {
+	if onRetry != nil && req.from != nil && !req.from.secrets.Empty() {
 		onRetry = func(attempt int, err error, wait time.Duration) {
 			req.model.onRetry(attempt, errors.New(req.from.mask(err.Error())), wait)
 		}
@@ -68,7 +67,7 @@ func (req *EffectRequest) CallModel(ctx context.Context) *EffectCompletion {
 // in an error message (or a model that repeats one) does not put it in
 // the journal, the record, the events or the next request.
 func (o *ModelOutcome) masked(r *run) *ModelOutcome {
-	if r == nil || r.secrets == nil {
+	if r == nil || r.secrets.Empty() {
 		return o
 	}
 	o.Error, o.Answer = r.mask(o.Error), r.mask(o.Answer)
@@ -289,119 +288,34 @@ func modelKeys(g *graphir.Graph, env []string) map[string]bool {
 	return keys
 }
 
-// minSecret is the shortest key value masked: a shorter one would mask
-// ordinary words ("1", "test").
-const minSecret = 8
-
-// keyValues returns the old-new pairs of a [strings.Replacer] that masks
-// the values of keys, read with getenv; nil when none is set.
-func keyValues(getenv func(string) string, keys map[string]bool) []string {
-	names := make([]string, 0, len(keys))
-	for k := range keys {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	var pairs []string
-	for _, k := range names {
-		if v := getenv(k); len(v) >= minSecret {
-			pairs = append(pairs, v, "[masked $"+k+"]")
-		}
-	}
-	return pairs
-}
-
-// maskWriter masks the values of model keys in a stream written in
-// pieces (a task's live output): it holds back the last bytes that could
-// be the start of a key until more come or [maskWriter.flush].
-type maskWriter struct {
-	w     io.Writer
-	pairs []string // old, new, ... as [strings.NewReplacer] takes them
-	keys  [][]byte // the olds, as bytes once rather than at every byte written
-	hold  int      // the longest key's length, less one
-	buf   []byte
-}
-
-func newMaskWriter(w io.Writer, pairs []string) *maskWriter {
-	m := &maskWriter{w: w, pairs: pairs}
-	for i := 0; i < len(pairs); i += 2 {
-		m.keys = append(m.keys, []byte(pairs[i]))
-		m.hold = max(m.hold, len(pairs[i])-1)
-	}
-	return m
-}
-
-// Write implements [io.Writer]. Every key that starts before the bytes
-// held back ends within what has been written, so it is masked whole.
-func (m *maskWriter) Write(p []byte) (int, error) {
-	m.buf = append(m.buf, p...)
-	if err := m.emit(len(m.buf) - m.hold); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// flush writes what was held back.
-func (m *maskWriter) flush() error { return m.emit(len(m.buf)) }
-
-// emit writes buf up to cut (further when a key starting before cut
-// runs past it), with the keys masked, and keeps the rest.
-func (m *maskWriter) emit(cut int) error {
-	var out []byte
-	i := 0
-next:
-	for i < cut {
-		for j, k := range m.keys {
-			if bytes.HasPrefix(m.buf[i:], k) {
-				out = append(out, m.pairs[2*j+1]...)
-				i += len(k)
-				continue next
-			}
-		}
-		out = append(out, m.buf[i])
-		i++
-	}
-	if i == 0 {
-		return nil
-	}
-	m.buf = append(m.buf[:0], m.buf[i:]...)
-	_, err := m.w.Write(out)
-	return err
-}
-
-// maskTee returns the writers of t masking the run's keys, and a function
-// that writes what they held back (nil writers stay nil).
+// maskTee returns the writers of t masking the run's secrets, and a
+// function that writes what they held back (nil writers stay nil).
 func (req *EffectRequest) maskTee(t *Tee) (stdout, stderr io.Writer, flush func()) {
 	if t == nil {
 		return nil, nil, func() {}
 	}
-	if req.from == nil || len(req.from.secretPairs) == 0 {
+	if req.from == nil || req.from.secrets.Empty() {
 		return t.Stdout, t.Stderr, func() {}
 	}
-	var ws []*maskWriter
+	var ws []*secrets.Writer
 	wrap := func(w io.Writer) io.Writer {
 		if w == nil {
 			return nil
 		}
-		m := newMaskWriter(w, req.from.secretPairs)
+		m := req.from.secrets.NewWriter(w)
 		ws = append(ws, m)
 		return m
 	}
 	stdout, stderr = wrap(t.Stdout), wrap(t.Stderr)
 	return stdout, stderr, func() {
 		for _, m := range ws {
-			m.flush()
+			m.Flush()
 		}
 	}
 }
 
-// mask returns s with the value of every model key replaced by its
-// variable's name.
-func (r *run) mask(s string) string {
-	if r.secrets == nil || s == "" {
-		return s
-	}
-	return r.secrets.Replace(s)
-}
+// mask returns s with the run's secrets masked ([secrets.Mask]).
+func (r *run) mask(s string) string { return r.secrets.Mask(s) }
 
 // withoutKeys returns env without the variables in keys (env itself when
 // it has none of them).

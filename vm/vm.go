@@ -66,6 +66,7 @@ import (
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/heapwatch"
+	"github.com/skeinlang/skein/internal/secrets"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm/model"
@@ -195,6 +196,12 @@ type Options struct {
 	// original start.
 	Restore *Snapshot
 
+	// Secrets masks the run's secrets in all it reports and keeps (see
+	// [secrets.Masker]); nil means a new one. The caller adds the values
+	// of secret inputs; the run adds the values of its models' keys and
+	// of secret(). Child flows use the parent's.
+	Secrets *secrets.Masker
+
 	// RunID is the id of the run; empty means a new one (see [NewRunID]).
 	// Child flows get ids of their own.
 	RunID string
@@ -228,6 +235,9 @@ func (o *Options) defaults() {
 			o.budget.RestoreCost(n.CostUsed)
 		}
 		o.Nesting = nil
+	}
+	if o.Secrets == nil {
+		o.Secrets = new(secrets.Masker)
 	}
 	if o.Parallel <= 0 {
 		o.Parallel = DefaultParallel

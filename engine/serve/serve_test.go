@@ -278,7 +278,7 @@ func TestRenderedInRun(t *testing.T) {
 		t.Fatalf("attempts: %v", atts)
 	}
 	r, _ := atts[0].(map[string]any)["rendered"].(map[string]any)
-	if fmt.Sprint(r["argv"]) != "[echo note: the key is [masked $SERVE_TEST_KEY]]" {
+	if fmt.Sprint(r["argv"]) != "[echo note: the key is ***]" {
 		t.Errorf("rendered: %v, want the argv with the key masked", r)
 	}
 	b, _ := json.Marshal(atts)

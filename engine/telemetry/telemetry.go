@@ -33,6 +33,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/skeinlang/skein/internal/secrets"
 )
 
 // Provider exports the spans of runs. A nil *Provider is valid: it
@@ -43,9 +45,10 @@ type Provider struct {
 	// content: prompts, completions and tool arguments are recorded
 	// (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true).
 	content bool
-	// secrets replaces the values of the environment's secrets (keys,
-	// tokens, passwords) in every attribute; nil when there are none.
-	secrets *strings.Replacer
+	// secrets masks the values of the environment's secrets (keys,
+	// tokens, passwords) in every attribute; a run's own secrets are
+	// masked in its events before they get here.
+	secrets *secrets.Masker
 }
 
 // Configured reports whether the environment asks for traces: an OTLP
@@ -147,31 +150,23 @@ func Shutdown(ctx context.Context) error {
 // secretName matches the names of variables whose values are secrets.
 var secretName = regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|HEADERS)`)
 
-// secretsOf returns a replacer of the values of env's secret variables
-// (values of 6 bytes or more) by "[masked $NAME]", as the VM masks a
-// model's key; nil when there are none.
-func secretsOf(env []string) *strings.Replacer {
-	var pairs []string
+// secretsOf returns a masker of the values of env's secret variables
+// (values of 6 bytes or more: the names are a guess, and a shorter value
+// of, say, AUTH is more likely a word than a key), the VM's masker.
+func secretsOf(env []string) *secrets.Masker {
+	m := new(secrets.Masker)
 	for _, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || len(v) < 6 || !secretName.MatchString(k) {
 			continue
 		}
-		pairs = append(pairs, v, "[masked $"+k+"]")
+		m.Add(v)
 	}
-	if len(pairs) == 0 {
-		return nil
-	}
-	return strings.NewReplacer(pairs...)
+	return m
 }
 
 // mask returns s with the environment's secrets masked.
-func (p *Provider) mask(s string) string {
-	if p.secrets == nil || s == "" {
-		return s
-	}
-	return p.secrets.Replace(s)
-}
+func (p *Provider) mask(s string) string { return p.secrets.Mask(s) }
 
 // Parent returns the span context that the W3C traceparent and
 // tracestate headers of a request carry (invalid when they carry none):

@@ -260,8 +260,12 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 		r.emit(&Event{Type: RunStarted, RunID: r.res.RunID, FlowName: g.Name})
 	}
 
+	serr := r.readSecrets()
 	r.runDriver(func() {
 		switch {
+		case serr != nil:
+			// Before anything runs, a restored run's included.
+			r.end(Failed, serr)
 		case opts.Restore != nil:
 			// The driver loop dispatches the restored queue.
 		case len(g.Steps()) == 0:
@@ -293,6 +297,7 @@ func (p *Program) Run(ctx context.Context, inputs *stdlib.Map, opts Options) *Re
 	if res.Output == nil {
 		res.Output = starlark.None
 	}
+	r.maskResult(res)
 	if r.events {
 		ev := Event{Type: RunFinished, RunID: res.RunID, FlowName: g.Name, Status: string(res.Status), Duration: res.Duration, Output: res.Output}
 		if res.Error != nil {
@@ -772,6 +777,9 @@ func (r *run) emit(ev *Event) {
 		ev.Time = r.now()
 	}
 	ev.Flow = r.opts.prefix
+	if !r.secrets.Empty() {
+		r.maskEvent(ev)
+	}
 	r.opts.OnEvent(ev)
 }
 
@@ -948,6 +956,10 @@ func (r *run) render(f *frame, n *graphir.Node, t *graphir.Template) (string, er
 	}
 	var b strings.Builder
 	for _, part := range t.Parts {
+		if part.Secret != nil {
+			b.WriteString(r.secret(part.Secret))
+			continue
+		}
 		if part.X == nil {
 			b.WriteString(part.Lit)
 			continue

@@ -201,6 +201,10 @@ type Options struct {
 	// of secret inputs; the run adds the values of its models' keys and
 	// of secret(). Child flows use the parent's.
 	Secrets *secrets.Masker
+	// SecretsUnread: the run's effects are mocked (a dry run), so its
+	// secret() calls are not read: each renders as [secrets.Mask].
+	// Secret inputs are masked all the same.
+	SecretsUnread bool
 
 	// RunID is the id of the run; empty means a new one (see [NewRunID]).
 	// Child flows get ids of their own.
@@ -217,6 +221,8 @@ type Options struct {
 	// keys are the key variables tasks and tools do not inherit: the
 	// models' of this run and of the runs above it.
 	keys map[string]bool
+	// secretVals are the values of the run tree's secret() calls.
+	secretVals *secretVals
 }
 
 func (o *Options) defaults() {

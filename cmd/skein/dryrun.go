@@ -159,7 +159,7 @@ func (d *dryRun) describe(req *vm.EffectRequest) string {
 		}
 		fmt.Fprintf(&b, "\n    outcome: %s (--mock)", visible.Text(what, false))
 	}
-	return visible.Text(b.String(), true)
+	return visible.Text(req.Mask(b.String()), true)
 }
 
 // dryExtras are the texts of model and approval requests.

@@ -27,7 +27,8 @@ type resumeOptions struct {
 	set      []string // --set STEP=VALUE
 	reload   bool
 	noPrompt bool
-	by       string // --by
+	by       string   // --by
+	secrets  []string // --input NAME=VALUE: the secret inputs, given again
 
 	// The run-time options, each the recorded one unless given.
 	fs *pflag.FlagSet // nil: none given (approve --resume)
@@ -39,7 +40,7 @@ type resumeOptions struct {
 func init() {
 	register(&command{
 		name:    "resume",
-		args:    "RUN [--from STEP] [--set STEP=VALUE]... [--reload] [--json | --events] [--no-prompt] [--by NAME] [--parallel N] [--timeout D] [--max-load-steps N] [--cassette F [--replay-only] | --model stub[:F]] [--max-tokens N] [--engine local]",
+		args:    "RUN [--from STEP] [--set STEP=VALUE]... [--input NAME=VALUE]... [--reload] [--json | --events] [--no-prompt] [--by NAME] [--parallel N] [--timeout D] [--max-load-steps N] [--cassette F [--replay-only] | --model stub[:F]] [--max-tokens N] [--engine local]",
 		summary: "continue a recorded run after a failure, a crash or an approval",
 		long: `Continues a run from its record. Every task, shell or other effect whose
 successful completion was recorded is not run again: its recorded outcome is
@@ -68,6 +69,10 @@ string), and what runs after it runs again with that value. Everything
 before it is answered from the record: no task or model call is made
 again. STEP is a top-level step, not a router (set what it reads).
 
+A secret input (input(secret = True)) is not recorded: --input NAME=VALUE
+gives it again, and a resume without it is refused before anything runs, as
+is one whose secret() has no value (docs/security.md).
+
 --by names who resumes the run, as skein show and skein serve show it
 (default $SKEIN_USER, else $USER, else $LOGNAME).
 
@@ -89,6 +94,7 @@ or succeeded (without --from or --reload); 2 for --engine temporal.`,
 			fs.StringVar(&o.model, "model", "", modelHelp+" (default: as recorded)")
 			fs.StringVar(&o.from, "from", "", "run this step again, and everything that completed after it")
 			fs.StringArrayVar(&o.set, "set", nil, "fork the run with STEP's output replaced by VALUE (JSON, or a string), running what follows it again (repeatable)")
+			fs.StringArrayVarP(&o.secrets, "input", "i", nil, "a secret input, which the record does not keep, as name=value (repeatable)")
 			fs.BoolVar(&o.reload, "reload", false, "use the flow's files on disk instead of the recorded sources")
 			o.outputFlags.define(fs)
 			fs.BoolVar(&o.noPrompt, "no-prompt", false, "never ask for approvals on the terminal: park the run instead")
@@ -153,7 +159,16 @@ func runResume(ctx context.Context, io stdio, opts *resumeOptions, args []string
 		return exitFail
 	}
 	defer svc.Store.Close()
-	return resumeRun(ctx, io, svc, &runs.ResumeSpec{Ref: args[0], Set: set}, opts)
+	secrets := map[string]string{}
+	for _, kv := range opts.secrets {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			fmt.Fprintf(io.err, "skein resume: --input %q: want NAME=VALUE\n", kv)
+			return exitUsage
+		}
+		secrets[k] = v
+	}
+	return resumeRun(ctx, io, svc, &runs.ResumeSpec{Ref: args[0], Set: set, Secrets: secrets}, opts)
 }
 
 // changed reports whether flag name was given.

@@ -294,7 +294,7 @@ func runRun(ctx context.Context, io stdio, opts *runOptions, args []string) int 
 			fmt.Fprintf(io.err, "skein run: %v\n", err)
 			return exitUsage
 		}
-		spec.Effects = dry.producer
+		spec.Effects, spec.SecretsUnread = dry.producer, true
 	} else if len(opts.mocks) > 0 {
 		fmt.Fprintln(io.err, "skein run: --mock needs --dry-run")
 		return exitUsage

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/skeinlang/skein/engine/telemetry"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/confine"
+	"github.com/skeinlang/skein/internal/secrets"
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
@@ -27,6 +30,9 @@ import (
 
 // ResumeSpec is what a resume continues, and how.
 type ResumeSpec struct {
+	// Secrets are the values of the flow's secret inputs, which the
+	// record does not keep: each must be given again.
+	Secrets map[string]string
 	// Run is the recorded run to continue: an interrupted or waiting one
 	// continues under its own id; an ended one (failed, cancelled,
 	// succeeded) is never changed: a new run continues it and names it
@@ -167,6 +173,14 @@ func (s *Service) Resume(spec *ResumeSpec) (*Run, []check.Diagnostic, error) {
 	if err != nil {
 		return nil, ds, fmt.Errorf("run %s: %v", r.ID, err)
 	}
+	// A secret is never stored: read each again, before anything is
+	// recorded or runs.
+	if inputs, err = withSecrets(g, inputs, spec.Secrets); err != nil {
+		return nil, ds, fmt.Errorf("run %s: %v", r.ID, err)
+	}
+	if _, err := vm.ReadSecrets(g, os.Environ(), new(secrets.Masker)); err != nil {
+		return nil, ds, err
+	}
 	var cutAt []string
 	for name := range spec.Set {
 		n := g.Node(name)
@@ -207,7 +221,7 @@ func (s *Service) Resume(spec *ResumeSpec) (*Run, []check.Diagnostic, error) {
 		started := time.Now()
 		run.ResumedFrom = r.ID
 		rec, err = s.Store.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: confine.Abs(g.File), Root: confine.Abs(g.Root),
-			Sources: f.Sources.List(), Inputs: inputs, Started: started, Options: ropts, ResumedFrom: r.ID})
+			Sources: f.Sources.List(), Inputs: withoutSecrets(g, inputs), Started: started, Options: ropts, ResumedFrom: r.ID})
 	} else {
 		rec, err = s.Store.Continue(r.ID, ropts)
 		var held *store.HeldError
@@ -295,4 +309,28 @@ func isChildPath(path string) bool {
 	last := filepath.Base(path)
 	n := len(last)
 	return !(last[n-1] == ']' || strings.Contains(last, "#"))
+}
+
+// withSecrets returns in with the value of each secret input of g taken
+// from given (the record keeps [secrets.Mask] in its place): one not given
+// is an error naming it.
+func withSecrets(g *graphir.Graph, in *stdlib.Map, given map[string]string) (*stdlib.Map, error) {
+	names := g.SecretInputs()
+	if len(names) == 0 {
+		return in, nil
+	}
+	for _, name := range names {
+		if _, ok := given[name]; !ok {
+			return nil, fmt.Errorf("secret input %q is not recorded: give it again (--input %s=...)", name, name)
+		}
+	}
+	keys := in.Keys()
+	vals := make([]starlark.Value, len(keys))
+	for i, k := range keys {
+		vals[i], _ = in.Lookup(k)
+		if v, ok := given[k]; ok && slices.Contains(names, k) {
+			vals[i] = starlark.String(v)
+		}
+	}
+	return stdlib.NewMap(keys, vals), nil
 }

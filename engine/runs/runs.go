@@ -27,10 +27,12 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/engine/telemetry"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/confine"
+	"github.com/skeinlang/skein/internal/secrets"
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
@@ -94,6 +96,9 @@ type Spec struct {
 	// task may go without a heartbeat before its worker counts as lost
 	// (0: the engine's default).
 	Heartbeat time.Duration
+	// SecretsUnread: the effects are mocked (a dry run): secret() is not
+	// read (see [vm.Options.SecretsUnread]).
+	SecretsUnread bool
 	// Detach says the front end will not follow a run on an [Engine]
 	// ([Remote.Follow]): it only starts it.
 	Detach bool
@@ -143,7 +148,7 @@ func (s *Service) Start(spec *Spec) (*Run, error) {
 	r.tel = s.tracing().Start(g, telemetry.RunInfo{File: file, Parent: spec.Parent})
 	o := spec.Options
 	r.opts = vm.Options{Parallel: o.Parallel, Timeout: o.Timeout, MaxTokens: o.MaxTokens, Models: spec.Models,
-		LoadFlow: s.childLoader(nil, nil, o.MaxLoadSteps)}
+		LoadFlow: s.childLoader(nil, nil, o.MaxLoadSteps), SecretsUnread: spec.SecretsUnread}
 	var inner vm.EffectProducer = spec.Effects
 	if inner == nil {
 		if mayRunProcesses(g) {
@@ -157,7 +162,7 @@ func (s *Service) Start(spec *Spec) (*Run, error) {
 	}
 	started := time.Now()
 	rec, err := s.Store.Begin(&store.NewRun{ID: vm.NewRunID(started), Flow: g.Name, File: file, Root: confine.Abs(g.Root),
-		Sources: spec.Sources, Inputs: spec.Inputs, Started: started, Options: o})
+		Sources: spec.Sources, Inputs: withoutSecrets(g, spec.Inputs), Started: started, Options: o})
 	if err != nil {
 		return nil, err
 	}
@@ -293,4 +298,23 @@ func mayRunProcesses(g *graphir.Graph) bool {
 		}
 	}
 	return false
+}
+
+// withoutSecrets returns in with the value of every secret input of g
+// replaced by [secrets.Mask], as the store keeps it: a secret is never
+// stored, and a resume asks for it again (see [ResumeSpec.Secrets]).
+func withoutSecrets(g *graphir.Graph, in *stdlib.Map) *stdlib.Map {
+	names := g.SecretInputs()
+	if len(names) == 0 || in == nil {
+		return in
+	}
+	keys := in.Keys()
+	vals := make([]starlark.Value, len(keys))
+	for i, k := range keys {
+		vals[i], _ = in.Lookup(k)
+		if slices.Contains(names, k) {
+			vals[i] = starlark.String(secrets.Mask)
+		}
+	}
+	return stdlib.NewMap(keys, vals)
 }

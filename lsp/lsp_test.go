@@ -597,3 +597,23 @@ func TestDeepBuffer(t *testing.T) {
 		s.request(method, map[string]any{"textDocument": map[string]any{"uri": uri}, "position": map[string]any{"line": 0, "character": 2}, "options": map[string]any{"tabSize": 4, "insertSpaces": true}})
 	}
 }
+
+// TestSecretDiagnostics: the checker's secrets findings are published like
+// any other, at the read, and reveal(...) clears them.
+func TestSecretDiagnostics(t *testing.T) {
+	src := "flow(inputs = {\"token\": input(secret = True)})\na = step(\"a\", run = [\"echo\", \"{{ inputs.token }}\"])\n"
+	dir := writeFiles(t, map[string]string{"s.star": src})
+	uri := uriOf(filepath.Join(dir, "s.star"))
+	s := newSession(t)
+	s.open(uri, src)
+	if got := s.published(uri)[uri]; len(got) != 1 || !strings.HasPrefix(got[0], `secret_leak 1:secret input "token" reaches argument 1 of step "a" (pass it to a process in env=`) {
+		t.Errorf("diagnostics %v", got)
+	}
+	s.send(map[string]any{"method": "textDocument/didChange", "params": map[string]any{
+		"textDocument":   map[string]any{"uri": uri, "version": 2},
+		"contentChanges": []any{map[string]any{"text": strings.Replace(src, "{{ inputs.token }}", "{{ reveal(inputs.token) }}", 1)}},
+	}})
+	if got := s.published(uri)[uri]; len(got) != 0 {
+		t.Errorf("after reveal: %v", got)
+	}
+}

@@ -528,10 +528,13 @@ func (g *Graph) DOTMarked(errs map[string]Mark) string {
 	return b.String()
 }
 
-// Mark is what a drawing shows of a step the checker found an error at.
+// Mark is what a drawing shows of a step beyond its declaration: the
+// code and message of an error the checker found at it (drawn red), and
+// a note written under its name (skein graph --envelope's).
 type Mark struct {
 	Code    string
 	Message string
+	Note    string
 }
 
 // exitHandler is the flow's exit handler, or nil.
@@ -584,9 +587,14 @@ func (g *Graph) dotNodeAttrs(n *Node, errs map[string]Mark) string {
 	if g.OnExit != None && n.ID == g.OnExit {
 		attrs = append(attrs, `style="rounded,dotted"`)
 	}
-	if m, bad := errs[n.Name]; bad && g.canonical(n) {
-		label += "\n✗ " + m.Code
-		attrs = append(attrs, "color=red", "fontcolor=red", "penwidth=2", fmt.Sprintf("tooltip=%q", m.Message))
+	if m, marked := errs[n.Name]; marked && g.canonical(n) {
+		if m.Note != "" {
+			label += "\n" + m.Note
+		}
+		if m.Code != "" {
+			label += "\n✗ " + m.Code
+			attrs = append(attrs, "color=red", "fontcolor=red", "penwidth=2", fmt.Sprintf("tooltip=%q", m.Message))
+		}
 	}
 	return strings.Join(append([]string{fmt.Sprintf("label=%q", label)}, attrs...), ", ")
 }
@@ -663,9 +671,14 @@ func (g *Graph) MermaidMarked(errs map[string]Mark) string {
 		for _, id := range g.scopes[s] {
 			n := g.Nodes[id]
 			text := n.Name + " · " + g.stepNotes(n) // as DOT draws it
-			if m, bad := errs[n.Name]; bad && g.canonical(n) {
-				text += " ✗ " + m.Code
-				marked = append(marked, g.mermaidID(n))
+			if m, ok := errs[n.Name]; ok && g.canonical(n) {
+				if m.Note != "" {
+					text += " · " + m.Note
+				}
+				if m.Code != "" {
+					text += " ✗ " + m.Code
+					marked = append(marked, g.mermaidID(n))
+				}
 			}
 			label := mermaidText(text)
 			switch n.Kind {

@@ -71,3 +71,22 @@ chain(START, a, b, END)
 		t.Errorf("with --strict: exit %d:\n%s", code, out)
 	}
 }
+
+// skein graph --envelope labels each step with what it may spend.
+func TestGraphEnvelope(t *testing.T) {
+	code, out, errs := runMain("graph", "--envelope", "../../examples/llm_build_fix.star")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if want := `"fix" [label="fix\n(llm, retries 2)\n≤ 3 visits · 18 calls · 24,576 tok · ∞ $"];`; !strings.Contains(out, want) {
+		t.Errorf("no %s in:\n%s", want, out)
+	}
+	_, out, _ = runMain("graph", "--envelope", "-f", "mermaid", "../../examples/map_items.star")
+	if want := "check_one · task · ≤ 1×n(per_file) visits · 1×n(per_file) procs"; !strings.Contains(out, want) {
+		t.Errorf("no %s in:\n%s", want, out)
+	}
+	_, out, _ = runMain("graph", "../../examples/llm_build_fix.star")
+	if strings.Contains(out, "visits") {
+		t.Errorf("without --envelope the graph has envelopes:\n%s", out)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -13,14 +14,15 @@ import (
 )
 
 type graphOptions struct {
-	format string
-	root   string
+	format   string
+	root     string
+	envelope bool
 }
 
 func init() {
 	register(&command{
 		name:    "graph",
-		args:    "FLOW [--format dot|mermaid|json]",
+		args:    "FLOW [--format dot|mermaid|json] [--envelope]",
 		summary: "draw the frozen graph of a flow",
 		long: `Prints the graph the flow builds, after loading and freezing it: Graphviz DOT
 (pipe it to 'dot -Tsvg'), a Mermaid flowchart, or the JSON IR.
@@ -32,10 +34,16 @@ its name.
 
 The graph is drawn even when the checker finds errors, with the steps they
 are at drawn red and their code under their name; a flow that does not load
-exits 2.`,
+exits 2.
+
+With --envelope, each step (in DOT and Mermaid) also says what it may spend
+in a run (docs/envelope.md): its visits, model calls, completion tokens,
+cost, processes, tool calls and approvals, as at most, "∞" where
+unbounded, "×n(map)" per item of a map.`,
 		flags: withOptions(func(fs *pflag.FlagSet, o *graphOptions) {
 			fs.StringVarP(&o.format, "format", "f", "dot", "output format: dot, mermaid or json")
 			fs.StringVar(&o.root, "root", "", "flow root (default: the flow's directory)")
+			fs.BoolVar(&o.envelope, "envelope", false, "label each step with what it may spend in a run (docs/envelope.md)")
 		}, runGraph, nil),
 	})
 }
@@ -64,6 +72,13 @@ func runGraph(_ context.Context, io stdio, opts *graphOptions, args []string) in
 	for _, d := range f.Diagnostics {
 		if _, seen := marks[d.Step]; d.Severity == check.Error && d.Step != "" && !seen {
 			marks[d.Step] = graphir.Mark{Code: string(d.Code), Message: d.Message}
+		}
+	}
+	if opts.envelope {
+		for _, se := range check.ComputeEnvelope(g).Steps {
+			m := marks[se.Step]
+			m.Note = envelopeNote(se)
+			marks[se.Step] = m
 		}
 	}
 	switch opts.format {
@@ -111,4 +126,42 @@ func unescapeHTML(b []byte) []byte {
 		i++
 	}
 	return out
+}
+
+// envelopeNote is the short label of what a step may spend in a run:
+// "≤ 3 visits · 18 calls · 24,576 tok · 9 procs", "∞" where unbounded,
+// "×n(each)" per item of the map each.
+func envelopeNote(se check.StepEnvelope) string {
+	short := func(a check.Amount, f check.Format) string {
+		if !a.Bounded() {
+			return "∞"
+		}
+		s := check.Amount{Max: a.Max}.Format(f)
+		for _, m := range a.PerItem {
+			s += "×n(" + m + ")"
+		}
+		return s
+	}
+	parts := []string{"≤ " + short(se.Visits, check.FormatCount) + " visits"}
+	for _, q := range []struct {
+		a    check.Amount
+		what string
+		f    check.Format
+	}{
+		{se.ModelCalls, "calls", check.FormatCount}, {se.Tokens, "tok", check.FormatCount},
+		{se.Cost, "", check.FormatDollars}, {se.Processes, "procs", check.FormatCount},
+		{se.ToolCalls, "tools", check.FormatCount}, {se.Approvals, "approvals", check.FormatCount},
+	} {
+		if q.a.IsZero() {
+			continue
+		}
+		s := short(q.a, q.f)
+		if q.what != "" {
+			s += " " + q.what
+		} else if !q.a.Bounded() {
+			s += " $"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " · ")
 }

@@ -32,8 +32,8 @@ type taint struct {
 	unseen bool
 }
 
-// secretFields are the fields of a process's output that carry what it
-// printed; exit_code and code are numbers it cannot hide a secret in.
+// secretField reports whether a field of a process's output carries what
+// it printed; exit_code and code are numbers it cannot hide a secret in.
 func secretField(field string) bool { return field != "exit_code" && field != "code" }
 
 // secrets is the state of the analysis of one graph.
@@ -90,7 +90,7 @@ func checkSecrets(p *pass) {
 	}
 }
 
-// refs returns what a site reads: the free names of a string expression,
+// siteRefs returns what a site reads: the free names of a string expression,
 // or a function's reads of its parameter.
 func siteRefs(s *site) []graphir.Ref {
 	if s.x.User {

@@ -90,3 +90,28 @@ func TestGraphEnvelope(t *testing.T) {
 		t.Errorf("without --envelope the graph has envelopes:\n%s", out)
 	}
 }
+
+// skein show says what a run spent against its envelope.
+func TestShowSpentAgainstEnvelope(t *testing.T) {
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "f.star")
+	src := `a = step("a", run = ["true"], retries = 2)
+b = step("b", run = ["false"], retries = 1, backoff = "1ms")
+gate = step("gate", fn = lambda r: 1)
+edge(START, a)
+edge(a, b)
+edge(b, gate, on = "failure")
+edge(gate, END)
+`
+	if err := os.WriteFile(flow, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(dir, ".skein", "runs.db")
+	if code, out, errs := runMain("run", flow, "--store", store); code != exitOK {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs := runMain("show", "last", "--store", store)
+	if code != exitOK || !strings.Contains(out, "\nspent processes 3 of at most 5\n") {
+		t.Errorf("show: exit %d\n%s%s", code, out, errs)
+	}
+}

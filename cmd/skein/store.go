@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/spell"
@@ -378,6 +379,9 @@ func runShow(ctx context.Context, io stdio, opts *showOptions, args []string) in
 		}
 		fmt.Fprintf(io.out, "output %s\n", text)
 	}
+	if fe := svc.Envelope(rec); fe != nil {
+		fmt.Fprintf(io.out, "spent %s\n", spentLine(rec.Spent(), fe.Total))
+	}
 	if len(effects) > 0 {
 		fmt.Fprintln(io.out, "effects:")
 		tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
@@ -590,4 +594,33 @@ func sizeText(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// spentLine says what a run spent against its envelope: "model calls 3
+// of at most 18, completion tokens 1,234 of at most 24,576, ...".
+func spentLine(s runs.Spent, env check.Envelope) string {
+	var parts []string
+	add := func(what string, n float64, a check.Amount, f check.Format) {
+		if a.IsZero() && n == 0 {
+			return
+		}
+		spent := check.Thousands(n)
+		if f == check.FormatDollars {
+			spent = check.Amount{Max: n}.Format(f)
+		}
+		bound := "at most " + a.Format(f)
+		if !a.Bounded() {
+			bound = a.Format(f)
+		}
+		parts = append(parts, fmt.Sprintf("%s %s of %s", what, spent, bound))
+	}
+	add("model calls", float64(s.ModelCalls), env.ModelCalls, check.FormatCount)
+	add("completion tokens", float64(s.CompletionTokens), env.Tokens, check.FormatCount)
+	add("output cost", s.Cost, env.Cost, check.FormatDollars)
+	add("processes", float64(s.Processes), env.Processes, check.FormatCount)
+	add("approvals", float64(s.Approvals), env.Approvals, check.FormatCount)
+	if len(parts) == 0 {
+		return "nothing, as its envelope said"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -368,7 +368,7 @@ func (sx *secrets) checkSite(ix *exprIndex, si int32) {
 		}
 		p.diags = append(p.diags, p.siteDiag(s, codes.SecretLeak, r.Pos,
 			fmt.Sprintf("secret input %q reaches %s%s", name, where, why),
-			fmt.Sprintf("pass it to a process in env= or stdin= (env = {%q: \"{{ inputs.%s }}\"}), or write reveal(%sinputs.%s) if it must go here", strings.ToUpper(name), name, param, name)))
+			inputHint(s, name, param)))
 	}
 	for _, rd := range sx.reads[si] {
 		t := sx.taints[rd.step]
@@ -395,6 +395,14 @@ func (sx *secrets) checkSite(ix *exprIndex, si int32) {
 		p.diags = append(p.diags, p.siteDiag(s, code, rd.pos,
 			fmt.Sprintf("%s reads step %q, which may carry %s (%s)%s", where, step.Name, t.secret, t.via, why), hint))
 	}
+}
+
+// inputHint says what to do with secret input name read by site s.
+func inputHint(s *site, name, param string) string {
+	if s.kind == siteFn {
+		return fmt.Sprintf("a fn step's result is recorded and shown: use the secret in a process given it in env= (env = {%q: \"{{ inputs.%s }}\"}), or write reveal(%sinputs.%s) if the result may carry it", strings.ToUpper(name), name, param, name)
+	}
+	return fmt.Sprintf("pass it to a process in env= or stdin= (env = {%q: \"{{ inputs.%s }}\"}), or write reveal(%sinputs.%s) if it must go here", strings.ToUpper(name), name, param, name)
 }
 
 // checkParts reports the secret()s given to step n where none may go.

@@ -239,6 +239,9 @@ func (o *ModelOutcome) completion(step string, kind graphir.Kind) *EffectComplet
 // getenv looks a variable up in the run's environment for models (the
 // last entry wins, as for processes).
 func (r *run) getenv(key string) string {
+	if v, ok := r.opts.secretVals.lookup(key); ok {
+		return v
+	}
 	if r.opts.ModelEnv != nil {
 		return lookupEnv(r.opts.ModelEnv, key)
 	}
@@ -390,7 +393,11 @@ func modelPrice(p map[string]float64) *model.Price {
 
 // declConfig resolves model() declaration d of g (its fallbacks aside).
 func declConfig(g *graphir.Graph, d *graphir.ModelDecl, getenv func(string) string) (model.Config, error) {
-	md := &model.Decl{Name: d.Name, Model: d.Model, Provider: d.Provider, BaseURL: d.BaseURL, KeyEnv: d.KeyEnv,
+	keyEnv := d.KeyEnv
+	if d.KeyFile != "" {
+		keyEnv = keyFileVar(d.KeyFile)
+	}
+	md := &model.Decl{Name: d.Name, Model: d.Model, Provider: d.Provider, BaseURL: d.BaseURL, KeyEnv: keyEnv,
 		Temperature: d.Temperature, MaxTokens: d.MaxTokens, ReasoningEffort: d.ReasoningEffort, Reasoning: d.Reasoning,
 		Price: modelPrice(d.Price), RPM: d.RPM, TPM: d.TPM}
 	if d.Answers != nil {

@@ -104,12 +104,6 @@ func (r *run) readSecrets() *graphir.Error {
 	if r.opts.SecretsUnread {
 		return nil
 	}
-	if len(r.g.Secrets) == 0 && r.opts.secretVals != nil {
-		return nil
-	}
-	if r.opts.secretVals == nil {
-		r.opts.secretVals = &secretVals{}
-	}
 	sv := r.opts.secretVals
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
@@ -140,10 +134,25 @@ func (r *run) secret(s *graphir.Secret) string {
 	if r.opts.SecretsUnread {
 		return secrets.Mask
 	}
-	sv := r.opts.secretVals
+	v, _ := r.opts.secretVals.lookup(s.Key())
+	return v
+}
+
+// keyFileVar is the name under which a model's key read from a file
+// (model(api_key = secret(NAME, file = PATH))) is looked up, as if it were
+// a variable: the [graphir.Secret.Key] of that file, which no environment
+// variable can be named ("file:PATH").
+func keyFileVar(path string) string { return (&graphir.Secret{File: path}).Key() }
+
+// lookup returns the value of the secret whose key is k, if it was read.
+func (sv *secretVals) lookup(k string) (string, bool) {
+	if !strings.HasPrefix(k, "file:") && !strings.HasPrefix(k, "env:") {
+		return "", false
+	}
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
-	return sv.m[s.Key()]
+	v, ok := sv.m[k]
+	return v, ok
 }
 
 // MaskValue returns v with the secrets of m masked in every string it

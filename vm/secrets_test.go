@@ -1,10 +1,15 @@
 package vm_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/skeinlang/skein/internal/secrets"
 	"github.com/skeinlang/skein/vm"
+	"github.com/skeinlang/skein/vm/model"
+	"github.com/skeinlang/skein/vm/model/modeltest"
 )
 
 // secret() is read when the run starts, from the run's environment or a
@@ -60,5 +65,61 @@ chain(START, a, END)
 		if strings.Contains(evs.json(), "step_started") {
 			t.Errorf("%v: a step started", tc.env)
 		}
+	}
+}
+
+// model(api_key = secret(NAME, file = PATH)) sends the file's value as the
+// key, read when the run starts; an answer that echoes it is masked.
+func TestSecretModelKeyFile(t *testing.T) {
+	const key = "sk-file-KEY-123"
+	s := modeltest.New(modeltest.Rule{Match: "hi", Replies: []modeltest.Reply{{Content: "you sent " + key}}})
+	defer s.Close()
+	res := runFiles(t, map[string]string{
+		"flow.star": `
+model("m", model = "m1", base_url = "` + s.BaseURL() + `", api_key = secret("k", file = "keys/k"))
+ask = step("ask", llm = "hi", model = "m")
+chain(START, ask, END)
+`,
+		"keys/k": key + "\n",
+	}, nil, vm.Options{Env: []string{"PATH=/usr/bin:/bin"}})
+	if res.Status != vm.Succeeded {
+		t.Fatalf("status %s: %v", res.Status, res.Error)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 1 || !strings.Contains(reqs[0].Authorization, key) {
+		t.Fatalf("requests %+v: want the file's key sent", reqs)
+	}
+	if all := resultJSON(t, res); strings.Contains(all, key) || !strings.Contains(all, "you sent ***") {
+		t.Errorf("the key's echo is not masked:\n%s", all)
+	}
+}
+
+// A cassette given the run's masker keeps no secret a server echoed.
+func TestSecretCassetteMasked(t *testing.T) {
+	const key = "sk-echoed-KEY-456"
+	s := modeltest.New(modeltest.Rule{Match: "hi", Replies: []modeltest.Reply{{Content: "you sent " + key}}})
+	defer s.Close()
+	m := new(secrets.Masker)
+	m.Add(key)
+	path := filepath.Join(t.TempDir(), "c.json")
+	c, err := model.OpenCassette(path, false, &model.Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Mask = m.MaskBytes
+	res := run(t, `
+model("m", model = "m1", base_url = "`+s.BaseURL()+`")
+ask = step("ask", llm = "hi", model = "m")
+chain(START, ask, END)
+`, nil, vm.Options{Models: c, Secrets: m, Env: []string{"PATH=/usr/bin:/bin"}})
+	if res.Status != vm.Succeeded {
+		t.Fatalf("status %s: %v", res.Status, res.Error)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), key) || !strings.Contains(string(b), "you sent ***") {
+		t.Errorf("the cassette:\n%s", b)
 	}
 }

@@ -275,9 +275,17 @@ func (o *Options) defaults() {
 	if o.Effects == nil {
 		o.Effects = Local{}
 	}
+	if o.secretVals == nil {
+		o.secretVals = &secretVals{}
+	}
 	if o.Models == nil {
-		env := o.Env
-		o.Models = &model.Client{Getenv: func(k string) string { return lookupEnv(env, k) }}
+		env, sv := o.Env, o.secretVals
+		o.Models = &model.Client{Getenv: func(k string) string {
+			if v, ok := sv.lookup(k); ok {
+				return v // a model(api_key = secret(..., file = ...))
+			}
+			return lookupEnv(env, k)
+		}}
 	}
 }
 

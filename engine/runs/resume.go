@@ -240,6 +240,7 @@ func (s *Service) Resume(spec *ResumeSpec) (*Run, []check.Diagnostic, error) {
 		return nil, ds, err
 	}
 	run.opts = vm.Options{Parallel: ropts.Parallel, Timeout: ropts.Timeout, MaxTokens: ropts.MaxTokens, Models: spec.Models, Set: set}
+	run.opts.Secrets = maskCassette(spec.Models)
 	run.tel = s.tracing().Start(g, telemetry.RunInfo{File: r.File, Predecessor: r.ID})
 	inner := spec.Effects
 	if inner == nil {

@@ -149,6 +149,7 @@ func (s *Service) Start(spec *Spec) (*Run, error) {
 	o := spec.Options
 	r.opts = vm.Options{Parallel: o.Parallel, Timeout: o.Timeout, MaxTokens: o.MaxTokens, Models: spec.Models,
 		LoadFlow: s.childLoader(nil, nil, o.MaxLoadSteps), SecretsUnread: spec.SecretsUnread}
+	r.opts.Secrets = maskCassette(spec.Models)
 	var inner vm.EffectProducer = spec.Effects
 	if inner == nil {
 		if mayRunProcesses(g) {
@@ -317,4 +318,14 @@ func withoutSecrets(g *graphir.Graph, in *stdlib.Map) *stdlib.Map {
 		}
 	}
 	return stdlib.NewMap(keys, vals)
+}
+
+// maskCassette returns the masker of a run's secrets, which also masks
+// the cassette that models answers from, if one does.
+func maskCassette(models model.Provider) *secrets.Masker {
+	m := new(secrets.Masker)
+	if c, ok := models.(*model.Cassette); ok {
+		c.Mask = m.MaskBytes
+	}
+	return m
 }

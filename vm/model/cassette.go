@@ -52,6 +52,10 @@ type Cassette struct {
 	Path       string
 	ReplayOnly bool
 	Inner      Provider
+	// Mask, when set, masks the secrets of the runs it records in the
+	// file's text before it is written (a server that echoes a key in its
+	// answer).
+	Mask func([]byte) []byte
 
 	mu        sync.Mutex
 	exchanges []Exchange
@@ -345,6 +349,11 @@ func (c *Cassette) save() error {
 	data, err := json.MarshalIndent(cassetteFile{Version: cassetteVersion, Exchanges: c.exchanges}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("cassette: %v", err)
+	}
+	if c.Mask != nil {
+		if data = c.Mask(data); !json.Valid(data) {
+			return fmt.Errorf("cassette: %s not written: masking a secret in it would break its JSON", c.Path)
+		}
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(c.Path), ".cassette-*")
 	if err != nil {

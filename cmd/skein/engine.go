@@ -244,13 +244,19 @@ func runOnEngine(ctx, exitCtx context.Context, io stdio, opts *runOptions, spec 
 		}
 		return exitFail
 	}
+	return followOnEngine(ctx, exitCtx, io, "run", &opts.engineFlags, opts.outputFlags, opts.detach, run, "")
+}
+
+// followOnEngine follows run, which command cmd started on the engine
+// e names (a fork of run forked, when not ""), as runOnEngine says.
+func followOnEngine(ctx, exitCtx context.Context, io stdio, cmd string, opts *engineFlags, out outputFlags, detach bool, run runs.Remote, forked string) int {
 	id := run.ID()
 	// A run no worker takes waits without a word: say so at once.
 	lonely := ""
 	if run.Unserved() {
-		lonely = fmt.Sprintf("skein run: no worker serves task queue %s at %s (namespace %s): run %s waits until one does (skein worker%s --task-queue %s)", opts.taskQueue, opts.address, opts.namespace, id, opts.connArgs(), opts.taskQueue)
+		lonely = fmt.Sprintf("skein %s: no worker serves task queue %s at %s (namespace %s): run %s waits until one does (skein worker%s --task-queue %s)", cmd, opts.taskQueue, opts.address, opts.namespace, id, opts.connArgs(), opts.taskQueue)
 	}
-	if opts.detach {
+	if detach {
 		if lonely != "" {
 			fmt.Fprintln(io.err, lonely)
 		}
@@ -262,14 +268,18 @@ func runOnEngine(ctx, exitCtx context.Context, io stdio, opts *runOptions, spec 
 	var enc *eventWriter
 	h := &runs.Follow{}
 	switch {
-	case opts.events:
+	case out.events:
 		enc = newEventWriter(io.out)
 		h.OnEvent = func(raw json.RawMessage, ev *vm.Event) { enc.writeRaw(raw, ev) }
-	case !opts.json:
+	case !out.json:
 		prog = newProgress(io.out, isTerminal(io.out))
 		prog.start()
 		h.OnEvent = func(_ json.RawMessage, ev *vm.Event) { prog.event(ev) }
-		fmt.Fprintf(io.err, "skein: run %s started on Temporal (task queue %s)\n", id, opts.taskQueue)
+		if forked != "" {
+			fmt.Fprintf(io.err, "forking run %s as run %s on Temporal (task queue %s)\n", forked, id, opts.taskQueue)
+		} else {
+			fmt.Fprintf(io.err, "skein: run %s started on Temporal (task queue %s)\n", id, opts.taskQueue)
+		}
 	}
 	note := func(s string) {
 		if prog != nil {
@@ -295,7 +305,7 @@ func runOnEngine(ctx, exitCtx context.Context, io stdio, opts *runOptions, spec 
 	h.OnDropped = func(w string, n int) {
 		note(fmt.Sprintf("(%s of %s not shown: the run's event log keeps the latest only)", plural(n, "event"), w))
 	}
-	h.OnCancelFailed = func(err error) { note("skein run: " + err.Error()) }
+	h.OnCancelFailed = func(err error) { note("skein " + cmd + ": " + err.Error()) }
 	ended, err := run.Follow(ctx, exitCtx, h)
 	if prog != nil {
 		prog.stop()
@@ -304,14 +314,14 @@ func runOnEngine(ctx, exitCtx context.Context, io stdio, opts *runOptions, spec 
 		enc.close()
 	}
 	if errors.Is(err, runs.ErrStopped) {
-		fmt.Fprintf(io.err, "skein run: stopped following run %s; it goes on ending on Temporal (skein show %s%s)\n", id, id, opts.connArgs())
+		fmt.Fprintf(io.err, "skein %s: stopped following run %s; it goes on ending on Temporal (skein show %s%s)\n", cmd, id, id, opts.connArgs())
 		return exitFail
 	}
 	if err != nil {
-		fmt.Fprintf(io.err, "skein run: %v\n", err)
+		fmt.Fprintf(io.err, "skein %s: %v\n", cmd, err)
 		return exitFail
 	}
-	return printEngineResult(io, opts.json, prog, ended)
+	return printEngineResult(io, out.json, prog, ended)
 }
 
 // writeRaw writes an event already in the --events format.

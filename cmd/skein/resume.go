@@ -40,7 +40,7 @@ type resumeOptions struct {
 func init() {
 	register(&command{
 		name:    "resume",
-		args:    "RUN [--from STEP] [--set STEP=VALUE]... [--input NAME=VALUE]... [--reload] [--json | --events] [--no-prompt] [--by NAME] [--parallel N] [--timeout D] [--max-load-steps N] [--cassette F [--replay-only] | --model stub[:F]] [--max-tokens N] [--engine local]",
+		args:    "RUN [--from STEP] [--set STEP=VALUE]... [--input NAME=VALUE]... [--reload] [--json | --events] [--no-prompt] [--by NAME] [--parallel N] [--timeout D] [--max-load-steps N] [--cassette F [--replay-only] | --model stub[:F]] [--max-tokens N] [--engine local|temporal]",
 		summary: "continue a recorded run after a failure, a crash or an approval",
 		long: `Continues a run from its record. Every task, shell or other effect whose
 successful completion was recorded is not run again: its recorded outcome is
@@ -82,11 +82,16 @@ each of these flags, given, replaces the recorded value for the resumed run
 (and is recorded with it). Model calls the record answers are not made
 again; the others go to the cassette, when there is one, else to the model.
 
-A run on Temporal is not resumed (--engine temporal says how to run it
-again there).
+With --engine temporal, --from and --set fork a run on Temporal the same
+way: a new workflow, answered from the run's journal (which each run keeps
+of its effects, its child flows' included) up to STEP, with no task or
+model call made again, and naming the run in resumed_from; the fork runs
+with the run's own input and options. Without them, a run on Temporal is
+not resumed (--engine temporal says how to run it again there).
 
 Exit status: as skein run; 1 also when the run is not found, still running,
-or succeeded (without --from or --reload); 2 for --engine temporal.`,
+or succeeded (without --from or --reload); 2 for --engine temporal without
+--from or --set.`,
 		flags: withOptions(func(fs *pflag.FlagSet, o *resumeOptions) {
 			o.fs = fs
 			o.limitFlags.define(fs, true)
@@ -100,7 +105,7 @@ or succeeded (without --from or --reload); 2 for --engine temporal.`,
 			fs.BoolVar(&o.noPrompt, "no-prompt", false, "never ask for approvals on the terminal: park the run instead")
 			fs.StringVar(&o.by, "by", "", "who resumes the run, as recorded (default $SKEIN_USER, else $USER, else $LOGNAME)")
 			storeFlag(fs, &o.store)
-			o.defineConn(fs, "local (the run store); temporal is refused, saying how to run again on Temporal")
+			o.defineConn(fs, "local (the run store); temporal forks a run on Temporal (--from, --set), and otherwise says how to run again there")
 		}, runResume, nil),
 	})
 }
@@ -120,9 +125,7 @@ func runResume(ctx context.Context, io stdio, opts *resumeOptions, args []string
 	}
 	if opts.engine != "local" {
 		if opts.from != "" || len(opts.set) > 0 {
-			fmt.Fprintf(io.err, "skein resume: --engine temporal: --from and --set (forks) are for runs in the run store: a fork answers the steps before STEP from its parent's record, and a run on Temporal cannot yet be started from another run's workflow history (docs/temporal.md#running-a-run-again)\n"+
-				"to run it again from a point in its history, with the same inputs, reset its workflow with Temporal's CLI (temporal workflow reset%s --workflow-id ID --event-id N, ID being the run's full id); for a what-if, run the flow locally (skein run FILE, then skein resume --set)\n", opts.temporalArgs())
-			return exitUsage
+			return forkOnEngine(ctx, io, opts, args[0])
 		}
 		// Temporal keeps a run going itself; what is left to ask for is
 		// a new run, or Temporal's own reset of the workflow, which
@@ -169,6 +172,40 @@ func runResume(ctx context.Context, io stdio, opts *resumeOptions, args []string
 		secrets[k] = v
 	}
 	return resumeRun(ctx, io, svc, &runs.ResumeSpec{Ref: args[0], Set: set, Secrets: secrets}, opts)
+}
+
+// forkOnEngine forks the run ref names on the engine (resume --from,
+// --set): a new run there, answered from the run's journal up to the
+// step, followed as skein run follows one.
+func forkOnEngine(ctx context.Context, io stdio, opts *resumeOptions, ref string) int {
+	set, err := parseSet(opts.set)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein resume: %v\n", err)
+		return exitUsage
+	}
+	for _, name := range []string{"input", "reload", "parallel", "timeout", "max-load-steps", "max-tokens", "cassette", "replay-only", "model", "no-prompt", "by"} {
+		if opts.changed(name) {
+			fmt.Fprintf(io.err, "skein resume: --%s is for the local engine: a fork on Temporal runs with its run's input and options, its model calls on the workers\n", name)
+			return exitUsage
+		}
+	}
+	eng, err := opts.dial(context.Background(), nil)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein resume: %v\n", err)
+		return exitFail
+	}
+	defer eng.Close()
+	run, err := eng.Fork(ctx, &runs.ForkSpec{Ref: ref, From: opts.from, Set: set})
+	if err != nil {
+		fmt.Fprintf(io.err, "skein resume: %v\n", err)
+		if errors.As(err, new(*runs.UsageError)) {
+			return exitUsage
+		}
+		return exitFail
+	}
+	ctx, exitCtx, stop := interrupts(ctx)
+	defer stop()
+	return followOnEngine(ctx, exitCtx, io, "resume", &opts.engineFlags, opts.outputFlags, false, run, ref)
 }
 
 // changed reports whether flag name was given.

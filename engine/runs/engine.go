@@ -39,6 +39,12 @@ type Engine interface {
 	// Approve sends decision d for the approval step names ("" for the
 	// one the run waits for) of the run ref names, as [Service.Approve].
 	Approve(ctx context.Context, ref, step string, d Decision) (*Approved, error)
+	// Fork starts a new run from the run spec.Ref names, as
+	// [Service.Resume] does with From or Set (a what-if): what ran
+	// before the step is answered from the record the engine keeps of
+	// the run, with no task or model call made again, and the new run
+	// names the old one in its resumed_from.
+	Fork(ctx context.Context, spec *ForkSpec) (Remote, error)
 	// Cancel asks the run ref names to cancel, as [Service.Cancel] does a
 	// running run (the result's Requested is true).
 	Cancel(ctx context.Context, ref string, spec CancelSpec) (*Cancelled, error)
@@ -105,6 +111,15 @@ func DialEngine(ctx context.Context, name string, c Conn) (Engine, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNoEngine, name)
 	}
 	return dial(ctx, c)
+}
+
+// ForkSpec is what [Engine.Fork] forks, and how: Ref, From and Set are
+// as in [ResumeSpec] (the values replace those of a fork being forked
+// again; without Set, its values are kept).
+type ForkSpec struct {
+	Ref  string
+	From string
+	Set  map[string]json.RawMessage
 }
 
 // Remote is a run an [Engine] started.

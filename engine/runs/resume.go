@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -181,28 +182,12 @@ func (s *Service) Resume(spec *ResumeSpec) (*Run, []check.Diagnostic, error) {
 	if _, err := vm.ReadSecrets(g, os.Environ(), new(secrets.Masker)); err != nil {
 		return nil, ds, err
 	}
-	var cutAt []string
-	for name := range spec.Set {
-		n := g.Node(name)
-		switch {
-		case n == nil || !n.IsStep():
-			return nil, ds, fmt.Errorf("--set: flow %s has no step %q%s", g.Name, name, spell.Suggest(name, g.StepNames()))
-		case n.Parent != graphir.None:
-			return nil, ds, fmt.Errorf("--set: step %q is inside the body of %q: set the loop or map instead", name, g.Nodes[n.Parent].Name)
-		case n.Kind == graphir.KindRouter:
-			return nil, ds, fmt.Errorf("--set: step %q is a router, whose route is not an output: set the step it reads instead", name)
-		}
-		cutAt = append(cutAt, name)
-	}
-	from := spec.From
-	if from != "" {
-		if g.Node(from) != nil && g.Node(from).IsStep() {
-			if _, err := s.Store.Replay(r.ID, from); err != nil {
-				// No completion of its own in the record: the replay
-				// is cut where it starts.
-				cutAt, from = append(cutAt, from), ""
-			}
-		}
+	cutAt, from, err := Cuts(g, spec.From, spec.Set, func(step string) bool {
+		_, err := s.Store.Replay(r.ID, step)
+		return err == nil
+	})
+	if err != nil {
+		return nil, ds, err
 	}
 	replay, err := s.Store.Replay(r.ID, from)
 	if err != nil {
@@ -249,6 +234,35 @@ func (s *Service) Resume(spec *ResumeSpec) (*Run, []check.Diagnostic, error) {
 	run.record(rec, inner, replay)
 	run.opts.LoadFlow = s.childLoader(rec, lo.Recorded, ropts.MaxLoadSteps)
 	return run, ds, nil
+}
+
+// Cuts checks the steps a resume of a run of g sets (ResumeSpec.Set) and
+// resumes from (ResumeSpec.From), and says where the replay of its record
+// stops answering: when one of the steps cutAt starts, and (fromStep, as
+// [store.Replay] takes it) at the first recorded completion of from, when
+// completed says the record has one. A step without a completion of its
+// own (a fn step, a loop, a map, a router) is among cutAt; from, when not
+// a step of g, is returned as fromStep for the replay to refuse, naming
+// the steps it has.
+func Cuts(g *graphir.Graph, from string, set map[string]json.RawMessage, completed func(step string) bool) (cutAt []string, fromStep string, err error) {
+	for _, name := range slices.Sorted(maps.Keys(set)) {
+		n := g.Node(name)
+		switch {
+		case n == nil || !n.IsStep():
+			return nil, "", fmt.Errorf("--set: flow %s has no step %q%s", g.Name, name, spell.Suggest(name, g.StepNames()))
+		case n.Parent != graphir.None:
+			return nil, "", fmt.Errorf("--set: step %q is inside the body of %q: set the loop or map instead", name, g.Nodes[n.Parent].Name)
+		case n.Kind == graphir.KindRouter:
+			return nil, "", fmt.Errorf("--set: step %q is a router, whose route is not an output: set the step it reads instead", name)
+		}
+		cutAt = append(cutAt, name)
+	}
+	if from != "" && g.Node(from) != nil && g.Node(from).IsStep() && !completed(from) {
+		// No completion of its own in the record: the replay is cut
+		// where it starts.
+		return append(cutAt, from), "", nil
+	}
+	return cutAt, from, nil
 }
 
 // setValues reads the recorded outputs of a what-if fork.

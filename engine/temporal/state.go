@@ -111,6 +111,13 @@ type state struct {
 	byName map[string]*liveStep
 	path   []string
 	paths  int
+
+	resumedFrom string // a fork's: the run it forked
+
+	// The journal of the effects completed (fork.go).
+	journal []JournalEntry
+	done    int64  // completions journaled, child flows' included
+	lost    string // why the journal is not whole ("": it is)
 }
 
 // logEntry is an entry of the log as kept: an event not yet encoded.
@@ -143,6 +150,7 @@ func newState(ctx workflow.Context, flow, file, onExit string, maxLog int, c *Ca
 		maxLog: maxLog, status: "running", byName: map[string]*liveStep{}}
 	if c != nil {
 		s.next, s.path, s.paths = c.Seq, c.Path, c.Paths
+		s.journal, s.done, s.lost = c.Journal, c.Done, c.JournalLost
 		s.approvals.Approvals, s.approvals.Refused = c.Approvals, c.Refused
 		for _, cs := range c.Steps {
 			st := s.step(cs.Name)
@@ -163,6 +171,10 @@ type Carried struct {
 	Steps     []CarriedStep `json:",omitempty"`
 	Path      []string      `json:",omitempty"`
 	Paths     int           `json:",omitempty"`
+	// The journal (fork.go), and why it is not whole.
+	Journal     []JournalEntry `json:",omitempty"`
+	Done        int64          `json:",omitempty"`
+	JournalLost string         `json:",omitempty"`
 }
 
 // CarriedStep is a step of the record so far, without its output.
@@ -181,7 +193,7 @@ const maxCarried = 100
 // carry is what the next execution takes over.
 func (s *state) carry() *Carried {
 	c := &Carried{Seq: s.next, Refused: s.approvals.Refused, Paths: s.paths,
-		Path: s.path[max(len(s.path)-maxLivePath, 0):]}
+		Path: s.path[max(len(s.path)-maxLivePath, 0):], Journal: s.journal, Done: s.done, JournalLost: s.lost}
 	as := s.approvals.Approvals
 	c.Approvals = as[max(len(as)-maxCarried, 0):]
 	for _, st := range s.steps {
@@ -331,7 +343,7 @@ func (s *state) page(after int) (*EventsPage, error) {
 // record is the run's result object so far: the run, the path, each step
 // as its latest event left it, and the approvals waiting.
 func (s *state) record() (json.RawMessage, error) {
-	res := &vm.Result{RunID: s.runID, Flow: s.flow, File: s.file, Status: vm.Status(s.status),
+	res := &vm.Result{RunID: s.runID, ResumedFrom: s.resumedFrom, Flow: s.flow, File: s.file, Status: vm.Status(s.status),
 		Path: append([]string{}, s.path[max(len(s.path)-maxLivePath, 0):]...), PathTotal: s.paths}
 	for _, a := range s.approvals.Waiting() {
 		res.Pending = append(res.Pending, &vm.Pending{Step: a.Step, Flow: a.Flow, Scope: a.Scope, Visit: a.Visit, Message: a.Message})

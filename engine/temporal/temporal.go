@@ -38,6 +38,7 @@ import (
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/model"
 	"github.com/skeinlang/skein/vm/proc"
+	"github.com/skeinlang/skein/vm/store"
 )
 
 // Names registered by [Register].
@@ -160,6 +161,9 @@ type RunInput struct {
 	// client that starts it looks; upserting one the namespace does not
 	// have would fail the workflow's task).
 	Searchable bool `json:",omitempty"`
+	// Fork, set for a fork of another run (and for its child flows),
+	// is the record it answers from (fork.go).
+	Fork *Fork `json:",omitempty"`
 }
 
 // Continue-as-new: a workflow execution's history is bounded (Temporal
@@ -181,6 +185,10 @@ type RunOutput struct {
 	// ModelCalls counts the run's model calls, child flows included (the
 	// result has their usage).
 	ModelCalls int `json:",omitempty"`
+	// Journal is a child flow's journal, for its parent's (fork.go);
+	// JournalLost says why it is not whole.
+	Journal     []JournalEntry `json:",omitempty"`
+	JournalLost string         `json:",omitempty"`
 }
 
 // ModelEnv picks from env the variables the default model is resolved
@@ -267,7 +275,26 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 	if err := st.register(dctx); err != nil {
 		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "register", nil)
 	}
+	if err := workflow.SetQueryHandler(dctx, JournalQuery, func() (*Journal, error) { return st.journalOf(&in), nil }); err != nil {
+		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "register", nil)
+	}
 	p := &producer{ctx: dctx, in: &in, id: info.WorkflowExecution.ID, st: st}
+	var effects vm.EffectProducer = p
+	var set map[string]starlark.Value
+	onEvent := st.event
+	if in.Fork != nil {
+		replay, values, err := forking(&in, p)
+		if err != nil {
+			return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), string(codes.BadInput), nil)
+		}
+		effects, set = replay, values
+		if in.Nesting == nil {
+			st.resumedFrom = in.Fork.From
+			if len(in.Fork.CutAt) > 0 {
+				onEvent = cutWhere(replay, in.Fork.CutAt, onEvent)
+			}
+		}
+	}
 	prog := vm.Prepare(g)
 	var restore *vm.Snapshot
 	if in.Snapshot != nil {
@@ -287,10 +314,11 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 		ModelEnv:  append([]string{}, in.ModelEnv...),
 		MaxTokens: in.MaxTokens,
 		Runtime:   &wfRuntime{ctx: dctx},
-		Effects:   p,
+		Effects:   &journaled{inner: effects, st: st},
+		Set:       set,
 		RunID:     info.WorkflowExecution.ID,
 		Nesting:   in.Nesting,
-		OnEvent:   st.event,
+		OnEvent:   onEvent,
 		LoadFlow:  load,
 		Restore:   restore,
 		// Before the history gets long, the run stops at a quiescent
@@ -302,9 +330,14 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 	res := prog.Run(runCtx, bound, opts)
 	st.drain(dctx)
 	if res.Status == vm.Suspended {
+		st.journalFits(in.MaxPayload, "to carry on as a new execution")
 		in.Carry = st.carry()
+		if p.replay != nil {
+			in.Fork = carryFork(in.Fork, p.replay)
+		}
 		return nil, continueAsNew(ctx, in, res.Snapshot)
 	}
+	res.ResumedFrom = st.resumedFrom
 	b, err := res.MarshalJSON()
 	if err != nil {
 		return nil, sdktemporal.NewNonRetryableApplicationError("result: "+err.Error(), "result", nil)
@@ -314,7 +347,13 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 			return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "search_attributes", nil)
 		}
 	}
-	return &RunOutput{Status: string(res.Status), Result: b, ModelCalls: res.ModelCalls}, nil
+	out := &RunOutput{Status: string(res.Status), Result: b, ModelCalls: res.ModelCalls}
+	if in.Nesting != nil {
+		// A child flow's journal goes into its parent's.
+		st.journalFits(in.MaxPayload, "to pass to its parent")
+		out.Journal, out.JournalLost = st.journal, st.lost
+	}
+	return out, nil
 }
 
 // labelStatus says in the workflow's memo, and its search attribute when
@@ -380,6 +419,7 @@ type producer struct {
 	id      string // the workflow id
 	started int    // effects started in this execution
 	st      *state
+	replay  *store.Replay // a fork's (fork.go)
 }
 
 // Start implements [vm.EffectProducer]. It runs on the workflow's driver;
@@ -565,7 +605,7 @@ func (p *producer) child(ctx context.Context, req *vm.EffectRequest, done func(*
 		Parallel: p.in.Parallel, EvalSteps: p.in.EvalSteps, MaxOutput: p.in.MaxOutput, KillGrace: p.in.KillGrace,
 		MaxPath: p.in.MaxPath, ExitGrace: p.in.ExitGrace, HeartbeatTimeout: p.in.HeartbeatTimeout, Nesting: &nest,
 		ContinueEvery: p.in.ContinueEvery, MaxPayload: p.in.MaxPayload, ModelEnv: p.in.ModelEnv, MaxTokens: p.in.MaxTokens,
-		Searchable: p.in.Searchable, Traced: p.in.Traced}
+		Searchable: p.in.Searchable, Traced: p.in.Traced, Fork: p.childFork(req)}
 	id := p.id + "/"
 	for _, s := range req.Scope {
 		id += s + "/"
@@ -587,6 +627,9 @@ func (p *producer) child(ctx context.Context, req *vm.EffectRequest, done func(*
 		var out RunOutput
 		err := fut.Get(c, &out)
 		p.st.childEnded(id)
+		if err == nil {
+			p.st.journalChild(id, &out)
+		}
 		if cancelled {
 			// The child ran until it was cancelled (a timeout, a race):
 			// its record is kept, as locally.

@@ -18,6 +18,7 @@ import (
 	"github.com/skeinlang/skein/internal/spell"
 	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
+	"go.starlark.net/starlark"
 )
 
 type effectKey struct {
@@ -35,7 +36,8 @@ type Replay struct {
 	// completion so that the new run's record is whole.
 	CopyTo *Recorder
 
-	from string // the run whose record is replayed
+	from string    // the run whose record is replayed
+	all  []*Effect // the record, exit handlers' effects left out
 
 	mu      sync.Mutex
 	drivers map[string]*driverState
@@ -61,6 +63,14 @@ func (s *Store) Replay(id, fromStep string) (*Replay, error) {
 	if err != nil {
 		return nil, err
 	}
+	return NewReplay(id, effects, fromStep)
+}
+
+// NewReplay prepares the replay of effects, the journal of run id in the
+// order its attempts started (as [Store.Effects] reads it, or as an engine
+// that keeps its journal elsewhere has it), with fromStep as in
+// [Store.Replay]. Each effect's Done orders the completions of its run.
+func NewReplay(id string, effects []*Effect, fromStep string) (*Replay, error) {
 	cut := int64(-1)
 	if fromStep != "" {
 		var steps []string
@@ -87,6 +97,7 @@ func (s *Store) Replay(id, fromStep string) (*Replay, error) {
 		if e.OnExit {
 			continue // exit handlers run again
 		}
+		p.all = append(p.all, e)
 		k := effectKey{e.Path, e.Step, e.Visit}
 		p.prior[k] = max(p.prior[k], e.Attempt)
 		p.kinds[k] = e.Kind
@@ -125,6 +136,38 @@ func (p *Replay) Cut() {
 		d.seq = keep
 		d.next = min(d.next, len(keep))
 	}
+}
+
+// Take removes from the replay the record of the child flows whose effects
+// are under path (a child-flow step's chain, [EffectPath] of its effects'
+// requests), and returns it: for an engine that runs a child flow as a run
+// of its own, with a replay of its own made from it ([NewReplay]). A
+// completion this replay would no longer answer (cut, or answered) is
+// returned as not succeeded, so the child's replay does not answer it
+// either but counts its attempts. Take("") takes the whole rest (an engine
+// that carries a run on as a new execution).
+func (p *Replay) Take(path string) []*Effect {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out, keep []*Effect
+	for _, e := range p.all {
+		if path != "" && e.Path != path && !strings.HasPrefix(e.Path, path+"/") {
+			keep = append(keep, e)
+			continue
+		}
+		k := effectKey{e.Path, e.Step, e.Visit}
+		if p.ok[k] == e {
+			delete(p.ok, k)
+			p.left--
+		} else if e.Status == "succeeded" {
+			c := *e
+			c.Status = "replayed"
+			e = &c
+		}
+		out = append(out, e)
+	}
+	p.all = keep
+	return out
 }
 
 // Replayed is how many completions were answered from the record.
@@ -336,4 +379,37 @@ func completionOf(req *vm.EffectRequest, e *Effect) (*vm.EffectCompletion, error
 		c.Output = v
 	}
 	return c, nil
+}
+
+// Completed is the journal entry of the completion c of the effect req
+// asks for, as the store records it (an engine that keeps its own journal
+// reads it back through [NewReplay]); Done is left for the caller to
+// number.
+func Completed(req *vm.EffectRequest, c *vm.EffectCompletion) (*Effect, error) {
+	e := &Effect{Path: EffectPath(req), Step: req.Step, Kind: req.Kind.String(), Visit: req.Visit, Attempt: req.Attempt,
+		Status: "failed", Code: string(c.Code), Error: c.Error, Truncated: c.Truncated, OnExit: req.OnExit}
+	switch {
+	case c.OK:
+		e.Status = "succeeded"
+	case c.Cancelled:
+		e.Status = "cancelled"
+	case c.Park:
+		e.Status = Waiting
+	}
+	if c.Stop != nil {
+		e.Code, e.Error = string(c.Stop.Code), c.Stop.Msg
+	}
+	if req.Kind == graphir.KindTask || req.Kind == graphir.KindShell {
+		e.ExitCode, e.Stdout, e.Stderr = c.ExitCode, tail(c.Stdout), tail(c.Stderr)
+	} else if c.Output != nil && c.Output != starlark.None {
+		b, err := toJSON(c.Output)
+		if err != nil {
+			return nil, err
+		}
+		e.Output = b
+	}
+	if c.Model != "" || c.Answer != "" || c.Usage.Total() > 0 {
+		e.Model, e.Answer, e.PromptTokens, e.CompletionTokens = c.Model, c.Answer, c.Usage.PromptTokens, c.Usage.CompletionTokens
+	}
+	return e, nil
 }

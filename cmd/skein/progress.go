@@ -56,6 +56,9 @@ type progress struct {
 	// held keeps the terminal still while a question is asked: nothing
 	// is drawn or flushed until it is released.
 	held bool
+	// fold counts the lines of a run too fast to read on a terminal
+	// (see fold.go).
+	fold folder
 }
 
 type activeStep struct {
@@ -97,17 +100,33 @@ func dollars(v float64) string {
 }
 
 func (p *progress) start() {
-	p.flush = startFlusher(flushEvery, func() {
-		p.mu.Lock()
-		if !p.held {
-			if p.tty {
-				p.ticks++
-				p.redraw()
-			}
-			p.w.Flush()
+	p.flush = startFlusher(flushEvery, p.tick)
+}
+
+// tick flushes the output, and on a terminal ends a tick of the folding
+// and redraws the live block.
+func (p *progress) tick() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held {
+		return
+	}
+	if p.tty {
+		p.ticks++
+		if p.fold.tick() {
+			p.unfold()
 		}
-		p.mu.Unlock()
-	})
+		p.redraw()
+	}
+	p.w.Flush()
+}
+
+// unfold prints the line saying what was folded, if anything was.
+func (p *progress) unfold() {
+	if b := p.fold.appendLine(p.buf[:0], p.color); len(b) > 0 {
+		p.line(b)
+		p.buf = b[:0]
+	}
 }
 
 // hold stops drawing and flushing (on), with the live block erased, so a
@@ -129,6 +148,7 @@ func (p *progress) stop() {
 	}
 	p.mu.Lock()
 	p.held = false
+	p.unfold()
 	p.clear()
 	if p.tty {
 		// Back to the start of a clean line: the terminal may have echoed
@@ -175,10 +195,11 @@ func (p *progress) clear() {
 
 var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
-// redraw draws the live block: one line per running step.
+// redraw draws the live block: one line per running step, and a line of
+// the steps folded while the run is too fast to read.
 func (p *progress) redraw() {
 	p.clear()
-	if len(p.running) == 0 {
+	if len(p.running) == 0 && p.fold.total == 0 {
 		return
 	}
 	p.w.WriteByte('\r') // as in line
@@ -200,6 +221,14 @@ func (p *progress) redraw() {
 		b = append(b, '\n')
 	}
 	p.drawn = len(p.running)
+	if p.fold.total > 0 {
+		b = append(b, ' ', ' ')
+		b = appendPaint(b, p.color, "32", "✓")
+		b = append(b, ' ')
+		b = p.fold.appendCounts(b, " · ", true)
+		b = append(b, '\n')
+		p.drawn++
+	}
 	p.w.Write(b)
 	p.dbuf = b
 }
@@ -318,6 +347,7 @@ func (p *progress) event(ev *vm.Event) {
 		b = append(append(b, "start "...), where...)
 	case vm.StepRetrying:
 		if p.tty {
+			p.unfold()
 			for i := range p.running {
 				if p.running[i].where == string(where) {
 					p.running[i].attempt = ev.Attempt
@@ -340,6 +370,14 @@ func (p *progress) event(ev *vm.Event) {
 			}
 		}
 		failed := ev.Status != string(vm.StepSucceeded)
+		if p.tty {
+			if !failed && p.fold.take(ev) {
+				return
+			}
+			if failed {
+				p.unfold() // what was folded came before
+			}
+		}
 		if failed {
 			b = appendPaint(b, p.color, "31", "FAIL ")
 			b = append(append(b, ' '), where...)
@@ -407,6 +445,9 @@ func (p *progress) event(ev *vm.Event) {
 		b = append(append(b, "      "...), where...)
 		b = append(append(b, ": "...), visible.Text(ev.Message, false)...)
 	case vm.LoopIteration:
+		if p.tty && !ev.Stop && !ev.Exhausted && p.fold.take(ev) {
+			return
+		}
 		b = appendPaint(b, p.color, "36", "loop ")
 		b = append(append(b, ' '), where...)
 		b = append(b, " iteration "...)

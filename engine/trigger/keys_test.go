@@ -56,6 +56,31 @@ func (r *serviceRunner) Resume(it *store.QueueItem) (func(), error) {
 
 func (r *serviceRunner) Cancel(string) {}
 
+// runUntilDrained runs s until st's queue has nothing pending, then stops
+// it and waits for its runs to finish.
+func runUntilDrained(t *testing.T, s *Scheduler, st *store.Store) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	defer func() {
+		cancel()
+		<-done
+		s.Wait()
+	}()
+	for {
+		changed := s.Changed()
+		pending, err := st.Pending()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) == 0 {
+			return
+		}
+		<-changed
+	}
+}
+
 // TestConcurrencyKeys: 20 runs queued over 3 keys with concurrency = 1
 // per key all run, and no two runs of one key overlap: each appends its
 // start and end to a file, which must read start, end, start, end... per
@@ -78,23 +103,7 @@ chain(START, work, END)
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.Run(ctx); close(done) }()
-	for {
-		changed := s.Changed()
-		pending, err := st.Pending()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(pending) == 0 {
-			break
-		}
-		<-changed
-	}
-	cancel()
-	<-done
-	s.Wait()
+	runUntilDrained(t, s, st)
 	b, err := os.ReadFile(marks)
 	if err != nil {
 		t.Fatal(err)
@@ -188,23 +197,7 @@ chain(START, ask, split, END)
 	if _, err := s.Enqueue(f, "api", "", in, ""); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.Run(ctx); close(done) }()
-	for {
-		changed := s.Changed()
-		pending, err := st.Pending()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(pending) == 0 {
-			break
-		}
-		<-changed
-	}
-	cancel()
-	<-done
-	s.Wait()
+	runUntilDrained(t, s, st)
 	b, _ := os.ReadFile(log)
 	asked := strings.Fields(string(b))
 	slices.Sort(asked)

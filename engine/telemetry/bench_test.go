@@ -14,16 +14,17 @@ import (
 	"github.com/skeinlang/skein/vm"
 )
 
-// TestNotConfigured: without an endpoint, or with traces turned off,
-// there is no provider, and making none starts no goroutine.
+// TestNotConfigured: without an endpoint, or with traces and metrics
+// turned off, there is no provider, and making none starts no goroutine.
 func TestNotConfigured(t *testing.T) {
 	for _, env := range [][]string{
 		{"OTEL_EXPORTER_OTLP_ENDPOINT", ""},
-		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318", "OTEL_TRACES_EXPORTER", "none"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318", "OTEL_TRACES_EXPORTER", "none", "OTEL_METRICS_EXPORTER", "none"},
 		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://127.0.0.1:4318/v1/traces", "OTEL_SDK_DISABLED", "true"},
 	} {
 		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 		t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+		t.Setenv("OTEL_METRICS_EXPORTER", "")
 		for i := 0; i < len(env); i += 2 {
 			t.Setenv(env[i], env[i+1])
 		}
@@ -122,9 +123,10 @@ func TestRemote(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp := telemetry.Traceparent("run-1", []string{"kid"}, nil, "t", 1, 2)
-	p.Remote(tp, "worker task t")("exit status 3")
-	p.Remote("", "none")("")
-	p.Remote("00-zz-yy-01", "bad")("")
+	ctx := context.Background()
+	p.Remote(ctx, tp, "worker task t")("exit status 3")
+	p.Remote(ctx, "", "none")("")
+	p.Remote(ctx, "00-zz-yy-01", "bad")("")
 	spans := exp.GetSpans()
 	if len(spans) != 1 {
 		t.Fatalf("%d spans, want 1", len(spans))

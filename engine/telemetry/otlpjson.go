@@ -118,16 +118,9 @@ type (
 		Resource   jsonResource     `json:"resource"`
 		ScopeSpans []jsonScopeSpans `json:"scopeSpans"`
 	}
-	jsonResource struct {
-		Attributes []jsonKV `json:"attributes"`
-	}
 	jsonScopeSpans struct {
 		Scope jsonScope  `json:"scope"`
 		Spans []jsonSpan `json:"spans"`
-	}
-	jsonScope struct {
-		Name    string `json:"name"`
-		Version string `json:"version,omitempty"`
 	}
 	jsonSpan struct {
 		TraceID      string      `json:"traceId"`
@@ -157,20 +150,6 @@ type (
 	jsonStatus struct {
 		Code    int    `json:"code,omitempty"`
 		Message string `json:"message,omitempty"`
-	}
-	jsonKV struct {
-		Key   string    `json:"key"`
-		Value jsonValue `json:"value"`
-	}
-	jsonValue struct {
-		String *string    `json:"stringValue,omitempty"`
-		Bool   *bool      `json:"boolValue,omitempty"`
-		Int    *string    `json:"intValue,omitempty"`
-		Double *float64   `json:"doubleValue,omitempty"`
-		Array  *jsonArray `json:"arrayValue,omitempty"`
-	}
-	jsonArray struct {
-		Values []jsonValue `json:"values"`
 	}
 )
 
@@ -223,43 +202,4 @@ func encodeSpan(s sdktrace.ReadOnlySpan) jsonSpan {
 		js.Status = jsonStatus{Code: 2, Message: s.Status().Description}
 	}
 	return js
-}
-
-func nanos(t time.Time) string { return strconv.FormatInt(t.UnixNano(), 10) }
-
-func kvs(attrs []attribute.KeyValue) []jsonKV {
-	out := make([]jsonKV, 0, len(attrs))
-	for _, a := range attrs {
-		out = append(out, jsonKV{Key: string(a.Key), Value: value(a.Value)})
-	}
-	return out
-}
-
-func value(v attribute.Value) jsonValue {
-	switch v.Type() {
-	case attribute.BOOL:
-		b := v.AsBool()
-		return jsonValue{Bool: &b}
-	case attribute.INT64:
-		s := strconv.FormatInt(v.AsInt64(), 10)
-		return jsonValue{Int: &s}
-	case attribute.FLOAT64:
-		f := v.AsFloat64()
-		return jsonValue{Double: &f}
-	case attribute.STRINGSLICE:
-		var arr jsonArray
-		for _, s := range v.AsStringSlice() {
-			arr.Values = append(arr.Values, jsonValue{String: &s})
-		}
-		return jsonValue{Array: &arr}
-	case attribute.INT64SLICE:
-		var arr jsonArray
-		for _, n := range v.AsInt64Slice() {
-			s := strconv.FormatInt(n, 10)
-			arr.Values = append(arr.Values, jsonValue{Int: &s})
-		}
-		return jsonValue{Array: &arr}
-	}
-	s := v.String()
-	return jsonValue{String: &s}
 }

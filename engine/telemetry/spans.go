@@ -57,6 +57,7 @@ type Run struct {
 	ended  bool
 	// executions: the times the run's workflow continued as new.
 	executions int
+	flow       string // the flow's name, for metrics
 }
 
 // open is a span under way and the context its children start from.
@@ -126,6 +127,12 @@ func (r *Run) Event(ev *vm.Event) {
 	defer r.mu.Unlock()
 	if r.ended {
 		return
+	}
+	if r.p.m != nil {
+		if ev.Type == vm.RunStarted && len(ev.Flow) == 0 {
+			r.flow = ev.FlowName
+		}
+		r.p.m.record(ev, r.flow, r.info.Engine)
 	}
 	t := ev.Time
 	if t.IsZero() {

@@ -19,6 +19,7 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -30,6 +31,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -42,6 +44,9 @@ import (
 type Provider struct {
 	tp     *sdktrace.TracerProvider
 	tracer trace.Tracer
+	// m records run and step durations and tokens; nil when the
+	// environment asks for no metrics.
+	m *meters
 	// content: prompts, completions and tool arguments are recorded
 	// (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true).
 	content bool
@@ -70,28 +75,50 @@ func Configured() bool {
 // (and no error) when the environment asks for no traces (see
 // [Configured]). The exporter, the sampler, the batching and the
 // resource are read from the standard variables by the SDK.
+//
+// Metrics are exported beside the traces when [MetricsConfigured]; with
+// metrics and no traces, spans are not recorded (never sampled).
 func FromEnv(ctx context.Context) (*Provider, error) {
-	if !Configured() {
+	traces, metrics := Configured(), MetricsConfigured()
+	if !traces && !metrics {
 		return nil, nil
 	}
-	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
-		if e := os.Getenv(name); e != "" {
-			if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return nil, fmt.Errorf("%s=%s: not an http:// or https:// URL", name, e)
+	var opts []sdktrace.TracerProviderOption
+	if traces {
+		for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+			if e := os.Getenv(name); e != "" {
+				if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return nil, fmt.Errorf("%s=%s: not an http:// or https:// URL", name, e)
+				}
 			}
 		}
+		exp, err := exporter(ctx)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, sdktrace.WithBatcher(exp))
+	} else {
+		opts = append(opts, sdktrace.WithSampler(sdktrace.NeverSample()))
 	}
-	exp, err := exporter(ctx)
-	if err != nil {
-		return nil, err
+	var reader sdkmetric.Reader
+	if metrics {
+		var err error
+		if reader, err = metricsReader(); err != nil {
+			return nil, err
+		}
 	}
-	return New(ctx, sdktrace.WithBatcher(exp))
+	return newProvider(ctx, reader, opts...)
 }
 
 // New returns a provider exporting with the SDK options opts (a test's
 // exporter or span processor), its resource and sampler read from the
 // environment.
 func New(ctx context.Context, opts ...sdktrace.TracerProviderOption) (*Provider, error) {
+	return newProvider(ctx, nil, opts...)
+}
+
+// newProvider is [New] recording metrics with reader (nil: none).
+func newProvider(ctx context.Context, reader sdkmetric.Reader, opts ...sdktrace.TracerProviderOption) (*Provider, error) {
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attribute.String("service.name", "skein")),
 		resource.WithFromEnv(), resource.WithTelemetrySDK())
@@ -100,9 +127,15 @@ func New(ctx context.Context, opts ...sdktrace.TracerProviderOption) (*Provider,
 	}
 	opts = append([]sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithIDGenerator(ids{})}, opts...)
 	tp := sdktrace.NewTracerProvider(opts...)
-	return &Provider{tp: tp, tracer: tp.Tracer("github.com/skeinlang/skein"),
+	p := &Provider{tp: tp, tracer: tp.Tracer("github.com/skeinlang/skein"),
 		content: strings.EqualFold(os.Getenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"), "true"),
-		secrets: secretsOf(os.Environ())}, nil
+		secrets: secretsOf(os.Environ())}
+	if reader != nil {
+		if p.m, err = newMeters(res, reader); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 // Shutdown exports the spans not exported yet and stops the exporter.
@@ -110,7 +143,11 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 	if p == nil {
 		return nil
 	}
-	return p.tp.Shutdown(ctx)
+	err := p.tp.Shutdown(ctx)
+	if p.m != nil {
+		err = errors.Join(err, p.m.mp.Shutdown(ctx))
+	}
+	return err
 }
 
 // Flush exports the spans ended so far.
@@ -118,7 +155,11 @@ func (p *Provider) Flush(ctx context.Context) error {
 	if p == nil {
 		return nil
 	}
-	return p.tp.ForceFlush(ctx)
+	err := p.tp.ForceFlush(ctx)
+	if p.m != nil {
+		err = errors.Join(err, p.m.mp.ForceFlush(ctx))
+	}
+	return err
 }
 
 var (
@@ -168,6 +209,11 @@ func secretsOf(env []string) *secrets.Masker {
 // mask returns s with the environment's secrets masked.
 func (p *Provider) mask(s string) string { return p.secrets.Mask(s) }
 
+// Tracer returns the provider's tracer of the instrumentation scope
+// name (Temporal's interceptor's), whose spans are exported with the
+// runs'.
+func (p *Provider) Tracer(name string) trace.Tracer { return p.tp.Tracer(name) }
+
 // Parent returns the span context that the W3C traceparent and
 // tracestate headers of a request carry (invalid when they carry none):
 // the caller's span a run it starts continues.
@@ -181,15 +227,22 @@ func Parent(h http.Header) trace.SpanContext {
 // span, which the machine that started the run makes), and returns the
 // func that ends it, failed with the message when it is not "". With no
 // provider, or no valid traceparent, it starts nothing.
-func (p *Provider) Remote(traceparent, name string, attrs ...attribute.KeyValue) func(failed string) {
+//
+// A span in ctx (Temporal's own span of the activity that runs the task,
+// when its OpenTelemetry interceptor is on) is linked to.
+func (p *Provider) Remote(ctx context.Context, traceparent, name string, attrs ...attribute.KeyValue) func(failed string) {
 	if p == nil || traceparent == "" {
 		return func(string) {}
 	}
-	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
-	if !trace.SpanContextFromContext(ctx).IsValid() {
+	parent := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
+	if !trace.SpanContextFromContext(parent).IsValid() {
 		return func(string) {}
 	}
-	_, span := p.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+	opts := []trace.SpanStartOption{trace.WithAttributes(attrs...)}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("skein.link", "temporal_activity")}}))
+	}
+	_, span := p.tracer.Start(parent, name, opts...)
 	return func(failed string) {
 		if failed != "" {
 			span.SetStatus(codes.Error, p.mask(failed))

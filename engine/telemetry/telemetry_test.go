@@ -487,3 +487,63 @@ func TestResumeLinks(t *testing.T) {
 		t.Errorf("the resumed run links to %x/%x, not the parked run's span", l.TraceId, l.SpanId)
 	}
 }
+
+// TestMetrics: a run exports, beside its spans, the run's duration, each
+// step visit's, each model call's and its tokens, as OTLP metrics
+// (JSON over HTTP); OTEL_METRICS_EXPORTER=none turns them off and leaves
+// the spans.
+func TestMetrics(t *testing.T) {
+	g := load(t, "traced.star", tracedFlow, "child.star", childFlow)
+	rc := telemetrytest.NewReceiver(t)
+	p := provider(t, rc)
+	run(t, p, g, &runs.Spec{Ask: approve{}})
+	p.Shutdown(context.Background())
+	got := map[string][]string{}
+	for _, m := range rc.Metrics() {
+		h := m.GetHistogram()
+		if h == nil {
+			t.Errorf("metric %s is not a histogram", m.Name)
+			continue
+		}
+		for _, dp := range h.DataPoints {
+			var attrs []string
+			for _, a := range dp.Attributes {
+				if a.Key == "skein.flow" || a.Key == "skein.run.status" || a.Key == "skein.step.name" || a.Key == "skein.step.status" || a.Key == "gen_ai.token.type" || a.Key == "skein.engine" {
+					attrs = append(attrs, a.Key+"="+show(a.Value))
+				}
+			}
+			slices.Sort(attrs)
+			got[m.Name] = append(got[m.Name], fmt.Sprintf("%s count=%d sum>0=%v", strings.Join(attrs, ","), dp.Count, dp.GetSum() > 0))
+		}
+		if m.Name == "skein.run.duration" && m.Unit != "s" {
+			t.Errorf("skein.run.duration in %q, want s", m.Unit)
+		}
+	}
+	for name, want := range map[string]string{
+		"skein.run.duration":        "skein.engine=local,skein.flow=traced,skein.run.status=succeeded count=1 sum>0=true",
+		"skein.step.duration":       "skein.flow=traced,skein.step.name=flaky,skein.step.status=succeeded count=1 sum>0=true",
+		"gen_ai.client.token.usage": "gen_ai.token.type=input count=",
+	} {
+		var found bool
+		for _, g := range got[name] {
+			if strings.HasPrefix(g, want) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no %s point %q among %q", name, want, got[name])
+		}
+	}
+	if len(got["gen_ai.client.operation.duration"]) == 0 {
+		t.Errorf("no gen_ai.client.operation.duration: %v", got)
+	}
+
+	rc2 := telemetrytest.NewReceiver(t)
+	t.Setenv("OTEL_METRICS_EXPORTER", "none")
+	p2 := provider(t, rc2)
+	run(t, p2, g, &runs.Spec{Ask: approve{}})
+	p2.Shutdown(context.Background())
+	if n := len(rc2.Metrics()); n != 0 || len(rc2.Spans()) == 0 {
+		t.Errorf("OTEL_METRICS_EXPORTER=none: %d metrics, %d spans", n, len(rc2.Spans()))
+	}
+}

@@ -114,7 +114,7 @@ func (a *Activities) Task(ctx context.Context, in TaskInput) (*proc.Outcome, err
 	// traced run's task has its TRACEPARENT: RunInput.Traced).
 	tp, _ := telemetry.Default()
 	host, _ := os.Hostname()
-	end := tp.Remote(lookupEnv(in.Env, "TRACEPARENT"), "worker "+in.Kind.String()+" "+job.Step,
+	end := tp.Remote(ctx, lookupEnv(in.Env, "TRACEPARENT"), "worker "+in.Kind.String()+" "+job.Step,
 		attribute.String("skein.step.name", job.Step), attribute.String("skein.run.id", job.RunID),
 		attribute.Int("temporal.activity.attempt", int(activity.GetInfo(ctx).Attempt)), attribute.String("host.name", host))
 	wctx, stop := keepAlive(ctx)

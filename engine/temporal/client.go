@@ -28,6 +28,7 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/skeinlang/skein/engine/telemetry"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/vm"
@@ -49,8 +50,14 @@ type Client struct {
 func Dial(ctx context.Context, address, namespace string, l *slog.Logger) (*Client, error) {
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	// Temporal's own spans, when the environment configures traces.
+	tp, _ := telemetry.Default()
+	tracers, err := tracing(tp)
+	if err != nil {
+		return nil, err
+	}
 	c, err := client.DialContext(dctx, client.Options{HostPort: address, Namespace: namespace,
-		Logger: sdklog.NewStructuredLogger(l)})
+		Logger: sdklog.NewStructuredLogger(l), Interceptors: tracers})
 	if err != nil {
 		return nil, err
 	}

@@ -85,6 +85,11 @@ func (e *Engine) Start(ctx context.Context, spec *runs.Spec) (runs.Remote, error
 	// (docs/observability.md).
 	tp, _ := telemetry.Default()
 	tel := tp.Start(g, telemetry.RunInfo{File: confine.Abs(g.File), Engine: "temporal"})
+	if tel != nil && !spec.Detach {
+		// Temporal's spans under the run's, which Follow makes (a
+		// detached run's begin a trace of their own).
+		ctx = underRun(ctx, id)
+	}
 	run, err := e.c.Start(ctx, e.taskQueue, id, g,
 		RunInput{Flow: g.File, Root: g.Root, Cwd: cwd, Sources: spec.Named, Inputs: in, Parallel: o.Parallel, Timeout: o.Timeout,
 			HeartbeatTimeout: spec.Heartbeat, ModelEnv: ModelEnv(os.Environ()), MaxTokens: o.MaxTokens, Traced: tel != nil && !spec.Detach})

@@ -5,9 +5,43 @@ package temporal
 // makes from the run's events name it (docs/observability.md).
 
 import (
+	"context"
+
+	"go.opentelemetry.io/otel/trace"
+	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
+	"go.temporal.io/sdk/interceptor"
+
 	"github.com/skeinlang/skein/engine/telemetry"
 	"github.com/skeinlang/skein/vm"
 )
+
+// tracing returns Temporal's OpenTelemetry interceptor exporting with
+// p, for a client and the workers made from it: spans of the workflow's
+// start (StartWorkflow), of each execution (RunWorkflow), of each
+// activity it starts (StartActivity) and runs (RunActivity) and of
+// signals; none for queries (a follower asks every half second). Nil
+// without a provider.
+func tracing(p *telemetry.Provider) ([]interceptor.ClientInterceptor, error) {
+	if p == nil {
+		return nil, nil
+	}
+	i, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{
+		Tracer:              p.Tracer("go.temporal.io/sdk"),
+		DisableQueryTracing: true,
+		DisableBaggage:      true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []interceptor.ClientInterceptor{i}, nil
+}
+
+// underRun returns ctx with run id's span (see [telemetry.RunSpan]) as
+// the span Temporal's interceptor starts the workflow under, so that its
+// spans sit in the run's trace.
+func underRun(ctx context.Context, id string) context.Context {
+	return trace.ContextWithRemoteSpanContext(ctx, telemetry.RunSpan(id))
+}
 
 // traceparent is the W3C traceparent of the span a task's process runs
 // under: its step attempt's, or for an agent's tool call, the call's (a

@@ -1,6 +1,7 @@
-// Package telemetrytest is an OTLP/HTTP trace receiver for tests: what a
-// run exports is read back as spans, in either encoding (skein's default
-// build posts OTLP JSON, a -tags otlp build protobuf).
+// Package telemetrytest is an OTLP/HTTP trace and metrics receiver for
+// tests: what a run exports is read back as spans and metrics, in either
+// encoding (skein's default build posts OTLP JSON, a -tags otlp build
+// protobuf spans).
 package telemetrytest
 
 import (
@@ -14,18 +15,22 @@ import (
 	"sync"
 	"testing"
 
+	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
 
-// Receiver is an OTLP/HTTP trace receiver in the test's process, at URL:
-// it keeps the spans posted to it and the headers of the last post.
+// Receiver is an OTLP/HTTP receiver in the test's process, at URL: it
+// keeps the spans and metrics posted to it and the headers of the last
+// post of spans.
 type Receiver struct {
 	*httptest.Server
 	mu      sync.Mutex
 	spans   []*tracepb.Span
+	metrics []*metricspb.Metric
 	headers http.Header
 }
 
@@ -33,6 +38,10 @@ type Receiver struct {
 func NewReceiver(t testing.TB) *Receiver {
 	rc := &Receiver{}
 	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/metrics" {
+			rc.metricsPost(t, w, r)
+			return
+		}
 		if r.URL.Path != "/v1/traces" {
 			http.NotFound(w, r)
 			return
@@ -73,6 +82,42 @@ func (rc *Receiver) Spans() []*tracepb.Span {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return slices.Clone(rc.spans)
+}
+
+// metricsPost takes a post of metrics, in either encoding.
+func (rc *Receiver) metricsPost(t testing.TB, w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req colmetrics.ExportMetricsServiceRequest
+	var err error
+	if r.Header.Get("Content-Type") == "application/json" {
+		err = protojson.Unmarshal(body, &req)
+	} else {
+		err = proto.Unmarshal(body, &req)
+	}
+	if err != nil {
+		t.Errorf("receiver: metrics: %v", err)
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	rc.mu.Lock()
+	for _, rm := range req.ResourceMetrics {
+		for _, sm := range rm.ScopeMetrics {
+			rc.metrics = append(rc.metrics, sm.Metrics...)
+		}
+	}
+	rc.mu.Unlock()
+	w.Header().Set("Content-Type", r.Header.Get("Content-Type"))
+	if r.Header.Get("Content-Type") == "application/json" {
+		w.Write([]byte("{}"))
+	}
+}
+
+// Metrics is a copy of the metrics received so far, each post's in
+// turn (a cumulative metric posted twice is there twice).
+func (rc *Receiver) Metrics() []*metricspb.Metric {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.metrics)
 }
 
 // Headers are the headers of the last post.

@@ -167,13 +167,16 @@ func TestTraceShapeBothEngines(t *testing.T) {
 	if code := remote.wait(t, 2*time.Minute); code != 0 {
 		t.Fatalf("temporal run: exit %d\n%s", code, remote.stderr.String())
 	}
-	var runSpans, workerSpans []*tracepb.Span
+	var runSpans, workerSpans, temporalSpans []*tracepb.Span
 	split := func() {
-		runSpans, workerSpans = nil, nil
+		runSpans, workerSpans, temporalSpans = nil, nil, nil
 		for _, s := range remoteRC.Spans() {
-			if strings.HasPrefix(s.Name, "worker ") {
+			switch op, _, _ := strings.Cut(s.Name, ":"); {
+			case strings.HasPrefix(s.Name, "worker "):
 				workerSpans = append(workerSpans, s)
-			} else {
+			case temporalOps[op]:
+				temporalSpans = append(temporalSpans, s)
+			default:
 				runSpans = append(runSpans, s)
 			}
 		}
@@ -256,12 +259,74 @@ func TestTraceShapeBothEngines(t *testing.T) {
 		under[s.Name+" < "+p.Name+" attempt "+spanAttr(p, "skein.step.attempt")]++
 	}
 	wantUnder := map[string]int{
-		"worker shell flaky < shell flaky attempt 1": 1,
-		"worker shell flaky < shell flaky attempt 2": 1,
-		"worker task one < task one attempt 1":       2,
-		"worker task fix < agent fix attempt 1":      1,
+		"worker shell flaky < shell flaky attempt 1":    1,
+		"worker shell flaky < shell flaky attempt 2":    1,
+		"worker task one < task one attempt 1":          2,
+		"worker task fix < execute_tool where attempt ": 1, // its tool call's span
 	}
 	if d := cmp.Diff(wantUnder, under); d != "" {
 		t.Errorf("the worker's spans, by parent (-want +got):\n%s\nworker's stderr:\n%s", d, w.stderr.String())
 	}
+
+	// Temporal's own spans (its SDK's OpenTelemetry interceptor, on the
+	// client and the worker), in the run's trace: the workflow's start
+	// under the run's span, each execution under its start, the
+	// activities under the execution, the child flow's workflow under
+	// its start; and each worker span links to its activity's span.
+	waitFor(t, time.Minute, "Temporal's spans", func() bool {
+		split()
+		n := 0
+		for _, s := range temporalSpans {
+			if strings.HasPrefix(s.Name, "RunWorkflow:") {
+				n++
+			}
+		}
+		return n >= 2 // the run's and the child flow's
+	})
+	tids := map[string]*tracepb.Span{}
+	for _, s := range temporalSpans {
+		tids[string(s.SpanId)] = s
+	}
+	parentName := func(s *tracepb.Span) string {
+		if p := tids[string(s.ParentSpanId)]; p != nil {
+			return p.Name
+		}
+		if p := byID[string(s.ParentSpanId)]; p != nil {
+			return p.Name
+		}
+		return "?"
+	}
+	shape := map[string]int{}
+	for _, s := range temporalSpans {
+		shape[s.Name+" < "+parentName(s)]++
+	}
+	for _, want := range []string{
+		"StartWorkflow:skein.run < run traced",
+		"RunWorkflow:skein.run < StartWorkflow:skein.run",
+		"StartActivity:skein.task < RunWorkflow:skein.run",
+		"RunActivity:skein.task < StartActivity:skein.task",
+		"StartActivity:skein.model < RunWorkflow:skein.run",
+		"StartChildWorkflow:skein.run < RunWorkflow:skein.run",
+		"RunWorkflow:skein.run < StartChildWorkflow:skein.run",
+	} {
+		if shape[want] == 0 {
+			t.Errorf("no Temporal span %s; Temporal's spans: %v", want, shape)
+		}
+	}
+	for _, s := range workerSpans {
+		var linked string
+		for _, l := range s.Links {
+			if a := tids[string(l.SpanId)]; a != nil {
+				linked = a.Name
+			}
+		}
+		if linked != "RunActivity:skein.task" {
+			t.Errorf("worker span %s links to %q, want its RunActivity:skein.task span", s.Name, linked)
+		}
+	}
 }
+
+// temporalOps are the operations Temporal's interceptor names its spans
+// by ("RunWorkflow:skein.run").
+var temporalOps = map[string]bool{"StartWorkflow": true, "RunWorkflow": true, "StartActivity": true, "RunActivity": true,
+	"StartChildWorkflow": true, "SignalWorkflow": true, "HandleSignal": true, "SignalChildWorkflow": true, "SignalExternalWorkflow": true}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -67,9 +68,10 @@ chain(START, spin, END)
 `
 
 // BenchmarkLoopIteration runs a loop of 1000 iterations of one fn step
-// by the VM alone (the baseline), through the run service untraced (no provider: the VM is not even
-// asked for events) and traced (spans made and batched to an exporter
-// that drops them), and reports the time and allocations per iteration.
+// by the VM alone (the baseline), through the run service untraced (no
+// provider: the VM is not even asked for events), traced (spans made
+// and batched to an exporter that drops them) and traced with metrics
+// recorded too, and reports the time and allocations per iteration.
 func BenchmarkLoopIteration(b *testing.B) {
 	g := load(b, "spin.star", loopFlow)
 	traced, err := telemetry.New(context.Background(), sdktrace.WithBatcher(discard{}))
@@ -77,10 +79,15 @@ func BenchmarkLoopIteration(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer traced.Shutdown(context.Background())
+	metered, err := telemetry.NewMetered(context.Background(), sdkmetric.NewManualReader(), sdktrace.WithBatcher(discard{}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer metered.Shutdown(context.Background())
 	for _, c := range []struct {
 		name string
 		p    *telemetry.Provider
-	}{{"vm", nil}, {"untraced", nil}, {"traced", traced}} {
+	}{{"vm", nil}, {"untraced", nil}, {"traced", traced}, {"traced+metrics", metered}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 			svc := &runs.Service{Telemetry: c.p}

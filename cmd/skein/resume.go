@@ -14,6 +14,7 @@ import (
 
 	"github.com/skeinlang/skein/check"
 	"github.com/skeinlang/skein/engine/runs"
+	"github.com/skeinlang/skein/engine/temporal/limits"
 	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
@@ -40,7 +41,7 @@ type resumeOptions struct {
 func init() {
 	register(&command{
 		name:    "resume",
-		args:    "RUN [--from STEP] [--set STEP=VALUE]... [--input NAME=VALUE]... [--reload] [--json | --events] [--no-prompt] [--by NAME] [--parallel N] [--timeout D] [--max-load-steps N] [--cassette F [--replay-only] | --model stub[:F]] [--max-tokens N] [--engine local|temporal]",
+		args:    "RUN [--from STEP] [--set STEP=VALUE]... [--input NAME=VALUE]... [--reload] [--json | --events] [--no-prompt] [--by NAME] [--parallel N] [--timeout D] [--max-load-steps N] [--cassette F [--replay-only] | --model stub[:F]] [--max-tokens N] [--engine local|temporal [--task-queue Q]]",
 		summary: "continue a recorded run after a failure, a crash or an approval",
 		long: `Continues a run from its record. Every task, shell or other effect whose
 successful completion was recorded is not run again: its recorded outcome is
@@ -106,6 +107,7 @@ or succeeded (without --from or --reload); 2 for --engine temporal without
 			fs.StringVar(&o.by, "by", "", "who resumes the run, as recorded (default $SKEIN_USER, else $USER, else $LOGNAME)")
 			storeFlag(fs, &o.store)
 			o.defineConn(fs, "local (the run store); temporal forks a run on Temporal (--from, --set), and otherwise says how to run again there")
+			fs.StringVar(&o.taskQueue, "task-queue", limits.DefaultTaskQueue, "with --engine temporal, the task queue a fork runs on")
 		}, runResume, nil),
 	})
 }

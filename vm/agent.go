@@ -168,6 +168,7 @@ func (r *run) agentTurn(a *agentRun) {
 	req.Prompt = chat.Messages[len(chat.Messages)-1].Content
 	req.model = &modelRun{provider: r.opts.Models, budget: r.opts.budget, pacers: r.opts.Pacers, retries: n.Retries, backoff: n.Backoff}
 	r.reportRetries(n, req)
+	r.reportDeltas(n, req)
 	req.agent = a
 	r.startGated(a.f, n, req)
 }

@@ -31,6 +31,7 @@ const (
 	MapItem       EventType = "map_item"       // one item of a map finished
 	ExitHandled   EventType = "exit_handler"   // the exit handler finished (status, code, error)
 	ModelCall     EventType = "model_call"     // a model call ended (llm step, LLM router, judge)
+	ModelDelta    EventType = "model_delta"    // a piece of a streamed reply (llm step, agent turn; Options.Stream)
 	ToolCalled    EventType = "tool_call"      // an agent's tool call ended (tool, arguments, bounded result)
 	ToolGranted   EventType = "tool_granted"   // a tool of the flow's pool was granted to agents
 )
@@ -59,11 +60,11 @@ type Event struct {
 	Error    string        // the error message, when failed
 	Trace    []string      // step_finished: the backtrace of a runtime error in Starlark
 	Duration time.Duration // step_finished, run_finished; step_retrying: the backoff before the attempt
-	Message  string        // step_log: the printed line; loop_iteration: until's feedback
+	Message  string        // step_log: the printed line; loop_iteration: until's feedback; model_delta: the piece of text ("text" in JSON)
 	Output   starlark.Value
 	RunID    string
 	FlowName string // run_started, run_finished: the flow's name
-	Index    int    // map_item: the item's index; loop_iteration: the iteration (1-based)
+	Index    int    // map_item: the item's index; loop_iteration: the iteration (1-based); model_delta: the agent's turn (0 for an llm step)
 	Stop     bool   // loop_iteration: until said stop
 	Replayed bool   // step_finished: the outcome was read back from the run's record (resume)
 	// Exhausted (loop_iteration): this was the last allowed iteration and
@@ -191,7 +192,7 @@ func (enc *EventEncoder) Append(b []byte, e *Event) []byte {
 		b = strconv.AppendInt(append(b, `,"attempt":`...), int64(e.Attempt), 10)
 	}
 	switch e.Type {
-	case MapItem, LoopIteration, ToolCalled, ToolGranted:
+	case MapItem, LoopIteration, ToolCalled, ToolGranted, ModelDelta:
 		b = strconv.AppendInt(append(b, `,"index":`...), int64(e.Index), 10)
 	}
 	if e.Replayed {
@@ -221,6 +222,12 @@ func (enc *EventEncoder) Append(b []byte, e *Event) []byte {
 		b = appendMember(b, "model", e.Model)
 		b = strconv.AppendInt(append(b, `,"usage":{"prompt_tokens":`...), int64(e.Usage.PromptTokens), 10)
 		b = strconv.AppendInt(append(b, `,"completion_tokens":`...), int64(e.Usage.CompletionTokens), 10)
+		if e.Usage.CachedTokens > 0 {
+			b = strconv.AppendInt(append(b, `,"cached_tokens":`...), int64(e.Usage.CachedTokens), 10)
+		}
+		if e.Usage.ReasoningTokens > 0 {
+			b = strconv.AppendInt(append(b, `,"reasoning_tokens":`...), int64(e.Usage.ReasoningTokens), 10)
+		}
 		if e.Usage.Attempts > 0 {
 			b = strconv.AppendInt(append(b, `,"attempts":`...), int64(e.Usage.Attempts), 10)
 		}
@@ -248,7 +255,9 @@ func (enc *EventEncoder) Append(b []byte, e *Event) []byte {
 	if e.Type == StepRetrying {
 		b = appendMillis(append(b, `,"backoff_ms":`...), e.Duration)
 	}
-	if e.Message != "" {
+	if e.Type == ModelDelta {
+		b = appendMember(b, "text", e.Message)
+	} else if e.Message != "" {
 		b = appendMember(b, "message", e.Message)
 	}
 	if i, ok := e.Output.(starlark.Int); ok {
@@ -396,6 +405,7 @@ type jsonEvent struct {
 	DurationMS float64         `json:"duration_ms"`
 	BackoffMS  float64         `json:"backoff_ms"`
 	Message    string          `json:"message"`
+	Text       string          `json:"text"`
 	Output     json.RawMessage `json:"output"`
 }
 
@@ -412,6 +422,9 @@ func DecodeEvent(b []byte) (Event, error) {
 		Duration: millis(j.DurationMS), Message: j.Message}
 	if ev.Type == StepRetrying {
 		ev.Duration = millis(j.BackoffMS)
+	}
+	if ev.Type == ModelDelta {
+		ev.Message = j.Text
 	}
 	if len(j.Output) > 0 {
 		v, err := stdlib.FromStoredJSON(j.Output)

@@ -40,6 +40,10 @@ type modelRun struct {
 	// onRetry reports a retried attempt (a step_retrying event); it may
 	// be called from any goroutine.
 	onRetry func(attempt int, err error, wait time.Duration)
+	// onDelta, if set, is told each piece of the reply's text as it
+	// streams (a model_delta event) and the HTTP attempt of the call it
+	// is of (a retry, a fallback or a repair streams its reply anew).
+	onDelta func(attempt int, text string)
 }
 
 // CallModel makes the model call of a model request on this machine:
@@ -58,8 +62,44 @@ func (req *EffectRequest) CallModel(ctx context.Context) *EffectCompletion {
 			req.model.onRetry(attempt, errors.New(req.from.mask(err.Error())), wait)
 		}
 	}
-	o := mc.call(ctx, req.model.provider, req.model.budget, req.model.pacers, onRetry)
+	onDelta, flush := req.model.onDelta, func() {}
+	if onDelta != nil && req.from != nil && !req.from.secrets.Empty() {
+		onDelta, flush = req.maskDeltas(onDelta)
+	}
+	o := mc.call(ctx, req.model.provider, req.model.budget, req.model.pacers, onRetry, onDelta)
+	flush()
 	return o.masked(req.from).completion(req.Step, req.Kind)
+}
+
+// maskDeltas returns onDelta masking the run's model keys in the pieces
+// of text it is told, each attempt's as one stream (a key split over two
+// pieces is masked whole), and a function that tells what it held back.
+func (req *EffectRequest) maskDeltas(onDelta func(int, string)) (func(int, string), func()) {
+	attempt := 0
+	var mw *secrets.Writer
+	flush := func() {
+		if mw != nil {
+			mw.Flush()
+		}
+	}
+	return func(a int, text string) {
+		if a != attempt || mw == nil {
+			flush()
+			attempt = a
+			mw = req.from.secrets.NewWriter(deltaWriter(func(b []byte) { onDelta(a, string(b)) }))
+		}
+		mw.Write([]byte(text))
+	}, flush
+}
+
+// deltaWriter is an io.Writer telling what is written to a function.
+type deltaWriter func([]byte)
+
+func (w deltaWriter) Write(b []byte) (int, error) {
+	if len(b) > 0 {
+		w(b)
+	}
+	return len(b), nil
 }
 
 // masked returns o with the value of every model key of run r masked in
@@ -146,18 +186,23 @@ func (mc *ModelJob) Call(ctx context.Context, p model.Provider) *ModelOutcome {
 	b.Restore(mc.TokensUsed)
 	b.CostLimit = mc.CostLimit
 	b.RestoreCost(mc.CostUsed)
-	return mc.call(ctx, p, b, WorkerPacers, nil)
+	return mc.call(ctx, p, b, WorkerPacers, nil, nil)
 }
 
 // WorkerPacers pace the model calls [ModelJob.Call] makes: model(rpm=,
 // tpm=) holds per process of a worker, not across workers.
 var WorkerPacers = model.NewPacers()
 
-func (mc *ModelJob) call(ctx context.Context, p model.Provider, budget *model.Budget, pacers *model.Pacers, onRetry func(int, error, time.Duration)) *ModelOutcome {
+func (mc *ModelJob) call(ctx context.Context, p model.Provider, budget *model.Budget, pacers *model.Pacers,
+	onRetry func(int, error, time.Duration), onDelta func(int, string)) *ModelOutcome {
 	start := time.Now()
 	chat := mc.Chat
 	chat.Endpoint = mc.Endpoint
 	attempts := 0
+	if onDelta != nil {
+		// Told on the goroutine of the attempt, before it is counted.
+		chat.Stream = func(text string) { onDelta(attempts+1, text) }
+	}
 	pol := model.Policy{Retries: mc.Retries, Backoff: mc.Backoff, Budget: budget, Timeout: mc.Timeout, Attempts: &attempts, Pacers: pacers}
 	if onRetry != nil {
 		pol.OnRetry = func(attempt int, err error, wait time.Duration) { onRetry(attempt+1, err, wait) }
@@ -488,6 +533,9 @@ func (r *run) modelRequest(f *frame, n *graphir.Node, name string) (*EffectReque
 	}
 	req.model = &modelRun{provider: r.opts.Models, budget: r.opts.budget, pacers: r.opts.Pacers, retries: n.Retries, backoff: n.Backoff}
 	r.reportRetries(n, req)
+	if n.Kind == graphir.KindLLM {
+		r.reportDeltas(n, req)
+	}
 	if n.Kind == graphir.KindLoop {
 		req.model.retries, req.model.backoff = judgeRetries, time.Second
 	}
@@ -717,6 +765,24 @@ func (r *run) modelDone(f *frame, n *graphir.Node, req *EffectRequest, c *Effect
 	r.res.ModelCalls++
 	if r.events {
 		r.emit(&Event{Type: ModelCall, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Model: c.Model, Duration: c.Duration, Usage: c.Usage, Calls: calls, Code: c.Code, Error: c.Error})
+	}
+}
+
+// reportDeltas makes the pieces of the streamed reply to model request
+// req of step n model_delta events, when the run streams.
+func (r *run) reportDeltas(n *graphir.Node, req *EffectRequest) {
+	if !r.events || !r.opts.Stream {
+		return
+	}
+	// An agent's turn is the event's index, not a part of its scope: the
+	// pieces are the step's, as its step_started names it.
+	scope, kind, emit := req.Scope, n.Kind.String(), r.opts.OnEvent
+	if req.Turn > 0 && len(scope) > 0 {
+		scope = scope[:len(scope)-1]
+	}
+	prefix, visit, turn := r.opts.prefix, req.Visit, req.Turn
+	req.model.onDelta = func(attempt int, text string) {
+		emit(&Event{Type: ModelDelta, Time: time.Now(), Flow: prefix, Scope: scope, Step: n.Name, Kind: kind, Visit: visit, Attempt: attempt, Index: turn, Message: text})
 	}
 }
 

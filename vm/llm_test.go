@@ -550,3 +550,52 @@ chain(START, a, END)
 		}
 	}
 }
+
+// With Stream, an llm= step's reply comes as model_delta events, in
+// order, before the step ends, with the run's model keys masked even when
+// a key is split over two pieces; the output is the one without
+// streaming.
+func TestLLMStreamEvents(t *testing.T) {
+	reply := "the key is " + testKey + " ok"
+	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: reply, Chunks: []string{"the key ", "is sk-vm-", "test-SECRET", " ok"}, Prompt: 10, Completion: 4, Cached: 6}}})
+	defer s.Close()
+	src := `chain(START, step("say", llm = "say it"), END)`
+	var plain events
+	want := run(t, src, nil, modelOpts(s, &plain))
+	var evs events
+	opts := modelOpts(s, &evs)
+	opts.Stream = true
+	res := run(t, src, nil, opts)
+	if res.Status != vm.Succeeded || res.Output != want.Output || res.Usage != want.Usage || res.Usage.CachedTokens != 6 {
+		t.Fatalf("streamed: %s %v %v %+v; without: %v %+v", res.Status, res.Error, res.Output, res.Usage, want.Output, want.Usage)
+	}
+	if n := len(plain.of(vm.ModelDelta)); n != 0 {
+		t.Errorf("%d model_delta events without Stream", n)
+	}
+	var text strings.Builder
+	finished := false
+	for _, ev := range evs.list {
+		switch ev.Type {
+		case vm.ModelDelta:
+			if finished || ev.Step != "say" || ev.Kind != "llm" || ev.Visit != 1 || ev.Attempt != 1 {
+				t.Errorf("model_delta %+v (after the step finished: %v)", ev, finished)
+			}
+			text.WriteString(ev.Message)
+		case vm.StepFinished:
+			finished = ev.Step == "say"
+		}
+	}
+	if text.String() != "the key is *** ok" {
+		t.Errorf("streamed text %q", text.String())
+	}
+	if out := evs.json(); strings.Contains(out, testKey) || !strings.Contains(out, `{"event":"model_delta",`) {
+		t.Errorf("events:\n%s", out)
+	}
+	// The JSON form reads back.
+	for _, ev := range evs.of(vm.ModelDelta) {
+		back, err := vm.DecodeEvent(ev.AppendJSON(nil))
+		if err != nil || back.Message != ev.Message || back.Attempt != ev.Attempt || back.Type != vm.ModelDelta {
+			t.Errorf("decoded %+v, %v; want %+v", back, err, ev)
+		}
+	}
+}

@@ -122,6 +122,11 @@ type Options struct {
 	// next one): read it, do not change it, and to keep it keep a copy
 	// (*ev).
 	OnEvent func(ev *Event)
+	// Stream asks the model calls of llm= steps and agent turns to
+	// stream their replies: each piece of text is a model_delta event
+	// as it arrives (with OnEvent set). What the steps output, and what
+	// the journal keeps, is the same either way.
+	Stream bool
 	// LoadFlow loads and checks a child flow named by a templated flow=
 	// (literal ones were loaded with the parent); root is the parent's flow
 	// root, which the child's own loads may not leave either. Nil refuses

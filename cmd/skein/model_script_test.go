@@ -35,6 +35,7 @@ func TestModelScripts(t *testing.T) {
 				{Content: "cleaned"},
 				{ToolCalls: []modeltest.ToolCall{{ID: "c2", Name: "sh", Arguments: `{"cmd": "rm -rf ran.txt"}`}}},
 				{Content: "gave up"}}},
+			modeltest.Rule{Match: "Tell a story", Replies: []modeltest.Reply{{Content: "Once upon a time", Prompt: 40, Completion: 4, Cached: 8, Reasoning: 2}}},
 			modeltest.Rule{Match: "slow", Replies: []modeltest.Reply{{Content: "late", Delay: time.Hour}}},
 			modeltest.Rule{Replies: []modeltest.Reply{{Content: "fine", Prompt: 10, Completion: 5}}},
 		)

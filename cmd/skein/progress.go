@@ -66,7 +66,14 @@ type activeStep struct {
 	kind    string
 	started time.Time
 	attempt int
+	// text is the end of the model reply streaming in (model_delta
+	// events), of the agent's turn and the HTTP attempt in delta.
+	text  []byte
+	delta [2]int
 }
+
+// maxStreamText is how much of a streaming reply a running step keeps.
+const maxStreamText = 240
 
 func newProgress(w io.Writer, tty bool) *progress {
 	return &progress{w: newRunOutput(w), tty: tty, color: useColor(tty)}
@@ -74,6 +81,16 @@ func newProgress(w io.Writer, tty bool) *progress {
 
 // start begins flushing the output on a tick, and on a terminal redrawing
 // the live block.
+// streamTail is the last n runes of a streaming reply's text, as one
+// line of visible text.
+func streamTail(text []byte, n int) string {
+	s := visible.Text(strings.Join(strings.Fields(strings.ToValidUTF8(string(text), "")), " "), false)
+	if r := []rune(s); len(r) > n {
+		s = "…" + string(r[len(r)-n:])
+	}
+	return s
+}
+
 // tokensLine says what a run's model calls spent: tokens, the calls, the
 // HTTP attempts when retries or fallbacks made more, and the cost when
 // the models have a price.
@@ -206,6 +223,7 @@ func (p *progress) redraw() {
 	now := time.Now()
 	spin := spinner[(p.ticks/2)%len(spinner)] // a frame per 100 ms
 	b := p.dbuf[:0]
+	lines := 0
 	for _, a := range p.running {
 		b = append(b, ' ', ' ')
 		b = appendPaint(b, p.color, "36", spin)
@@ -219,8 +237,15 @@ func (p *progress) redraw() {
 			b = append(b, ')')
 		}
 		b = append(b, '\n')
+		if len(a.text) > 0 {
+			// The reply as it streams in: its last words, on one line.
+			b = append(b, "    "...)
+			b = p.appendDim(b, func(b []byte) []byte { return append(b, streamTail(a.text, 72)...) })
+			b = append(b, '\n')
+			lines++
+		}
 	}
-	p.drawn = len(p.running)
+	p.drawn = len(p.running) + lines
 	if p.fold.total > 0 {
 		b = append(b, ' ', ' ')
 		b = appendPaint(b, p.color, "32", "✓")
@@ -362,6 +387,21 @@ func (p *progress) event(ev *vm.Event) {
 		b = append(appendDuration(append(b, " in "...), ev.Duration), ')')
 		p.line(b)
 		p.show()
+		return
+	case vm.ModelDelta:
+		if p.tty {
+			// Agents' turns and llm steps: shown under the step, on the next tick.
+			if i := p.find(where); i >= 0 {
+				a := &p.running[i]
+				if d := [2]int{ev.Index, ev.Attempt}; d != a.delta {
+					a.text, a.delta = a.text[:0], d
+				}
+				a.text = append(a.text, ev.Message...)
+				if over := len(a.text) - maxStreamText; over > 0 {
+					a.text = append(a.text[:0], a.text[over:]...)
+				}
+			}
+		}
 		return
 	case vm.StepFinished:
 		if p.tty {

@@ -201,3 +201,39 @@ func TestTokensLine(t *testing.T) {
 		}
 	}
 }
+
+// On a terminal, the reply an llm= step streams shows under the running
+// step, its last words on one line, and goes with the step; a retry's
+// reply replaces the failed attempt's.
+func TestProgressStreamedReply(t *testing.T) {
+	out := &recorder{}
+	p := newProgress(out, true)
+	p.color = false
+	at := time.Now()
+	ev := func(e vm.Event) { e.Time, e.Step, e.Kind, e.Visit = at, "draft", "llm", 1; p.event(&e) }
+	live := func() string {
+		before := len(out.String())
+		p.mu.Lock()
+		p.redraw()
+		p.w.sync()
+		p.mu.Unlock()
+		return out.String()[before:]
+	}
+	ev(vm.Event{Type: vm.StepStarted})
+	ev(vm.Event{Type: vm.ModelDelta, Attempt: 1, Message: "Once upon"})
+	ev(vm.Event{Type: vm.ModelDelta, Attempt: 1, Message: " a time,\nthere"})
+	if s := live(); !strings.Contains(s, " draft ") || !strings.Contains(s, "    Once upon a time, there\n") {
+		t.Errorf("live block:\n%q", s)
+	}
+	ev(vm.Event{Type: vm.ModelDelta, Attempt: 2, Message: "Again"})
+	if s := live(); !strings.Contains(s, "    Again\n") || strings.Contains(s, "Once") {
+		t.Errorf("live block after a retry:\n%q", s)
+	}
+	ev(vm.Event{Type: vm.StepFinished, Status: string(vm.StepSucceeded)})
+	if s := live(); strings.Contains(s, "Again") {
+		t.Errorf("the reply outlived its step:\n%q", s)
+	}
+	if got := streamTail([]byte(strings.Repeat("x", 100)+" \x1b[31mend"), 10); !strings.HasSuffix(got, "end") || strings.ContainsRune(got, 0x1b) || len([]rune(got)) > 11 {
+		t.Errorf("streamTail = %q", got)
+	}
+}

@@ -339,11 +339,12 @@ func execute(ctx context.Context, io stdio, svc *runs.Service, run *runs.Run, ho
 	switch {
 	case events:
 		enc := newEventWriter(io.out)
-		run.OnEvent = enc.write
+		run.OnEvent, run.Stream = enc.write, true
 		defer enc.close()
 	case !asJSON:
 		prog = newProgress(io.out, isTerminal(io.out))
-		run.OnEvent = prog.event
+		// Model replies stream where someone watches them come.
+		run.OnEvent, run.Stream = prog.event, prog.tty
 		prog.start()
 		if hooks.prompt != nil {
 			hooks.prompt.hold = prog.hold

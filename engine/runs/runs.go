@@ -117,6 +117,10 @@ type Run struct {
 	// OnEvent, set before [Run.Run], receives the run's events (with a
 	// store, once what they report is recorded).
 	OnEvent func(*vm.Event)
+	// Stream, set before [Run.Run], has llm= steps and agent turns
+	// stream their replies to OnEvent as model_delta events
+	// ([vm.Options.Stream]).
+	Stream bool
 	// ExitCtx, set before [Run.Run], stops the flow's exit handler at
 	// once when done (a second interrupt); nil for never.
 	ExitCtx context.Context
@@ -209,7 +213,7 @@ func (r *Run) Run(ctx context.Context) (*vm.Result, error) {
 	r.cancel = cancel
 	r.mu.Unlock()
 	opts := r.opts
-	opts.OnEvent, opts.ExitCtx = r.tel.Events(r.OnEvent), r.ExitCtx
+	opts.OnEvent, opts.ExitCtx, opts.Stream = r.tel.Events(r.OnEvent), r.ExitCtx, r.Stream
 	if r.rec != nil {
 		opts.OnEvent = r.rec.Events(opts.OnEvent)
 		defer r.watchCancel(ctx)()

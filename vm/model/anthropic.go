@@ -24,15 +24,16 @@ const AnthropicBaseURL = "https://api.anthropic.com"
 const anthropicMaxTokens = 4096
 
 // sendAnthropic sends req to the Messages API. What the server answered is
-// left in the exchange mw keeps.
-func sendAnthropic(ctx context.Context, hc *http.Client, req Request, key string, mw option.Middleware) error {
+// left in the exchange mw keeps; a streamed reply is read here into the
+// reply returned.
+func sendAnthropic(ctx context.Context, hc *http.Client, req Request, key string, mw option.Middleware) (*Reply, error) {
 	params, err := anthropicParams(req)
 	if err != nil {
-		return &badRequestError{err}
+		return nil, &badRequestError{err}
 	}
 	base := AnthropicRoot(req.Endpoint.BaseURL)
 	if _, err := url.Parse(base); err != nil {
-		return &badRequestError{fmt.Errorf("bad base_url %q: %v", base, err)}
+		return nil, &badRequestError{fmt.Errorf("bad base_url %q: %v", base, err)}
 	}
 	opts := []option.RequestOption{
 		option.WithHTTPClient(hc),
@@ -44,8 +45,31 @@ func sendAnthropic(ctx context.Context, hc *http.Client, req Request, key string
 		opts = append(opts, option.WithAPIKey(key))
 	}
 	svc := anthropic.NewMessageService(opts...)
-	_, err = svc.New(ctx, params)
-	return err
+	if req.Stream == nil {
+		_, err = svc.New(ctx, params)
+		return nil, err
+	}
+	stream := svc.NewStreaming(ctx, params)
+	defer stream.Close()
+	// The SDK's accumulator adds the events up to the message a request
+	// without streaming gets, its JSON included.
+	var msg anthropic.Message
+	for stream.Next() {
+		ev := stream.Current()
+		if err := msg.Accumulate(ev); err != nil {
+			return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: the reply's stream: %v", req.Model, err), Retryable: true}
+		}
+		if ev.Type == "content_block_delta" && ev.Delta.Type == "text_delta" && ev.Delta.Text != "" {
+			req.Stream(ev.Delta.Text)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, err
+	}
+	if msg.StopReason == "" {
+		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: the reply's stream ended before the reply did", req.Model), Retryable: true}
+	}
+	return ParseAnthropic(req.Model, []byte(msg.RawJSON()))
 }
 
 // AnthropicRoot is the root the SDK adds /v1/messages to: base without a

@@ -260,7 +260,9 @@ func (c *Cassette) Complete(ctx context.Context, req Request) (*Reply, error) {
 
 func (c *Cassette) complete(ctx context.Context, run string, req Request) (*Reply, error) {
 	if req.Provider == ProviderStub {
-		return completeStub(ctx, req)
+		rep, err := completeStub(ctx, req)
+		streamWhole(req, rep)
+		return rep, err
 	}
 	k := matchKey(req)
 	c.mu.Lock()
@@ -273,6 +275,9 @@ func (c *Cassette) complete(ctx context.Context, run string, req Request) (*Repl
 		rep, err := parseReply(req, e.Response)
 		if rep != nil {
 			rep.Attempts = e.Attempts
+		}
+		if err == nil {
+			streamWhole(req, rep)
 		}
 		return rep, err
 	}
@@ -295,7 +300,7 @@ func (c *Cassette) complete(ctx context.Context, run string, req Request) (*Repl
 		return nil, err
 	}
 	rec := req
-	rec.Endpoint = Endpoint{}
+	rec.Endpoint, rec.Stream = Endpoint{}, nil
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	attempts := 0

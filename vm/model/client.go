@@ -48,16 +48,24 @@ type exchange struct {
 	header http.Header
 	body   []byte
 	err    error // reading the body
+	// streamed: the body is a stream of server-sent events, which the
+	// SDK reads (body is nil).
+	streamed bool
 }
 
 // capture returns middleware (of either SDK: the two types are the same
 // function type) that keeps the response of the round trip in *x, its body
-// read up to maxBody and handed on to the SDK.
-func capture(x **exchange) func(*http.Request, func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+// read up to maxBody and handed on to the SDK; a successful reply of
+// server-sent events to a request that streams is left to the SDK to read.
+func capture(x **exchange, streams bool) func(*http.Request, func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	return func(r *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 		resp, err := next(r)
 		if err != nil || resp == nil {
 			return resp, err
+		}
+		if streams && resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			*x = &exchange{status: resp.StatusCode, header: resp.Header, streamed: true}
+			return resp, nil
 		}
 		body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 		resp.Body.Close()
@@ -68,10 +76,17 @@ func capture(x **exchange) func(*http.Request, func(*http.Request) (*http.Respon
 }
 
 // Complete sends one request to its provider ([ProviderStub]'s is
-// answered here, with no request sent).
+// answered here, with no request sent). A request with a Stream function
+// asks the provider to stream its reply (with the usage at its end), and
+// tells the function each piece of text as it comes; what it returns is
+// the reply as the provider would have answered without streaming, so a
+// cassette records and replays it alike. A server that answers a streamed
+// request whole is told whole.
 func (c *Client) Complete(ctx context.Context, req Request) (*Reply, error) {
 	if req.Provider == ProviderStub {
-		return completeStub(ctx, req)
+		rep, err := completeStub(ctx, req)
+		streamWhole(req, rep)
+		return rep, err
 	}
 	parent := ctx
 	timeout := c.Timeout
@@ -96,11 +111,30 @@ func (c *Client) Complete(ctx context.Context, req Request) (*Reply, error) {
 		hc = &http.Client{}
 	}
 	var x *exchange
+	var rep *Reply
 	var err error
 	if req.Provider == ProviderAnthropic {
-		err = sendAnthropic(ctx, hc, req, key, capture(&x))
+		rep, err = sendAnthropic(ctx, hc, req, key, capture(&x, req.Stream != nil))
 	} else {
-		err = sendOpenAI(ctx, hc, req, key, capture(&x))
+		rep, err = sendOpenAI(ctx, hc, req, key, capture(&x, req.Stream != nil))
+	}
+	if x != nil && x.streamed {
+		// The stream was read; a failure is the stream's (cut off,
+		// cancelled, an error event, a reply that does not add up).
+		var me *Error
+		switch {
+		case err == nil && rep != nil:
+			return rep, nil
+		case err == nil:
+			err = errors.New("no reply")
+		case parent.Err() != nil:
+			return nil, parent.Err()
+		case ctx.Err() != nil:
+			return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: no whole reply within %s", req.Model, timeout), Retryable: true}
+		case errors.As(err, &me):
+			return nil, err
+		}
+		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: the reply's stream broke: %v", req.Model, unwrapSDK(err)), Retryable: true}
 	}
 	if x == nil {
 		switch {
@@ -134,7 +168,11 @@ func (c *Client) Complete(ctx context.Context, req Request) (*Reply, error) {
 			RetryAfter: retryAfter(x.header),
 			Msg:        fmt.Sprintf("model %q: HTTP %d%s", req.Model, x.status, errorDetail(x.body))}
 	}
-	return parseReply(req, x.body)
+	rep, err = parseReply(req, x.body)
+	if err == nil {
+		streamWhole(req, rep)
+	}
+	return rep, err
 }
 
 // badRequestError is a request the SDK could not be given (a base URL

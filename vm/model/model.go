@@ -121,6 +121,20 @@ type Request struct {
 	// Partial accepts a reply cut at the token limit as it is; without it
 	// such a reply fails with [CodeTruncated].
 	Partial bool `json:"partial,omitempty"`
+	// Stream, if set, is told the reply's text as it arrives, piece by
+	// piece, on the goroutine that called Complete: [Client] asks the
+	// provider to stream its reply; a recorded or stubbed reply is told
+	// whole. The reply returned is the same as without it. Not part of
+	// what a cassette matches or records.
+	Stream func(text string) `json:"-"`
+}
+
+// streamWhole tells req.Stream the whole text of rep, a reply that was
+// not streamed.
+func streamWhole(req Request, rep *Reply) {
+	if req.Stream != nil && rep != nil && rep.Text != "" {
+		req.Stream(rep.Text)
+	}
 }
 
 // Usage is the token count of one or more calls.
@@ -298,7 +312,7 @@ func call(ctx context.Context, p Provider, req Request, pol Policy) (*Reply, Req
 			return nil, req, ctx.Err()
 		}
 		r := fb.Request()
-		r.Messages, r.Schema, r.SchemaName, r.Tools, r.Partial = req.Messages, req.Schema, req.SchemaName, req.Tools, req.Partial
+		r.Messages, r.Schema, r.SchemaName, r.Tools, r.Partial, r.Stream = req.Messages, req.Schema, req.SchemaName, req.Tools, req.Partial, req.Stream
 		if req.MaxTokens > 0 && r.MaxTokens == 0 {
 			r.MaxTokens = req.MaxTokens
 		}

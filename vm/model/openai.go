@@ -14,6 +14,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/skeinlang/skein/internal/jsonschema"
@@ -24,11 +25,12 @@ import (
 const DefaultBaseURL = "https://api.openai.com/v1"
 
 // sendOpenAI sends req as a chat completion. What the server answered is
-// left in the exchange mw keeps; the SDK's own reading of it is not used.
-func sendOpenAI(ctx context.Context, hc *http.Client, req Request, key string, mw option.Middleware) error {
+// left in the exchange mw keeps; the SDK's own reading of it is not used,
+// but for a streamed reply's, which is read here into the reply returned.
+func sendOpenAI(ctx context.Context, hc *http.Client, req Request, key string, mw option.Middleware) (*Reply, error) {
 	params, err := openAIParams(req)
 	if err != nil {
-		return &badRequestError{err}
+		return nil, &badRequestError{err}
 	}
 	base := strings.TrimRight(req.Endpoint.BaseURL, "/")
 	if base == "" {
@@ -36,7 +38,7 @@ func sendOpenAI(ctx context.Context, hc *http.Client, req Request, key string, m
 	}
 	u, err := url.Parse(base)
 	if err != nil {
-		return &badRequestError{fmt.Errorf("bad base_url %q: %v", base, err)}
+		return nil, &badRequestError{fmt.Errorf("bad base_url %q: %v", base, err)}
 	}
 	opts := []option.RequestOption{
 		option.WithHTTPClient(hc),
@@ -59,9 +61,102 @@ func sendOpenAI(ctx context.Context, hc *http.Client, req Request, key string, m
 		}
 	}
 	svc := openai.NewChatCompletionService(opts...)
-	_, err = svc.New(ctx, params)
-	return err
+	if req.Stream == nil {
+		_, err = svc.New(ctx, params)
+		return nil, err
+	}
+	params.StreamOptions.IncludeUsage = openai.Bool(true)
+	stream := svc.NewStreaming(ctx, params)
+	defer stream.Close()
+	return readOpenAIStream(req, stream)
 }
+
+// readOpenAIStream reads a streamed chat completion, telling req.Stream
+// each piece of content, and returns the reply it adds up to: the chunks'
+// content, refusal and tool calls (their pieces joined by index), the
+// last finish reason and the usage of the last chunk, read as the
+// completion a request without streaming gets (whose body is Raw).
+func readOpenAIStream(req Request, stream *ssestream.Stream[openai.ChatCompletionChunk]) (*Reply, error) {
+	var text, refusal strings.Builder
+	var calls []ToolCall
+	var usage *openai.CompletionUsage
+	content, finish, id := false, "", ""
+	for stream.Next() {
+		ch := stream.Current()
+		if ch.ID != "" {
+			id = ch.ID
+		}
+		if ch.JSON.Usage.Valid() {
+			u := ch.Usage
+			usage = &u
+		}
+		for _, c := range ch.Choices {
+			if c.Index != 0 {
+				continue
+			}
+			d := c.Delta
+			if d.JSON.Content.Valid() {
+				content = true
+			}
+			if d.Content != "" {
+				text.WriteString(d.Content)
+				req.Stream(d.Content)
+			}
+			refusal.WriteString(d.Refusal)
+			for _, tc := range d.ToolCalls {
+				i := int(tc.Index)
+				if i < 0 || i >= maxStreamedCalls {
+					return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: the reply's stream has a tool call of index %d", req.Model, tc.Index), Retryable: true}
+				}
+				for len(calls) <= i {
+					calls = append(calls, ToolCall{Type: "function"})
+				}
+				if tc.ID != "" {
+					calls[i].ID = tc.ID
+				}
+				if tc.Function.Name != "" {
+					calls[i].Function.Name = tc.Function.Name
+				}
+				calls[i].Function.Arguments += tc.Function.Arguments
+			}
+			if c.FinishReason != "" {
+				finish = c.FinishReason
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, err
+	}
+	if finish == "" {
+		return nil, &Error{Code: CodeModel, Msg: fmt.Sprintf("model %q: the reply's stream ended before the reply did", req.Model), Retryable: true}
+	}
+	msg := map[string]any{"role": "assistant", "content": nil}
+	if content || text.Len() > 0 {
+		msg["content"] = text.String()
+	}
+	if refusal.Len() > 0 {
+		msg["refusal"] = refusal.String()
+	}
+	if len(calls) > 0 {
+		msg["tool_calls"] = calls
+	}
+	body := map[string]any{"id": id, "object": "chat.completion", "model": req.Model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}}}
+	if usage != nil {
+		body["usage"] = map[string]any{"prompt_tokens": usage.PromptTokens, "completion_tokens": usage.CompletionTokens, "total_tokens": usage.TotalTokens,
+			"prompt_tokens_details":     map[string]any{"cached_tokens": usage.PromptTokensDetails.CachedTokens},
+			"completion_tokens_details": map[string]any{"reasoning_tokens": usage.CompletionTokensDetails.ReasoningTokens}}
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResponse(req.Model, raw)
+}
+
+// maxStreamedCalls bounds the index of a streamed tool call (a server
+// that sends index 1e9 would have the calls take gigabytes).
+const maxStreamedCalls = 1024
 
 // azureDeployment reports whether u is a classic Azure OpenAI deployment
 // URL (…/openai/deployments/NAME?api-version=V), and its API version.

@@ -3,8 +3,9 @@
 // Messages API server ([NewAnthropic]), with real HTTP and JSON on the
 // wire, answers from a table, and faults on demand (429 with Retry-After
 // or retry-after-ms, 5xx, slow replies, malformed bodies, replies cut at
-// the token limit or stopped by a content filter). Each records every
-// request it receives.
+// the token limit or stopped by a content filter). A request with
+// "stream": true is answered with server-sent events, piece by piece. Each
+// records every request it receives.
 package modeltest
 
 import (
@@ -35,6 +36,15 @@ type Reply struct {
 	// tool_calls with ToolCalls), "length" or "content_filter". The
 	// Anthropic server says max_tokens and refusal.
 	Finish string
+	// Cached and Reasoning are usage's cached prompt tokens and
+	// reasoning tokens (OpenAI's prompt_tokens_details and
+	// completion_tokens_details, Anthropic's cache_read_input_tokens).
+	Cached, Reasoning int
+	// Chunks are the pieces a streamed reply (a request with "stream":
+	// true) sends its content in; nil: the content's words.
+	Chunks []string
+	// ChunkDelay is the wait before each piece of a streamed reply.
+	ChunkDelay time.Duration
 }
 
 // ToolCall is one scripted tool call: the function's name and its
@@ -207,6 +217,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		completion = len(rep.Content)/4 + 1
 	}
 	model, _ := req.Body["model"].(string)
+	if stream, _ := req.Body["stream"].(bool); stream {
+		if s.anthropic {
+			streamAnthropic(w, r, rep, model, prompt, completion)
+		} else {
+			streamOpenAI(w, r, rep, req, model, prompt, completion)
+		}
+		return
+	}
 	if s.anthropic {
 		json.NewEncoder(w).Encode(anthropicMessage(rep, model, prompt, completion))
 		return
@@ -221,8 +239,149 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			"message":       message(rep),
 			"finish_reason": finish(rep),
 		}},
-		"usage": map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+		"usage": usage(rep, prompt, completion),
 	})
+}
+
+// usage is rep's usage in OpenAI's words.
+func usage(rep *Reply, prompt, completion int) map[string]any {
+	u := map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+	if rep.Cached > 0 {
+		u["prompt_tokens_details"] = map[string]any{"cached_tokens": rep.Cached}
+	}
+	if rep.Reasoning > 0 {
+		u["completion_tokens_details"] = map[string]any{"reasoning_tokens": rep.Reasoning}
+	}
+	return u
+}
+
+// chunks is the pieces rep's content is streamed in.
+func chunks(rep *Reply) []string {
+	if rep.Chunks != nil {
+		return rep.Chunks
+	}
+	if rep.Content == "" {
+		return nil
+	}
+	return strings.SplitAfter(rep.Content, " ")
+}
+
+// sse writes server-sent events, one flushed at a time, each after rep's
+// ChunkDelay; false once the client has gone.
+type sse struct {
+	w     http.ResponseWriter
+	r     *http.Request
+	delay time.Duration
+}
+
+func (e sse) send(event string, data any) bool {
+	if e.delay > 0 {
+		select {
+		case <-time.After(e.delay):
+		case <-e.r.Context().Done():
+			return false
+		}
+	}
+	b, _ := json.Marshal(data)
+	if event != "" {
+		fmt.Fprintf(e.w, "event: %s\n", event)
+	}
+	if _, err := fmt.Fprintf(e.w, "data: %s\n\n", b); err != nil {
+		return false
+	}
+	e.w.(http.Flusher).Flush()
+	return e.r.Context().Err() == nil
+}
+
+// streamOpenAI sends rep as chat completion chunks: the role, the content
+// piece by piece, each tool call's name and then its arguments in two
+// pieces, the finish reason, the usage (when stream_options.include_usage
+// asks for it) and [DONE].
+func streamOpenAI(w http.ResponseWriter, r *http.Request, rep *Reply, req Request, model string, prompt, completion int) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	e := sse{w, r, rep.ChunkDelay}
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		choices := []any{}
+		if delta != nil {
+			choices = append(choices, map[string]any{"index": 0, "delta": delta, "finish_reason": finish})
+		}
+		return map[string]any{"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": model, "choices": choices}
+	}
+	if !e.send("", chunk(map[string]any{"role": "assistant", "content": ""}, nil)) {
+		return
+	}
+	for _, c := range chunks(rep) {
+		if !e.send("", chunk(map[string]any{"content": c}, nil)) {
+			return
+		}
+	}
+	for i, c := range rep.ToolCalls {
+		id := c.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d", i+1)
+		}
+		half := len(c.Arguments) / 2
+		for _, d := range []map[string]any{
+			{"index": i, "id": id, "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Arguments[:half]}},
+			{"index": i, "function": map[string]any{"arguments": c.Arguments[half:]}},
+		} {
+			if !e.send("", chunk(map[string]any{"tool_calls": []any{d}}, nil)) {
+				return
+			}
+		}
+	}
+	if !e.send("", chunk(map[string]any{}, finish(rep))) {
+		return
+	}
+	if opts, _ := req.Body["stream_options"].(map[string]any); opts["include_usage"] == true {
+		u := chunk(nil, nil)
+		u["usage"] = usage(rep, prompt, completion)
+		if !e.send("", u) {
+			return
+		}
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// streamAnthropic sends rep as Messages API stream events.
+func streamAnthropic(w http.ResponseWriter, r *http.Request, rep *Reply, model string, prompt, completion int) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	e := sse{w, r, rep.ChunkDelay}
+	msg := anthropicMessage(rep, model, prompt, 1)
+	msg["content"], msg["stop_reason"] = []any{}, nil
+	if !e.send("message_start", map[string]any{"type": "message_start", "message": msg}) {
+		return
+	}
+	block := 0
+	if rep.Content != "" || len(rep.ToolCalls) == 0 {
+		e.send("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+		for _, c := range chunks(rep) {
+			if !e.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": c}}) {
+				return
+			}
+		}
+		e.send("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+		block++
+	}
+	for i, c := range rep.ToolCalls {
+		id := c.ID
+		if id == "" {
+			id = fmt.Sprintf("toolu_%d", i+1)
+		}
+		e.send("content_block_start", map[string]any{"type": "content_block_start", "index": block,
+			"content_block": map[string]any{"type": "tool_use", "id": id, "name": c.Name, "input": map[string]any{}}})
+		if !e.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": block, "delta": map[string]any{"type": "input_json_delta", "partial_json": c.Arguments}}) {
+			return
+		}
+		e.send("content_block_stop", map[string]any{"type": "content_block_stop", "index": block})
+		block++
+	}
+	final := anthropicMessage(rep, model, prompt, completion)
+	if !e.send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": final["stop_reason"], "stop_sequence": nil},
+		"usage": map[string]any{"output_tokens": completion}}) {
+		return
+	}
+	e.send("message_stop", map[string]any{"type": "message_stop"})
 }
 
 func message(rep *Reply) map[string]any {
@@ -282,6 +441,6 @@ func anthropicMessage(rep *Reply, model string, prompt, completion int) map[stri
 		"content":       content,
 		"stop_reason":   stop,
 		"stop_sequence": nil,
-		"usage":         map[string]any{"input_tokens": prompt, "output_tokens": completion},
+		"usage":         map[string]any{"input_tokens": prompt - rep.Cached, "output_tokens": completion, "cache_read_input_tokens": rep.Cached},
 	}
 }

@@ -8,37 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skeinlang/skein/internal/fakeclock"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/model"
 	"github.com/skeinlang/skein/vm/model/modeltest"
 )
 
-// fakeClock is a clock that moves only when a pacer sleeps: a sleep to t
-// moves it to t at once (no wall time passes).
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) SleepUntil(ctx context.Context, t time.Time) error {
-	c.mu.Lock()
-	if t.After(c.now) {
-		c.now = t
-	}
-	c.mu.Unlock()
-	return ctx.Err()
-}
-
 // stamped records the fake clock's time of each attempt it sends on.
 type stamped struct {
 	inner model.Provider
-	clock *fakeClock
+	clock *fakeclock.Clock
 	mu    sync.Mutex
 	times []time.Time
 }
@@ -78,7 +57,7 @@ theirs = map("theirs", over = "range(5)", body = [ask], concurrency = 5)
 chain(START, theirs, END)
 `,
 	}
-	clock := &fakeClock{now: time.Unix(1_000_000, 0)}
+	clock := fakeclock.New(time.Unix(1_000_000, 0))
 	start := clock.Now()
 	prov := &stamped{inner: &model.Client{}, clock: clock}
 	res := runFiles(t, files, nil, vm.Options{Models: prov, Parallel: 8, Pacers: &model.Pacers{Now: clock.Now, SleepUntil: clock.SleepUntil}})
@@ -112,7 +91,7 @@ a = step("a", llm = "first", model = "m")
 b = step("b", llm = "second", model = "m", timeout = "10s", retries = 0)
 chain(START, a, b, END)
 `
-	clock := &fakeClock{now: time.Unix(1_000_000, 0)}
+	clock := fakeclock.New(time.Unix(1_000_000, 0))
 	res := run(t, src, nil, vm.Options{Pacers: &model.Pacers{Now: clock.Now, SleepUntil: clock.SleepUntil}})
 	if b := res.Step("b"); res.Status != vm.Failed || b.Code != "timeout" || !strings.Contains(b.Error, "pacing would wait 1m0s, longer than the step's timeout of 10s") {
 		t.Errorf("%s: b %s %q", res.Status, b.Code, b.Error)

@@ -2,41 +2,20 @@ package model_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/skeinlang/skein/internal/fakeclock"
 	"github.com/skeinlang/skein/vm/model"
 	"github.com/skeinlang/skein/vm/model/modeltest"
 )
-
-// A virtual clock: a pacer's sleep moves it, no wall time passes.
-type virtualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *virtualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *virtualClock) SleepUntil(ctx context.Context, t time.Time) error {
-	c.mu.Lock()
-	if t.After(c.now) {
-		c.now = t
-	}
-	c.mu.Unlock()
-	return ctx.Err()
-}
 
 // tpm= charges the tokens a reply reports: once a minute's tokens are
 // spent, the next call waits until the bucket has refilled enough.
 func TestPacingTokensPerMinute(t *testing.T) {
 	srv := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "ok", Prompt: 60, Completion: 40}}})
 	defer srv.Close()
-	clock := &virtualClock{now: time.Unix(1_000_000, 0)}
+	clock := fakeclock.New(time.Unix(1_000_000, 0))
 	start := clock.Now()
 	pacers := &model.Pacers{Now: clock.Now, SleepUntil: clock.SleepUntil}
 	req := model.Request{Endpoint: model.Endpoint{BaseURL: srv.BaseURL(), TPM: 100}, Model: "m",

@@ -87,6 +87,7 @@ type Scheduler struct {
 	inflight map[int64]string // queue item -> its run, for the runs this scheduler runs
 	wg       sync.WaitGroup
 	wake     chan struct{}
+	idle     time.Duration // how long Run waits with nothing due (0: a minute); tests lengthen it
 	changed  chan struct{} // closed and replaced when a run it started ends
 }
 
@@ -152,6 +153,9 @@ func (s *Scheduler) Run(ctx context.Context) {
 		}
 		next := s.Tick()
 		wait := time.Minute
+		if s.idle > 0 {
+			wait = s.idle
+		}
 		if !next.IsZero() {
 			wait = min(wait, max(next.Sub(s.now()), 0))
 		}

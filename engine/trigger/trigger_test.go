@@ -2,6 +2,7 @@ package trigger
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -364,5 +365,49 @@ chain(START, a, END)
 	s.Tick() // its run ended: the item is done
 	if q := items(t, st); q[0].State != store.QueueDone {
 		t.Errorf("item %s, want done", q[0].State)
+	}
+}
+
+// startSignal is a Runner whose runs end at once; it sends each queue
+// item it starts on started.
+type startSignal struct{ started chan int64 }
+
+func (r *startSignal) Start(it *store.QueueItem) (string, func(), error) {
+	r.started <- it.N
+	return fmt.Sprintf("run-%d", it.N), func() {}, nil
+}
+func (r *startSignal) Resume(*store.QueueItem) (func(), error) { return func() {}, nil }
+func (r *startSignal) Cancel(string)                           {}
+
+// Poke makes a waiting Run look at the queue at once: an item queued
+// behind the scheduler's back (what a run started from the page emitted)
+// is started without waiting for Run's next tick, here an hour away.
+// Each tick asks Flows for the flows, which tells the test Run ticked.
+func TestPokeWakesRun(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	ticks := make(chan struct{}, 8)
+	runner := &startSignal{started: make(chan int64, 8)}
+	s := &Scheduler{Store: st, Runner: runner, idle: time.Hour,
+		Flows: func() []Flow { ticks <- struct{}{}; return nil }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done; s.Wait() }()
+	<-ticks // Run's first tick: nothing is queued, the next is an hour away
+
+	it := &store.QueueItem{File: "emitted.star", Name: "emitted", Trigger: "emit", Inputs: json.RawMessage(`{}`), Enqueued: time.Now()}
+	if err := st.Enqueue(it); err != nil {
+		t.Fatal(err)
+	}
+	s.Poke()
+	// Only Poke can make Run tick again within the hour; the minute is
+	// there so that a Poke that does nothing fails the test, not hangs it.
+	select {
+	case <-ticks:
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not look at the queue after Poke")
+	}
+	if n := <-runner.started; n != it.N {
+		t.Errorf("started item %d, want %d", n, it.N)
 	}
 }

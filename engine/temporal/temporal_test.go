@@ -253,6 +253,9 @@ func TestScenariosBothEngines(t *testing.T) {
 			if diff := cmp.Diff(local.WithoutTimes(), remote.WithoutTimes()); diff != "" {
 				t.Errorf("local (-) and temporal (+) differ:\n%s", diff)
 			}
+			if len(sc.Forks) > 0 {
+				forkBothEngines(t, sc)
+			}
 		})
 	}
 }

@@ -24,6 +24,13 @@
 //	cancel: started            cancel the run (skein cancel) once the file
 //	                           named exists in the run's directory (a task
 //	                           of the flow makes it)
+//	fork: {"set": {"score": 42}}
+//	fork: {"from": "score"}    once the run ends, fork it (skein resume
+//	                           RUN --set / --from), one line per fork, each
+//	                           of the first run; every fork must name the
+//	                           run in resumed_from and call no model again
+//	                           upstream of what it runs again; "output"
+//	                           says the fork's output
 //
 // Its files are flow.star, the flow run, and the files it uses. A flow
 // that calls models declares model(provider = "stub", answers = [...]):
@@ -61,6 +68,17 @@ type Scenario struct {
 	CancelWhen string
 	// Store runs the scenario locally with a run store.
 	Store bool
+	// Forks are forks of the run once it ended, each of the first run.
+	Forks []Fork
+}
+
+// Fork is a fork of a scenario's run: skein resume RUN --from From
+// --set STEP=VALUE.
+type Fork struct {
+	From string                     `json:"from"`
+	Set  map[string]json.RawMessage `json:"set"`
+	// Output, when set, is the fork's output on both engines.
+	Output any `json:"output"`
 }
 
 // Scripted reports whether a person acts in the scenario, or it needs a
@@ -143,9 +161,17 @@ func parse(file string) (Scenario, error) {
 				return Scenario{}, fmt.Errorf("%s: cancel: want the name of a file in the run's directory, got %q", pos, val)
 			}
 			sc.CancelWhen = val
+		case "fork":
+			var f Fork
+			dec := json.NewDecoder(strings.NewReader(val))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&f); err != nil || f.From == "" && len(f.Set) == 0 {
+				return Scenario{}, fmt.Errorf("%s: fork: want a JSON object with from, set or both, and optionally output (%v)", pos, err)
+			}
+			sc.Forks = append(sc.Forks, f)
 		case "":
 		default:
-			return Scenario{}, fmt.Errorf("%s: unknown option %q; want inputs, parallel, all-sources, store, decide or cancel", pos, key)
+			return Scenario{}, fmt.Errorf("%s: unknown option %q; want inputs, parallel, all-sources, store, decide, cancel or fork", pos, key)
 		}
 	}
 	for _, f := range a.Files {

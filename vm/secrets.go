@@ -8,6 +8,7 @@ package vm
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -101,7 +102,7 @@ func (r *run) readSecrets() *graphir.Error {
 			}
 		}
 	}
-	if r.opts.SecretsUnread {
+	if r.opts.SecretsUnread || r.opts.SecretRefs {
 		return nil
 	}
 	sv := r.opts.secretVals
@@ -133,6 +134,9 @@ func (r *run) readSecrets() *graphir.Error {
 func (r *run) secret(s *graphir.Secret) string {
 	if r.opts.SecretsUnread {
 		return secrets.Mask
+	}
+	if r.opts.SecretRefs {
+		return SecretRef(s)
 	}
 	v, _ := r.opts.secretVals.lookup(s.Key())
 	return v
@@ -316,4 +320,88 @@ func (req *EffectRequest) Mask(s string) string {
 		return s
 	}
 	return req.from.mask(s)
+}
+
+// A secret reference is how a secret() renders in a run whose effects
+// run elsewhere (Options.SecretRefs): its key and position between
+// refOpen and refClose, never its value. The NUL bytes keep it from
+// being mistaken for text a flow wrote, and a reference left unresolved
+// cannot reach a process's environment (exec refuses NUL).
+const (
+	refOpen  = "\x00skein-secret:"
+	refClose = "\x00"
+)
+
+// SecretRef is the reference that stands for s's value.
+func SecretRef(s *graphir.Secret) string {
+	return refOpen + s.Key() + "@" + s.Pos.String() + refClose
+}
+
+// ResolveSecretRefs replaces each secret reference in text with its
+// secret's value, read from env or its file (a file's path mapped by
+// path, which may be nil), and adds each value to m. A secret that
+// cannot be read is an error at its secret()'s position, as when a run
+// starts locally.
+func ResolveSecretRefs(text string, env []string, path func(string) string, m *secrets.Masker) (string, error) {
+	if !strings.Contains(text, refOpen) {
+		return text, nil
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(text, refOpen)
+		if i < 0 {
+			b.WriteString(text)
+			return b.String(), nil
+		}
+		b.WriteString(text[:i])
+		rest := text[i+len(refOpen):]
+		j := strings.Index(rest, refClose)
+		if j < 0 {
+			return "", fmt.Errorf("a secret reference is cut short")
+		}
+		ref := rest[:j]
+		text = rest[j+len(refClose):]
+		key, pos, _ := strings.Cut(ref, "@")
+		s := &graphir.Secret{}
+		if name, ok := strings.CutPrefix(key, "env:"); ok {
+			s.Name = name
+		} else if file, ok := strings.CutPrefix(key, "file:"); ok {
+			s.Name, s.File = filepath.Base(file), file
+			if path != nil {
+				s.File = path(file)
+			}
+		} else {
+			return "", fmt.Errorf("%s: not a secret reference", pos)
+		}
+		v, err := readSecretAt(s, env)
+		if err != nil {
+			return "", fmt.Errorf("%s: %s: %v", pos, s, err)
+		}
+		m.Add(v)
+		b.WriteString(v)
+	}
+}
+
+// readSecretAt reads s where a worker runs an effect: from env, or the
+// file (no flow root to confine it to: the worker's files are its own).
+func readSecretAt(s *graphir.Secret, env []string) (string, error) {
+	var v string
+	if s.File == "" {
+		if v = lookupEnv(env, s.Name); v == "" {
+			return "", fmt.Errorf("$%s is not set on this worker", s.Name)
+		}
+	} else {
+		b, err := os.ReadFile(s.File)
+		if err != nil {
+			return "", err
+		}
+		v = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		if v == "" {
+			return "", fmt.Errorf("%s is empty", s.File)
+		}
+	}
+	if len(v) < secrets.MinLen {
+		return "", fmt.Errorf("the value is %d bytes: a secret must be at least %d to be masked", len(v), secrets.MinLen)
+	}
+	return v, nil
 }

@@ -210,6 +210,11 @@ type Options struct {
 	// secret() calls are not read: each renders as [secrets.Mask].
 	// Secret inputs are masked all the same.
 	SecretsUnread bool
+	// SecretRefs: the run's effects run elsewhere (on Temporal's
+	// workers), which read its secret() values themselves: each renders
+	// as a reference ([SecretRef]) that [ResolveSecretRefs] replaces with
+	// the value where the effect runs, so the run never holds one.
+	SecretRefs bool
 
 	// RunID is the id of the run; empty means a new one (see [NewRunID]).
 	// Child flows get ids of their own.

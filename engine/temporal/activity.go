@@ -18,7 +18,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/skeinlang/skein/engine/telemetry"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/confine"
+	"github.com/skeinlang/skein/internal/secrets"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/model"
 	"github.com/skeinlang/skein/vm/proc"
@@ -107,7 +109,27 @@ func (a *Activities) Task(ctx context.Context, in TaskInput) (*proc.Outcome, err
 		env = os.Environ()
 	}
 	job := in.Job
-	job.Env = append(append([]string(nil), env...), in.Env...)
+	// The step's secret() values are read here, from this worker's
+	// environment and files: the workflow, and so its history, holds
+	// only references to them (vm.SecretRef).
+	var m secrets.Masker
+	path := func(file string) string { return a.dir(TaskInput{Job: proc.Job{Dir: file}, Root: in.Root}) }
+	stepEnv := append([]string(nil), in.Env...)
+	for i, kv := range stepEnv {
+		v, err := vm.ResolveSecretRefs(kv, env, path, &m)
+		if err != nil {
+			return &proc.Outcome{Code: codes.BadInput, ExitCode: -1, Error: err.Error()}, nil
+		}
+		stepEnv[i] = v
+	}
+	if job.Stdin != nil {
+		v, err := vm.ResolveSecretRefs(*job.Stdin, env, path, &m)
+		if err != nil {
+			return &proc.Outcome{Code: codes.BadInput, ExitCode: -1, Error: err.Error()}, nil
+		}
+		job.Stdin = &v
+	}
+	job.Env = append(append([]string(nil), env...), stepEnv...)
 	job.Dir = a.dir(in)
 	job.Attempt += int(activity.GetInfo(ctx).Attempt) - 1
 	// This worker's span of the attempt, under the attempt's span (a
@@ -120,6 +142,9 @@ func (a *Activities) Task(ctx context.Context, in TaskInput) (*proc.Outcome, err
 	wctx, stop := keepAlive(ctx)
 	defer stop()
 	o := proc.Run(wctx, &job, nil, nil)
+	// What the task printed is masked before it leaves the worker: the
+	// activity's result is kept in the run's history.
+	o.Stdout, o.Stderr, o.Error = m.Mask(o.Stdout), m.Mask(o.Stderr), m.Mask(o.Error)
 	end(o.Error)
 	if err := stopped(wctx); err != nil {
 		return nil, err

@@ -15,12 +15,15 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"go.starlark.net/starlark"
 
 	"github.com/skeinlang/skein/engine/runs"
 	"github.com/skeinlang/skein/engine/telemetry"
+	"github.com/skeinlang/skein/graphir"
+	"github.com/skeinlang/skein/graphir/codes"
 	"github.com/skeinlang/skein/internal/confine"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/store"
@@ -74,6 +77,9 @@ func (e *Engine) Start(ctx context.Context, spec *runs.Spec) (runs.Remote, error
 			v, _, _ := spec.Inputs.Get(starlark.String(k))
 			given[k] = v
 		}
+	}
+	if err := refuseSecretInputs(g, given); err != nil {
+		return nil, &runs.UsageError{Err: err}
 	}
 	in, err := EncodeInputs(given)
 	if err != nil {
@@ -376,4 +382,18 @@ func (e *Engine) Logs(ctx context.Context, ref, step string, follow bool, h *run
 // until ctx is done: tasks run under w.Dir, model calls go to w.Models.
 func (e *Engine) Serve(ctx context.Context, w *runs.Worker) error {
 	return e.c.Serve(ctx, e.taskQueue, w.Parallel, &Activities{Dir: w.Dir, Models: w.Models}, w.Started)
+}
+
+// refuseSecretInputs refuses a value given for a secret input of g: the
+// workflow's input is kept in clear in its history, and a worker could
+// not read the value anywhere else. A secret the run needs is read on
+// the workers with secret() (docs/security.md#secrets-on-temporal).
+func refuseSecretInputs(g *graphir.Graph, given map[string]starlark.Value) error {
+	for _, in := range g.Inputs {
+		if _, ok := given[in.Name]; ok && in.Secret {
+			return &graphir.Error{Code: codes.BadInput, Pos: in.Pos, Msg: fmt.Sprintf(
+				"input %q is secret: a run on Temporal cannot take it (the workflow's input is kept in its history); read it on the workers with secret(%q) instead", in.Name, strings.ToUpper(in.Name))}
+		}
+	}
+	return nil
 }

@@ -310,17 +310,20 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 	opts := vm.Options{
 		Parallel: in.Parallel, Timeout: in.Timeout, EvalSteps: in.EvalSteps, MaxOutput: in.MaxOutput,
 		KillGrace: in.KillGrace, MaxPath: in.MaxPath, ExitGrace: in.ExitGrace,
-		Env:       []string{}, // the worker's environment is the activity's
-		ModelEnv:  append([]string{}, in.ModelEnv...),
-		MaxTokens: in.MaxTokens,
-		Runtime:   &wfRuntime{ctx: dctx},
-		Effects:   &journaled{inner: effects, st: st},
-		Set:       set,
-		RunID:     info.WorkflowExecution.ID,
-		Nesting:   in.Nesting,
-		OnEvent:   onEvent,
-		LoadFlow:  load,
-		Restore:   restore,
+		Env: []string{}, // the worker's environment is the activity's
+		// secret() is read on the worker that runs the task: the
+		// workflow's state, history and snapshots hold references.
+		SecretRefs: true,
+		ModelEnv:   append([]string{}, in.ModelEnv...),
+		MaxTokens:  in.MaxTokens,
+		Runtime:    &wfRuntime{ctx: dctx},
+		Effects:    &journaled{inner: effects, st: st},
+		Set:        set,
+		RunID:      info.WorkflowExecution.ID,
+		Nesting:    in.Nesting,
+		OnEvent:    onEvent,
+		LoadFlow:   load,
+		Restore:    restore,
 		// Before the history gets long, the run stops at a quiescent
 		// point and continues as a new execution from its snapshot.
 		Suspend: func() bool {

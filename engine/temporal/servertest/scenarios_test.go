@@ -50,8 +50,85 @@ func TestScenarios(t *testing.T) {
 			if diff := cmp.Diff(local, remote); diff != "" {
 				t.Errorf("local (-) and temporal (+) differ:\n%s", diff)
 			}
+			if len(sc.Forks) > 0 {
+				forks(t, sc, dir, args, runID(t, rout), q)
+			}
 		})
 	}
+}
+
+// forks forks the scenario's run on both engines as its forks say, with
+// skein resume --from / --set: a run of the flow on a run store beside
+// it locally, remoteID on Temporal. Each fork's results must agree, name
+// the run forked in resumed_from, and give the fork's output when the
+// scenario says it. (That no model is called again upstream the package
+// test proves, counting the model activities; TestForkOnServer proves it
+// on a server with a model server.)
+func forks(t *testing.T, sc temporaltest.Scenario, dir string, args []string, remoteID, q string) {
+	t.Helper()
+	lout, lerr, lcode := skein(t, dir, args...)
+	if lcode != 0 {
+		t.Fatalf("local run on a store: exit %d\n%s", lcode, lerr)
+	}
+	localID := runID(t, lout)
+	for _, fk := range sc.Forks {
+		var fargs []string
+		if fk.From != "" {
+			fargs = append(fargs, "--from", fk.From)
+		}
+		for k, v := range fk.Set {
+			fargs = append(fargs, "--set", k+"="+string(v))
+		}
+		lout, lerr, lcode := skein(t, dir, append([]string{"resume", localID, "--json"}, fargs...)...)
+		rout, rerr, rcode := skein(t, dir, append(append([]string{"resume", remoteID, "--json"}, fargs...), "--engine", "temporal", "--address", address, "--task-queue", q)...)
+		if lcode != 0 || rcode != 0 {
+			t.Fatalf("skein resume %s: exit %d locally, %d on temporal\nlocal stderr:\n%s\ntemporal stderr:\n%s", fargs, lcode, rcode, lerr, rerr)
+		}
+		local, err := temporaltest.Decode([]byte(lout))
+		if err != nil {
+			t.Fatalf("local fork %s: %v\n%s", fargs, err, lout)
+		}
+		remote, err := temporaltest.Decode([]byte(rout))
+		if err != nil {
+			t.Fatalf("temporal fork %s: %v\n%s", fargs, err, rout)
+		}
+		if diff := cmp.Diff(local, remote); diff != "" {
+			t.Errorf("fork %s: local (-) and temporal (+) differ:\n%s", fargs, diff)
+		}
+		if fk.Output != nil && !cmp.Equal(local.Output, fk.Output) {
+			t.Errorf("fork %s: output %v, want %v", fargs, local.Output, fk.Output)
+		}
+		if got := resumedFrom(t, lout); got != localID {
+			t.Errorf("local fork %s: resumed_from %q, want %q", fargs, got, localID)
+		}
+		if got := resumedFrom(t, rout); got != remoteID {
+			t.Errorf("temporal fork %s: resumed_from %q, want %q", fargs, got, remoteID)
+		}
+	}
+}
+
+// runID is the run_id of a result object.
+func runID(t *testing.T, out string) string {
+	t.Helper()
+	var r struct {
+		RunID string `json:"run_id"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.RunID == "" {
+		t.Fatalf("no run_id in the result (%v):\n%s", err, out)
+	}
+	return r.RunID
+}
+
+// resumedFrom is the resumed_from of a result object.
+func resumedFrom(t *testing.T, out string) string {
+	t.Helper()
+	var r struct {
+		ResumedFrom string `json:"resumed_from"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.ResumedFrom
 }
 
 // scenarioRun writes sc's files into a new directory and returns it with

@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -83,6 +84,21 @@ func (a *Activities) Model(ctx context.Context, job vm.ModelJob) (*vm.ModelOutco
 	o := job.Call(wctx, p)
 	if err := stopped(wctx); err != nil {
 		return nil, err
+	}
+	// A server may echo the key: it is masked before the outcome, kept
+	// in the run's history, leaves the worker.
+	var m secrets.Masker
+	if job.Endpoint.KeyEnv != "" {
+		m.Add(getenv(job.Endpoint.KeyEnv))
+	}
+	if !m.Empty() {
+		o.Answer, o.Error = m.Mask(o.Answer), m.Mask(o.Error)
+		if len(o.Object) > 0 {
+			o.Object = json.RawMessage(m.Mask(string(o.Object)))
+		}
+		for i := range o.ToolCalls {
+			o.ToolCalls[i].Function.Arguments = m.Mask(o.ToolCalls[i].Function.Arguments)
+		}
 	}
 	return o, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 	"github.com/skeinlang/skein/lang/frontend"
+	"github.com/skeinlang/skein/vm/model/modeltest"
 )
 
 // recorder is a data converter that keeps every payload it makes: all a
@@ -139,5 +140,34 @@ func TestSecretInputRefused(t *testing.T) {
 	}
 	if err := refuseSecretInputs(f.Graph, nil); err != nil {
 		t.Errorf("no value given: %v", err)
+	}
+}
+
+// TestSecretModelKeyEchoed: a model server that echoes the key the worker
+// sent has it masked before the model activity's outcome reaches the
+// history.
+func TestSecretModelKeyEchoed(t *testing.T) {
+	const key = "sk-echoed-worker-key-0042"
+	s := modeltest.New(modeltest.Rule{Match: "say", Replies: []modeltest.Reply{{Content: "your key is " + key}}})
+	defer s.Close()
+	sc := temporaltest.Scenario{Name: "key", Files: map[string]string{
+		"flow.star": `flow(name = "key")
+step("ask", llm = "say it")
+`,
+	}}
+	_, in := runScenario(t, sc)
+	in.ModelEnv = []string{"SKEIN_MODEL=m1", "SKEIN_BASE_URL=" + s.BaseURL()}
+	env := newEnvWith(t, &Activities{Env: []string{"OPENAI_API_KEY=" + key}})
+	rec := &recorder{DataConverter: converter.GetDefaultDataConverter()}
+	env.SetDataConverter(rec)
+	env.ExecuteWorkflow(WorkflowName, in)
+	out := output(t, env)
+	if out.Status != "succeeded" || !strings.Contains(string(out.Result), "your key is ***") {
+		t.Fatalf("status %s: %s", out.Status, out.Result)
+	}
+	for _, p := range rec.all {
+		if strings.Contains(p, key) {
+			t.Errorf("a payload holds the key: %.300s", p)
+		}
 	}
 }

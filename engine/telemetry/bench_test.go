@@ -166,7 +166,7 @@ func TestContinuedMarksRunSpan(t *testing.T) {
 	for _, ev := range spans[0].Events {
 		s := ev.Name
 		for _, a := range ev.Attributes {
-			s += " " + string(a.Key) + "=" + a.Value.Emit()
+			s += " " + string(a.Key) + "=" + a.Value.String()
 		}
 		got = append(got, s)
 	}

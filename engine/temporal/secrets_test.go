@@ -55,10 +55,11 @@ func TestSecretNeverInHistory(t *testing.T) {
 	sc := temporaltest.Scenario{Name: "secret", Files: map[string]string{
 		"flow.star": `flow(name = "secret")
 step("show", shell = "echo \"got $TOKEN\"; printf %s \"$TOKEN\" | base64", env = {"TOKEN": secret("SKEIN_TEST_TOKEN")})
-step("nested", flow = "child.star")
+step("nested", flow = "child.star", inputs = {"token": secret("SKEIN_TEST_TOKEN")})
 `,
-		"child.star": `flow(name = "child")
-step("inner", shell = "echo \"inner $TOKEN\"", env = {"TOKEN": secret("SKEIN_TEST_TOKEN")})
+		"child.star": `flow(name = "child", inputs = {"token": input(secret = True)})
+step("inner", shell = "echo \"inner $TOKEN\"", env = {"TOKEN": "{{ inputs.token }}"})
+step("own", shell = "echo \"own $TOKEN\"", env = {"TOKEN": secret("SKEIN_TEST_TOKEN")})
 `,
 	}}
 	t.Setenv("SKEIN_TEST_TOKEN", value)
@@ -71,7 +72,7 @@ step("inner", shell = "echo \"inner $TOKEN\"", env = {"TOKEN": secret("SKEIN_TES
 	if out.Status != "succeeded" {
 		t.Fatalf("status %s: %s", out.Status, out.Result)
 	}
-	if !strings.Contains(string(out.Result), "got ***") || !strings.Contains(string(out.Result), "inner ***") {
+	if !strings.Contains(string(out.Result), "got ***") || !strings.Contains(string(out.Result), "inner ***") || !strings.Contains(string(out.Result), "own ***") || strings.Contains(string(out.Result), "skein-secret") {
 		t.Errorf("the tasks did not print the masked secret: %s", out.Result)
 	}
 	for _, q := range []string{EventsQuery, JournalQuery, StatusQuery} {

@@ -8,12 +8,9 @@ package telemetry
 
 import (
 	"context"
-	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -111,24 +108,8 @@ func metricsReader() (sdkmetric.Reader, error) {
 	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, errorf("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT=%s: not an http:// or https:// URL", endpoint)
 	}
-	e := &jsonMetrics{url: endpoint, client: &http.Client{Timeout: 10 * time.Second}, headers: http.Header{}}
-	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_METRICS_HEADERS"} {
-		for _, kv := range strings.Split(os.Getenv(name), ",") {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok {
-				continue
-			}
-			k, _ = url.PathUnescape(strings.TrimSpace(k))
-			v, _ = url.PathUnescape(strings.TrimSpace(v))
-			e.headers.Set(k, v)
-		}
-	}
-	for _, name := range []string{"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"} {
-		if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
-			e.client.Timeout = time.Duration(n) * time.Millisecond
-			break
-		}
-	}
+	client, headers := otlpHTTP("METRICS")
+	e := &jsonMetrics{url: endpoint, client: client, headers: headers}
 	// The interval and timeout: OTEL_METRIC_EXPORT_INTERVAL and
 	// OTEL_METRIC_EXPORT_TIMEOUT, read by the SDK.
 	return sdkmetric.NewPeriodicReader(e), nil

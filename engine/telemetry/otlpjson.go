@@ -38,8 +38,18 @@ func exporter(context.Context) (sdktrace.SpanExporter, error) {
 	if endpoint == "" {
 		endpoint = strings.TrimSuffix(os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "/") + "/v1/traces"
 	}
-	e := &jsonExporter{url: endpoint, client: &http.Client{Timeout: 10 * time.Second}, headers: http.Header{}}
-	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+	client, headers := otlpHTTP("TRACES")
+	return &jsonExporter{url: endpoint, client: client, headers: headers}, nil
+}
+
+// otlpHTTP is the client and headers an OTLP/HTTP exporter of one signal
+// (TRACES or METRICS) posts with: OTEL_EXPORTER_OTLP_HEADERS, then the
+// signal's own headers over them; the signal's timeout, else the general
+// one, in milliseconds (10 s when neither is set).
+func otlpHTTP(signal string) (*http.Client, http.Header) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	headers := http.Header{}
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_" + signal + "_HEADERS"} {
 		for _, kv := range strings.Split(os.Getenv(name), ",") {
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok {
@@ -47,15 +57,15 @@ func exporter(context.Context) (sdktrace.SpanExporter, error) {
 			}
 			k, _ = url.PathUnescape(strings.TrimSpace(k))
 			v, _ = url.PathUnescape(strings.TrimSpace(v))
-			e.headers.Set(k, v)
+			headers.Set(k, v)
 		}
 	}
-	if ms := envOr("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"); ms != "" {
+	if ms := envOr("OTEL_EXPORTER_OTLP_"+signal+"_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"); ms != "" {
 		if n, err := strconv.Atoi(ms); err == nil && n > 0 {
-			e.client.Timeout = time.Duration(n) * time.Millisecond
+			client.Timeout = time.Duration(n) * time.Millisecond
 		}
 	}
-	return e, nil
+	return client, headers
 }
 
 func envOr(names ...string) string {

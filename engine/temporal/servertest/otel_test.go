@@ -273,34 +273,7 @@ func TestTraceShapeBothEngines(t *testing.T) {
 	// under the run's span, each execution under its start, the
 	// activities under the execution, the child flow's workflow under
 	// its start; and each worker span links to its activity's span.
-	waitFor(t, time.Minute, "Temporal's spans", func() bool {
-		split()
-		n := 0
-		for _, s := range temporalSpans {
-			if strings.HasPrefix(s.Name, "RunWorkflow:") {
-				n++
-			}
-		}
-		return n >= 2 // the run's and the child flow's
-	})
-	tids := map[string]*tracepb.Span{}
-	for _, s := range temporalSpans {
-		tids[string(s.SpanId)] = s
-	}
-	parentName := func(s *tracepb.Span) string {
-		if p := tids[string(s.ParentSpanId)]; p != nil {
-			return p.Name
-		}
-		if p := byID[string(s.ParentSpanId)]; p != nil {
-			return p.Name
-		}
-		return "?"
-	}
-	shape := map[string]int{}
-	for _, s := range temporalSpans {
-		shape[s.Name+" < "+parentName(s)]++
-	}
-	for _, want := range []string{
+	wants := []string{
 		"StartWorkflow:skein.run < run traced",
 		"RunWorkflow:skein.run < StartWorkflow:skein.run",
 		"StartActivity:skein.task < RunWorkflow:skein.run",
@@ -308,7 +281,45 @@ func TestTraceShapeBothEngines(t *testing.T) {
 		"StartActivity:skein.model < RunWorkflow:skein.run",
 		"StartChildWorkflow:skein.run < RunWorkflow:skein.run",
 		"RunWorkflow:skein.run < StartChildWorkflow:skein.run",
-	} {
+	}
+	tids := map[string]*tracepb.Span{}
+	shape := map[string]int{}
+	shapes := func() {
+		split()
+		clear(tids)
+		clear(shape)
+		for _, s := range temporalSpans {
+			tids[string(s.SpanId)] = s
+		}
+		parentName := func(s *tracepb.Span) string {
+			if p := tids[string(s.ParentSpanId)]; p != nil {
+				return p.Name
+			}
+			if p := byID[string(s.ParentSpanId)]; p != nil {
+				return p.Name
+			}
+			return "?"
+		}
+		for _, s := range temporalSpans {
+			shape[s.Name+" < "+parentName(s)]++
+		}
+	}
+	// The client's and each worker's spans come in their own batches, the
+	// run's workflow span when its execution ends: wait for every shape
+	// (a child's workflow span may come before its parent's).
+	complete := func() bool {
+		shapes()
+		for _, want := range wants {
+			if shape[want] == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(time.Minute); !complete() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, want := range wants {
 		if shape[want] == 0 {
 			t.Errorf("no Temporal span %s; Temporal's spans: %v", want, shape)
 		}

@@ -47,16 +47,11 @@ func NewReceiver(t testing.TB) *Receiver {
 			return
 		}
 		body, _ := io.ReadAll(r.Body)
-		var req coltrace.ExportTraceServiceRequest
-		var err error
 		if r.Header.Get("Content-Type") == "application/json" {
-			err = protojson.Unmarshal(hexIDs(t, body), &req)
-		} else {
-			err = proto.Unmarshal(body, &req)
+			body = hexIDs(t, body)
 		}
-		if err != nil {
-			t.Errorf("receiver: %v", err)
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		var req coltrace.ExportTraceServiceRequest
+		if !decode(t, w, r, body, &req, "receiver") {
 			return
 		}
 		rc.mu.Lock()
@@ -67,11 +62,7 @@ func NewReceiver(t testing.TB) *Receiver {
 			}
 		}
 		rc.mu.Unlock()
-		// An empty ExportTraceServiceResponse, in the request's encoding.
-		w.Header().Set("Content-Type", r.Header.Get("Content-Type"))
-		if r.Header.Get("Content-Type") == "application/json" {
-			w.Write([]byte("{}"))
-		}
+		reply(w, r)
 	}))
 	t.Cleanup(rc.Close)
 	return rc
@@ -88,15 +79,7 @@ func (rc *Receiver) Spans() []*tracepb.Span {
 func (rc *Receiver) metricsPost(t testing.TB, w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	var req colmetrics.ExportMetricsServiceRequest
-	var err error
-	if r.Header.Get("Content-Type") == "application/json" {
-		err = protojson.Unmarshal(body, &req)
-	} else {
-		err = proto.Unmarshal(body, &req)
-	}
-	if err != nil {
-		t.Errorf("receiver: metrics: %v", err)
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	if !decode(t, w, r, body, &req, "receiver: metrics") {
 		return
 	}
 	rc.mu.Lock()
@@ -106,6 +89,30 @@ func (rc *Receiver) metricsPost(t testing.TB, w http.ResponseWriter, r *http.Req
 		}
 	}
 	rc.mu.Unlock()
+	reply(w, r)
+}
+
+// decode reads an OTLP export request in the encoding its Content-Type
+// names (JSON, else protobuf); a body that does not decode fails the test
+// and is answered 400.
+func decode(t testing.TB, w http.ResponseWriter, r *http.Request, body []byte, req proto.Message, what string) bool {
+	var err error
+	if r.Header.Get("Content-Type") == "application/json" {
+		err = protojson.Unmarshal(body, req)
+	} else {
+		err = proto.Unmarshal(body, req)
+	}
+	if err != nil {
+		t.Errorf("%s: %v", what, err)
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+// reply answers an export with an empty response, in the request's
+// encoding.
+func reply(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", r.Header.Get("Content-Type"))
 	if r.Header.Get("Content-Type") == "application/json" {
 		w.Write([]byte("{}"))

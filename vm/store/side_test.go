@@ -217,33 +217,14 @@ func TestFoldTwice(t *testing.T) {
 // rendered), left by a skein that died before an upgrade, still folds
 // in: its attempts have nothing rendered.
 func TestFoldVersion1(t *testing.T) {
-	s, rec := beginRun(t)
+	s, got := foldOld(t, sideMagic1, func(lo, run int64) []write {
+		return []write{
+			{ins: true, args: []any{lo + 1, run, "", "a", "task", 1, 1, false, int64(1)}},
+			{args: []any{"succeeded", int64(1), "", "", nil, 0, "out", "", false, int64(2), nil, nil, nil, nil, lo + 1}},
+			{ins: true, args: []any{lo + 2, run, "", "b", "task", 1, 1, false, int64(3)}},
+		}
+	})
 	defer s.Close()
-	isAlive = func(pid int, _, _ string) bool { return pid != 7 }
-	defer func() { isAlive = alive }()
-	b, _ := frame(nil, func(b []byte) ([]byte, error) {
-		b = append(b, sideMagic1...)
-		b = appendString(b, "r1")
-		b = appendString(b, "h")
-		b = binary.AppendVarint(b, 7)
-		return appendString(b, "1"), nil
-	})
-	lo, _ := effectIDs(rec.n)
-	b, err := appendBatch(b, []write{
-		{ins: true, args: []any{lo + 1, rec.n, "", "a", "task", 1, 1, false, int64(1)}},
-		{args: []any{"succeeded", int64(1), "", "", nil, 0, "out", "", false, int64(2), nil, nil, nil, nil, lo + 1}},
-		{ins: true, args: []any{lo + 2, rec.n, "", "b", "task", 1, 1, false, int64(3)}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(s.sideDir(), "r1.7.1"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.foldDead("r1"); err != nil {
-		t.Fatal(err)
-	}
-	got := effectsOf(t, s, "r1")
 	if len(got) != 2 || got[0].Step != "a" || got[0].Status != "succeeded" || got[0].Stdout != "out" || got[1].Status != Running ||
 		got[0].Rendered != nil || got[1].Rendered != nil {
 		t.Fatalf("folded version 1: %+v", got)
@@ -254,22 +235,35 @@ func TestFoldVersion1(t *testing.T) {
 // skein that died before an upgrade, still folds in: its model calls have
 // their prompt and completion tokens, and no more.
 func TestFoldVersion2(t *testing.T) {
-	s, rec := beginRun(t)
+	s, got := foldOld(t, sideMagic2, func(lo, run int64) []write {
+		return []write{
+			{ins: true, args: []any{lo + 1, run, "", "ask", "llm", 1, 1, false, int64(1), nil}},
+			{args: []any{"succeeded", int64(1), "", "", `"yes"`, nil, nil, nil, false, int64(2), "m1", "yes", 7, 2, lo + 1}},
+		}
+	})
 	defer s.Close()
+	if len(got) != 1 || got[0].Status != "succeeded" || got[0].Model != "m1" || got[0].Usage != (model.Usage{PromptTokens: 7, CompletionTokens: 2}) {
+		t.Fatalf("folded version 2: %+v", got)
+	}
+}
+
+// foldOld writes a side journal of an older version (magic) for run r1
+// of a process that died (pid 7), the writes given the first effect id
+// and the run's row, folds it in and returns the store and r1's effects.
+func foldOld(t *testing.T, magic string, writes func(lo, run int64) []write) (*Store, []*Effect) {
+	t.Helper()
+	s, rec := beginRun(t)
 	isAlive = func(pid int, _, _ string) bool { return pid != 7 }
 	defer func() { isAlive = alive }()
 	b, _ := frame(nil, func(b []byte) ([]byte, error) {
-		b = append(b, sideMagic2...)
+		b = append(b, magic...)
 		b = appendString(b, "r1")
 		b = appendString(b, "h")
 		b = binary.AppendVarint(b, 7)
 		return appendString(b, "1"), nil
 	})
 	lo, _ := effectIDs(rec.n)
-	b, err := appendBatch(b, []write{
-		{ins: true, args: []any{lo + 1, rec.n, "", "ask", "llm", 1, 1, false, int64(1), nil}},
-		{args: []any{"succeeded", int64(1), "", "", `"yes"`, nil, nil, nil, false, int64(2), "m1", "yes", 7, 2, lo + 1}},
-	})
+	b, err := appendBatch(b, writes(lo, rec.n))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,10 +273,7 @@ func TestFoldVersion2(t *testing.T) {
 	if err := s.foldDead("r1"); err != nil {
 		t.Fatal(err)
 	}
-	got := effectsOf(t, s, "r1")
-	if len(got) != 1 || got[0].Status != "succeeded" || got[0].Model != "m1" || got[0].Usage != (model.Usage{PromptTokens: 7, CompletionTokens: 2}) {
-		t.Fatalf("folded version 2: %+v", got)
-	}
+	return s, effectsOf(t, s, "r1")
 }
 
 // Two stores (connections) folding the same side journal at once: both

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.temporal.io/sdk/testsuite"
+
 	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 	"github.com/skeinlang/skein/vm/model/modeltest"
 )
@@ -33,7 +35,13 @@ title = step("title", llm = "title for {{ inputs.text }}")
 // its output and its journal as JournalQuery answers it.
 func forkRun(t *testing.T, in RunInput, a *Activities) (*RunOutput, *Journal) {
 	t.Helper()
-	env := newEnvWith(t, a)
+	return runJournal(t, newEnvWith(t, a), in)
+}
+
+// runJournal runs in to its end in env and returns its output and its
+// journal as JournalQuery answers it.
+func runJournal(t *testing.T, env *testsuite.TestWorkflowEnvironment, in RunInput) (*RunOutput, *Journal) {
+	t.Helper()
 	env.ExecuteWorkflow(WorkflowName, in)
 	out := output(t, env)
 	v, err := env.QueryWorkflow(JournalQuery)

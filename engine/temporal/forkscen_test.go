@@ -126,17 +126,7 @@ func forkRunCounting(t *testing.T, in RunInput, calls *atomic.Int64) (*RunOutput
 			calls.Add(1)
 		}
 	})
-	env.ExecuteWorkflow(WorkflowName, in)
-	out := output(t, env)
-	v, err := env.QueryWorkflow(JournalQuery)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var j Journal
-	if err := v.Get(&j); err != nil {
-		t.Fatal(err)
-	}
-	return out, &j
+	return runJournal(t, env, in)
 }
 
 func decodeID(t *testing.T, b []byte) string {

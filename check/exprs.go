@@ -109,35 +109,8 @@ func (p *pass) exprs() *exprIndex {
 					`write a literal "{{" as {{ "{{" }}`))
 			}
 		}
-		for i, t := range n.Argv {
-			tmpl(t, "run", "", i)
-		}
-		for _, v := range n.Env {
-			tmpl(v.Value, "env", v.Name, 0)
-		}
-		tmpl(n.Stdin, "stdin", "", 0)
-		tmpl(n.Dir, "dir", "", 0)
-		if n.WaitUntil {
-			tmpl(n.Wait, "wait_until", "", 0)
-		} else {
-			tmpl(n.Wait, "wait", "", 0)
-		}
-		tmpl(n.Approve, "approve", "", 0)
+		stepTemplates(n, tmpl)
 		add(site{x: n.RetryWhen, kind: siteRetryWhen, at: n.ID, scope: n.Parent})
-		if sub := n.Subflow; sub != nil {
-			tmpl(sub.Flow, "flow", "", 0)
-			for _, in := range sub.Inputs {
-				tmpl(in.Value, "inputs", in.Name, 0)
-			}
-		}
-		if call := n.Call; call != nil {
-			if n.Kind == graphir.KindAgent {
-				tmpl(call.Prompt, "agent", "", 0)
-			} else {
-				tmpl(call.Prompt, "llm", "", 0)
-			}
-			tmpl(call.System, "system", "", 0)
-		}
 		switch n.Kind {
 		case graphir.KindFn:
 			if n.FnReads != nil {
@@ -579,4 +552,37 @@ func syntaxHint(src string) string {
 		return ""
 	}
 	return fmt.Sprintf("= assigns and an expression cannot assign; to compare, write ==: %s", b.String())
+}
+
+// stepTemplates calls visit with each template step n holds, named by
+// its field (and key or index) as describeField names them.
+func stepTemplates(n *graphir.Node, visit func(t *graphir.Template, field, key string, index int)) {
+	for i, t := range n.Argv {
+		visit(t, "run", "", i)
+	}
+	for _, v := range n.Env {
+		visit(v.Value, "env", v.Name, 0)
+	}
+	visit(n.Stdin, "stdin", "", 0)
+	visit(n.Dir, "dir", "", 0)
+	if n.WaitUntil {
+		visit(n.Wait, "wait_until", "", 0)
+	} else {
+		visit(n.Wait, "wait", "", 0)
+	}
+	visit(n.Approve, "approve", "", 0)
+	if sub := n.Subflow; sub != nil {
+		visit(sub.Flow, "flow", "", 0)
+		for _, in := range sub.Inputs {
+			visit(in.Value, "inputs", in.Name, 0)
+		}
+	}
+	if call := n.Call; call != nil {
+		if n.Kind == graphir.KindAgent {
+			visit(call.Prompt, "agent", "", 0)
+		} else {
+			visit(call.Prompt, "llm", "", 0)
+		}
+		visit(call.System, "system", "", 0)
+	}
 }

@@ -427,30 +427,7 @@ func (sx *secrets) checkParts(n *graphir.Node) {
 				fmt.Sprintf("%s reaches %s%s", part.Secret, describeField(n, field, key, index), why), secretHint(part.Secret))
 		}
 	}
-	for i, t := range n.Argv {
-		check(t, "run", "", i)
-	}
-	check(n.Dir, "dir", "", 0)
-	if n.WaitUntil {
-		check(n.Wait, "wait_until", "", 0)
-	} else {
-		check(n.Wait, "wait", "", 0)
-	}
-	check(n.Approve, "approve", "", 0)
-	if sub := n.Subflow; sub != nil {
-		check(sub.Flow, "flow", "", 0)
-		for _, in := range sub.Inputs {
-			check(in.Value, "inputs", in.Name, 0)
-		}
-	}
-	if call := n.Call; call != nil {
-		if n.Kind == graphir.KindAgent {
-			check(call.Prompt, "agent", "", 0)
-		} else {
-			check(call.Prompt, "llm", "", 0)
-		}
-		check(call.System, "system", "", 0)
-	}
+	stepTemplates(n, check)
 }
 
 func secretHint(s *graphir.Secret) string {

@@ -368,13 +368,16 @@ chain(START, a, END)
 	}
 }
 
-// startSignal is a Runner whose runs end at once; it sends each queue
-// item it starts on started.
-type startSignal struct{ started chan int64 }
+// startSignal is a Runner that sends each queue item it starts on
+// started; its runs end when hold is closed.
+type startSignal struct {
+	started chan int64
+	hold    chan struct{}
+}
 
 func (r *startSignal) Start(it *store.QueueItem) (string, func(), error) {
 	r.started <- it.N
-	return fmt.Sprintf("run-%d", it.N), func() {}, nil
+	return fmt.Sprintf("run-%d", it.N), func() { <-r.hold }, nil
 }
 func (r *startSignal) Resume(*store.QueueItem) (func(), error) { return func() {}, nil }
 func (r *startSignal) Cancel(string)                           {}
@@ -382,32 +385,44 @@ func (r *startSignal) Cancel(string)                           {}
 // Poke makes a waiting Run look at the queue at once: an item queued
 // behind the scheduler's back (what a run started from the page emitted)
 // is started without waiting for Run's next tick, here an hour away.
-// Each tick asks Flows for the flows, which tells the test Run ticked.
+//
+// Run's first tick starts a first item, whose run goes on until the
+// test ends (a run that ends pokes Run itself). The emitted item is
+// queued once that tick has read the queue, so only the Poke can start
+// it within the hour; the guard, far longer than the start takes, is
+// there so that a Poke that does nothing fails the test, not hangs it.
 func TestPokeWakesRun(t *testing.T) {
+	const guard = 10 * time.Second
 	st := openStore(t, t.TempDir())
-	ticks := make(chan struct{}, 8)
-	runner := &startSignal{started: make(chan int64, 8)}
-	s := &Scheduler{Store: st, Runner: runner, idle: time.Hour,
-		Flows: func() []Flow { ticks <- struct{}{}; return nil }}
+	enqueue := func(name string) *store.QueueItem {
+		t.Helper()
+		it := &store.QueueItem{File: name + ".star", Name: name, Trigger: "emit", Inputs: json.RawMessage(`{}`), Enqueued: time.Now()}
+		if err := st.Enqueue(it); err != nil {
+			t.Fatal(err)
+		}
+		return it
+	}
+	runner := &startSignal{started: make(chan int64, 8), hold: make(chan struct{})}
+	started := func(want *store.QueueItem, why string) {
+		t.Helper()
+		select {
+		case n := <-runner.started:
+			if n != want.N {
+				t.Fatalf("started item %d, want %d", n, want.N)
+			}
+		case <-time.After(guard):
+			t.Fatal(why)
+		}
+	}
+	s := &Scheduler{Store: st, Runner: runner, idle: time.Hour}
+	first := enqueue("first")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { s.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done; s.Wait() }()
-	<-ticks // Run's first tick: nothing is queued, the next is an hour away
+	defer func() { close(runner.hold); cancel(); <-done; s.Wait() }()
+	started(first, "Run's first tick did not start the queued item")
 
-	it := &store.QueueItem{File: "emitted.star", Name: "emitted", Trigger: "emit", Inputs: json.RawMessage(`{}`), Enqueued: time.Now()}
-	if err := st.Enqueue(it); err != nil {
-		t.Fatal(err)
-	}
+	emitted := enqueue("emitted")
 	s.Poke()
-	// Only Poke can make Run tick again within the hour; the minute is
-	// there so that a Poke that does nothing fails the test, not hangs it.
-	select {
-	case <-ticks:
-	case <-time.After(time.Minute):
-		t.Fatal("Run did not look at the queue after Poke")
-	}
-	if n := <-runner.started; n != it.N {
-		t.Errorf("started item %d, want %d", n, it.N)
-	}
+	started(emitted, "Run did not look at the queue after Poke")
 }

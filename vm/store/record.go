@@ -427,9 +427,12 @@ func renderedJSON(req *vm.EffectRequest) any {
 // is called holding rec.mu.
 func (rec *Recorder) queue(w write) {
 	rec.batch = append(rec.batch, w)
-	if rec.armed || faultBatch != "" {
-		// (With the fault hook set, only the run going idle commits:
-		// the batch it kills is the one the run filled.)
+	if rec.armed || faultBatch != "" || faultSide != "" {
+		// (With a fault hook set, only the run going idle commits: the
+		// batch it kills is the one the run filled, whatever the
+		// timing. With the timer, a completion could commit alone
+		// while the run, slowed down, had not yet queued the start
+		// rows it leads to.)
 		return
 	}
 	rec.armed = true

@@ -155,8 +155,8 @@ func TestContinuedMarksRunSpan(t *testing.T) {
 	}
 	r := p.Start(nil, telemetry.RunInfo{Engine: "temporal"})
 	r.Event(&vm.Event{Type: vm.RunStarted, RunID: "run-1", FlowName: "long"})
-	r.Continued("e1", "e2")
-	r.Continued("e2", "e3")
+	r.Continued(nil, "e1", "e2")
+	r.Continued(nil, "e2", "e3")
 	r.Event(&vm.Event{Type: vm.RunFinished, Status: "succeeded"})
 	spans := exp.GetSpans()
 	if len(spans) != 1 {

@@ -107,3 +107,18 @@ func ToolTraceparent(id string, flow, scope []string, step string, visit, attemp
 	s := toolSpan(id, flow, scope, step, visit, attempt, turn, callID)
 	return "00-" + t.String() + "-" + s.String() + "-01"
 }
+
+// derivedSpan returns the span id of the span what names (an iteration
+// and its key, a child flow's run and its key) under the span parent, in
+// the trace of run id when the run began its own trace.
+func derivedSpan(id string, parent trace.SpanID, what ...string) trace.SpanID {
+	h := sha256.New()
+	fmt.Fprintf(h, "skein span %s\x00%s", id, parent)
+	for _, w := range what {
+		h.Write([]byte{0})
+		h.Write([]byte(w))
+	}
+	var s trace.SpanID
+	copy(s[:], h.Sum(nil))
+	return s
+}

@@ -31,6 +31,21 @@ type RunInfo struct {
 	Predecessor string
 	// Engine names the engine running the flow ("local", "temporal").
 	Engine string
+	// Top, for a child flow's run whose spans are made apart from its
+	// parent's (a Temporal child workflow's, made where it runs), is the
+	// id of the run at the top of its tree, whose trace it is in; Parent
+	// is then the span of the step that runs it.
+	Top string
+	// Replaying, when set, says whether the events given now are ones
+	// given before, to a Run that was lost (a Temporal workflow replaying
+	// its history on a worker): the spans they end are not exported
+	// again and their metrics not recorded again, but the spans they
+	// leave open are made again, with the same ids.
+	Replaying func() bool
+	// Carried is what [Run.Carry] returned for the run when its last
+	// process stopped making its spans (a Temporal workflow that
+	// continued as new): the spans still open then go on.
+	Carried *Carried
 }
 
 // Run makes the spans of one run from its events. A nil *Run does
@@ -55,8 +70,9 @@ type Run struct {
 	graphs map[string]*graphir.Graph
 	msgs   map[string]*content // a model call's prompt and answer, by step key
 	ended  bool
-	// executions: the times the run's workflow continued as new.
-	executions int
+	// executions: the times the run's workflow (by the flow chain's
+	// key, "" for the run's own) continued as new.
+	executions map[string]int
 	flow       string // the flow's name, for metrics
 }
 
@@ -83,8 +99,41 @@ func (p *Provider) Start(g *graphir.Graph, info RunInfo) *Run {
 	if info.Engine == "" {
 		info.Engine = "local"
 	}
-	return &Run{p: p, g: g, info: info, runs: map[string]*open{}, steps: map[string]*open{},
-		iters: map[string]*open{}, graphs: map[string]*graphir.Graph{}, msgs: map[string]*content{}}
+	r := &Run{p: p, g: g, info: info, runs: map[string]*open{}, steps: map[string]*open{},
+		iters: map[string]*open{}, graphs: map[string]*graphir.Graph{}, msgs: map[string]*content{}, executions: map[string]int{}}
+	if info.Top != "" {
+		r.runID = info.Top
+		r.ctx = trace.ContextWithRemoteSpanContext(context.Background(), info.Parent)
+	}
+	if info.Carried != nil {
+		r.restore(info.Carried)
+	}
+	return r
+}
+
+// replaying reports whether the events given now were given before
+// (see RunInfo.Replaying).
+func (r *Run) replaying() bool { return r.info.Replaying != nil && r.info.Replaying() }
+
+// end ends span at t, unless the event ending it is replayed: a span a
+// replay ends was exported when the event was first given, and is
+// dropped unended.
+func (r *Run) end(span trace.Span, t time.Time) {
+	if !r.replaying() {
+		span.End(trace.WithTimestamp(t))
+	}
+}
+
+// wanted returns parent asking the span started with it to have the
+// span id derived from what (see derivedSpan) when the run began its own
+// trace (or is a child flow's in one): the ids of the spans that have
+// children are the same whoever makes them, and whenever.
+func (r *Run) wanted(parent context.Context, what ...string) context.Context {
+	if r.runID == "" {
+		return parent
+	}
+	return want(parent, trace.NewSpanContext(trace.SpanContextConfig{TraceID: RunSpan(r.runID).TraceID(),
+		SpanID: derivedSpan(r.runID, trace.SpanContextFromContext(parent).SpanID(), what...)}))
 }
 
 // Events returns f after making the spans of the event it is given (f
@@ -129,10 +178,12 @@ func (r *Run) Event(ev *vm.Event) {
 		return
 	}
 	if r.p.m != nil {
-		if ev.Type == vm.RunStarted && len(ev.Flow) == 0 {
+		if ev.Type == vm.RunStarted && (len(ev.Flow) == 0 || r.flow == "") {
 			r.flow = ev.FlowName
 		}
-		r.p.m.record(ev, r.flow, r.info.Engine)
+		if !r.replaying() {
+			r.p.m.record(ev, r.flow, r.info.Engine)
+		}
 	}
 	t := ev.Time
 	if t.IsZero() {
@@ -148,9 +199,9 @@ func (r *Run) Event(ev *vm.Event) {
 		if g != nil {
 			r.graphs[key(ev.Flow, nil, "")] = g
 		}
-		ctx, span := r.p.tracer.Start(parent, "run "+ev.FlowName, trace.WithTimestamp(t),
+		_, span := r.p.tracer.Start(r.wanted(parent, "run", key(ev.Flow, nil, "")), "run "+ev.FlowName, trace.WithTimestamp(t),
 			trace.WithAttributes(attribute.String("skein.flow", ev.FlowName), attribute.String("skein.flow.path", strings.Join(ev.Flow, " › "))))
-		r.runs[key(ev.Flow, nil, "")] = &open{span: span, ctx: ctx}
+		r.runs[key(ev.Flow, nil, "")] = &open{span: span, ctx: trace.ContextWithSpan(parent, span)}
 	case vm.RunFinished:
 		if len(ev.Flow) == 0 {
 			r.endAll(ev, t)
@@ -160,7 +211,7 @@ func (r *Run) Event(ev *vm.Event) {
 		if o := r.runs[k]; o != nil {
 			o.span.SetAttributes(attribute.String("skein.run.status", ev.Status))
 			r.setStatus(o.span, ev)
-			o.span.End(trace.WithTimestamp(t))
+			r.end(o.span, t)
 			delete(r.runs, k)
 		}
 	case vm.StepStarted:
@@ -173,7 +224,7 @@ func (r *Run) Event(ev *vm.Event) {
 		}
 		o.span.SetAttributes(attribute.String("skein.step.status", "failed"))
 		o.span.SetStatus(codes.Error, r.p.mask(ev.Error))
-		o.span.End(trace.WithTimestamp(t))
+		r.end(o.span, t)
 		delete(r.steps, k)
 		r.startAttempt(ev, k, o.visit, ev.Attempt, t.Add(ev.Duration), o.attrs)
 	case vm.StepFinished:
@@ -187,7 +238,7 @@ func (r *Run) Event(ev *vm.Event) {
 			o.span.SetAttributes(attribute.Bool("skein.step.replayed", true))
 		}
 		r.setStatus(o.span, ev)
-		o.span.End(trace.WithTimestamp(t))
+		r.end(o.span, t)
 		delete(r.steps, k)
 	case vm.LoopIteration, vm.MapItem:
 		var el string
@@ -201,7 +252,7 @@ func (r *Run) Event(ev *vm.Event) {
 			if ev.Type == vm.LoopIteration {
 				o.span.SetAttributes(attribute.Bool("skein.loop.stop", ev.Stop))
 			}
-			o.span.End(trace.WithTimestamp(t))
+			r.end(o.span, t)
 			delete(r.iters, k)
 		}
 	case vm.ModelCall:
@@ -222,7 +273,7 @@ func (r *Run) Event(ev *vm.Event) {
 		if ev.Status == "failed" {
 			span.SetStatus(codes.Error, r.p.mask(ev.Result))
 		}
-		span.End(trace.WithTimestamp(t))
+		r.end(span, t)
 	}
 }
 
@@ -273,7 +324,7 @@ func (r *Run) startRoot(ev *vm.Event, t time.Time) {
 // t; attrs are the step's attributes when known (a retry's).
 func (r *Run) startAttempt(ev *vm.Event, k string, visit, attempt int, t time.Time, attrs []attribute.KeyValue) {
 	if prev := r.steps[k]; prev != nil {
-		prev.span.End(trace.WithTimestamp(t)) // a visit that never said it ended
+		r.end(prev.span, t) // a visit that never said it ended
 	}
 	parent := r.parentOf(ev.Flow, ev.Scope, "", t)
 	if attrs == nil {
@@ -309,7 +360,7 @@ func (r *Run) startAttempt(ev *vm.Event, k string, visit, attempt int, t time.Ti
 
 // graphOf returns the graph of the run at flow chain flow, when known.
 func (r *Run) graphOf(flow []string) *graphir.Graph {
-	if len(flow) == 0 {
+	if len(flow) == 0 || r.info.Top != "" { // a child flow's run of its own: g is its graph
 		return r.g
 	}
 	return r.graphs[key(flow, nil, "")]
@@ -351,7 +402,8 @@ func (r *Run) parentOf(flow, scope []string, step string, t time.Time) context.C
 	} else {
 		attrs = append(attrs, attribute.String("skein.map", name), attribute.Int("skein.map.index", idx))
 	}
-	ctx, span := r.p.tracer.Start(parent, last, trace.WithTimestamp(t), trace.WithAttributes(attrs...))
+	_, span := r.p.tracer.Start(r.wanted(parent, "iteration", k), last, trace.WithTimestamp(t), trace.WithAttributes(attrs...))
+	ctx := trace.ContextWithSpan(parent, span)
 	r.iters[k] = &open{span: span, ctx: ctx}
 	return ctx
 }
@@ -417,7 +469,7 @@ func (r *Run) modelCall(ev *vm.Event, t time.Time) {
 	_, span := r.p.tracer.Start(parent, "chat "+ev.Model, trace.WithTimestamp(t.Add(-ev.Duration)),
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	r.setStatus(span, ev)
-	span.End(trace.WithTimestamp(t))
+	r.end(span, t)
 }
 
 // finishReason is the GenAI finish reason of a model call's event.
@@ -467,15 +519,15 @@ func (r *Run) setStatus(span trace.Span, ev *vm.Event) {
 func (r *Run) endAll(ev *vm.Event, t time.Time) {
 	for k, o := range r.steps {
 		o.span.SetAttributes(attribute.String("skein.step.status", unfinished(ev.Status)))
-		o.span.End(trace.WithTimestamp(t))
+		r.end(o.span, t)
 		delete(r.steps, k)
 	}
 	for k, o := range r.iters {
-		o.span.End(trace.WithTimestamp(t))
+		r.end(o.span, t)
 		delete(r.iters, k)
 	}
 	for k, o := range r.runs {
-		o.span.End(trace.WithTimestamp(t))
+		r.end(o.span, t)
 		delete(r.runs, k)
 	}
 	if r.root != nil {
@@ -484,7 +536,7 @@ func (r *Run) endAll(ev *vm.Event, t time.Time) {
 			r.root.SetAttributes(attribute.String("skein.run.failed_step", ev.Step))
 		}
 		r.setStatus(r.root, ev)
-		r.root.End(trace.WithTimestamp(t))
+		r.end(r.root, t)
 	}
 	r.ended = true
 }
@@ -519,23 +571,33 @@ func (r *Run) End(res *vm.Result) {
 	r.endAll(ev, time.Now())
 }
 
-// Continued marks on the run's span that the run's Temporal workflow
-// continued as new, from execution (run id) from to to: the run stays
-// one span in one trace across its executions, and each execution is an
-// event on it, naming the execution before (docs/observability.md).
-func (r *Run) Continued(from, to string) {
+// Continued marks on the span of the run at flow chain flow (nil: the
+// run's own) that its Temporal workflow continued as new, from execution
+// (run id) from to to: the run stays one span in one trace across its
+// executions, and each execution is an event on it, naming the execution
+// before (docs/observability.md).
+func (r *Run) Continued(flow []string, from, to string) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.root == nil || r.ended {
+	span := r.root
+	if len(flow) > 0 {
+		span = nil
+		if o := r.runs[key(flow, nil, "")]; o != nil {
+			span = o.span
+		}
+	}
+	if span == nil || r.ended {
 		return
 	}
-	r.executions++
-	r.root.AddEvent("continued_as_new", trace.WithAttributes(
+	k := key(flow, nil, "")
+	r.executions[k]++
+	n := r.executions[k] + 1
+	span.AddEvent("continued_as_new", trace.WithAttributes(
 		attribute.String("temporal.workflow.run_id", to),
 		attribute.String("temporal.workflow.previous_run_id", from),
-		attribute.Int("temporal.workflow.execution", r.executions+1)))
-	r.root.SetAttributes(attribute.Int("temporal.workflow.executions", r.executions+1))
+		attribute.Int("temporal.workflow.execution", n)))
+	span.SetAttributes(attribute.Int("temporal.workflow.executions", n))
 }

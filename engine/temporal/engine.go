@@ -87,18 +87,19 @@ func (e *Engine) Start(ctx context.Context, spec *runs.Spec) (runs.Remote, error
 	}
 	o := spec.Options
 	id := vm.NewRunID(time.Now())
-	// The run's spans, made from the events Follow reads
+	// The run's spans, made from the events Follow reads, or for a run
+	// no one follows, by the workflow on the workers
 	// (docs/observability.md).
 	tp, _ := telemetry.Default()
 	tel := tp.Start(g, telemetry.RunInfo{File: confine.Abs(g.File), Engine: "temporal"})
-	if tel != nil && !spec.Detach {
-		// Temporal's spans under the run's, which Follow makes (a
-		// detached run's begin a trace of their own).
+	if tel != nil {
+		// Temporal's spans under the run's.
 		ctx = underRun(ctx, id)
 	}
 	run, err := e.c.Start(ctx, e.taskQueue, id, g,
 		RunInput{Flow: g.File, Root: g.Root, Cwd: cwd, Sources: spec.Named, Inputs: in, Parallel: o.Parallel, Timeout: o.Timeout,
-			HeartbeatTimeout: spec.Heartbeat, ModelEnv: ModelEnv(os.Environ()), MaxTokens: o.MaxTokens, Traced: tel != nil && !spec.Detach})
+			HeartbeatTimeout: spec.Heartbeat, ModelEnv: ModelEnv(os.Environ()), MaxTokens: o.MaxTokens,
+			Traced: tel != nil, Spans: tel != nil && spec.Detach})
 	if err != nil || spec.Detach {
 		tel.End(nil)
 		tel = nil
@@ -144,11 +145,7 @@ func (r *remote) Follow(ctx, exitCtx context.Context, h *runs.Follow) (*runs.End
 	}
 	f.OnDropped = h.OnDropped
 	if tel != nil {
-		f.OnContinued = func(workflow, from, to string) {
-			if workflow == id { // the run's own, not a child flow's
-				tel.Continued(from, to)
-			}
-		}
+		f.OnContinued = markContinued(f, tel, id)
 	}
 	var out *RunOutput
 	ended := make(chan error, 1)
@@ -193,6 +190,18 @@ follow:
 		cancel()
 	}
 	return &runs.Ended{Status: vm.Status(out.Status), Result: out.Result}, nil
+}
+
+// markContinued returns the follower f's OnContinued for the run of
+// workflow id whose spans tel makes from f's events: it marks the span of
+// the run whose workflow continued as new, the run's own or a child
+// flow's.
+func markContinued(f *Follower, tel *telemetry.Run, id string) func(workflow, from, to string) {
+	return func(workflow, from, to string) {
+		if flow := f.Flow(workflow); workflow == id || flow != nil {
+			tel.Continued(flow, from, to)
+		}
+	}
 }
 
 // Find finds the workflow of the run ref names (see [Client.Describe]):

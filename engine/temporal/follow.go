@@ -48,6 +48,7 @@ type followed struct {
 	next int
 	done bool // its run_finished was seen, or it is closed and read to the end
 	from *childFrom
+	flow []string // the flow chain its events name (nil: the run's own)
 }
 
 // childFrom is where a child workflow came from.
@@ -62,6 +63,16 @@ func NewFollower(id string, q QueryFunc) *Follower {
 	f := &Follower{Query: q, top: id, logs: map[string]*followed{}}
 	f.logs[id] = &followed{id: id}
 	return f
+}
+
+// Flow is the chain of child-flow steps leading to the run of workflow
+// id, as its events name it (nil for the run's own workflow, or one
+// whose events were not read yet).
+func (f *Follower) Flow(id string) []string {
+	if w := f.logs[id]; w != nil {
+		return w.flow
+	}
+	return nil
 }
 
 // Done reports whether the run's own run_finished was read.
@@ -198,6 +209,9 @@ func (f *Follower) entry(ctx context.Context, w *followed, e *Entry) error {
 		ev, err := vm.DecodeEvent(e.Event)
 		if err != nil {
 			return err
+		}
+		if w.flow == nil && len(ev.Flow) > 0 {
+			w.flow = ev.Flow
 		}
 		if ev.Kind == "subflow" && (ev.Type == vm.StepFinished || ev.Type == vm.StepRetrying) {
 			// The child ended: its events come first.

@@ -9,10 +9,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/skeinlang/skein/engine/telemetry"
 	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/lang"
@@ -495,5 +498,69 @@ func TestFollowerNoRepeatAfterFailedQuery(t *testing.T) {
 	want := []string{"step_started a visit 1", "step_started inner visit 1", "step_started b visit 1"}
 	if !cmp.Equal(lines, want) {
 		t.Errorf("events handed on:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A child flow's workflow that continues as new, followed by a client
+// making the run's spans, is marked on the child's run span, not on the
+// run's.
+func TestFollowerMarksChildContinued(t *testing.T) {
+	ev := func(seq int, e vm.Event) Entry { return Entry{Seq: seq, Event: e.AppendJSON(nil)} }
+	kid := []string{"kid"}
+	logs := map[string]*fakeLogs{
+		"wf": {current: "a1", runs: map[string][]Entry{"a1": {
+			ev(0, vm.Event{Type: vm.RunStarted, RunID: "wf", FlowName: "top"}),
+			ev(1, vm.Event{Type: vm.StepStarted, Step: "kid", Kind: "subflow", Visit: 1}),
+			{Seq: 2, Child: &ChildRun{ID: "wf/kid#1.1", Step: "kid", Visit: 1}},
+		}}},
+		"wf/kid#1.1": {current: "k1", runs: map[string][]Entry{"k1": {
+			ev(0, vm.Event{Type: vm.RunStarted, RunID: "wf/kid#1.1", FlowName: "child", Flow: kid}),
+			ev(1, vm.Event{Type: vm.StepStarted, Step: "t", Kind: "task", Visit: 1, Flow: kid}),
+		}}},
+	}
+	f := NewFollower("wf", func(_ context.Context, id, _ string, arg any, out any) error {
+		*out.(*EventsPage) = logs[id].page(logs[id].current, arg.(int))
+		return nil
+	})
+	f.QueryRun = func(_ context.Context, id, run, _ string, arg any, out any) error {
+		*out.(*EventsPage) = logs[id].page(run, arg.(int))
+		return nil
+	}
+	exp := tracetest.NewInMemoryExporter()
+	p, err := telemetry.New(context.Background(), sdktrace.WithSyncer(exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel := p.Start(nil, telemetry.RunInfo{Engine: "temporal"})
+	f.OnEvent = func(_ json.RawMessage, ev vm.Event) { tel.Event(&ev) }
+	f.OnContinued = markContinued(f, tel, "wf")
+	if err := f.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	k := logs["wf/kid#1.1"]
+	k.current = "k2"
+	k.runs["k2"] = []Entry{
+		ev(2, vm.Event{Type: vm.StepFinished, Step: "t", Kind: "task", Visit: 1, Flow: kid, Status: "succeeded"}),
+		ev(3, vm.Event{Type: vm.RunFinished, RunID: "wf/kid#1.1", FlowName: "child", Flow: kid, Status: "succeeded"}),
+	}
+	w := logs["wf"]
+	w.runs["a1"] = append(w.runs["a1"],
+		ev(3, vm.Event{Type: vm.StepFinished, Step: "kid", Kind: "subflow", Visit: 1, Status: "succeeded"}),
+		ev(4, vm.Event{Type: vm.RunFinished, RunID: "wf", FlowName: "top", Status: "succeeded"}))
+	if err := f.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	marks := map[string][]string{}
+	for _, s := range exp.GetSpans() {
+		for _, e := range s.Events {
+			for _, a := range e.Attributes {
+				if a.Key == "temporal.workflow.previous_run_id" {
+					marks[s.Name] = append(marks[s.Name], e.Name+" from "+a.Value.AsString())
+				}
+			}
+		}
+	}
+	if d := cmp.Diff(map[string][]string{"run child": {"continued_as_new from k1"}}, marks); d != "" {
+		t.Errorf("continuations marked, by span (-want +got):\n%s", d)
 	}
 }

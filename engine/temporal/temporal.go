@@ -29,6 +29,7 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/skeinlang/skein/engine/telemetry"
 	"github.com/skeinlang/skein/engine/temporal/limits"
 	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/graphir/codes"
@@ -137,6 +138,15 @@ type RunInput struct {
 	// Traced: the machine that started the run exports its spans
 	// (engine/telemetry), so each task gets its attempt's TRACEPARENT.
 	Traced bool `json:",omitempty"`
+	// Spans: the workflow makes the run's spans (engine/telemetry) from
+	// its events, on the workers whose environment configures traces,
+	// because no client follows the run to make them (skein run
+	// --detach). SpanParent is, for a child flow, the W3C traceparent of
+	// the span of the step that runs it; SpanCarry the spans the
+	// execution before this one left open (continue-as-new).
+	Spans      bool               `json:",omitempty"`
+	SpanParent string             `json:",omitempty"`
+	SpanCarry  *telemetry.Carried `json:",omitempty"`
 
 	// ContinueEvery is how many effects one workflow execution starts
 	// before the run continues as new (0: DefaultContinueEvery); the run
@@ -295,6 +305,8 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 			}
 		}
 	}
+	tel := spans(ctx, g, &in)
+	onEvent = tel.Events(onEvent)
 	prog := vm.Prepare(g)
 	var restore *vm.Snapshot
 	if in.Snapshot != nil {
@@ -335,11 +347,13 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 	if res.Status == vm.Suspended {
 		st.journalFits(in.MaxPayload, "to carry on as a new execution")
 		in.Carry = st.carry()
+		in.SpanCarry = tel.Carry()
 		if p.replay != nil {
 			in.Fork = carryFork(in.Fork, p.replay)
 		}
 		return nil, continueAsNew(ctx, in, res.Snapshot)
 	}
+	tel.End(res)
 	res.ResumedFrom = st.resumedFrom
 	b, err := res.MarshalJSON()
 	if err != nil {
@@ -608,7 +622,10 @@ func (p *producer) child(ctx context.Context, req *vm.EffectRequest, done func(*
 		Parallel: p.in.Parallel, EvalSteps: p.in.EvalSteps, MaxOutput: p.in.MaxOutput, KillGrace: p.in.KillGrace,
 		MaxPath: p.in.MaxPath, ExitGrace: p.in.ExitGrace, HeartbeatTimeout: p.in.HeartbeatTimeout, Nesting: &nest,
 		ContinueEvery: p.in.ContinueEvery, MaxPayload: p.in.MaxPayload, ModelEnv: p.in.ModelEnv, MaxTokens: p.in.MaxTokens,
-		Searchable: p.in.Searchable, Traced: p.in.Traced, Fork: p.childFork(req)}
+		Searchable: p.in.Searchable, Traced: p.in.Traced, Spans: p.in.Spans, Fork: p.childFork(req)}
+	if cin.Spans {
+		cin.SpanParent = traceparent(req)
+	}
 	id := p.id + "/"
 	for _, s := range req.Scope {
 		id += s + "/"

@@ -6,12 +6,15 @@ package temporal
 
 import (
 	"context"
+	"net/http"
 
 	"go.opentelemetry.io/otel/trace"
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/skeinlang/skein/engine/telemetry"
+	"github.com/skeinlang/skein/graphir"
 	"github.com/skeinlang/skein/vm"
 )
 
@@ -55,4 +58,44 @@ func traceparent(req *vm.EffectRequest) string {
 		scope = scope[:len(scope)-1] // the call's own element
 	}
 	return telemetry.ToolTraceparent(req.RunID, req.Flow, scope, req.Step, req.Visit, req.Attempt, req.Turn, req.ToolCallID)
+}
+
+// spanProvider is the provider the workflow's spans are exported with:
+// the process's (a test's own in tests).
+var spanProvider = func() *telemetry.Provider {
+	p, _ := telemetry.Default()
+	return p
+}
+
+// spans returns the maker of the spans of the run workflow ctx runs, from
+// its events as the workflow makes them, when the run asks for them
+// (RunInput.Spans: no client follows it) and this worker's environment
+// configures traces; nil otherwise. Its spans are those a client
+// following the run would make, with the same ids: the ones a replay of
+// the workflow's history ends again are not exported twice, and those
+// an execution leaves open when it continues as new go on in the next.
+func spans(ctx workflow.Context, g *graphir.Graph, in *RunInput) *telemetry.Run {
+	if !in.Spans {
+		return nil
+	}
+	tp := spanProvider()
+	if tp == nil {
+		return nil
+	}
+	info := telemetry.RunInfo{File: in.abs(g.File), Engine: "temporal", Carried: in.SpanCarry,
+		Replaying: func() bool { return workflow.IsReplaying(ctx) }}
+	if in.Nesting != nil {
+		info.Top = in.Nesting.Top
+		info.Parent = telemetry.Parent(http.Header{"Traceparent": {in.SpanParent}})
+	}
+	tel := tp.Start(g, info)
+	if in.Executions > 0 {
+		wi := workflow.GetInfo(ctx)
+		var flow []string
+		if in.Nesting != nil {
+			flow = in.Nesting.Prefix
+		}
+		tel.Continued(flow, wi.ContinuedExecutionRunID, wi.WorkflowExecution.RunID)
+	}
+	return tel
 }

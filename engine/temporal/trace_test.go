@@ -1,11 +1,19 @@
 package temporal
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/vm/model/modeltest"
@@ -84,5 +92,123 @@ chain(START, fix, END)
 	if want := telemetry.ToolTraceparent(runID, nil, nil, "fix", 1, 1, 1, "call-7"); got != want {
 		t.Errorf("the tool's TRACEPARENT is %s, want its call's span %s (its attempt's is %s)", got, want,
 			telemetry.Traceparent(runID, nil, nil, "fix", 1, 1))
+	}
+}
+
+// spanTree draws spans as an indented tree, children in the order of
+// their names and attributes, each with its events' names; spans whose
+// parent is not among them are roots.
+func spanTree(spans tracetest.SpanStubs) string {
+	kids := map[trace.SpanID][]tracetest.SpanStub{}
+	ids := map[trace.SpanID]bool{}
+	for _, s := range spans {
+		ids[s.SpanContext.SpanID()] = true
+	}
+	var roots []tracetest.SpanStub
+	for _, s := range spans {
+		if !ids[s.Parent.SpanID()] {
+			roots = append(roots, s)
+			continue
+		}
+		kids[s.Parent.SpanID()] = append(kids[s.Parent.SpanID()], s)
+	}
+	line := func(s tracetest.SpanStub) string {
+		l := s.Name
+		for _, a := range s.Attributes {
+			switch a.Key {
+			case "skein.step.visit", "skein.step.attempt", "skein.scope", "skein.run.status", "skein.step.status", "temporal.workflow.executions":
+				l += " " + string(a.Key) + "=" + a.Value.Emit()
+			}
+		}
+		for _, e := range s.Events {
+			l += " @" + e.Name
+		}
+		return l
+	}
+	var b strings.Builder
+	var draw func(ss []tracetest.SpanStub, depth int)
+	draw = func(ss []tracetest.SpanStub, depth int) {
+		slices.SortFunc(ss, func(a, b tracetest.SpanStub) int { return strings.Compare(line(a), line(b)) })
+		for _, s := range ss {
+			fmt.Fprintf(&b, "%s%s\n", strings.Repeat("  ", depth), line(s))
+			draw(kids[s.SpanContext.SpanID()], depth+1)
+		}
+	}
+	draw(roots, 0)
+	return b.String()
+}
+
+// A run no client follows (Spans: skein run --detach) has its spans
+// made by the workflow, in one trace with one run span, whether or not
+// its workflow and its child flows' workflows continue as new: the tree
+// is the same, each span once, the run's span and each child flow's
+// marked once per continuation.
+func TestWorkflowSpansAcrossContinueAsNew(t *testing.T) {
+	sc := continueScenarios[3] // child flows in a loop, a loop in each child
+	exp := tracetest.NewInMemoryExporter()
+	p, err := telemetry.New(context.Background(), sdktrace.WithSyncer(exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(f func() *telemetry.Provider) { spanProvider = f }(spanProvider)
+	spanProvider = func() *telemetry.Provider { return p }
+
+	_, in := runScenario(t, sc)
+	in.Spans, in.Traced = true, true
+	runContinued(t, in)
+	once := exp.GetSpans()
+	exp.Reset()
+	in.ContinueEvery = 3
+	_, n := runContinued(t, in)
+	if n < 2 {
+		t.Fatalf("continued %d times, want several", n)
+	}
+	continued := exp.GetSpans()
+
+	strip := func(s string) string { // the continuations' marks
+		s = regexp.MustCompile(` temporal\.workflow\.executions=\d+`).ReplaceAllString(s, "")
+		return strings.ReplaceAll(s, " @continued_as_new", "")
+	}
+	want, got := spanTree(once), spanTree(continued)
+	if d := cmp.Diff(want, strip(got)); d != "" {
+		t.Errorf("span trees (-one execution +continued as new):\n%s", d)
+	}
+	if strings.Contains(want, "continued_as_new") {
+		t.Errorf("a run that did not continue as new is marked:\n%s", want)
+	}
+	seen := map[trace.SpanID]bool{}
+	var roots int
+	for _, s := range continued {
+		if seen[s.SpanContext.SpanID()] {
+			t.Errorf("span %s exported twice", s.Name)
+		}
+		seen[s.SpanContext.SpanID()] = true
+		if s.SpanContext.TraceID() != continued[0].SpanContext.TraceID() {
+			t.Errorf("span %s in trace %s, not %s", s.Name, s.SpanContext.TraceID(), continued[0].SpanContext.TraceID())
+		}
+	}
+	for _, s := range continued {
+		if !seen[s.Parent.SpanID()] {
+			roots++
+		}
+	}
+	if roots != 1 {
+		t.Errorf("%d spans without a parent among them, want the run's alone:\n%s", roots, got)
+	}
+	// The run's span, and each child flow's (its loop of 7 tasks
+	// continues every 3 effects), carry their continuations.
+	marks := map[string]int{}
+	for _, s := range continued {
+		for _, e := range s.Events {
+			if e.Name == "continued_as_new" {
+				marks[s.Name]++
+			}
+		}
+	}
+	if marks["run flow"] != n {
+		t.Errorf("the run's span has %d continued_as_new events, want %d:\n%s", marks["run flow"], n, got)
+	}
+	if marks["run child"] < 8*2 {
+		t.Errorf("the child flows' spans have %d continued_as_new events, want 2 or more each of 8:\n%s", marks["run child"], got)
 	}
 }

@@ -341,3 +341,102 @@ func TestTraceShapeBothEngines(t *testing.T) {
 // by ("RunWorkflow:skein.run").
 var temporalOps = map[string]bool{"StartWorkflow": true, "RunWorkflow": true, "StartActivity": true, "RunActivity": true,
 	"StartChildWorkflow": true, "SignalWorkflow": true, "HandleSignal": true, "SignalChildWorkflow": true, "SignalExternalWorkflow": true}
+
+// TestTraceShapeDetached runs the flow of TestTraceShapeBothEngines with
+// skein run --engine temporal --detach, which follows nothing: the
+// workflow makes the run's spans on the worker, and the receiver gets the
+// same span tree as from a local run (and so as from an attached one),
+// once each, in the run's trace, with Temporal's spans and the worker's
+// task spans in it too.
+func TestTraceShapeDetached(t *testing.T) {
+	dir := t.TempDir()
+	flow, err := (&temporaltest.Scenario{Files: map[string]string{"flow.star": tracedFlow, "child.star": tracedChild}}).Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otel := func(rc *telemetrytest.Receiver) []string {
+		return []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rc.URL, "OTEL_SERVICE_NAME=skein-servertest", "TRACEPARENT="}
+	}
+	localRC := telemetrytest.NewReceiver(t)
+	local := start(t, dir, otel(localRC), skeinBin, "run", flow, "--json", "--no-store")
+	if code := local.wait(t, 2*time.Minute); code != 0 {
+		t.Fatalf("local run: exit %d\n%s", code, local.stderr.String())
+	}
+	want := spanTree(localRC.Spans())
+
+	remoteRC := telemetrytest.NewReceiver(t)
+	q := queue(t)
+	w := worker(t, q, append(otel(remoteRC), "OTEL_BSP_SCHEDULE_DELAY=100"))
+	remote := start(t, dir, otel(remoteRC), skeinBin, "run", flow, "--engine", "temporal", "--address", address, "--task-queue", q, "--detach")
+	if code := remote.wait(t, 2*time.Minute); code != 0 {
+		t.Fatalf("temporal run --detach: exit %d\n%s", code, remote.stderr.String())
+	}
+	id := strings.TrimSpace(remote.stdout.String())
+
+	// The run's spans come from the worker in batches as the workflow
+	// makes them; its span once the run has ended.
+	runSpans := func() (run, wk, tmp []*tracepb.Span) {
+		for _, s := range remoteRC.Spans() {
+			switch op, _, _ := strings.Cut(s.Name, ":"); {
+			case strings.HasPrefix(s.Name, "worker "):
+				wk = append(wk, s)
+			case temporalOps[op]:
+				tmp = append(tmp, s)
+			default:
+				run = append(run, s)
+			}
+		}
+		return
+	}
+	var got string
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		run, wk, _ := runSpans()
+		if got = spanTree(run); got == want && len(wk) >= 5 {
+			break
+		}
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("span trees (-local +temporal --detach):\n%s\nworker's stderr:\n%s", d, w.stderr.String())
+	}
+	run, workerSpans, temporalSpans := runSpans()
+	var root *tracepb.Span
+	byID := map[string]*tracepb.Span{}
+	for _, s := range run {
+		if byID[string(s.SpanId)] != nil {
+			t.Errorf("span %s is exported twice", s.Name)
+		}
+		byID[string(s.SpanId)] = s
+		if len(s.ParentSpanId) == 0 {
+			root = s
+		}
+	}
+	if root == nil || spanAttr(root, "skein.engine") != "temporal" || spanAttr(root, "skein.run.id") != id {
+		t.Fatalf("no root span with skein.engine=temporal and skein.run.id=%s:\n%s", id, got)
+	}
+	for _, s := range remoteRC.Spans() {
+		if string(s.TraceId) != string(root.TraceId) {
+			t.Errorf("span %s is in trace %x, not the run's %x", s.Name, s.TraceId, root.TraceId)
+		}
+	}
+	// The worker's task spans under the attempts' spans, and Temporal's
+	// workflow start under the run's span.
+	for _, s := range workerSpans {
+		if byID[string(s.ParentSpanId)] == nil {
+			t.Errorf("worker span %s has no parent among the run's spans", s.Name)
+		}
+	}
+	waitFor(t, time.Minute, "Temporal's StartWorkflow span", func() bool {
+		_, _, temporalSpans = runSpans()
+		for _, s := range temporalSpans {
+			if strings.HasPrefix(s.Name, "StartWorkflow:") {
+				return true
+			}
+		}
+		return false
+	})
+	for _, s := range temporalSpans {
+		if strings.HasPrefix(s.Name, "StartWorkflow:") && string(s.ParentSpanId) != string(root.SpanId) {
+			t.Errorf("Temporal's %s is not under the run's span", s.Name)
+		}
+	}
+}

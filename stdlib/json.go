@@ -49,14 +49,14 @@ func appendValue(b []byte, v starlark.Value, indent string, level, depth int) ([
 	case starlark.String:
 		return AppendJSONString(b, string(x)), nil
 	case *Map:
-		if len(x.keys) == 0 {
+		if len(x.members) == 0 {
 			return append(b, "{}"...), nil
 		}
 		b = append(b, '{')
 		var err error
-		for i, k := range x.keys {
-			b = member(b, i, k, indent, level+1)
-			if b, err = appendValue(b, x.vals[i], indent, level+1, depth+1); err != nil {
+		for i, e := range x.members {
+			b = member(b, i, e.k, indent, level+1)
+			if b, err = appendValue(b, e.v, indent, level+1, depth+1); err != nil {
 				return b, err
 			}
 		}

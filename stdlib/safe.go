@@ -166,12 +166,12 @@ func containerKids(v starlark.Value) (key unsafe.Pointer, n int, kids func(yield
 		}
 		return unsafe.Pointer(x), 2 * x.Len(), itemKids(x.Items()), true
 	case *Map:
-		if len(x.vals) == 0 {
+		if len(x.members) == 0 {
 			return nil, 0, nil, true
 		}
-		return unsafe.Pointer(x), 2 * len(x.vals), func(yield func(starlark.Value) bool) {
-			for i, e := range x.vals {
-				if !yield(starlark.String(x.keys[i])) || !yield(e) {
+		return unsafe.Pointer(x), 2 * len(x.members), func(yield func(starlark.Value) bool) {
+			for _, e := range x.members {
+				if !yield(starlark.String(e.k)) || !yield(e.v) {
 					return
 				}
 			}

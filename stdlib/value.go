@@ -26,9 +26,14 @@ import (
 // iteration over keys, get/keys/values/items) and also exposes its keys as
 // attributes; a key wins over a method of the same name.
 type Map struct {
-	keys  []string
-	vals  []starlark.Value
-	index map[string]int // built for larger maps
+	members []entry
+	index   map[string]int // built for larger maps
+}
+
+// entry is one key of a Map and its value.
+type entry struct {
+	k string
+	v starlark.Value
 }
 
 var (
@@ -39,37 +44,51 @@ var (
 )
 
 // NewMap returns a Map of the given keys and values, which must be frozen and
-// have distinct keys. It takes ownership of the slices.
+// have distinct keys.
 func NewMap(keys []string, vals []starlark.Value) *Map {
-	return new(Map).fill(keys, vals)
-}
-
-// smallMap is a Map of at most two members with its keys and values, in
-// one allocation: most results of fn steps are such dicts.
-type smallMap struct {
-	m    Map
-	keys [2]string
-	vals [2]starlark.Value
-}
-
-// mapFor returns a Map for n members, to fill, and empty slices of
-// capacity n for its keys and values; a Map of at most two members is
-// allocated with them.
-func mapFor(n int) (*Map, []string, []starlark.Value) {
-	if n <= 2 {
-		s := new(smallMap)
-		return &s.m, s.keys[:0:n], s.vals[:0:n]
+	m, ms := mapFor(len(keys))
+	for i, k := range keys {
+		ms = append(ms, entry{k, vals[i]})
 	}
-	return new(Map), make([]string, 0, n), make([]starlark.Value, 0, n)
+	return m.fill(ms)
 }
 
-// fill gives m its keys and values, as NewMap takes them.
-func (m *Map) fill(keys []string, vals []starlark.Value) *Map {
-	m.keys, m.vals = keys, vals
-	if len(keys) > 8 {
-		m.index = make(map[string]int, len(keys))
-		for i, k := range keys {
-			m.index[k] = i
+// smallMap1 and smallMap2 are Maps of one and two members with their
+// members, in one allocation (64 and 96 bytes): most results of fn steps
+// are such dicts.
+type (
+	smallMap1 struct {
+		m  Map
+		ms [1]entry
+	}
+	smallMap2 struct {
+		m  Map
+		ms [2]entry
+	}
+)
+
+// mapFor returns a Map for n members, to fill, and an empty slice of
+// capacity n for its members; a Map of at most two members is allocated
+// with them.
+func mapFor(n int) (*Map, []entry) {
+	switch n {
+	case 1:
+		s := new(smallMap1)
+		return &s.m, s.ms[:0]
+	case 2:
+		s := new(smallMap2)
+		return &s.m, s.ms[:0]
+	}
+	return new(Map), make([]entry, 0, n)
+}
+
+// fill gives m its members, which it takes over.
+func (m *Map) fill(ms []entry) *Map {
+	m.members = ms
+	if len(ms) > 8 {
+		m.index = make(map[string]int, len(ms))
+		for i, e := range ms {
+			m.index[e.k] = i
 		}
 	}
 	return m
@@ -82,8 +101,8 @@ func (m *Map) find(k string) int {
 		}
 		return -1
 	}
-	for i, key := range m.keys {
-		if key == k {
+	for i := range m.members {
+		if m.members[i].k == k {
 			return i
 		}
 	}
@@ -93,24 +112,39 @@ func (m *Map) find(k string) int {
 // Lookup returns the value for key k.
 func (m *Map) Lookup(k string) (starlark.Value, bool) {
 	if i := m.find(k); i >= 0 {
-		return m.vals[i], true
+		return m.members[i].v, true
 	}
 	return nil, false
 }
 
-// Keys returns the keys in order. The caller must not modify the slice.
-func (m *Map) Keys() []string { return m.keys }
+// Keys returns the keys in order, in a new slice.
+func (m *Map) Keys() []string {
+	keys := make([]string, len(m.members))
+	for i, e := range m.members {
+		keys[i] = e.k
+	}
+	return keys
+}
+
+// All yields the keys and their values in order.
+func (m *Map) All(yield func(k string, v starlark.Value) bool) {
+	for _, e := range m.members {
+		if !yield(e.k, e.v) {
+			return
+		}
+	}
+}
 
 func (m *Map) String() string {
 	var b strings.Builder
 	b.WriteByte('{')
-	for i, k := range m.keys {
+	for i, e := range m.members {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(syntax.Quote(k, false))
+		b.WriteString(syntax.Quote(e.k, false))
 		b.WriteString(": ")
-		b.WriteString(m.vals[i].String())
+		b.WriteString(e.v.String())
 	}
 	b.WriteByte('}')
 	return b.String()
@@ -118,9 +152,9 @@ func (m *Map) String() string {
 
 func (m *Map) Type() string          { return "dict" }
 func (m *Map) Freeze()               {}
-func (m *Map) Truth() starlark.Bool  { return len(m.keys) > 0 }
+func (m *Map) Truth() starlark.Bool  { return len(m.members) > 0 }
 func (m *Map) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: dict") }
-func (m *Map) Len() int              { return len(m.keys) }
+func (m *Map) Len() int              { return len(m.members) }
 
 func (m *Map) Get(k starlark.Value) (starlark.Value, bool, error) {
 	s, ok := k.(starlark.String)
@@ -132,9 +166,9 @@ func (m *Map) Get(k starlark.Value) (starlark.Value, bool, error) {
 }
 
 func (m *Map) Items() []starlark.Tuple {
-	out := make([]starlark.Tuple, len(m.keys))
-	for i, k := range m.keys {
-		out[i] = starlark.Tuple{starlark.String(k), m.vals[i]}
+	out := make([]starlark.Tuple, len(m.members))
+	for i, e := range m.members {
+		out[i] = starlark.Tuple{starlark.String(e.k), e.v}
 	}
 	return out
 }
@@ -147,10 +181,10 @@ type mapIter struct {
 }
 
 func (it *mapIter) Next(p *starlark.Value) bool {
-	if it.i >= len(it.m.keys) {
+	if it.i >= len(it.m.members) {
 		return false
 	}
-	*p = starlark.String(it.m.keys[it.i])
+	*p = starlark.String(it.m.members[it.i].k)
 	it.i++
 	return true
 }
@@ -177,15 +211,15 @@ func (m *Map) Attr(name string) (starlark.Value, error) {
 			if err := starlark.UnpackPositionalArgs(name, args, kwargs, 0); err != nil {
 				return nil, err
 			}
-			out := make([]starlark.Value, len(m.keys))
-			for i, k := range m.keys {
+			out := make([]starlark.Value, len(m.members))
+			for i, e := range m.members {
 				switch name {
 				case "keys":
-					out[i] = starlark.String(k)
+					out[i] = starlark.String(e.k)
 				case "values":
-					out[i] = m.vals[i]
+					out[i] = e.v
 				default:
-					out[i] = starlark.Tuple{starlark.String(k), m.vals[i]}
+					out[i] = starlark.Tuple{starlark.String(e.k), e.v}
 				}
 			}
 			return starlark.NewList(out), nil
@@ -195,7 +229,7 @@ func (m *Map) Attr(name string) (starlark.Value, error) {
 }
 
 func (m *Map) AttrNames() []string {
-	names := append([]string(nil), m.keys...)
+	names := m.Keys()
 	sort.Strings(names)
 	return names
 }
@@ -214,14 +248,14 @@ func (m *Map) CompareSameType(op syntax.Token, y starlark.Value, depth int) (boo
 	}
 	switch op {
 	case syntax.EQL, syntax.NEQ:
-		eq := len(m.keys) == len(o.keys)
-		for i := 0; eq && i < len(m.keys); i++ {
-			ov, ok := o.Lookup(m.keys[i])
+		eq := len(m.members) == len(o.members)
+		for i := 0; eq && i < len(m.members); i++ {
+			ov, ok := o.Lookup(m.members[i].k)
 			if !ok {
 				eq = false
 				break
 			}
-			e, err := starlark.EqualDepth(m.vals[i], ov, depth-1)
+			e, err := starlark.EqualDepth(m.members[i].v, ov, depth-1)
 			if err != nil {
 				return false, err
 			}
@@ -279,8 +313,8 @@ type smallBudget struct {
 // holds spends on m, flow data already (a step's result returned again),
 // reporting whether it was small.
 func (b *smallBudget) holds(m *Map) bool {
-	for i, k := range m.keys {
-		if !b.spend(0, len(k)) || !b.holdsData(m.vals[i]) {
+	for _, e := range m.members {
+		if !b.spend(0, len(e.k)) || !b.holdsData(e.v) {
 			return false
 		}
 	}
@@ -362,10 +396,10 @@ func dataSize(v starlark.Value, depth int, budget int64) int64 {
 		for i := 0; i < s.Len() && kid(s.Index(i)); i++ {
 		}
 	case *Map:
-		total = c.object(len(x.keys))
-		for i, k := range x.keys {
-			total += c.key + int64(len(k))
-			if !kid(x.vals[i]) {
+		total = c.object(len(x.members))
+		for _, e := range x.members {
+			total += c.key + int64(len(e.k))
+			if !kid(e.v) {
 				break
 			}
 		}
@@ -448,12 +482,14 @@ func data(v starlark.Value, depth int, small *smallBudget) (starlark.Value, erro
 		}
 		return elems, nil
 	case *starlark.Dict:
-		m, keys, vals := mapFor(x.Len())
+		m, ms := mapFor(x.Len())
 		for _, kv := range x.Keys() {
 			k, ok := kv.(starlark.String)
 			if !ok {
 				return nil, fmt.Errorf("dict key %s is a %s, want string", kv, kv.Type())
 			}
+			// Not x.Entries(): its loop body, a closure, would take
+			// small and ms to the heap.
 			v, _, _ := x.Get(kv)
 			e, err := data(v, depth+1, small)
 			if err != nil {
@@ -462,13 +498,12 @@ func data(v starlark.Value, depth int, small *smallBudget) (starlark.Value, erro
 			if !small.spend(0, len(k)) {
 				return nil, errNotSmall
 			}
-			keys = append(keys, string(k))
-			vals = append(vals, e)
+			ms = append(ms, entry{string(k), e})
 		}
-		return m.fill(keys, vals), nil
+		return m.fill(ms), nil
 	case *starlarkstruct.Struct:
 		names := x.AttrNames()
-		m, _, vals := mapFor(len(names))
+		m, ms := mapFor(len(names))
 		for _, n := range names {
 			if !small.spend(0, len(n)) {
 				return nil, errNotSmall
@@ -478,9 +513,9 @@ func data(v starlark.Value, depth int, small *smallBudget) (starlark.Value, erro
 			if err != nil {
 				return nil, err
 			}
-			vals = append(vals, e)
+			ms = append(ms, entry{n, e})
 		}
-		return m.fill(names, vals), nil
+		return m.fill(ms), nil
 	}
 	return nil, fmt.Errorf("a %s is not JSON-representable", v.Type())
 }
@@ -709,8 +744,7 @@ func (d *jsonDecoder) value(depth int) (starlark.Value, error) {
 
 // object reads the rest of an object whose '{' was read.
 func (d *jsonDecoder) object(depth int) (starlark.Value, error) {
-	var keys []string
-	var vals []starlark.Value
+	var ms []entry
 	seen := map[string]int{}
 	// Of a tagged object: a tuple, or Go's nil.
 	var tuple starlark.Tuple
@@ -750,25 +784,24 @@ func (d *jsonDecoder) object(depth int) (starlark.Value, error) {
 			if d.unique {
 				return nil, fmt.Errorf("key %q appears twice in one object", k)
 			}
-			vals[i] = v
+			ms[i].v = v
 			continue
 		}
-		seen[k] = len(keys)
-		keys = append(keys, k)
-		vals = append(vals, v)
+		seen[k] = len(ms)
+		ms = append(ms, entry{k, v})
 	}
 	if _, err := d.dec.Token(); err != nil {
 		return nil, err
 	}
 	switch {
-	case isNil && !isTuple && len(keys) == 0:
+	case isNil && !isTuple && len(ms) == 0:
 		return nil, nil
-	case isTuple && !isNil && len(keys) == 0:
+	case isTuple && !isNil && len(ms) == 0:
 		return tuple, nil
 	case isNil || isTuple:
 		return nil, errors.New("bad tagged value")
 	}
-	return NewMap(keys, vals), nil
+	return new(Map).fill(ms), nil
 }
 
 // AppendTaggedJSON appends v to b in the typed form in which a run's
@@ -829,13 +862,13 @@ func appendTagged(b []byte, v starlark.Value, depth int) ([]byte, error) {
 		return append(b, "]}"...), nil
 	case *Map:
 		b = append(b, '{')
-		for i, k := range x.keys {
+		for i, e := range x.members {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(AppendJSONString(b, ":"+k), ':')
+			b = append(AppendJSONString(b, ":"+e.k), ':')
 			var err error
-			if b, err = appendTagged(b, x.vals[i], depth+1); err != nil {
+			if b, err = appendTagged(b, e.v, depth+1); err != nil {
 				return b, err
 			}
 		}

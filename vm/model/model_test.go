@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -568,27 +571,53 @@ func TestUsable(t *testing.T) {
 }
 
 // The step's timeout ends an attempt whose reply is late (it never comes:
-// the server answers only once the client gives up). A fast reply must
-// come within the same timeout, so it is 3s, a wide margin for a local
-// reply on a busy machine, though each late attempt waits it out.
+// the server answers only once the client gives up), and a fast reply
+// comes within the same timeout. It runs on synctest's virtual clock, the
+// server's handler reached without a socket: each late attempt waits out
+// its 3s at once, and a timeout that did not end it would wait for the
+// hour-late reply, which comes, and fails the test.
 func TestPolicyTimeout(t *testing.T) {
 	const timeout = 3 * time.Second
 	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "late", Delay: time.Hour}, {Content: "ok"}}})
 	defer s.Close()
-	rep, err := model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s, "x"), model.Policy{Retries: 1, Backoff: time.Millisecond, Timeout: timeout})
-	if err != nil || rep.Text != "ok" {
-		t.Fatalf("got %v %v, want the retry's answer after the first attempt timed out", rep, err)
-	}
-	_, err = model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s, "x"), model.Policy{Timeout: timeout})
-	if err != nil {
-		t.Fatalf("the last reply repeats and is fast: %v", err)
-	}
 	s2 := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "late", Delay: time.Hour}}})
 	defer s2.Close()
-	_, err = model.Call(context.Background(), &model.Client{Getenv: env(nil)}, request(s2, "x"), model.Policy{Timeout: timeout})
-	if code(err) != string(model.CodeTimeout) || !strings.Contains(err.Error(), "no reply within the step's timeout of 3s") {
-		t.Fatalf("got %v", err)
+	synctest.Test(t, func(t *testing.T) {
+		c := &model.Client{Getenv: env(nil), HTTP: &http.Client{Transport: handlerTransport{s.Config.Handler}}}
+		start := time.Now()
+		rep, err := model.Call(context.Background(), c, request(s, "x"), model.Policy{Retries: 1, Backoff: time.Millisecond, Timeout: timeout})
+		if err != nil || rep.Text != "ok" {
+			t.Fatalf("got %v %v, want the retry's answer after the first attempt timed out", rep, err)
+		}
+		if took := time.Since(start); took != timeout+time.Millisecond {
+			t.Errorf("the call took %s of the virtual clock, want the timeout and the backoff, %s", took, timeout+time.Millisecond)
+		}
+		_, err = model.Call(context.Background(), c, request(s, "x"), model.Policy{Timeout: timeout})
+		if err != nil {
+			t.Fatalf("the last reply repeats and is fast: %v", err)
+		}
+		c2 := &model.Client{Getenv: env(nil), HTTP: &http.Client{Transport: handlerTransport{s2.Config.Handler}}}
+		_, err = model.Call(context.Background(), c2, request(s2, "x"), model.Policy{Timeout: timeout})
+		if code(err) != string(model.CodeTimeout) || !strings.Contains(err.Error(), "no reply within the step's timeout of 3s") {
+			t.Fatalf("got %v", err)
+		}
+	})
+}
+
+// handlerTransport serves each request with h in the caller's goroutine,
+// with no socket, so that a synctest bubble's clock moves while the
+// handler waits (a goroutine reading a socket is not durably blocked).
+// Like a real transport, it fails with the request context's error once
+// that is done.
+type handlerTransport struct{ h http.Handler }
+
+func (tr handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	tr.h.ServeHTTP(rec, r)
+	if err := r.Context().Err(); err != nil {
+		return nil, err
 	}
+	return rec.Result(), nil
 }
 
 // TestCassetteNotRegular: a cassette that is a named pipe, a directory or

@@ -101,7 +101,8 @@ func (r *Run) Carry() *Carried {
 // restore starts again the spans c carried, with their ids, parents,
 // start times, attributes and events.
 func (r *Run) restore(c *Carried) {
-	r.runID, r.flow = c.RunID, c.Flow
+	r.setRunID(c.RunID)
+	r.flow = c.Flow
 	for k, n := range c.Executions {
 		r.executions[k] = n
 	}

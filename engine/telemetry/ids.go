@@ -8,8 +8,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"fmt"
+	"encoding/hex"
 	"math/rand/v2"
+	"strconv"
 
 	"go.opentelemetry.io/otel/trace"
 )
@@ -20,14 +21,22 @@ type ids struct{}
 // wantKey is the context key of the ids a span is to have.
 type wantKey struct{}
 
+// wantedIDs are the ids a span is to have. A context holds a pointer to
+// them, which boxes without allocating: a Run keeps one to reuse, as the
+// ids are read while the span starts.
+type wantedIDs struct {
+	t trace.TraceID
+	s trace.SpanID
+}
+
 // want returns ctx asking the span started with it to have sc's ids.
 func want(ctx context.Context, sc trace.SpanContext) context.Context {
-	return context.WithValue(ctx, wantKey{}, sc)
+	return context.WithValue(ctx, wantKey{}, &wantedIDs{sc.TraceID(), sc.SpanID()})
 }
 
 func (ids) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
-	if sc, ok := ctx.Value(wantKey{}).(trace.SpanContext); ok {
-		return sc.TraceID(), sc.SpanID()
+	if w, ok := ctx.Value(wantKey{}).(*wantedIDs); ok {
+		return w.t, w.s
 	}
 	var t trace.TraceID
 	for !t.IsValid() {
@@ -38,8 +47,8 @@ func (ids) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 }
 
 func (ids) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
-	if sc, ok := ctx.Value(wantKey{}).(trace.SpanContext); ok {
-		return sc.SpanID()
+	if w, ok := ctx.Value(wantKey{}).(*wantedIDs); ok {
+		return w.s
 	}
 	return randomSpanID()
 }
@@ -65,12 +74,23 @@ func RunSpan(id string) trace.SpanContext {
 
 // attemptSpan returns the span id of attempt of visit of step in scope
 // of the run at flow chain flow, in the trace of run id when the run
-// began its own trace (see [RunSpan]).
+// began its own trace (see [RunSpan]). It allocates nothing (one per
+// step attempt of a traced run).
 func attemptSpan(id string, flow, scope []string, step string, visit, attempt int) trace.SpanID {
-	h := sha256.New()
-	fmt.Fprintf(h, "skein attempt %s\x00%s\x00%d\x00%d", id, key(flow, scope, step), visit, attempt)
+	var buf [256]byte
+	b := append(buf[:0], "skein attempt "...)
+	b = append(append(b, id...), 0)
+	b = append(appendKey(b, flow, scope, step), 0)
+	b = append(strconv.AppendInt(b, int64(visit), 10), 0)
+	b = strconv.AppendInt(b, int64(attempt), 10)
+	return spanID(b)
+}
+
+// spanID is the span id hashed from b.
+func spanID(b []byte) trace.SpanID {
+	h := sha256.Sum256(b)
 	var s trace.SpanID
-	copy(s[:], h.Sum(nil))
+	copy(s[:], h[:])
 	return s
 }
 
@@ -89,11 +109,14 @@ func Traceparent(id string, flow, scope []string, step string, visit, attempt in
 // model's id of the call) in turn of attempt of visit of step, in the
 // trace of run id when the run began its own trace (see [RunSpan]).
 func toolSpan(id string, flow, scope []string, step string, visit, attempt, turn int, callID string) trace.SpanID {
-	h := sha256.New()
-	fmt.Fprintf(h, "skein tool %s\x00%s\x00%d\x00%d\x00%d\x00%s", id, key(flow, scope, step), visit, attempt, turn, callID)
-	var s trace.SpanID
-	copy(s[:], h.Sum(nil))
-	return s
+	var buf [256]byte
+	b := append(buf[:0], "skein tool "...)
+	b = append(append(b, id...), 0)
+	b = append(appendKey(b, flow, scope, step), 0)
+	b = append(strconv.AppendInt(b, int64(visit), 10), 0)
+	b = append(strconv.AppendInt(b, int64(attempt), 10), 0)
+	b = append(strconv.AppendInt(b, int64(turn), 10), 0)
+	return spanID(append(b, callID...))
 }
 
 // ToolTraceparent returns the W3C traceparent of the span of an agent's
@@ -112,13 +135,12 @@ func ToolTraceparent(id string, flow, scope []string, step string, visit, attemp
 // and its key, a child flow's run and its key) under the span parent, in
 // the trace of run id when the run began its own trace.
 func derivedSpan(id string, parent trace.SpanID, what ...string) trace.SpanID {
-	h := sha256.New()
-	fmt.Fprintf(h, "skein span %s\x00%s", id, parent)
+	var buf [256]byte
+	b := append(buf[:0], "skein span "...)
+	b = append(append(b, id...), 0)
+	b = hex.AppendEncode(b, parent[:])
 	for _, w := range what {
-		h.Write([]byte{0})
-		h.Write([]byte(w))
+		b = append(append(b, 0), w...)
 	}
-	var s trace.SpanID
-	copy(s[:], h.Sum(nil))
-	return s
+	return spanID(b)
 }

@@ -57,6 +57,10 @@ type Run struct {
 	// runID: the run began its own trace, whose ids derive from its id
 	// (see RunSpan and Traceparent); "" when it did not.
 	runID string
+	// trace is the trace id of runID's trace; wantIDs the ids the span
+	// started next is to have (see wantKey).
+	trace   trace.TraceID
+	wantIDs wantedIDs
 	// local: the run's effects go through [Run.Effects], which makes the
 	// tool calls' spans as they run (else they come from the events).
 	local bool
@@ -102,13 +106,30 @@ func (p *Provider) Start(g *graphir.Graph, info RunInfo) *Run {
 	r := &Run{p: p, g: g, info: info, runs: map[string]*open{}, steps: map[string]*open{},
 		iters: map[string]*open{}, graphs: map[string]*graphir.Graph{}, msgs: map[string]*content{}, executions: map[string]int{}}
 	if info.Top != "" {
-		r.runID = info.Top
+		r.setRunID(info.Top)
 		r.ctx = trace.ContextWithRemoteSpanContext(context.Background(), info.Parent)
 	}
 	if info.Carried != nil {
 		r.restore(info.Carried)
 	}
 	return r
+}
+
+// setRunID says the run's spans are in the trace of run id, their ids
+// derived from it.
+func (r *Run) setRunID(id string) {
+	r.runID = id
+	if id != "" {
+		r.trace = RunSpan(id).TraceID()
+	}
+}
+
+// want returns parent asking the span started with it next to have the
+// ids of the run's trace and span id s. The run's lock is held from the
+// call until that span has started.
+func (r *Run) want(parent context.Context, s trace.SpanID) context.Context {
+	r.wantIDs = wantedIDs{r.trace, s}
+	return context.WithValue(parent, wantKey{}, &r.wantIDs)
 }
 
 // replaying reports whether the events given now were given before
@@ -132,8 +153,7 @@ func (r *Run) wanted(parent context.Context, what ...string) context.Context {
 	if r.runID == "" {
 		return parent
 	}
-	return want(parent, trace.NewSpanContext(trace.SpanContextConfig{TraceID: RunSpan(r.runID).TraceID(),
-		SpanID: derivedSpan(r.runID, trace.SpanContextFromContext(parent).SpanID(), what...)}))
+	return r.want(parent, derivedSpan(r.runID, trace.SpanContextFromContext(parent).SpanID(), what...))
 }
 
 // Events returns f after making the spans of the event it is given (f
@@ -152,19 +172,21 @@ func (r *Run) Events(f func(*vm.Event)) func(*vm.Event) {
 
 // key is the key of step step in scope of the run at flow chain flow.
 func key(flow, scope []string, step string) string {
-	var b strings.Builder
+	var buf [128]byte
+	return string(appendKey(buf[:0], flow, scope, step))
+}
+
+// appendKey appends the key of step step in scope of the run at flow
+// chain flow to b.
+func appendKey(b []byte, flow, scope []string, step string) []byte {
 	for _, s := range flow {
-		b.WriteString(s)
-		b.WriteByte('/')
+		b = append(append(b, s...), '/')
 	}
-	b.WriteByte(0)
+	b = append(b, 0)
 	for _, s := range scope {
-		b.WriteString(s)
-		b.WriteByte('/')
+		b = append(append(b, s...), '/')
 	}
-	b.WriteByte(0)
-	b.WriteString(step)
-	return b.String()
+	return append(append(b, 0), step...)
 }
 
 // Event makes the spans event ev starts, ends or reports.
@@ -266,8 +288,7 @@ func (r *Run) Event(ev *vm.Event) {
 		if o := r.steps[key(ev.Flow, ev.Scope, ev.Step)]; o != nil && r.runID != "" && ev.CallID != "" {
 			// The id ToolTraceparent names the call by, which its
 			// process was handed.
-			start = want(parent, trace.NewSpanContext(trace.SpanContextConfig{TraceID: RunSpan(r.runID).TraceID(),
-				SpanID: toolSpan(r.runID, ev.Flow, ev.Scope, ev.Step, o.visit, o.attempt, ev.Index, ev.CallID)}))
+			start = r.want(parent, toolSpan(r.runID, ev.Flow, ev.Scope, ev.Step, o.visit, o.attempt, ev.Index, ev.CallID))
 		}
 		_, span := r.p.tracer.Start(start, "execute_tool "+ev.Tool, trace.WithTimestamp(t), trace.WithAttributes(r.toolAttrs(ev.Tool, ev.CallID, ev.Args)...))
 		if ev.Status == "failed" {
@@ -306,8 +327,8 @@ func (r *Run) startRoot(ev *vm.Event, t time.Time) {
 	case r.info.Predecessor == "" && ev.RunID != "":
 		// A new trace whose ids a resume can find again, and its
 		// attempts' ids an engine can name (see Traceparent).
-		parent = want(parent, RunSpan(ev.RunID))
-		r.runID = ev.RunID
+		r.setRunID(ev.RunID)
+		parent = r.want(parent, RunSpan(ev.RunID).SpanID())
 	}
 	if r.info.Predecessor != "" {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: RunSpan(r.info.Predecessor),
@@ -350,8 +371,7 @@ func (r *Run) startAttempt(ev *vm.Event, k string, visit, attempt int, t time.Ti
 	start := parent
 	if r.runID != "" {
 		// The id Traceparent names the attempt by.
-		start = want(parent, trace.NewSpanContext(trace.SpanContextConfig{TraceID: RunSpan(r.runID).TraceID(),
-			SpanID: attemptSpan(r.runID, ev.Flow, ev.Scope, ev.Step, visit, attempt)}))
+		start = r.want(parent, attemptSpan(r.runID, ev.Flow, ev.Scope, ev.Step, visit, attempt))
 	}
 	_, span := r.p.tracer.Start(start, ev.Kind+" "+ev.Step, trace.WithTimestamp(t), trace.WithAttributes(attrs...),
 		trace.WithAttributes(attribute.Int("skein.step.visit", visit), attribute.Int("skein.step.attempt", attempt)))

@@ -347,16 +347,22 @@ func (p *progress) appendWhere(b []byte, ev *vm.Event) []byte {
 }
 
 func (p *progress) event(ev *vm.Event) {
+	// No defer: this runs for every event of the run, and a function
+	// with as many returns as put cannot have its defers inlined.
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.buf = p.put(ev, p.buf[:0])[:0]
+	p.mu.Unlock()
+}
+
+// put shows ev, building its line in b (returned, for reuse). It is
+// called holding p.mu.
+func (p *progress) put(ev *vm.Event, b []byte) []byte {
 	where := p.appendWhere(p.wbuf[:0], ev)
 	p.wbuf = where
-	b := p.buf[:0]
-	defer func() { p.buf = b[:0] }()
 	switch ev.Type {
 	case vm.RunStarted:
 		if len(ev.Flow) != 0 {
-			return
+			return b
 		}
 		b = appendPaint(b, p.color, "1", "run")
 		b = append(append(b, ' '), visible.Text(ev.FlowName, false)...) // flow(name=) is free text
@@ -367,7 +373,7 @@ func (p *progress) event(ev *vm.Event) {
 				w = string(where)
 			}
 			p.running = append(p.running, activeStep{where: w, kind: ev.Kind, started: ev.Time, attempt: 1})
-			return
+			return b
 		}
 		b = append(append(b, "start "...), where...)
 	case vm.StepRetrying:
@@ -387,7 +393,7 @@ func (p *progress) event(ev *vm.Event) {
 		b = append(appendDuration(append(b, " in "...), ev.Duration), ')')
 		p.line(b)
 		p.show()
-		return
+		return b
 	case vm.ModelDelta:
 		if p.tty {
 			// Agents' turns and llm steps: shown under the step, on the next tick.
@@ -402,7 +408,7 @@ func (p *progress) event(ev *vm.Event) {
 				}
 			}
 		}
-		return
+		return b
 	case vm.StepFinished:
 		if p.tty {
 			if i := p.find(where); i >= 0 {
@@ -412,7 +418,7 @@ func (p *progress) event(ev *vm.Event) {
 		failed := ev.Status != string(vm.StepSucceeded)
 		if p.tty {
 			if !failed && p.fold.take(ev) {
-				return
+				return b
 			}
 			if failed {
 				p.unfold() // what was folded came before
@@ -427,7 +433,7 @@ func (p *progress) event(ev *vm.Event) {
 			b = append(append(b, ' '), where...)
 			b = append(b, ' ')
 			p.line(p.appendDim(b, func(b []byte) []byte { return append(b, "(replayed)"...) }))
-			return
+			return b
 		} else {
 			b = appendPaint(b, p.color, "32", "ok   ")
 			b = append(append(b, ' '), where...)
@@ -441,7 +447,7 @@ func (p *progress) event(ev *vm.Event) {
 		if failed {
 			p.show()
 		}
-		return
+		return b
 	case vm.StepPruned:
 		k := p.kbuf[:0]
 		for _, f := range ev.Flow {
@@ -450,7 +456,7 @@ func (p *progress) event(ev *vm.Event) {
 		k = append(k, ev.Step...)
 		p.kbuf = k
 		if p.skipped[string(k)] {
-			return
+			return b
 		}
 		if p.skipped == nil {
 			p.skipped = map[string]bool{}
@@ -486,7 +492,7 @@ func (p *progress) event(ev *vm.Event) {
 		b = append(append(b, ": "...), visible.Text(ev.Message, false)...)
 	case vm.LoopIteration:
 		if p.tty && !ev.Stop && !ev.Exhausted && p.fold.take(ev) {
-			return
+			return b
 		}
 		b = appendPaint(b, p.color, "36", "loop ")
 		b = append(append(b, ' '), where...)
@@ -506,9 +512,10 @@ func (p *progress) event(ev *vm.Event) {
 			b = append(append(b, ": "...), visible.Text(ev.Message, false)...)
 		}
 	default:
-		return
+		return b
 	}
 	p.line(b)
+	return b
 }
 
 // summary prints how the run ended, its path and its result.

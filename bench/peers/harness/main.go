@@ -3,8 +3,8 @@
 // `make bench-peers` runs; see bench/README.md.
 //
 // Steps: `npm ci` in bench/peers (pinned versions, package-lock.json), then
-// `go test -run '^$' -bench '^BenchmarkPeer' -count 5 -benchmem ./vm/ ./lang/`
-// (median of the five counts), then each peer script under
+// `go test -run '^$' -bench '^(BenchmarkPeerLoop10k|...)$' -count 5 -benchmem ./vm/ ./lang/`
+// (the workloads' benchmarks; median of the five counts), then each peer script under
 // bench/peers/<engine>/<workload>.mjs (warm-up runs, then at least five timed
 // runs; each prints one JSON line with the median). A missing Skein benchmark shows as "n/a"; a
 // failing peer script shows as "failed" and makes the command exit 1 after
@@ -41,19 +41,25 @@ type workload struct {
 	bench     string  // Skein benchmark name
 	pkg       string  // Go package holding it
 	skeinDesc string  // what the Skein benchmark measures
+	// perUnit: the benchmark's op is one unit (a loop iteration of a run
+	// of b.N iterations), and the figures are scaled to units per op.
+	perUnit bool
 }
 
 var workloads = []workload{
 	{"loop10k", "iteration", 10_000, "BenchmarkPeerLoop10k", "vm",
 		"one run of a flow whose draft -> critique loop (two fn steps; the back-edge has the Starlark condition " +
-			"`when = \"critique < inputs.n\"`) runs 10,000 iterations, `Parallel: 1`; the flow is loaded and prepared once, outside timing"},
+			"`when = \"critique < inputs.n\"`) runs 10,000 iterations, `Parallel: 1`; the flow is loaded and prepared once, outside timing", false},
+	{"loopdict10k", "iteration", 10_000, "BenchmarkLoopIterationDict", "vm",
+		"loop10k as flows are written: the fn steps return small dicts (`{\"n\": r.visits(\"draft\")}`, `{\"ok\": r.draft.n >= r.inputs.n}`) " +
+			"and the edges test `critique.ok`; the benchmark's op is one iteration of a run of b.N iterations, `Parallel: 1`, shown here times 10,000", true},
 	{"chain1k", "node", 1_000, "BenchmarkPeerChain1k", "vm",
-		"one run of a flow that is a chain of 1,000 fn steps (each returns a constant), `Parallel: 1`; loaded once, outside timing"},
+		"one run of a flow that is a chain of 1,000 fn steps (each returns a constant), `Parallel: 1`; loaded once, outside timing", false},
 	{"fanout1k", "branch", 1_000, "BenchmarkPeerFanout1k", "vm",
-		"one run of a flow: one fn source step -> 1,000 fn branch steps -> one fn step with the default AND-join, `Parallel: 1`; loaded once, outside timing"},
+		"one run of a flow: one fn source step -> 1,000 fn branch steps -> one fn step with the default AND-join, `Parallel: 1`; loaded once, outside timing", false},
 	{"build10k", "node", 10_000, "BenchmarkPeerBuild10k", "lang",
 		"lang.LoadSource (Starlark execution of the generated source text, whose builtin calls record the graph; freeze) + check.Graph " +
-			"of a 10,000-step flow: a chain of task steps with `{{ }}` templates, plus a conditional edge into every tenth step and a bounded back-edge"},
+			"of a 10,000-step flow: a chain of task steps with `{{ }}` templates, plus a conditional edge into every tenth step and a bounded back-edge", false},
 }
 
 var engines = []struct{ id, title string }{
@@ -205,7 +211,11 @@ func runSkein(root, goCmd string, count int, selected []workload) (res map[strin
 			pkgs = append(pkgs, "./"+w.pkg+"/")
 		}
 	}
-	args := append([]string{"test", "-run", "^$", "-bench", "^BenchmarkPeer", "-count", strconv.Itoa(count), "-benchmem"}, pkgs...)
+	var names []string
+	for _, w := range selected {
+		names = append(names, w.bench)
+	}
+	args := append([]string{"test", "-run", "^$", "-bench", "^(" + strings.Join(names, "|") + ")$", "-count", strconv.Itoa(count), "-benchmem"}, pkgs...)
 	logf("%s %s", goCmd, strings.Join(quoteArgs(args), " "))
 	var buf bytes.Buffer
 	cmd := exec.Command(goCmd, args...)
@@ -257,6 +267,13 @@ func runSkein(root, goCmd string, count int, selected []workload) (res map[strin
 			res[w.name] = missing(w.bench + " not found in ./" + w.pkg)
 			continue
 		}
+		if w.perUnit {
+			for _, xs := range [][]float64{a.ns, a.b, a.allocs} {
+				for i := range xs {
+					xs[i] *= w.units
+				}
+			}
+		}
 		res[w.name] = result{ns: median(a.ns), runs: a.ns, bytes: median(a.b), allocs: median(a.allocs)}
 	}
 	return res, note, goCPU
@@ -271,6 +288,13 @@ critique = step("critique", fn = lambda r: r.draft)
 chain(START, draft, critique)
 edge(critique, draft, when = "critique < inputs.n")
 edge(critique, END, when = "critique >= inputs.n")
+`, "n=10000", "n=1"},
+	"loopdict10k": {`flow(inputs = {"n": 10}, output = "critique")
+draft = step("draft", fn = lambda r: {"n": r.visits("draft")}, max_visits = 1 << 30)
+critique = step("critique", fn = lambda r: {"ok": r.draft.n >= r.inputs.n})
+chain(START, draft, critique)
+edge(critique, draft, when = "not critique.ok")
+edge(critique, END, when = "critique.ok")
 `, "n=10000", "n=1"},
 }
 
@@ -314,7 +338,9 @@ func runSkeinCLI(root, goCmd string, runs int, selected []workload) map[string]r
 			if err := cmd.Start(); err != nil {
 				return 0, err
 			}
-			io.Copy(io.Discard, out)
+			// Read as a consumer that keeps up would (cat: 128 KiB at a
+			// time); io.Copy to io.Discard reads 8 KiB at a time.
+			io.CopyBuffer(struct{ io.Writer }{io.Discard}, out, make([]byte, 256<<10))
 			if err := cmd.Wait(); err != nil {
 				return 0, fmt.Errorf("%v: %s", err, tail(stderr.String(), 500))
 			}
@@ -549,6 +575,11 @@ func render(selected []workload, skein, cli map[string]result, skeinNote string,
 			}
 			p("| %s | %s | %s | %s | %s |\n", w.name, cell(c, 1), cell(c, w.units), ratio(peer["langgraph"][w.name], c), ratio(peer["xstate"][w.name], c))
 		}
+		if c, ok := cli["loopdict10k"]; ok {
+			lg, xs := peer["langgraph"]["loopdict10k"], peer["xstate"]["loopdict10k"]
+			p("\nGoals for loopdict10k through the command line (issue 31): LangGraph/Skein CLI ≥ 500x: %s (%s); XState/Skein CLI ≥ 8x: %s (%s).\n",
+				goal(lg, c, 500), ratio(lg, c), goal(xs, c, 8), ratio(xs, c))
+		}
 	}
 	p("\nThe same figures per unit of work (op time / units per op):\n\n")
 	p("| workload | per | Skein | LangGraph.js | XState |\n")
@@ -642,6 +673,17 @@ func ratio(peer, skein result) string {
 		return "n/a"
 	}
 	return sig3(peer.ns/skein.ns) + "x"
+}
+
+// goal says whether peer / skein is at least want.
+func goal(peer, skein result, want float64) string {
+	switch {
+	case math.IsNaN(peer.ns) || math.IsNaN(skein.ns) || skein.ns <= 0:
+		return "n/a"
+	case peer.ns/skein.ns >= want:
+		return "met"
+	}
+	return fmt.Sprintf("**not met**, short by %.0f%%", 100*(1-peer.ns/skein.ns/want))
 }
 
 func num(v float64) string {

@@ -178,17 +178,22 @@ func TestRetries(t *testing.T) {
 	}
 }
 
+// The client's timeout ends an attempt whose reply is late, and the
+// attempt is retried. On synctest's virtual clock (handlerTransport): a
+// timeout that did not end it would wait for the late reply, which comes.
 func TestSlowReplyTimesOut(t *testing.T) {
 	s := modeltest.New(modeltest.Rule{Replies: []modeltest.Reply{{Content: "late", Delay: 10 * time.Second}}})
 	defer s.Close()
-	c := &model.Client{Getenv: env(nil), Timeout: time.Second}
-	_, err := model.Call(context.Background(), c, request(s, "x"), model.Policy{Retries: 1, Backoff: time.Millisecond})
-	if code(err) != "model_error" || !strings.Contains(err.Error(), "no reply within 1s") {
-		t.Fatalf("got %v, want a timeout model_error", err)
-	}
-	if n := len(s.Requests()); n != 2 {
-		t.Errorf("%d requests, want 2 (a timeout is retried)", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		c := &model.Client{Getenv: env(nil), Timeout: time.Second, HTTP: &http.Client{Transport: handlerTransport{s.Config.Handler}}}
+		_, err := model.Call(context.Background(), c, request(s, "x"), model.Policy{Retries: 1, Backoff: time.Millisecond})
+		if code(err) != "model_error" || !strings.Contains(err.Error(), "no reply within 1s") {
+			t.Fatalf("got %v, want a timeout model_error", err)
+		}
+		if n := len(s.Requests()); n != 2 {
+			t.Errorf("%d requests, want 2 (a timeout is retried)", n)
+		}
+	})
 }
 
 func TestCancelMidRequest(t *testing.T) {

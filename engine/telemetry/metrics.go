@@ -3,11 +3,12 @@ package telemetry
 // This file is the metrics beside the traces: run and step durations,
 // model call durations and tokens, recorded from the same events as the
 // spans with the official metric SDK and posted over OTLP/HTTP as JSON
-// (metricsjson.go) every OTEL_METRIC_EXPORT_INTERVAL (60 s) and as the
-// process exits.
+// (metricsjson.go; with -tags otlp by the SDK's own exporters, otlp.go)
+// every OTEL_METRIC_EXPORT_INTERVAL (60 s) and as the process exits.
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
@@ -99,17 +100,20 @@ func (ms *meters) record(ev *vm.Event, flow, engine string) {
 }
 
 // metricsReader returns the periodic reader exporting to the
-// environment's OTLP metrics endpoint, as JSON over HTTP.
-func metricsReader() (sdkmetric.Reader, error) {
+// environment's OTLP metrics endpoint: as JSON over HTTP, or in a build
+// with -tags otlp with the SDK's own exporters (metricsExporter).
+func metricsReader(ctx context.Context) (sdkmetric.Reader, error) {
 	endpoint := os.Getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
 	if endpoint == "" {
 		endpoint = strings.TrimSuffix(os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "/") + "/v1/metrics"
 	}
 	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, errorf("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT=%s: not an http:// or https:// URL", endpoint)
+		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT=%s: not an http:// or https:// URL", endpoint)
 	}
-	client, headers := otlpHTTP("METRICS")
-	e := &jsonMetrics{url: endpoint, client: client, headers: headers}
+	e, err := metricsExporter(ctx, endpoint)
+	if err != nil {
+		return nil, err
+	}
 	// The interval and timeout: OTEL_METRIC_EXPORT_INTERVAL and
 	// OTEL_METRIC_EXPORT_TIMEOUT, read by the SDK.
 	return sdkmetric.NewPeriodicReader(e), nil

@@ -1,9 +1,12 @@
+//go:build !otlp
+
 package telemetry
 
-// This file is the metrics exporter, in every build: OTLP over HTTP in
-// its JSON encoding, without the protobuf and gRPC libraries of the
-// SDK's own exporters; and the OTLP JSON encoding of attributes that the
-// default build's span exporter shares (otlpjson.go).
+// This file is the metrics exporter of the default build: OTLP over HTTP
+// in its JSON encoding, without the protobuf and gRPC libraries of the
+// SDK's own exporters (a build with -tags otlp uses those: otlp.go); and
+// the OTLP JSON encoding of attributes that the default build's span
+// exporter shares (otlpjson.go).
 
 import (
 	"bytes"
@@ -20,7 +23,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+func metricsExporter(_ context.Context, endpoint string) (sdkmetric.Exporter, error) {
+	client, headers := otlpHTTP("METRICS")
+	return &jsonMetrics{url: endpoint, client: client, headers: headers}, nil
+}
 
 // jsonMetrics posts metrics to an OTLP/HTTP endpoint as JSON.
 type jsonMetrics struct {

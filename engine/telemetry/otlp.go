@@ -2,9 +2,9 @@
 
 package telemetry
 
-// This file is the exporter of a build with -tags otlp: the SDK's own
-// OTLP exporters, over HTTP (protobuf) or gRPC as the protocol variables
-// say. The default build exports OTLP/HTTP as JSON (otlpjson.go), without
+// This file is the exporters of a build with -tags otlp: the SDK's own
+// OTLP exporters of traces and metrics, over HTTP (protobuf) or gRPC as
+// the protocol variables say. The default build exports OTLP/HTTP as JSON (otlpjson.go), without
 // the protobuf and gRPC libraries these bring.
 
 import (
@@ -12,8 +12,11 @@ import (
 	"fmt"
 	"os"
 
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -29,4 +32,22 @@ func exporter(ctx context.Context) (sdktrace.SpanExporter, error) {
 		return otlptracegrpc.New(ctx)
 	}
 	return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%s: not a protocol skein exports with (http/protobuf or grpc)", proto)
+}
+
+// metricsExporter is the SDK's OTLP metrics exporter for the protocol
+// OTEL_EXPORTER_OTLP_METRICS_PROTOCOL (else OTEL_EXPORTER_OTLP_PROTOCOL)
+// names; it reads the endpoint (checked by metricsReader), headers and
+// timeout from the environment itself.
+func metricsExporter(ctx context.Context, _ string) (sdkmetric.Exporter, error) {
+	proto := os.Getenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")
+	if proto == "" {
+		proto = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	switch proto {
+	case "", "http/protobuf":
+		return otlpmetrichttp.New(ctx)
+	case "grpc":
+		return otlpmetricgrpc.New(ctx)
+	}
+	return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%s: not a protocol skein exports metrics with (http/protobuf or grpc)", proto)
 }

@@ -103,7 +103,7 @@ func FromEnv(ctx context.Context) (*Provider, error) {
 	var reader sdkmetric.Reader
 	if metrics {
 		var err error
-		if reader, err = metricsReader(); err != nil {
+		if reader, err = metricsReader(ctx); err != nil {
 			return nil, err
 		}
 	}

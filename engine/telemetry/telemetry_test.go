@@ -498,6 +498,17 @@ func TestMetrics(t *testing.T) {
 	p := provider(t, rc)
 	run(t, p, g, &runs.Spec{Ask: approve{}})
 	p.Shutdown(context.Background())
+	// Encoded as the build says: JSON, or protobuf by the SDK's own
+	// exporter with -tags otlp.
+	encodings := rc.MetricsEncodings()
+	if len(encodings) == 0 {
+		t.Fatal("no metrics posted")
+	}
+	for _, e := range encodings {
+		if e != metricsEncoding {
+			t.Errorf("metrics posted as %s, want %s", e, metricsEncoding)
+		}
+	}
 	got := map[string][]string{}
 	for _, m := range rc.Metrics() {
 		h := m.GetHistogram()

@@ -32,6 +32,8 @@ type Receiver struct {
 	spans   []*tracepb.Span
 	metrics []*metricspb.Metric
 	headers http.Header
+	// encodings: the Content-Type of each post of metrics.
+	encodings []string
 }
 
 // NewReceiver starts a receiver, closed when the test ends.
@@ -83,6 +85,7 @@ func (rc *Receiver) metricsPost(t testing.TB, w http.ResponseWriter, r *http.Req
 		return
 	}
 	rc.mu.Lock()
+	rc.encodings = append(rc.encodings, r.Header.Get("Content-Type"))
 	for _, rm := range req.ResourceMetrics {
 		for _, sm := range rm.ScopeMetrics {
 			rc.metrics = append(rc.metrics, sm.Metrics...)
@@ -117,6 +120,14 @@ func reply(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Content-Type") == "application/json" {
 		w.Write([]byte("{}"))
 	}
+}
+
+// MetricsEncodings are the Content-Types of the posts of metrics so far
+// ("application/json", "application/x-protobuf").
+func (rc *Receiver) MetricsEncodings() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.encodings)
 }
 
 // Metrics is a copy of the metrics received so far, each post's in

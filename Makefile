@@ -140,9 +140,12 @@ test-browser:
 test-otel:
 	GO='$(GO)' bash test/otel/run.sh
 
-# Model steps against a real inference engine (node-llama-cpp, a tiny
-# random-weight model made by a script); needs node, npm and python3 with
-# numpy (installed from apt when missing). Opt-in: not in make test or CI.
+# Model steps against llama.cpp's own llama-server (built once from the source
+# inside the node-llama-cpp npm package: ~45 min on two busy cores, cached in
+# test/llm-engine/.work; SKEIN_LLAMA_SERVER=/path/to/llama-server skips it)
+# serving a tiny random-weight model made by a script; needs npm, python3,
+# git and curl (cmake, g++ and numpy come from apt when missing). Opt-in: not
+# in make test or CI.
 .PHONY: test-llm-engine
 test-llm-engine:
 	GO='$(GO)' bash test/llm-engine/run.sh

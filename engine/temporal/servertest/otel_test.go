@@ -347,7 +347,8 @@ var temporalOps = map[string]bool{"StartWorkflow": true, "RunWorkflow": true, "S
 // workflow makes the run's spans on the worker, and the receiver gets the
 // same span tree as from a local run (and so as from an attached one),
 // once each, in the run's trace, with Temporal's spans and the worker's
-// task spans in it too.
+// task spans in it too; a worker replaying the history later (for a
+// query) exports none of them again.
 func TestTraceShapeDetached(t *testing.T) {
 	dir := t.TempDir()
 	flow, err := (&temporaltest.Scenario{Files: map[string]string{"flow.star": tracedFlow, "child.star": tracedChild}}).Write(dir)
@@ -438,5 +439,20 @@ func TestTraceShapeDetached(t *testing.T) {
 		if strings.HasPrefix(s.Name, "StartWorkflow:") && string(s.ParentSpanId) != string(root.SpanId) {
 			t.Errorf("Temporal's %s is not under the run's span", s.Name)
 		}
+	}
+
+	// A worker that never ran the workflow replays its history to answer
+	// a query (skein show on the closed run): it exports none of the
+	// run's spans again. Each worker exports what it has as it stops.
+	w.stop(t)
+	before := len(run)
+	w2 := worker(t, q, append(otel(remoteRC), "OTEL_BSP_SCHEDULE_DELAY=100"))
+	out, stderr, code := skein(t, dir, "show", id, "--engine", "temporal", "--address", address)
+	if code != 0 || !strings.Contains(out, "succeeded") {
+		t.Fatalf("skein show: exit %d\n%s%s", code, out, stderr)
+	}
+	w2.stop(t)
+	if run, _, _ = runSpans(); len(run) != before {
+		t.Errorf("%d of the run's spans after a replay, %d before:\n%s", len(run), before, spanTree(run))
 	}
 }

@@ -363,9 +363,11 @@ func (r *run) enter(t task) {
 		ev.Items = f.itemLabels()
 		r.emit(ev)
 	}
-	if v, ok := r.opts.Set[n.Name]; ok && len(r.opts.prefix) == 0 && !r.exiting {
-		r.finish(f, n, &outcome{ok: true, value: v})
-		return
+	if len(r.opts.Set) > 0 && len(r.opts.prefix) == 0 && !r.exiting {
+		if v, ok := r.opts.Set[n.Name]; ok {
+			r.finish(f, n, &outcome{ok: true, value: v})
+			return
+		}
 	}
 	switch n.Kind {
 	case graphir.KindNoop:

@@ -39,7 +39,13 @@ func NewPacers() *Pacers { return &Pacers{} }
 // Pacer paces the attempts of one model: at most RPM requests and TPM
 // tokens a minute (0: no bound).
 type Pacer struct {
-	ps       *Pacers
+	ps *Pacers
+	// mu is held to read the clock and reserve, so that the buckets are
+	// never given a time before one they saw: a bucket asked at an
+	// earlier time than its last hands out a turn early by the
+	// difference (seconds, on a fake clock that another wait moved on
+	// between this one's reading and its reserving).
+	mu       sync.Mutex
 	requests *rate.Limiter // nil: no rpm
 	tokens   *rate.Limiter // nil: no tpm
 	tpm      int
@@ -120,13 +126,17 @@ func (p *Pacer) wait(ctx context.Context, req Request, limit time.Duration) (int
 	if p == nil {
 		return 0, nil
 	}
-	now := p.ps.now()
 	var rs []*rate.Reservation
 	cancel := func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		now := p.ps.now()
 		for _, r := range rs {
 			r.CancelAt(now)
 		}
 	}
+	p.mu.Lock()
+	now := p.ps.now()
 	at := now
 	if p.requests != nil {
 		r := p.requests.ReserveN(now, 1)
@@ -142,6 +152,7 @@ func (p *Pacer) wait(ctx context.Context, req Request, limit time.Duration) (int
 			at = t
 		}
 	}
+	p.mu.Unlock()
 	if d := at.Sub(now); limit > 0 && d > limit {
 		cancel()
 		return 0, &Error{Code: CodeTimeout, Msg: fmt.Sprintf("model %q: its rpm/tpm pacing would wait %s, longer than the step's timeout of %s", req.Model, d.Round(time.Millisecond), limit)}
@@ -159,6 +170,8 @@ func (p *Pacer) spent(took int, u Usage) {
 	if p == nil || p.tokens == nil {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	now := p.ps.now()
 	for extra := u.Total() - took; extra > 0; extra -= p.tpm {
 		p.tokens.ReserveN(now, min(extra, p.tpm))

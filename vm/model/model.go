@@ -432,7 +432,11 @@ func finished(req Request, rep *Reply) error {
 	switch {
 	case rep.Filtered:
 		return &Error{Code: CodeFiltered, Msg: fmt.Sprintf("model %q: the provider's content filter stopped the reply", req.Model)}
-	case rep.Cut && !req.Partial && len(rep.ToolCalls) == 0:
+	case rep.Cut && len(rep.ToolCalls) > 0:
+		// The last call's arguments may be cut and still parse
+		// ({"path": "mai"}): no tool runs on them, partial or not.
+		return &Error{Code: CodeTruncated, Msg: fmt.Sprintf("model %q: the reply was cut off at the token limit (%s) while it called a tool: raise max_tokens", req.Model, limitName(req))}
+	case rep.Cut && !req.Partial:
 		return &Error{Code: CodeTruncated, Msg: fmt.Sprintf("model %q: the reply was cut off at the token limit (%s): raise max_tokens, or accept partial text with partial = True", req.Model, limitName(req))}
 	}
 	return nil

@@ -247,6 +247,7 @@ func TestUnusableReplies(t *testing.T) {
 			s := srv.new(
 				modeltest.Rule{Match: "cut", Replies: []modeltest.Reply{{Content: "half a sent", Finish: "length"}}},
 				modeltest.Rule{Match: "filter", Replies: []modeltest.Reply{{Content: "", Finish: "content_filter"}}},
+				modeltest.Rule{Match: "tool", Replies: []modeltest.Reply{{ToolCalls: []modeltest.ToolCall{{ID: "c1", Name: "read", Arguments: `{"path": "mai"}`}}, Finish: "length"}}},
 			)
 			defer s.Close()
 			c := &model.Client{Getenv: env(nil)}
@@ -264,8 +265,17 @@ func TestUnusableReplies(t *testing.T) {
 			if code(err) != string(model.CodeFiltered) || !strings.Contains(err.Error(), "content filter") {
 				t.Errorf("filter: %v", err)
 			}
-			if n := len(s.Requests()); n != 3 {
-				t.Errorf("%d requests, want 3: neither is retried", n)
+			// A tool call cut at the limit can parse and still be cut:
+			// it never runs, partial text accepted or not.
+			for _, partial := range []bool{false, true} {
+				req := srv.req(s, "tool")
+				req.Partial = partial
+				if rep, err := model.Call(context.Background(), c, req, pol); code(err) != string(model.CodeTruncated) || !strings.Contains(err.Error(), "while it called a tool") {
+					t.Errorf("tool call cut, partial %v: %v (reply %v)", partial, err, rep != nil)
+				}
+			}
+			if n := len(s.Requests()); n != 5 {
+				t.Errorf("%d requests, want 5: none is retried", n)
 			}
 		})
 	}

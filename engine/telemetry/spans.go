@@ -36,6 +36,10 @@ type RunInfo struct {
 	// id of the run at the top of its tree, whose trace it is in; Parent
 	// is then the span of the step that runs it.
 	Top string
+	// TopFlow, with Top, is the name of the flow at the top of the tree,
+	// which the metrics of the run's steps name (as they do when one
+	// Run makes the whole tree's spans).
+	TopFlow string
 	// Replaying, when set, says whether the events given now are ones
 	// given before, to a Run that was lost (a Temporal workflow replaying
 	// its history on a worker): the spans they end are not exported
@@ -107,6 +111,7 @@ func (p *Provider) Start(g *graphir.Graph, info RunInfo) *Run {
 		iters: map[string]*open{}, graphs: map[string]*graphir.Graph{}, msgs: map[string]*content{}, executions: map[string]int{}}
 	if info.Top != "" {
 		r.setRunID(info.Top)
+		r.flow = info.TopFlow
 		r.ctx = trace.ContextWithRemoteSpanContext(context.Background(), info.Parent)
 	}
 	if info.Carried != nil {

@@ -85,7 +85,7 @@ func spans(ctx workflow.Context, g *graphir.Graph, in *RunInput) *telemetry.Run 
 	info := telemetry.RunInfo{File: in.abs(g.File), Engine: "temporal", Carried: in.SpanCarry,
 		Replaying: func() bool { return workflow.IsReplaying(ctx) }}
 	if in.Nesting != nil {
-		info.Top = in.Nesting.Top
+		info.Top, info.TopFlow = in.Nesting.Top, in.SpanFlow
 		info.Parent = telemetry.Parent(http.Header{"Traceparent": {in.SpanParent}})
 	}
 	tel := tp.Start(g, info)

@@ -135,8 +135,9 @@ type RunInput struct {
 	// MaxTokens bounds the tokens the run's model calls spend (0: the
 	// flow's max_tokens).
 	MaxTokens int `json:",omitempty"`
-	// Traced: the machine that started the run exports its spans
-	// (engine/telemetry), so each task gets its attempt's TRACEPARENT.
+	// Traced: the run's spans are exported (engine/telemetry), by the
+	// machine that started it as it follows the run or, with Spans, by
+	// the workers: each task gets its attempt's TRACEPARENT.
 	Traced bool `json:",omitempty"`
 	// Spans: the workflow makes the run's spans (engine/telemetry) from
 	// its events, on the workers whose environment configures traces,

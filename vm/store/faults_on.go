@@ -28,7 +28,10 @@ var faultBatch = os.Getenv("SKEIN_TEST_CRASH_BEFORE_BATCH")
 // never SQLite: the process commits nothing to SQLite and kills itself
 // once the batch holding that completion is in the side journal. Tests
 // set it to prove that such a crash loses nothing: the completion is
-// folded in.
+// folded in. With it set, as with faultBatch, only the run going idle
+// commits (the batch holds the completion and the start rows it led to):
+// name a step that other steps follow, or the run's end commits its
+// completion straight to SQLite.
 var faultSide = os.Getenv("SKEIN_TEST_CRASH_AFTER_JOURNAL")
 
 // crash kills this process at once, as a power cut or kill -9 would.

@@ -39,6 +39,7 @@ func list(elem string, n int) string {
 // before anything is decoded; for json.decode and FromJSON alike, and
 // whatever default json.decode is given (issue 9).
 func TestJSONTooBig(t *testing.T) {
+	SkipBigUnderRace(t)
 	for _, tc := range []struct {
 		name, doc string
 		star      string // json.decode's error, "" for none
@@ -199,6 +200,7 @@ func TestJSONDecodeDifferential(t *testing.T) {
 // The walk refuses no document the decoder accepts: where it stops early,
 // the decoder fails too (so a size error never replaces a value).
 func TestJSONWalkNotStricter(t *testing.T) {
+	SkipBigUnderRace(t)
 	for _, doc := range jsonCorpus() {
 		walkRefuses(t, doc)
 	}
@@ -220,6 +222,7 @@ func walkRefuses(t *testing.T, doc string) {
 // gives, value or error; and where the estimate's walk stops early, the
 // decoder fails.
 func FuzzJSONDecodeDifferential(f *testing.F) {
+	SkipBigUnderRace(f)
 	for _, doc := range jsonCorpus() {
 		f.Add(doc)
 	}
@@ -241,6 +244,7 @@ func FuzzJSONDecodeDifferential(f *testing.F) {
 // a fn step may return one dict shared 850,000 times, which is 2.5 MB of
 // JSON and 850,000 dicts when read back from the store.
 func TestFromStoredJSON(t *testing.T) {
+	SkipBigUnderRace(t)
 	doc := []byte(list("{}", 850000))
 	if _, err := FromJSON(doc); !errors.Is(err, ErrTooBig) {
 		t.Fatalf("FromJSON: %v, want the size error", err)

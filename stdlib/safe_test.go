@@ -26,6 +26,7 @@ func run(t *testing.T, src string) (starlark.StringDict, error) {
 // Deep values fail fast and clearly instead of overflowing the stack or
 // taking quadratic time (issue 9).
 func TestBoundedDepth(t *testing.T) {
+	stdlib.SkipBigUnderRace(t)
 	deep := "x = []\nfor i in range(200000):\n    x = [x]\n"
 	cases := []struct{ src, want string }{
 		{`json.decode("[" * 2000000)`, "json.decode: JSON nested more than 64 deep"},

@@ -458,6 +458,7 @@ chain(START, a, END)
 // of JSON) are refused before they are decoded, with the size, and the
 // model is told so (issue 9).
 func TestAgentTooBig(t *testing.T) {
+	skipBigUnderRace(t)
 	pad := "[" + strings.Repeat("{},", 999999) + "{}]"
 	s := modeltest.New(modeltest.Rule{Match: "go", Replies: []modeltest.Reply{
 		{ToolCalls: []modeltest.ToolCall{{ID: "a", Name: "echo", Arguments: `{"text": "x", "pad": ` + pad + `}`}}},

@@ -316,6 +316,7 @@ func oldResultObject(r *vm.Result) (stdlib.Object, error) {
 // truncated output) and a synthetic one full of hostile strings: the
 // same bytes compact and indented, and the same value when decoded.
 func TestResultJSON(t *testing.T) {
+	skipBigUnderRace(t)
 	results := []*vm.Result{
 		run(t, `
 flow(name = "shape", output = "l")

@@ -297,6 +297,7 @@ step("a", fn = grow)
 // allocates, as at load time: a fn step fails, a template or a condition
 // is an expr_error, with the operation's position (issue 9).
 func TestRuntimeHugeValue(t *testing.T) {
+	skipBigUnderRace(t)
 	fn := func(body string) string {
 		return "def f(r):\n    s = 'x' * 1000000\n    return " + body + "\nstep(\"a\", fn = f)\n"
 	}

@@ -184,6 +184,7 @@ edge(report, END)
 // million empty objects in 3 MB of JSON) is refused before it is decoded:
 // the step fails with model_error naming the size (issue 9).
 func TestLLMStepReplyTooBig(t *testing.T) {
+	skipBigUnderRace(t)
 	big := `{"items": [` + strings.Repeat("{},", 999999) + "{}]}"
 	s := modeltest.New(modeltest.Rule{Match: "list", Replies: []modeltest.Reply{{Content: big}}})
 	defer s.Close()

@@ -992,6 +992,7 @@ l = loop("l", body = [b], until = lambda it: False, max_iterations = 100000)
 // TestLongBackEdgeLoopMemory runs 100,000 iterations of a back-edge loop and
 // checks that what the run keeps does not grow with the iterations.
 func TestLongBackEdgeLoopMemory(t *testing.T) {
+	skipBigUnderRace(t)
 	if testing.Short() {
 		t.Skip("stress")
 	}

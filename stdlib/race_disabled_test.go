@@ -1,0 +1,5 @@
+//go:build !race
+
+package stdlib
+
+const RaceEnabled = false

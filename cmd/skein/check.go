@@ -81,7 +81,7 @@ func runCheck(_ context.Context, io stdio, opts *checkOptions, args []string) in
 	}
 	lo := loadOptions(opts.root, opts.maxLoad)
 	lo.Print = printTo(io.err)
-	all, checked, triggers, envs := set.check(lo, opts.engine)
+	all, checked, triggers, envs := set.check(lo, opts.engine, opts.envelope)
 	all = check.Sort(all)
 	if opts.strict {
 		for i := range all {
@@ -91,9 +91,6 @@ func runCheck(_ context.Context, io stdio, opts *checkOptions, args []string) in
 		}
 	}
 	errs, warns := check.Count(all)
-	if !opts.envelope {
-		envs = nil
-	}
 	if opts.json {
 		check.WriteJSONEnvelopes(io.out, all, envs)
 	} else {
@@ -183,8 +180,10 @@ func findFlows(args []string) (*flowSet, error) {
 // For engine temporal, each flow's diagnostics include those that hold
 // only on Temporal. The lines it returns last say the triggers of each
 // checked flow that declares some and has no error, as "triggers of
-// PATH: cron 0 3 * * * (Europe/Berlin); webhook push".
-func (set *flowSet) check(lo frontend.Options, engine string) ([]check.Diagnostic, int, []string, []*check.FlowEnvelope) {
+// PATH: cron 0 3 * * * (Europe/Berlin); webhook push". With envelopes, it
+// also returns each such flow's envelope (computed only then: on a
+// million-step flow it takes more memory than the check).
+func (set *flowSet) check(lo frontend.Options, engine string, envelopes bool) ([]check.Diagnostic, int, []string, []*check.FlowEnvelope) {
 	type result struct {
 		ds       []check.Diagnostic
 		read     map[string]bool
@@ -212,7 +211,7 @@ func (set *flowSet) check(lo frontend.Options, engine string) ([]check.Diagnosti
 			}
 		}
 		results[i] = result{ds: ds, read: read}
-		if errs, _ := check.Count(ds); errs == 0 && fl.Graph != nil {
+		if errs, _ := check.Count(ds); envelopes && errs == 0 && fl.Graph != nil {
 			results[i].env = check.ComputeEnvelope(fl.Graph)
 			results[i].env.File = f.path
 		}

@@ -117,7 +117,7 @@ func spanTree(spans tracetest.SpanStubs) string {
 		for _, a := range s.Attributes {
 			switch a.Key {
 			case "skein.step.visit", "skein.step.attempt", "skein.scope", "skein.run.status", "skein.step.status", "temporal.workflow.executions":
-				l += " " + string(a.Key) + "=" + a.Value.Emit()
+				l += " " + string(a.Key) + "=" + a.Value.String()
 			}
 		}
 		for _, e := range s.Events {

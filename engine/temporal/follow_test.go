@@ -501,6 +501,59 @@ func TestFollowerNoRepeatAfterFailedQuery(t *testing.T) {
 	}
 }
 
+// TestFollowerChildEndsBeforeRetrying: the events of a child flow that
+// failed come before its step's step_retrying, though that event names
+// no visit and the child was read only in part before (it failed on a
+// real server in about one run in two, the child's end read after the
+// retry).
+func TestFollowerChildEndsBeforeRetrying(t *testing.T) {
+	var enc vm.EventEncoder
+	ev := func(e vm.Event) json.RawMessage { return enc.Append(nil, &e) }
+	logs := map[string][]Entry{
+		"top": {
+			{Seq: 0, Event: ev(vm.Event{Type: vm.StepStarted, Step: "kid", Kind: "subflow", Visit: 1})},
+			{Seq: 1, Child: &ChildRun{ID: "top/kid#1.1", Step: "kid", Visit: 1}},
+			{Seq: 2, Event: ev(vm.Event{Type: vm.StepRetrying, Step: "kid", Kind: "subflow", Attempt: 2})},
+		},
+		"top/kid#1.1": {
+			{Seq: 0, Event: ev(vm.Event{Type: vm.StepStarted, Step: "boom", Kind: "task", Visit: 1})},
+			{Seq: 1, Event: ev(vm.Event{Type: vm.StepFinished, Step: "boom", Kind: "task", Visit: 1, Status: "failed"})},
+		},
+	}
+	// Until the run's log is asked a second time, it holds two entries
+	// and the child's one: the child ends with the retry.
+	asked := 0
+	query := func(_ context.Context, id, _ string, arg any, out any) error {
+		p := out.(*EventsPage)
+		if id == "top" {
+			asked++
+		}
+		n := len(logs[id])
+		if asked < 2 {
+			n--
+		}
+		*p = EventsPage{Run: "r-" + id, Next: n}
+		for _, e := range logs[id][:n] {
+			if e.Seq >= arg.(int) {
+				p.Entries = append(p.Entries, e)
+			}
+		}
+		return nil
+	}
+	var lines []string
+	f := NewFollower("top", query)
+	f.OnEvent = func(_ json.RawMessage, ev vm.Event) { lines = append(lines, eventLine(ev)) }
+	for range 2 {
+		if err := f.Poll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"step_started kid visit 1", "step_started boom visit 1", "step_finished boom failed visit 1", "step_retrying kid"}
+	if !cmp.Equal(lines, want) {
+		t.Errorf("events handed on:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // A child flow's workflow that continues as new, followed by a client
 // making the run's spans, is marked on the child's run span, not on the
 // run's.

@@ -21,10 +21,7 @@ import (
 )
 
 func exporter(ctx context.Context) (sdktrace.SpanExporter, error) {
-	proto := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-	if proto == "" {
-		proto = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
-	}
+	proto := otlpProtocol("TRACES")
 	switch proto {
 	case "", "http/protobuf":
 		return otlptracehttp.New(ctx)
@@ -39,10 +36,7 @@ func exporter(ctx context.Context) (sdktrace.SpanExporter, error) {
 // names; it reads the endpoint (checked by metricsReader), headers and
 // timeout from the environment itself.
 func metricsExporter(ctx context.Context, _ string) (sdkmetric.Exporter, error) {
-	proto := os.Getenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")
-	if proto == "" {
-		proto = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
-	}
+	proto := otlpProtocol("METRICS")
 	switch proto {
 	case "", "http/protobuf":
 		return otlpmetrichttp.New(ctx)
@@ -50,4 +44,13 @@ func metricsExporter(ctx context.Context, _ string) (sdkmetric.Exporter, error) 
 		return otlpmetricgrpc.New(ctx)
 	}
 	return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%s: not a protocol skein exports metrics with (http/protobuf or grpc)", proto)
+}
+
+// otlpProtocol is the OTLP protocol for signal (TRACES, METRICS):
+// OTEL_EXPORTER_OTLP_<signal>_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL.
+func otlpProtocol(signal string) string {
+	if p := os.Getenv("OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL"); p != "" {
+		return p
+	}
+	return os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
 }

@@ -145,20 +145,7 @@ chain(START, inner, END)
 // attempt's; and the task's TRACEPARENT names its attempt's span in the
 // run's trace.
 func TestTraceShapeBothEngines(t *testing.T) {
-	dir := t.TempDir()
-	flow, err := (&temporaltest.Scenario{Files: map[string]string{"flow.star": tracedFlow, "child.star": tracedChild}}).Write(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	otel := func(rc *telemetrytest.Receiver) []string {
-		return []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rc.URL, "OTEL_SERVICE_NAME=skein-servertest", "TRACEPARENT="}
-	}
-
-	localRC := telemetrytest.NewReceiver(t)
-	local := start(t, dir, otel(localRC), skeinBin, "run", flow, "--json", "--no-store")
-	if code := local.wait(t, 2*time.Minute); code != 0 {
-		t.Fatalf("local run: exit %d\n%s", code, local.stderr.String())
-	}
+	dir, flow, want := tracedLocal(t)
 
 	remoteRC := telemetrytest.NewReceiver(t)
 	q := queue(t)
@@ -182,7 +169,7 @@ func TestTraceShapeBothEngines(t *testing.T) {
 		}
 	}
 	split()
-	want, got := spanTree(localRC.Spans()), spanTree(runSpans)
+	got := spanTree(runSpans)
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("span trees (-local +temporal):\n%s", d)
 	}
@@ -350,20 +337,7 @@ var temporalOps = map[string]bool{"StartWorkflow": true, "RunWorkflow": true, "S
 // task spans in it too; a worker replaying the history later (for a
 // query) exports none of them again.
 func TestTraceShapeDetached(t *testing.T) {
-	dir := t.TempDir()
-	flow, err := (&temporaltest.Scenario{Files: map[string]string{"flow.star": tracedFlow, "child.star": tracedChild}}).Write(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	otel := func(rc *telemetrytest.Receiver) []string {
-		return []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rc.URL, "OTEL_SERVICE_NAME=skein-servertest", "TRACEPARENT="}
-	}
-	localRC := telemetrytest.NewReceiver(t)
-	local := start(t, dir, otel(localRC), skeinBin, "run", flow, "--json", "--no-store")
-	if code := local.wait(t, 2*time.Minute); code != 0 {
-		t.Fatalf("local run: exit %d\n%s", code, local.stderr.String())
-	}
-	want := spanTree(localRC.Spans())
+	dir, flow, want := tracedLocal(t)
 
 	remoteRC := telemetrytest.NewReceiver(t)
 	q := queue(t)
@@ -455,4 +429,27 @@ func TestTraceShapeDetached(t *testing.T) {
 	if run, _, _ = runSpans(); len(run) != before {
 		t.Errorf("%d of the run's spans after a replay, %d before:\n%s", len(run), before, spanTree(run))
 	}
+}
+
+// otel is the environment that sends a skein's traces to rc.
+func otel(rc *telemetrytest.Receiver) []string {
+	return []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rc.URL, "OTEL_SERVICE_NAME=skein-servertest", "TRACEPARENT="}
+}
+
+// tracedLocal writes the traced flow and its child into a new directory
+// and runs it on the local engine: the directory, the flow's file and the
+// span tree its run exported.
+func tracedLocal(t *testing.T) (dir, flow, tree string) {
+	t.Helper()
+	dir = t.TempDir()
+	flow, err := (&temporaltest.Scenario{Files: map[string]string{"flow.star": tracedFlow, "child.star": tracedChild}}).Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := telemetrytest.NewReceiver(t)
+	local := start(t, dir, otel(rc), skeinBin, "run", flow, "--json", "--no-store")
+	if code := local.wait(t, 2*time.Minute); code != 0 {
+		t.Fatalf("local run: exit %d\n%s", code, local.stderr.String())
+	}
+	return dir, flow, spanTree(rc.Spans())
 }

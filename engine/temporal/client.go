@@ -57,7 +57,7 @@ func Dial(ctx context.Context, address, namespace string, l *slog.Logger) (*Clie
 		return nil, err
 	}
 	c, err := client.DialContext(dctx, client.Options{HostPort: address, Namespace: namespace,
-		Logger: sdklog.NewStructuredLogger(l), Interceptors: tracers})
+		Logger: sdklog.NewStructuredLogger(slog.New(stopQuiet{l.Handler()})), Interceptors: tracers})
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +85,33 @@ func (c *Client) query(ctx context.Context, id, name string, arg any, out any) e
 	}
 	return v.Get(out)
 }
+
+// stopQuiet passes the SDK's log records on to h but for a poll that
+// failed because the worker is stopping: a worker stopped by Ctrl-C or
+// SIGTERM could log "Failed to poll for task." (Error="worker stopping")
+// at WARN as it stopped, about one stop in fifty.
+type stopQuiet struct{ h slog.Handler }
+
+func (q stopQuiet) Enabled(ctx context.Context, l slog.Level) bool { return q.h.Enabled(ctx, l) }
+
+func (q stopQuiet) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "Failed to poll for task") {
+		stopping := false
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "Error" && strings.Contains(a.Value.String(), "worker stopping") {
+				stopping = true
+			}
+			return !stopping
+		})
+		if stopping {
+			return nil
+		}
+	}
+	return q.h.Handle(ctx, r)
+}
+
+func (q stopQuiet) WithAttrs(as []slog.Attr) slog.Handler { return stopQuiet{q.h.WithAttrs(as)} }
+func (q stopQuiet) WithGroup(name string) slog.Handler    { return stopQuiet{q.h.WithGroup(name)} }
 
 // Follower follows the run id, across its continued runs.
 func (c *Client) Follower(id string) *Follower {

@@ -126,6 +126,16 @@ func (m *Map) Keys() []string {
 	return keys
 }
 
+// WithValues returns a copy of m whose value for each key k is f(k, v), v
+// its value in m; f's values must be frozen.
+func (m *Map) WithValues(f func(k string, v starlark.Value) starlark.Value) *Map {
+	c, ms := mapFor(len(m.members))
+	for _, e := range m.members {
+		ms = append(ms, entry{e.k, f(e.k, e.v)})
+	}
+	return c.fill(ms)
+}
+
 // All yields the keys and their values in order.
 func (m *Map) All(yield func(k string, v starlark.Value) bool) {
 	for _, e := range m.members {

@@ -582,8 +582,8 @@ func (r *run) runToolCall(a *agentRun, i int, call model.ToolCall, t *graphir.To
 		// The arguments were checked to be an object, converted above.
 		m := argv.(*stdlib.Map)
 		req.ChildInputs = make(map[string]starlark.Value, m.Len())
-		for _, k := range m.Keys() {
-			req.ChildInputs[k], _ = m.Lookup(k)
+		for k, v := range m.All {
+			req.ChildInputs[k] = v
 		}
 		// The child reports and is journaled under the call: the step,
 		// its visit when it is not the first, the turn, the call.

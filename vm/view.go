@@ -226,18 +226,15 @@ func failedTask(v starlark.Value, err string, code codes.Code) starlark.Value {
 	if !isMap {
 		return nil
 	}
-	keys := m.Keys()
-	vals := make([]starlark.Value, len(keys))
-	for i, k := range keys {
-		vals[i], _ = m.Lookup(k)
+	return m.WithValues(func(k string, v starlark.Value) starlark.Value {
 		switch k {
 		case "error":
-			vals[i] = starlark.String(err)
+			return starlark.String(err)
 		case "code":
-			vals[i] = starlark.String(code)
+			return starlark.String(code)
 		}
-	}
-	return stdlib.NewMap(keys, vals)
+		return v
+	})
 }
 
 // taskOutput is the output of a task or shell step that succeeded or

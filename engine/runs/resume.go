@@ -339,13 +339,10 @@ func withSecrets(g *graphir.Graph, in *stdlib.Map, given map[string]string) (*st
 			return nil, fmt.Errorf("secret input %q is not recorded: give it again (--input %s=...)", name, name)
 		}
 	}
-	keys := in.Keys()
-	vals := make([]starlark.Value, len(keys))
-	for i, k := range keys {
-		vals[i], _ = in.Lookup(k)
-		if v, ok := given[k]; ok && slices.Contains(names, k) {
-			vals[i] = starlark.String(v)
+	return in.WithValues(func(k string, v starlark.Value) starlark.Value {
+		if s, ok := given[k]; ok && slices.Contains(names, k) {
+			return starlark.String(s)
 		}
-	}
-	return stdlib.NewMap(keys, vals), nil
+		return v
+	}), nil
 }

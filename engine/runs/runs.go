@@ -313,15 +313,12 @@ func withoutSecrets(g *graphir.Graph, in *stdlib.Map) *stdlib.Map {
 	if len(names) == 0 || in == nil {
 		return in
 	}
-	keys := in.Keys()
-	vals := make([]starlark.Value, len(keys))
-	for i, k := range keys {
-		vals[i], _ = in.Lookup(k)
+	return in.WithValues(func(k string, v starlark.Value) starlark.Value {
 		if slices.Contains(names, k) {
-			vals[i] = starlark.String(secrets.Mask)
+			return starlark.String(secrets.Mask)
 		}
-	}
-	return stdlib.NewMap(keys, vals)
+		return v
+	})
 }
 
 // maskCassette returns the masker of a run's secrets, which also masks

@@ -156,42 +156,38 @@ func uncarryAttrs(cas []carriedAttr) []attribute.KeyValue {
 	out := make([]attribute.KeyValue, 0, len(cas))
 	for _, ca := range cas {
 		k := attribute.Key(ca.K)
+		var kv attribute.KeyValue
 		var err error
 		switch ca.T {
 		case "BOOL":
-			var v bool
-			err = json.Unmarshal(ca.V, &v)
-			out = append(out, k.Bool(v))
+			kv, err = uncarry(ca.V, k.Bool)
 		case "INT64":
-			var v int64
-			err = json.Unmarshal(ca.V, &v)
-			out = append(out, k.Int64(v))
+			kv, err = uncarry(ca.V, k.Int64)
 		case "FLOAT64":
-			var v float64
-			err = json.Unmarshal(ca.V, &v)
-			out = append(out, k.Float64(v))
+			kv, err = uncarry(ca.V, k.Float64)
 		case "STRING":
-			var v string
-			err = json.Unmarshal(ca.V, &v)
-			out = append(out, k.String(v))
+			kv, err = uncarry(ca.V, k.String)
 		case "STRINGSLICE":
-			var v []string
-			err = json.Unmarshal(ca.V, &v)
-			out = append(out, k.StringSlice(v))
+			kv, err = uncarry(ca.V, k.StringSlice)
 		case "INT64SLICE":
-			var v []int64
-			err = json.Unmarshal(ca.V, &v)
-			out = append(out, k.Int64Slice(v))
+			kv, err = uncarry(ca.V, k.Int64Slice)
 		case "BOOLSLICE":
-			var v []bool
-			err = json.Unmarshal(ca.V, &v)
-			out = append(out, k.BoolSlice(v))
+			kv, err = uncarry(ca.V, k.BoolSlice)
 		default:
 			continue // a type no span of a run has
 		}
-		if err != nil {
-			out = out[: len(out)-1 : len(out)-1]
+		if err == nil {
+			out = append(out, kv)
 		}
 	}
 	return out
+}
+
+// uncarry decodes a carried value v of type T into the attribute mk makes.
+func uncarry[T any](v json.RawMessage, mk func(T) attribute.KeyValue) (attribute.KeyValue, error) {
+	var t T
+	if err := json.Unmarshal(v, &t); err != nil {
+		return attribute.KeyValue{}, err
+	}
+	return mk(t), nil
 }

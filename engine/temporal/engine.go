@@ -73,8 +73,7 @@ func (e *Engine) Start(ctx context.Context, spec *runs.Spec) (runs.Remote, error
 	}
 	given := map[string]starlark.Value{}
 	if spec.Inputs != nil {
-		for _, k := range spec.Inputs.Keys() {
-			v, _, _ := spec.Inputs.Get(starlark.String(k))
+		for k, v := range spec.Inputs.All {
 			given[k] = v
 		}
 	}

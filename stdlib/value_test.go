@@ -1,6 +1,7 @@
 package stdlib
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -71,5 +72,34 @@ func TestTaggedJSON(t *testing.T) {
 	// A key given twice: the last counts, as in flow data.
 	if v, err := FromTaggedJSON([]byte(`{":a":1,":a":2}`)); err != nil || v.String() != `{"a": 2}` {
 		t.Errorf("FromTaggedJSON of a key given twice: %v, %v", v, err)
+	}
+}
+
+// TestMapWithValues: a copy with the values f gives, in the same order,
+// the original unchanged; for each size mapFor allocates differently.
+func TestMapWithValues(t *testing.T) {
+	for n := range 11 {
+		keys := make([]string, n)
+		vals := make([]starlark.Value, n)
+		for i := range n {
+			keys[i], vals[i] = fmt.Sprintf("k%d", i), starlark.MakeInt(i)
+		}
+		m := NewMap(keys, vals)
+		c := m.WithValues(func(k string, v starlark.Value) starlark.Value {
+			if k == "k1" {
+				return starlark.String("one")
+			}
+			return v
+		})
+		want := m.String()
+		if n > 1 {
+			want = strings.Replace(want, `"k1": 1`, `"k1": "one"`, 1)
+		}
+		if c.String() != want || m.Len() != n || c.Len() != n {
+			t.Errorf("%d members: %s from %s, want %s", n, c, m, want)
+		}
+		if v, ok := c.Lookup("k0"); n > 0 && (!ok || v != vals[0]) {
+			t.Errorf("%d members: k0 looks up %v %v", n, v, ok)
+		}
 	}
 }

@@ -246,6 +246,9 @@ func (s *state) journalFits(limit int, what string) {
 func (s *state) journalOf(in *RunInput) *Journal {
 	j := &Journal{Input: *in, Entries: s.journal, Lost: s.lost}
 	j.Input.Snapshot, j.Input.Carry, j.Input.Executions = nil, nil, 0
+	// Who makes the spans, and those an execution left open, are the
+	// run's: a fork decides its own (Engine.Fork) and starts its trace.
+	j.Input.Spans, j.Input.SpanParent, j.Input.SpanCarry, j.Input.SpanFlow = false, "", nil, ""
 	if f := in.Fork; f != nil {
 		j.Input.Fork = &Fork{From: f.From, Set: f.Set}
 	}
@@ -320,7 +323,9 @@ func (e *Engine) Fork(ctx context.Context, spec *runs.ForkSpec) (runs.Remote, er
 	}
 	tp, _ := telemetry.Default()
 	tel := tp.Start(g, telemetry.RunInfo{File: confine.Abs(g.File), Engine: "temporal", Predecessor: id})
-	in.Traced = tel != nil
+	// A fork is followed, as a run Engine.Start starts without detaching:
+	// the client makes its spans, the workflow none.
+	in.Traced, in.Spans = tel != nil, false
 	run, err := e.c.Start(ctx, e.taskQueue, vm.NewRunID(time.Now()), g, *in)
 	if err != nil {
 		tel.End(nil)

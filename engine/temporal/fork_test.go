@@ -8,8 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/skeinlang/skein/engine/telemetry"
 	"github.com/skeinlang/skein/engine/temporal/temporaltest"
 	"github.com/skeinlang/skein/vm/model/modeltest"
 )
@@ -176,5 +179,69 @@ func TestForkRefusals(t *testing.T) {
 	lost.Lost = "child flow X: its journal outgrew the bound"
 	if _, _, err := ForkInput(context.Background(), "RUN1", &lost, "report", nil); err == nil || !strings.Contains(err.Error(), "cannot be forked: child flow X") {
 		t.Errorf("a lost journal: %v", err)
+	}
+}
+
+// A fork of a detached run that continued as new is a run of its own:
+// its input keeps none of the run's span settings (the workflow made the
+// run's spans and carried those left open), so the fork's workflow makes
+// no spans (the client following it does) and does not end the run's.
+func TestForkOfDetachedRunMakesNoWorkflowSpans(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	p, err := telemetry.New(context.Background(), sdktrace.WithSyncer(exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(f func() *telemetry.Provider) { spanProvider = f }(spanProvider)
+	spanProvider = func() *telemetry.Provider { return p }
+
+	_, in := runScenario(t, temporaltest.Scenario{Files: map[string]string{"flow.star": `
+a = step("a", run = ["echo", "a"])
+b = step("b", run = ["echo", "b"])
+c = step("c", run = ["echo", "c"])
+d = step("d", run = ["echo", "d"])
+chain(START, a, b, c, d, END)
+`}})
+	in.Spans, in.Traced, in.ContinueEvery = true, true, 2
+	var j *Journal
+	for n := 0; j == nil; n++ {
+		env := newEnvWith(t, &Activities{})
+		env.ExecuteWorkflow(WorkflowName, in)
+		var next RunInput
+		if continued(t, env.GetWorkflowError(), &next) {
+			in = next
+			continue
+		}
+		if n == 0 || in.SpanCarry == nil {
+			t.Fatalf("the run continued %d times, carrying spans %v: want it to carry them on", n, in.SpanCarry)
+		}
+		output(t, env)
+		v, err := env.QueryWorkflow(JournalQuery)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Get(&j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(exp.GetSpans()) == 0 {
+		t.Fatal("the detached run made no spans")
+	}
+	exp.Reset()
+
+	fin, _, err := ForkInput(context.Background(), "RUN1", j, "c", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fin.Spans || fin.SpanCarry != nil || fin.SpanParent != "" || fin.SpanFlow != "" {
+		t.Errorf("the fork's input keeps the run's spans: Spans %v, SpanCarry %v, SpanParent %q, SpanFlow %q",
+			fin.Spans, fin.SpanCarry, fin.SpanParent, fin.SpanFlow)
+	}
+	out, _ := forkRun(t, *fin, &Activities{})
+	if res := decode(t, out.Result); res.Status != "succeeded" {
+		t.Fatalf("fork: %s", res.Status)
+	}
+	for _, s := range exp.GetSpans() {
+		t.Errorf("the fork's workflow made span %s", s.Name)
 	}
 }

@@ -526,14 +526,14 @@ func (p *progress) summary(res *vm.Result) {
 	default:
 		msg := ""
 		if res.Error != nil {
-			at := ""
 			// A failure of no step (a secret() unset, a bad input) is
 			// shown where the flow names it; a step's failure says its
 			// position under the line, with the step.
-			if res.Error.Step == "" && res.Error.Pos.IsValid() && !strings.Contains(res.Error.Msg, res.Error.Pos.String()) {
-				at = res.Error.Pos.String() + ": "
+			e := *res.Error
+			if e.Step != "" {
+				e.Pos = graphir.Pos{}
 			}
-			msg = fmt.Sprintf(": %s%s [%s]", at, visible.Text(res.Error.Msg, false), res.Error.Code)
+			msg = ": " + visible.Text(e.Error(), false)
 		}
 		fmt.Fprintf(p.w, "%s in %s%s\n", p.paint("1;31", string(res.Status)), formatDuration(res.Duration), msg)
 		var b strings.Builder

@@ -6,6 +6,7 @@ package vm_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 	"testing"
@@ -301,4 +302,28 @@ func BenchmarkBareExec(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkResultJSON measures the JSON of a run of 100,000 fn steps, as
+// run --json writes it (indented) and the run store records it (compact):
+// its buffer is sized once, not doubled as it fills.
+func BenchmarkResultJSON(b *testing.B) {
+	const n = 100_000
+	res := runProgram(b, vm.Prepare(loadSrc(b, chainSource(n, true))), nil, vm.Options{Parallel: 1, MaxPath: n})
+	b.Run("indented", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if err := res.WriteJSON(io.Discard, "  "); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("compact", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, err := res.AppendJSON(nil, ""); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

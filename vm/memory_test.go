@@ -7,6 +7,7 @@ package vm_test
 
 import (
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -66,6 +67,37 @@ func TestResultJSONEscapesOnce(t *testing.T) {
 	}
 	if limit := uint64(n) + uint64(n)/8; alloc > limit {
 		t.Errorf("encoding a %d-byte result allocated %d bytes, want at most %d (its text and an eighth)", n, alloc, limit)
+	}
+}
+
+func TestResultJSONSizedOnce(t *testing.T) {
+	if raceEnabled {
+		t.Skip("counts bytes allocated, which the race detector's runtime doubles; make test runs this file's tests without it too")
+	}
+	// A result of 100,000 steps, as run --json writes it (indented) and
+	// the run store records it (compact): 15 and 9 MB of JSON. Grown as
+	// it filled, the buffer doubled its way there, allocating two to
+	// three times the text; sized first, about the text.
+	const n = 100_000
+	res := &vm.Result{Status: vm.Succeeded, Output: starlark.String("done")}
+	for i := range n {
+		name := "s" + strconv.Itoa(i)
+		res.Steps = append(res.Steps, &vm.StepRecord{Name: name, Status: vm.StepSucceeded, Visits: 1, Output: starlark.String("ok")})
+		res.Path = append(res.Path, name)
+	}
+	for _, indent := range []string{"  ", ""} {
+		var size int
+		alloc := allocated(func() {
+			b, err := res.AppendJSON(nil, indent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			size = len(b)
+		})
+		// Besides the text, JSONSize's measure of each output.
+		if limit := uint64(size) + uint64(size)/2; alloc > limit {
+			t.Errorf("encoding a %d-byte result (indent %q) allocated %d bytes, want at most %d (its text and a half)", size, indent, alloc, limit)
+		}
 	}
 }
 

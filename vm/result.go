@@ -34,7 +34,7 @@ func (r *Result) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil, "") }
 // is encoded in full before anything is written, so an error writes
 // nothing.
 func (r *Result) WriteJSON(w io.Writer, indent string) error {
-	b, err := r.AppendJSON(make([]byte, 0, 256+len(r.Steps)*128), indent)
+	b, err := r.AppendJSON(nil, indent)
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func (r *Result) WriteJSON(w io.Writer, indent string) error {
 // json.MarshalIndent(r, "", indent) would give (json.Marshal with indent
 // ""), without building an intermediate tree or re-indenting.
 func (r *Result) AppendJSON(b []byte, indent string) ([]byte, error) {
-	e := resultEncoder{b: r.grow(b), indent: indent}
+	e := resultEncoder{b: r.grow(b, indent), indent: indent}
 	if err := e.result(r, 0); err != nil {
 		return b, err
 	}
@@ -62,36 +62,51 @@ func (r *Result) AppendJSON(b []byte, indent string) ([]byte, error) {
 // Temporal workflow folds from its events and a store's journal does not
 // have. Indent is as for [Result.AppendJSON].
 func (r *Result) AppendSoFar(b []byte, indent string, timed bool) ([]byte, error) {
-	e := resultEncoder{b: r.grow(b), indent: indent, soFar: true, timed: timed}
+	e := resultEncoder{b: r.grow(b, indent), indent: indent, soFar: true, timed: timed}
 	if err := e.result(r, 0); err != nil {
 		return b, err
 	}
 	return e.b, nil
 }
 
-// grow makes room in b for the outputs in r when they are big (over a
-// megabyte as JSON): they are then escaped once into a buffer of their
-// size, where one grown as they come would copy itself each time (and
-// keep the copies it outgrew until they are collected). The rest of the
-// result is small beside them.
-func (r *Result) grow(b []byte) []byte {
-	var n int64
+// grow makes room in b for r's JSON, indented by indent, at once: grown
+// as it filled, the 15 MB of a result of 100,000 steps would double its
+// way there, copying itself into as much new memory again (and keeping
+// the copies it outgrew until they are collected), and outputs of
+// megabytes would be escaped again at each doubling. The room is a guess:
+// the outputs as compact JSON, and per step and path entry its name and
+// what a succeeded step writes around it (its keys, status, visits and
+// duration; indented, a space after six colons and seven lines at levels
+// 2 and 3, and a path entry's line at level 2). A failed step's error or
+// trace makes the buffer grow once more.
+func (r *Result) grow(b []byte, indent string) []byte {
+	n := int64(512)
 	add := func(v starlark.Value) {
 		if v != nil {
 			n += stdlib.JSONSize(v, math.MaxInt64)
 		}
 	}
 	add(r.Output)
+	step, entry := int64(80), int64(3)
+	if indent != "" {
+		step += int64(13 + 19*len(indent))
+		entry += int64(1 + 2*len(indent))
+	}
 	for _, s := range r.Steps {
 		add(s.Output)
+		n += step + int64(len(s.Name))
+		if s.Output == nil {
+			n += 4 // null
+		}
 	}
 	if r.OnExit != nil {
 		add(r.OnExit.Output)
+		n += step
 	}
-	if n < 1<<20 {
-		return b
+	for _, name := range r.Path {
+		n += entry + int64(len(name))
 	}
-	return slices.Grow(b, int(n)+4096+len(r.Steps)*256)
+	return slices.Grow(b, int(n))
 }
 
 // resultEncoder is the one encoder of result objects: a run's result

@@ -370,7 +370,7 @@ func execute(ctx context.Context, io stdio, svc *runs.Service, run *runs.Run, ho
 		}
 	}
 	if asJSON {
-		if err := writeResult(io.out, res); err != nil {
+		if err := res.WriteJSON(io.out, "  "); err != nil {
 			fmt.Fprintf(io.err, "skein: cannot encode the result: %v\n", err)
 			return exitFail
 		}
@@ -420,19 +420,6 @@ func execute(ctx context.Context, io stdio, svc *runs.Service, run *runs.Run, ho
 		return exitFail
 	}
 	return exitOK
-}
-
-// writeResult writes res as run --json prints it: indented, in one write.
-func writeResult(w io.Writer, res *vm.Result) error {
-	// Room for the steps' records and the path at once: grown as it
-	// fills, the 14 MB of a result of 100,000 steps would double its way
-	// there, copying itself into as much new memory again.
-	b, err := res.AppendJSON(make([]byte, 0, 1024+len(res.Steps)*192+len(res.Path)*32), "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
 }
 
 // heapFloorSize is the floor under the collector's target while a run

@@ -930,10 +930,7 @@ func (rec *Recorder) Finish(res *vm.Result) error {
 
 // endRow is the write that records how the run ended.
 func (rec *Recorder) endRow(res *vm.Result) (*write, error) {
-	// Room for the steps' records and the path at once: grown as it
-	// fills, the 9 MB of a result of 100,000 steps would double its way
-	// there, copying itself into some 18 MB of new memory to fault in.
-	b, err := res.AppendJSON(make([]byte, 0, 1024+len(res.Steps)*112+len(res.Path)*24), "")
+	b, err := res.AppendJSON(nil, "")
 	if err != nil {
 		return nil, err
 	}

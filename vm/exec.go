@@ -645,9 +645,13 @@ func (r *run) retryWanted(f *frame, n *graphir.Node, o *outcome) (retry, ok bool
 // effect's request (nil for fn steps).
 func (r *run) retryLater(f *frame, n *graphir.Node, req *EffectRequest, attempt int, msg string) {
 	msg = graphir.ClipMessage(msg)
-	wait := backoff(n, attempt, r.jitterSeed(f, n, req, attempt))
+	visit := int(f.state(r, n.ID).visits)
+	if req != nil {
+		visit = req.Visit
+	}
+	wait := backoff(n, attempt, r.jitterSeed(f, n, visit, attempt))
 	if r.events {
-		r.emit(&Event{Type: StepRetrying, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Attempt: attempt + 1, Error: msg, Duration: wait})
+		r.emit(&Event{Type: StepRetrying, Scope: f.scopePath(), Step: n.Name, Kind: n.Kind.String(), Visit: visit, Attempt: attempt + 1, Error: msg, Duration: wait})
 	}
 	c := &completion{f: f, n: n, req: req, retry: attempt + 1, timer: true}
 	r.running++
@@ -891,15 +895,11 @@ func backoff(n *graphir.Node, attempt int, seed uint64) time.Duration {
 // where the retry is (run, child-flow chain, scope, step, visit, attempt),
 // so a replayed run (on Temporal, or a test) waits the same, and two
 // steps failing together do not retry together.
-func (r *run) jitterSeed(f *frame, n *graphir.Node, req *EffectRequest, attempt int) uint64 {
+func (r *run) jitterSeed(f *frame, n *graphir.Node, visit, attempt int) uint64 {
 	if n.RetryShape == nil || !n.RetryShape.Jitter {
 		return 0
 	}
 	h := fnv.New64a()
-	visit := int(f.state(r, n.ID).visits)
-	if req != nil {
-		visit = req.Visit
-	}
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%d\x00%d", r.opts.top, strings.Join(r.opts.prefix, "/"), strings.Join(f.scopePath(), "/"), n.Name, visit, attempt)
 	return h.Sum64()
 }

@@ -795,8 +795,8 @@ func (r *run) reportRetries(n *graphir.Node, req *EffectRequest) {
 	// Events may come from any goroutine (child flows emit from theirs);
 	// the event carries only what the request already says.
 	scope, kind, emit := req.Scope, n.Kind.String(), r.opts.OnEvent
-	prefix := r.opts.prefix
+	prefix, visit := r.opts.prefix, req.Visit
 	req.model.onRetry = func(attempt int, err error, wait time.Duration) {
-		emit(&Event{Type: StepRetrying, Time: time.Now(), Flow: prefix, Scope: scope, Step: n.Name, Kind: kind, Attempt: attempt, Error: err.Error(), Duration: wait})
+		emit(&Event{Type: StepRetrying, Time: time.Now(), Flow: prefix, Scope: scope, Step: n.Name, Kind: kind, Visit: visit, Attempt: attempt, Error: err.Error(), Duration: wait})
 	}
 }

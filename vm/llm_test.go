@@ -175,7 +175,7 @@ edge(report, END)
 		t.Errorf("down was tried %d times, want 2 (retries = 1)", n)
 	}
 	retries := evs.of(vm.StepRetrying)
-	if len(retries) != 1 || retries[0].Step != "down" || retries[0].Attempt != 2 || !strings.Contains(retries[0].Error, "HTTP 503") {
+	if len(retries) != 1 || retries[0].Step != "down" || retries[0].Visit != 1 || retries[0].Attempt != 2 || !strings.Contains(retries[0].Error, "HTTP 503") {
 		t.Errorf("step_retrying events: %+v", retries)
 	}
 }

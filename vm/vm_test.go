@@ -3,6 +3,7 @@ package vm_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -1389,6 +1390,28 @@ func TestRetryEventBackoff(t *testing.T) {
 	}})
 	if diff := cmp.Diff([]time.Duration{time.Millisecond, 2 * time.Millisecond}, waits); diff != "" {
 		t.Errorf("step_retrying backoffs (-want +got):\n%s", diff)
+	}
+}
+
+// step_retrying names the visit of the step it retries, as the step's
+// step_started does: a task's, a fn step's, on a visit after the first.
+func TestRetryEventVisit(t *testing.T) {
+	var got []string
+	run(t, `
+a = step("a", run = ["false"], retries = 1, backoff = "1ms", max_visits = 2)
+f = step("f", fn = lambda r: 1 // 0, retries = 1, backoff = "1ms", max_visits = 2)
+edge(START, a)
+edge(a, f, on = "failure")
+edge(f, a, on = "failure", when = "visits('a') < 2")
+edge(f, END, on = "failure", when = "visits('a') == 2")
+`, nil, vm.Options{OnEvent: func(ev *vm.Event) {
+		if ev.Type == vm.StepRetrying {
+			got = append(got, fmt.Sprintf("%s visit %d attempt %d", ev.Step, ev.Visit, ev.Attempt))
+		}
+	}})
+	want := []string{"a visit 1 attempt 2", "f visit 1 attempt 2", "a visit 2 attempt 2", "f visit 2 attempt 2"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("step_retrying events (-want +got):\n%s", diff)
 	}
 }
 

@@ -214,11 +214,11 @@ func (f *Follower) entry(ctx context.Context, w *followed, e *Entry) error {
 			w.flow = ev.Flow
 		}
 		if ev.Kind == "subflow" && (ev.Type == vm.StepFinished || ev.Type == vm.StepRetrying) {
-			// The child ended: its events come first. A step_retrying
-			// event names no visit (0): every child of the step not read
-			// to its end has ended by then.
+			// The child ended: its events come first. (A step_retrying
+			// event names its visit, as step_finished does; it once named
+			// none, and any child of the step matched.)
 			for _, c := range f.children(w) {
-				if c.from.Step == ev.Step && (c.from.Visit == ev.Visit || ev.Visit == 0) && slices.Equal(c.from.Scope, ev.Scope) {
+				if c.from.Step == ev.Step && c.from.Visit == ev.Visit && slices.Equal(c.from.Scope, ev.Scope) {
 					if err := f.read(ctx, c, true); err != nil {
 						return err
 					}

@@ -214,35 +214,29 @@ func maskValue(m *secrets.Masker, v starlark.Value, depth int) (starlark.Value, 
 			return out, true
 		}
 	case *stdlib.Map:
-		keys := v.Keys()
+		// Walked once; copied from the first key or value that changes.
+		var keys []string
 		var vals []starlark.Value
-		changed := false
-		newKeys := make([]string, len(keys))
-		for i, k := range keys {
-			newKeys[i] = m.Mask(k)
-			changed = changed || newKeys[i] != k
-		}
-		for i, k := range keys {
-			e, _ := v.Lookup(k)
-			e2, c := maskValue(m, e, depth+1)
-			if c && vals == nil {
-				vals = make([]starlark.Value, len(keys))
-				for j := 0; j < i; j++ {
-					vals[j], _ = v.Lookup(keys[j])
+		i := 0
+		for k, e := range v.All {
+			k2 := m.Mask(k)
+			e2, changed := maskValue(m, e, depth+1)
+			if (changed || k2 != k) && keys == nil {
+				keys, vals = make([]string, 0, v.Len()), make([]starlark.Value, 0, v.Len())
+				for k, e := range v.All {
+					if len(keys) == i {
+						break
+					}
+					keys, vals = append(keys, k), append(vals, e)
 				}
 			}
-			if vals != nil {
-				vals[i] = e2
+			if keys != nil {
+				keys, vals = append(keys, k2), append(vals, e2)
 			}
+			i++
 		}
-		if vals == nil && changed {
-			vals = make([]starlark.Value, len(keys))
-			for j := range keys {
-				vals[j], _ = v.Lookup(keys[j])
-			}
-		}
-		if vals != nil {
-			return stdlib.NewMap(newKeys, vals), true
+		if keys != nil {
+			return stdlib.NewMap(keys, vals), true
 		}
 	case *starlark.Dict:
 		changed := false

@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"go.starlark.net/starlark"
+
 	"github.com/skeinlang/skein/internal/secrets"
+	"github.com/skeinlang/skein/stdlib"
 	"github.com/skeinlang/skein/vm"
 	"github.com/skeinlang/skein/vm/model"
 	"github.com/skeinlang/skein/vm/model/modeltest"
@@ -121,5 +124,38 @@ chain(START, ask, END)
 	}
 	if strings.Contains(string(b), key) || !strings.Contains(string(b), "you sent ***") {
 		t.Errorf("the cassette:\n%s", b)
+	}
+}
+
+// MaskValue walks a Map once: it copies one whose key or value holds a
+// secret, in order, and returns one that holds none as it is, allocating
+// nothing (it runs on every map of every recorded output of a run with
+// secrets).
+func TestMaskValueMap(t *testing.T) {
+	var m secrets.Masker
+	const secret = "tok-9f8e7d6c5b4a"
+	m.Add(secret)
+	plain := stdlib.NewMap([]string{"a", "b", "c"}, []starlark.Value{starlark.String("x"), starlark.MakeInt(1), stdlib.NewMap([]string{"d"}, []starlark.Value{starlark.String("y")})})
+	if got := vm.MaskValue(&m, plain); got != plain {
+		t.Errorf("a map with no secret came back as a copy: %v", got)
+	}
+	if !raceEnabled {
+		if n := testing.AllocsPerRun(100, func() { vm.MaskValue(&m, plain) }); n != 0 {
+			t.Errorf("masking a map with no secret allocated %v times, want 0", n)
+		}
+	}
+	for _, tc := range []struct {
+		keys []string
+		vals []starlark.Value
+		want string
+	}{
+		{[]string{"a", "b", "c"}, []starlark.Value{starlark.String("x"), starlark.String("k=" + secret), starlark.MakeInt(3)}, `{"a": "x", "b": "k=` + secrets.Mask + `", "c": 3}`},
+		{[]string{"a", secret, "c"}, []starlark.Value{starlark.MakeInt(1), starlark.MakeInt(2), starlark.MakeInt(3)}, `{"a": 1, "` + secrets.Mask + `": 2, "c": 3}`},
+		{[]string{"a", "b"}, []starlark.Value{starlark.MakeInt(1), stdlib.NewMap([]string{"s"}, []starlark.Value{starlark.String(secret)})}, `{"a": 1, "b": {"s": "` + secrets.Mask + `"}}`},
+	} {
+		in := stdlib.NewMap(tc.keys, tc.vals)
+		if got := vm.MaskValue(&m, in).String(); got != tc.want {
+			t.Errorf("MaskValue(%v) = %s, want %s", in, got, tc.want)
+		}
 	}
 }

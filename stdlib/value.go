@@ -53,6 +53,41 @@ func NewMap(keys []string, vals []starlark.Value) *Map {
 	return m.fill(ms)
 }
 
+// MapBuilder builds a Map a member at a time, into the Map's own members:
+// for a caller that would otherwise append keys and values to slices of
+// its own for [NewMap] to copy. The zero MapBuilder is ready for a Map of
+// any size; [NewMapBuilder] sizes it.
+type MapBuilder struct {
+	m  *Map
+	ms []entry
+}
+
+// NewMapBuilder returns a MapBuilder for a Map of n members (one or two in
+// one allocation, as NewMap's); more may be added, at the cost of growing.
+func NewMapBuilder(n int) MapBuilder {
+	m, ms := mapFor(n)
+	return MapBuilder{m, ms}
+}
+
+// Add adds the key k with the value v, which must be frozen; k must not
+// have been added before.
+func (b *MapBuilder) Add(k string, v starlark.Value) { b.ms = append(b.ms, entry{k, v}) }
+
+// Len returns how many members have been added.
+func (b *MapBuilder) Len() int { return len(b.ms) }
+
+// Map returns the Map of the members added, in the order they were added.
+// b is not to be used after.
+func (b *MapBuilder) Map() *Map {
+	m := b.m
+	if m == nil {
+		m = new(Map)
+	}
+	m.fill(b.ms)
+	*b = MapBuilder{}
+	return m
+}
+
 // smallMap1 and smallMap2 are Maps of one and two members with their
 // members, in one allocation (64 and 96 bytes): most results of fn steps
 // are such dicts.

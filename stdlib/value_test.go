@@ -103,3 +103,53 @@ func TestMapWithValues(t *testing.T) {
 		}
 	}
 }
+
+// A MapBuilder makes the Map NewMap would of the same members, sized or
+// not, and one of n members sized for n in one allocation.
+func TestMapBuilder(t *testing.T) {
+	for n := range 11 {
+		keys := make([]string, n)
+		vals := make([]starlark.Value, n)
+		for i := range n {
+			keys[i], vals[i] = fmt.Sprintf("k%d", i), starlark.MakeInt(i)
+		}
+		want := NewMap(keys, vals).String()
+		for _, size := range []int{0, 1, n, n + 1} {
+			b := NewMapBuilder(size)
+			for i := range n {
+				b.Add(keys[i], vals[i])
+			}
+			m := b.Map()
+			if m.String() != want || m.Len() != n {
+				t.Errorf("%d members, sized for %d: %s, want %s", n, size, m, want)
+			}
+			if v, ok := m.Lookup(fmt.Sprintf("k%d", n-1)); n > 0 && (!ok || v != vals[n-1]) {
+				t.Errorf("%d members, sized for %d: the last key looks up %v %v", n, size, v, ok)
+			}
+		}
+		var b MapBuilder
+		for i := range n {
+			b.Add(keys[i], vals[i])
+		}
+		if m := b.Map(); m.String() != want {
+			t.Errorf("%d members, zero builder: %s, want %s", n, m, want)
+		}
+		if RaceEnabled || n > 8 { // a Map of more has an index too
+			continue
+		}
+		allocs := testing.AllocsPerRun(100, func() {
+			b := NewMapBuilder(n)
+			for i := range n {
+				b.Add(keys[i], vals[i])
+			}
+			b.Map()
+		})
+		wantAllocs := 2.0 // the Map and its members
+		if n <= 2 {
+			wantAllocs = 1 // none, or in the Map's
+		}
+		if allocs != wantAllocs {
+			t.Errorf("building a Map of %d members allocated %v times, want %v", n, allocs, wantAllocs)
+		}
+	}
+}

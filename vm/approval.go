@@ -27,12 +27,15 @@ func ApprovalDecision(approved bool, by, reason string, at time.Time, values sta
 		}
 		return &EffectCompletion{Code: codes.Rejected, Error: msg}
 	}
-	keys := []string{"approved", "by", "reason", "at"}
-	vals := []starlark.Value{starlark.True, starlark.String(by), starlark.String(reason), starlark.String(at.UTC().Format(time.RFC3339))}
+	b := stdlib.NewMapBuilder(5)
+	b.Add("approved", starlark.True)
+	b.Add("by", starlark.String(by))
+	b.Add("reason", starlark.String(reason))
+	b.Add("at", starlark.String(at.UTC().Format(time.RFC3339)))
 	if values != nil {
-		keys, vals = append(keys, "values"), append(vals, values)
+		b.Add("values", values)
 	}
-	return &EffectCompletion{OK: true, Output: stdlib.NewMap(keys, vals)}
+	return &EffectCompletion{OK: true, Output: b.Map()}
 }
 
 // Fields returns the fields whose values a decision on req gives: those

@@ -93,6 +93,29 @@ func BenchmarkLoopIteration(b *testing.B) {
 	runProgram(b, p, map[string]starlark.Value{"n": starlark.MakeInt(b.N)}, vm.Options{Parallel: 1, MaxPath: 100})
 }
 
+// BenchmarkLoopUntil measures one iteration of a loop() of 2 and 4 fn
+// steps whose until function reads them: each iteration builds the until
+// function's argument, the body's outputs in a mapping among them.
+func BenchmarkLoopUntil(b *testing.B) {
+	for _, n := range []int{2, 4} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			var src strings.Builder
+			var body []string
+			for i := range n {
+				fmt.Fprintf(&src, "s%d = step(\"s%d\", fn = lambda r: %d)\n", i, i, i)
+				body = append(body, fmt.Sprintf("s%d", i))
+			}
+			fmt.Fprintf(&src, "chain(%s)\n", strings.Join(body, ", "))
+			fmt.Fprintf(&src, "l = loop(\"l\", body = [%s], until = lambda it: it.result.s0 == 1, max_iterations = %d)\n", strings.Join(body, ", "), b.N)
+			src.WriteString("chain(START, l, END)\n")
+			p := vm.Prepare(loadSrc(b, src.String()))
+			b.ReportAllocs()
+			b.ResetTimer()
+			runProgram(b, p, nil, vm.Options{Parallel: 1, MaxPath: 100})
+		})
+	}
+}
+
 // loopDictSource is loopSource as flows are written: fn steps return small
 // dicts, read back through the run view's attributes.
 const loopDictSource = `

@@ -215,28 +215,28 @@ func maskValue(m *secrets.Masker, v starlark.Value, depth int) (starlark.Value, 
 		}
 	case *stdlib.Map:
 		// Walked once; copied from the first key or value that changes.
-		var keys []string
-		var vals []starlark.Value
+		var b stdlib.MapBuilder
+		copied := false
 		i := 0
 		for k, e := range v.All {
 			k2 := m.Mask(k)
 			e2, changed := maskValue(m, e, depth+1)
-			if (changed || k2 != k) && keys == nil {
-				keys, vals = make([]string, 0, v.Len()), make([]starlark.Value, 0, v.Len())
+			if (changed || k2 != k) && !copied {
+				b, copied = stdlib.NewMapBuilder(v.Len()), true
 				for k, e := range v.All {
-					if len(keys) == i {
+					if b.Len() == i {
 						break
 					}
-					keys, vals = append(keys, k), append(vals, e)
+					b.Add(k, e)
 				}
 			}
-			if keys != nil {
-				keys, vals = append(keys, k2), append(vals, e2)
+			if copied {
+				b.Add(k2, e2)
 			}
 			i++
 		}
-		if keys != nil {
-			return stdlib.NewMap(keys, vals), true
+		if copied {
+			return b.Map(), true
 		}
 	case *starlark.Dict:
 		changed := false

@@ -446,8 +446,7 @@ func BindInputs(g *graphir.Graph, given map[string]starlark.Value) (*stdlib.Map,
 		}
 		return nil, e
 	}
-	keys := make([]string, 0, len(g.Inputs))
-	vals := make([]starlark.Value, 0, len(g.Inputs))
+	b := stdlib.NewMapBuilder(len(g.Inputs))
 	var missing []string
 	for _, in := range g.Inputs {
 		v, ok := given[in.Name]
@@ -467,15 +466,14 @@ func BindInputs(g *graphir.Graph, given map[string]starlark.Value) (*stdlib.Map,
 		default:
 			v = in.Default
 		}
-		keys = append(keys, in.Name)
-		vals = append(vals, v)
+		b.Add(in.Name, v)
 	}
 	if len(missing) > 0 {
 		return nil, &graphir.Error{Code: codes.BadInput,
 			Msg:  fmt.Sprintf("flow %s needs input %s; it declares %s", g.Name, quoteList(missing), describeInputs(g)),
 			Hint: fmt.Sprintf("pass it with --input %s=VALUE", missing[0])}
 	}
-	return stdlib.NewMap(keys, vals), nil
+	return b.Map(), nil
 }
 
 func describeInputs(g *graphir.Graph) string {

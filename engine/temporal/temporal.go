@@ -148,8 +148,8 @@ type RunInput struct {
 	Spans      bool               `json:",omitempty"`
 	SpanParent string             `json:",omitempty"`
 	SpanCarry  *telemetry.Carried `json:",omitempty"`
-	// SpanFlow, for a child flow, is the name of the flow at the top,
-	// which its steps' metrics name.
+	// SpanFlow is the name of the flow at the top, which a child flow's
+	// steps' metrics name (a top run with Spans sets it to its own).
 	SpanFlow string `json:",omitempty"`
 
 	// ContinueEvery is how many effects one workflow execution starts
@@ -292,7 +292,10 @@ func Run(ctx workflow.Context, in RunInput) (*RunOutput, error) {
 	if err := workflow.SetQueryHandler(dctx, JournalQuery, func() (*Journal, error) { return st.journalOf(&in), nil }); err != nil {
 		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "register", nil)
 	}
-	p := &producer{ctx: dctx, in: &in, id: info.WorkflowExecution.ID, flow: g.Name, st: st}
+	if in.Spans && in.Nesting == nil {
+		in.SpanFlow = g.Name // its child flows' metrics name it
+	}
+	p := &producer{ctx: dctx, in: &in, id: info.WorkflowExecution.ID, st: st}
 	var effects vm.EffectProducer = p
 	var set map[string]starlark.Value
 	onEvent := st.event
@@ -438,7 +441,6 @@ type producer struct {
 	ctx     workflow.Context // disconnected: the VM cancels effects
 	in      *RunInput
 	id      string // the workflow id
-	flow    string // the flow's name
 	started int    // effects started in this execution
 	st      *state
 	replay  *store.Replay // a fork's (fork.go)
@@ -630,9 +632,6 @@ func (p *producer) child(ctx context.Context, req *vm.EffectRequest, done func(*
 		Searchable: p.in.Searchable, Traced: p.in.Traced, Spans: p.in.Spans, Fork: p.childFork(req)}
 	if cin.Spans {
 		cin.SpanParent, cin.SpanFlow = traceparent(req), p.in.SpanFlow
-		if p.in.Nesting == nil {
-			cin.SpanFlow = p.flow
-		}
 	}
 	id := p.id + "/"
 	for _, s := range req.Scope {

@@ -117,7 +117,7 @@ func (r *Run) restore(c *Carried) {
 			parent = trace.ContextWithRemoteSpanContext(parent, trace.NewSpanContext(trace.SpanContextConfig{
 				TraceID: tid, SpanID: pid, TraceFlags: trace.FlagsSampled, Remote: true}))
 		}
-		ctx := want(parent, trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+		ctx := want(parent, tid, sid)
 		_, span := r.p.tracer.Start(ctx, cs.Name, trace.WithTimestamp(cs.Start), trace.WithSpanKind(trace.SpanKind(cs.Kind)),
 			trace.WithAttributes(uncarryAttrs(cs.Attrs)...))
 		for _, e := range cs.Events {

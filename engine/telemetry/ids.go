@@ -29,9 +29,9 @@ type wantedIDs struct {
 	s trace.SpanID
 }
 
-// want returns ctx asking the span started with it to have sc's ids.
-func want(ctx context.Context, sc trace.SpanContext) context.Context {
-	return context.WithValue(ctx, wantKey{}, &wantedIDs{sc.TraceID(), sc.SpanID()})
+// want returns ctx asking the span started with it to have ids t and s.
+func want(ctx context.Context, t trace.TraceID, s trace.SpanID) context.Context {
+	return context.WithValue(ctx, wantKey{}, &wantedIDs{t, s})
 }
 
 func (ids) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
@@ -78,12 +78,17 @@ func RunSpan(id string) trace.SpanContext {
 // step attempt of a traced run).
 func attemptSpan(id string, flow, scope []string, step string, visit, attempt int) trace.SpanID {
 	var buf [256]byte
-	b := append(buf[:0], "skein attempt "...)
+	return spanID(appendAttempt(buf[:0], "skein attempt ", id, flow, scope, step, visit, attempt))
+}
+
+// appendAttempt appends to b what names attempt of visit of step in
+// scope of the run id at flow chain flow, after what (the kind of span).
+func appendAttempt(b []byte, what, id string, flow, scope []string, step string, visit, attempt int) []byte {
+	b = append(b, what...)
 	b = append(append(b, id...), 0)
 	b = append(appendKey(b, flow, scope, step), 0)
 	b = append(strconv.AppendInt(b, int64(visit), 10), 0)
-	b = strconv.AppendInt(b, int64(attempt), 10)
-	return spanID(b)
+	return strconv.AppendInt(b, int64(attempt), 10)
 }
 
 // spanID is the span id hashed from b.
@@ -110,11 +115,7 @@ func Traceparent(id string, flow, scope []string, step string, visit, attempt in
 // trace of run id when the run began its own trace (see [RunSpan]).
 func toolSpan(id string, flow, scope []string, step string, visit, attempt, turn int, callID string) trace.SpanID {
 	var buf [256]byte
-	b := append(buf[:0], "skein tool "...)
-	b = append(append(b, id...), 0)
-	b = append(appendKey(b, flow, scope, step), 0)
-	b = append(strconv.AppendInt(b, int64(visit), 10), 0)
-	b = append(strconv.AppendInt(b, int64(attempt), 10), 0)
+	b := append(appendAttempt(buf[:0], "skein tool ", id, flow, scope, step, visit, attempt), 0)
 	b = append(strconv.AppendInt(b, int64(turn), 10), 0)
 	return spanID(append(b, callID...))
 }

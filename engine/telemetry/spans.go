@@ -205,7 +205,7 @@ func (r *Run) Event(ev *vm.Event) {
 		return
 	}
 	if r.p.m != nil {
-		if ev.Type == vm.RunStarted && (len(ev.Flow) == 0 || r.flow == "") {
+		if ev.Type == vm.RunStarted && len(ev.Flow) == 0 {
 			r.flow = ev.FlowName
 		}
 		if !r.replaying() {
@@ -222,13 +222,14 @@ func (r *Run) Event(ev *vm.Event) {
 			r.startRoot(ev, t)
 			return
 		}
+		k := key(ev.Flow, nil, "")
 		parent, g := r.childParent(ev.Flow)
 		if g != nil {
-			r.graphs[key(ev.Flow, nil, "")] = g
+			r.graphs[k] = g
 		}
-		_, span := r.p.tracer.Start(r.wanted(parent, "run", key(ev.Flow, nil, "")), "run "+ev.FlowName, trace.WithTimestamp(t),
+		_, span := r.p.tracer.Start(r.wanted(parent, "run", k), "run "+ev.FlowName, trace.WithTimestamp(t),
 			trace.WithAttributes(attribute.String("skein.flow", ev.FlowName), attribute.String("skein.flow.path", strings.Join(ev.Flow, " › "))))
-		r.runs[key(ev.Flow, nil, "")] = &open{span: span, ctx: trace.ContextWithSpan(parent, span)}
+		r.runs[k] = &open{span: span, ctx: trace.ContextWithSpan(parent, span)}
 	case vm.RunFinished:
 		if len(ev.Flow) == 0 {
 			r.endAll(ev, t)
@@ -607,17 +608,17 @@ func (r *Run) Continued(flow []string, from, to string) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	k := key(flow, nil, "")
 	span := r.root
 	if len(flow) > 0 {
 		span = nil
-		if o := r.runs[key(flow, nil, "")]; o != nil {
+		if o := r.runs[k]; o != nil {
 			span = o.span
 		}
 	}
 	if span == nil || r.ended {
 		return
 	}
-	k := key(flow, nil, "")
 	r.executions[k]++
 	n := r.executions[k] + 1
 	span.AddEvent("continued_as_new", trace.WithAttributes(

@@ -558,3 +558,17 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("OTEL_METRICS_EXPORTER=none: %d metrics, %d spans", n, len(rc2.Spans()))
 	}
 }
+
+// The ids of a step attempt's span and of a tool call's are hashed from
+// where they are: they must not change from one skein to the next (a
+// Temporal run continued on newer workers, a task's TRACEPARENT, would
+// leave the trace).
+func TestSpanIDsStable(t *testing.T) {
+	flow, scope := []string{"kid#2"}, []string{"l#3"}
+	if got, want := telemetry.Traceparent("run-1", flow, scope, "fix", 2, 3), "00-fd317cd84b46fbc31c9f7289e6ebf10a-e79ef64692b0e76f-01"; got != want {
+		t.Errorf("attempt's traceparent %s, want %s", got, want)
+	}
+	if got, want := telemetry.ToolTraceparent("run-1", flow, scope, "fix", 2, 3, 4, "call_9"), "00-fd317cd84b46fbc31c9f7289e6ebf10a-39b668dadcf9e406-01"; got != want {
+		t.Errorf("tool call's traceparent %s, want %s", got, want)
+	}
+}

@@ -43,7 +43,7 @@ test:
 
 # Tests that count the bytes a run allocates, run again without the race
 # detector (its runtime allocates differently: they skip under -race).
-MEMORY_TESTS = ^(TestResultJSONEscapesOnce|TestResultJSONSizedOnce)$$
+MEMORY_TESTS = ^(TestResultJSONEscapesOnce|TestResultJSONSizedOnce|TestMaskValueMap|TestMapBuilder|TestSmallDictOneAllocation)$$
 
 # Tests that build values of many megabytes to prove a bound skip under
 # -race (15-70 times slower there, about 150 s of make test's CPU, with one

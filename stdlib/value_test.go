@@ -2,6 +2,7 @@ package stdlib
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -150,6 +151,43 @@ func TestMapBuilder(t *testing.T) {
 		}
 		if allocs != wantAllocs {
 			t.Errorf("building a Map of %d members allocated %v times, want %v", n, allocs, wantAllocs)
+		}
+	}
+}
+
+// A fn step's result of a one- or two-member dict becomes flow data in
+// one allocation of 64 or 96 bytes: the Map with its members
+// (docs/performance.md).
+func TestSmallDictOneAllocation(t *testing.T) {
+	if RaceEnabled {
+		t.Skip("counts allocations, which the race detector's runtime adds to; make test runs it without (MEMORY_TESTS)")
+	}
+	for _, tc := range []struct {
+		members int
+		bytes   uint64
+	}{{1, 64}, {2, 96}} {
+		d := starlark.NewDict(tc.members)
+		for i := range tc.members {
+			d.SetKey(starlark.String(fmt.Sprintf("k%d", i)), starlark.MakeInt(i))
+		}
+		d.Freeze()
+		convert := func() {
+			if _, err := Data(d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := testing.AllocsPerRun(100, convert); n != 1 {
+			t.Errorf("a dict of %d members became flow data in %v allocations, want 1", tc.members, n)
+		}
+		const runs = 1000
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range runs {
+			convert()
+		}
+		runtime.ReadMemStats(&after)
+		if got := (after.TotalAlloc - before.TotalAlloc) / runs; got != tc.bytes {
+			t.Errorf("a dict of %d members became flow data in %d bytes, want %d", tc.members, got, tc.bytes)
 		}
 	}
 }

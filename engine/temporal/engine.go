@@ -89,8 +89,7 @@ func (e *Engine) Start(ctx context.Context, spec *runs.Spec) (runs.Remote, error
 	// The run's spans, made from the events Follow reads, or for a run
 	// no one follows, by the workflow on the workers
 	// (docs/observability.md).
-	tp, _ := telemetry.Default()
-	tel := tp.Start(g, telemetry.RunInfo{File: confine.Abs(g.File), Engine: "temporal"})
+	tel := spanProvider().Start(g, telemetry.RunInfo{File: confine.Abs(g.File), Engine: "temporal"})
 	if tel != nil {
 		// Temporal's spans under the run's.
 		ctx = underRun(ctx, id)

@@ -321,8 +321,7 @@ func (e *Engine) Fork(ctx context.Context, spec *runs.ForkSpec) (runs.Remote, er
 	if err != nil {
 		return nil, err
 	}
-	tp, _ := telemetry.Default()
-	tel := tp.Start(g, telemetry.RunInfo{File: confine.Abs(g.File), Engine: "temporal", Predecessor: id})
+	tel := spanProvider().Start(g, telemetry.RunInfo{File: confine.Abs(g.File), Engine: "temporal", Predecessor: id})
 	// A fork is followed, as a run Engine.Start starts without detaching:
 	// the client makes its spans, the workflow none.
 	in.Traced, in.Spans = tel != nil, false

@@ -60,8 +60,9 @@ func traceparent(req *vm.EffectRequest) string {
 	return telemetry.ToolTraceparent(req.RunID, req.Flow, scope, req.Step, req.Visit, req.Attempt, req.Turn, req.ToolCallID)
 }
 
-// spanProvider is the provider the workflow's spans are exported with:
-// the process's (a test's own in tests).
+// spanProvider is the provider the spans of a run are exported with,
+// the client's (Engine.Start, Engine.Fork) and the workflow's alike: the
+// process's (a test's own in tests).
 var spanProvider = func() *telemetry.Provider {
 	p, _ := telemetry.Default()
 	return p

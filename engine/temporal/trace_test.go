@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,13 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/grpc"
+
+	"github.com/skeinlang/skein/engine/runs"
 
 	"github.com/skeinlang/skein/lang/frontend"
 	"github.com/skeinlang/skein/vm/model/modeltest"
@@ -210,5 +218,99 @@ func TestWorkflowSpansAcrossContinueAsNew(t *testing.T) {
 	}
 	if marks["run child"] < 8*2 {
 		t.Errorf("the child flows' spans have %d continued_as_new events, want 2 or more each of 8:\n%s", marks["run child"], got)
+	}
+}
+
+// Workers with no traces configured make no spans: a detached run's
+// workflow (Spans) with no provider runs as any other, and carries no
+// spans across its continue-as-new.
+func TestWorkflowSpansNoProvider(t *testing.T) {
+	defer func(f func() *telemetry.Provider) { spanProvider = f }(spanProvider)
+	spanProvider = func() *telemetry.Provider { return nil }
+	sc := continueScenarios[3] // child flows in a loop, a loop in each child
+	local, in := runScenario(t, sc)
+	in.Spans, in.Traced, in.ContinueEvery = true, true, 3
+	var executions int
+	for ; ; executions++ {
+		env := newEnvWith(t, &Activities{})
+		env.ExecuteWorkflow(WorkflowName, in)
+		var next RunInput
+		if !continued(t, env.GetWorkflowError(), &next) {
+			remote := decode(t, output(t, env).Result)
+			if d := cmp.Diff(local.WithoutTimes(), remote.WithoutTimes()); d != "" {
+				t.Errorf("local (-) and temporal with no span provider (+) differ:\n%s", d)
+			}
+			break
+		}
+		if next.SpanCarry != nil {
+			t.Errorf("execution %d carried spans on with no provider: %+v", executions, next.SpanCarry)
+		}
+		in = next
+	}
+	if executions == 0 {
+		t.Fatal("the run did not continue as new")
+	}
+}
+
+// startClient is a Temporal client that starts no workflow: it keeps
+// the input of the one asked for.
+type startClient struct {
+	client.Client
+	in RunInput
+}
+
+func (c *startClient) ExecuteWorkflow(_ context.Context, o client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
+	c.in = args[0].(RunInput)
+	return startedRun{id: o.ID}, nil
+}
+
+func (c *startClient) OperatorService() operatorservice.OperatorServiceClient { return noOperator{} }
+
+func (c *startClient) DescribeTaskQueue(context.Context, string, enumspb.TaskQueueType) (*workflowservice.DescribeTaskQueueResponse, error) {
+	return nil, errors.New("no server")
+}
+
+type startedRun struct {
+	client.WorkflowRun
+	id string
+}
+
+func (r startedRun) GetID() string { return r.id }
+
+type noOperator struct {
+	operatorservice.OperatorServiceClient
+}
+
+func (noOperator) ListSearchAttributes(context.Context, *operatorservice.ListSearchAttributesRequest, ...grpc.CallOption) (*operatorservice.ListSearchAttributesResponse, error) {
+	return nil, errors.New("no server")
+}
+
+// An attached run's spans are made by the client alone: the run Start
+// starts asks the workflow for spans (Spans) only when it is detached,
+// and for its tasks' TRACEPARENT (Traced) when traces are configured.
+func TestStartAsksWorkflowSpansWhenDetached(t *testing.T) {
+	g, sources, _ := setup(t, temporaltest.Scenario{Files: map[string]string{"flow.star": `chain(START, step("t", run = ["true"]), END)`}})
+	exp := tracetest.NewInMemoryExporter()
+	p, err := telemetry.New(context.Background(), sdktrace.WithSyncer(exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(f func() *telemetry.Provider) { spanProvider = f }(spanProvider)
+	for _, tc := range []struct {
+		traced, detach bool
+	}{{true, false}, {true, true}, {false, false}, {false, true}} {
+		spanProvider = func() *telemetry.Provider { return nil }
+		if tc.traced {
+			spanProvider = func() *telemetry.Provider { return p }
+		}
+		c := &startClient{}
+		r, err := NewEngine(NewClient(c, "test", "default"), "q").Start(context.Background(), &runs.Spec{Graph: g, Named: sources, Detach: tc.detach})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.(*remote).tel.End(nil)
+		if c.in.Traced != tc.traced || c.in.Spans != (tc.traced && tc.detach) {
+			t.Errorf("traced %v, detached %v: the workflow's input has Traced %v, Spans %v", tc.traced, tc.detach, c.in.Traced, c.in.Spans)
+		}
 	}
 }

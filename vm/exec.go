@@ -908,12 +908,10 @@ func (r *run) jitterSeed(f *frame, n *graphir.Node, visit, attempt int) uint64 {
 // iteration of frame lf that produced out.
 func (r *run) callUntil(lf *frame, out starlark.Value) (stop bool, reason starlark.Value, err error) {
 	n := lf.node
-	var keys []string
-	var vals []starlark.Value
+	b := stdlib.NewMapBuilder(len(r.p.scopes[n.ID]))
 	for _, id := range r.p.scopes[n.ID] {
 		if st := lf.state(r, id); st.done && int(st.iter) == lf.iteration {
-			keys = append(keys, r.g.Nodes[id].Name)
-			vals = append(vals, st.value)
+			b.Add(r.g.Nodes[id].Name, st.value)
 		}
 	}
 	feedback := lf.feedback
@@ -923,7 +921,7 @@ func (r *run) callUntil(lf *frame, out starlark.Value) (stop bool, reason starla
 	it := stdlib.NewMap(
 		[]string{"index", "iteration", "output", "result", "history", "feedback", "max_iterations", "is_last", "inputs"},
 		[]starlark.Value{starlark.MakeInt(lf.iteration - 1), starlark.MakeInt(lf.iteration), out,
-			stdlib.NewMap(keys, vals), history{elems: lf.history[:len(lf.history):len(lf.history)]}, feedback,
+			b.Map(), history{elems: lf.history[:len(lf.history):len(lf.history)]}, feedback,
 			starlark.MakeInt(n.Loop.MaxIterations), starlark.Bool(lf.iteration >= n.Loop.MaxIterations), r.inputs})
 	v, err := r.evaluate(lf, nil, n.Loop.Until, starlark.Tuple{it}, nil, 0, nil)
 	if err != nil {

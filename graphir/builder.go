@@ -168,8 +168,9 @@ func (b *Builder) AddEdge(e *Edge) {
 	b.recorded.Add(1)
 }
 
-// Dropped reports whether [Builder.Drop] removed the node.
-func (n *Node) Dropped() bool { return n.dropped }
+// Dropped reports whether [Builder.Drop] removed the node: its ID is then
+// None, as no graph holds it.
+func (n *Node) Dropped() bool { return n.ID == None }
 
 // Drop removes the step called name (the one declared last, if the name was
 // declared twice), and with it its body if it is a loop or map, and every
@@ -220,8 +221,8 @@ func (b *Builder) Drop(name string) ([]string, error) {
 	var gone []string
 	for _, n := range b.nodes {
 		if drop[n.ID] {
-			n.dropped = true
 			renum[n.ID] = None
+			n.ID = None
 			gone = append(gone, n.Name)
 			continue
 		}

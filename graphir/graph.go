@@ -120,8 +120,11 @@ type Node struct {
 	Join   Join
 	// JoinSet: join= was given explicitly.
 	JoinSet bool
-	// dropped: removed by [Builder.Drop]; no graph holds it.
-	dropped bool
+	// WaitUntil: a wait step's Wait is a time (wait_until=), not a
+	// duration. (It sits with the other small fields: a node is 384
+	// bytes, one of Go's size classes, and a million-step flow holds a
+	// million of them.)
+	WaitUntil bool
 
 	Name  string // "START", "END", "ABORT" for sentinels
 	Pos   Pos    // the user's line (see [Stack.UserFrame])
@@ -149,8 +152,7 @@ type Node struct {
 
 	// Wait steps: the duration, e.g. "30s" or "{{ 2 ** self.visits }}s",
 	// or with WaitUntil (wait_until=) the time, in RFC 3339.
-	Wait      *Template
-	WaitUntil bool
+	Wait *Template
 	// Approval steps: the question a person answers, and the fields
 	// (fields=) whose values the person gives with the decision, in
 	// declaration order (each with Field set).

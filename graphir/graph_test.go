@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -520,5 +521,17 @@ edge(j, END)
 		if !strings.Contains(mmd, want) {
 			t.Errorf("Mermaid lacks %s:\n%s", want, mmd)
 		}
+	}
+}
+
+// TestNodeSize keeps a node within Go's 384-byte size class: a generated
+// million-step flow holds a million of them, and the next class is 416
+// bytes (32 MB more for such a flow, which `make bench-cli` loads within
+// 1 GB). A field that pushes it over belongs in one of the parts held by
+// pointer (Subflow, Call, Router, Loop, Map) or with the small fields at
+// the top.
+func TestNodeSize(t *testing.T) {
+	if size := unsafe.Sizeof(graphir.Node{}); size > 384 {
+		t.Errorf("a Node is %d bytes, over Go's 384-byte size class", size)
 	}
 }

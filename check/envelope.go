@@ -314,7 +314,9 @@ func (ec *envCalc) flow(g *graphir.Graph, prefix string) *FlowEnvelope {
 		fc.own[n.ID] = fc.visit(n)
 	}
 	top := fc.si.byOwner[graphir.None]
-	fe := &FlowEnvelope{Flow: g.Name}
+	// One entry a step: sized once, as a million-step flow's would
+	// otherwise double its way up, each copy a few hundred MB.
+	fe := &FlowEnvelope{Flow: g.Name, Steps: make([]StepEnvelope, 0, len(g.Nodes))}
 	fc.spread(top, count(1), fe)
 	slices.SortFunc(fe.Steps, func(a, b StepEnvelope) int {
 		return int(g.Node(a.Step).Decl - g.Node(b.Step).Decl)

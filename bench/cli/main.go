@@ -138,37 +138,21 @@ func main() {
 	started := time.Now()
 
 	// In-process baseline: the same flow, loaded once, run by the VM.
-	inProcess := func(file string) func(n int) time.Duration {
-		g, err := lang.Load(file, lang.Options{})
-		if err != nil {
-			fatal(err)
-		}
-		prog := vm.Prepare(g)
-		return func(n int) time.Duration {
-			in, err := vm.BindInputs(g, map[string]starlark.Value{"n": starlark.MakeInt(n)})
-			if err != nil {
-				fatal(err)
-			}
-			t0 := time.Now()
-			res := prog.Run(context.Background(), in, vm.Options{Parallel: 1})
-			d := time.Since(t0)
-			if res.Status != vm.Succeeded {
-				fatal(fmt.Errorf("in-process loop %s: %s", filepath.Base(file), res.Status))
-			}
-			return d
-		}
-	}
-	inProc, inProcDict := inProcess(loop), inProcess(loopDict)
+	inProc, inProcDict := loadLoop(loop), loadLoop(loopDict)
 	// The VM alone in a process of its own: this program, re-run with -vm.
 	self, err := os.Executable()
 	if err != nil {
 		fatal(err)
 	}
-	vmProcIter := func(file string) float64 {
-		run := func(n int) time.Duration {
-			return timeCmd(exec.Command(self, "-vm", file, "-n", fmt.Sprint(n)), dir, false).wall
-		}
+	// iterCost is a loop's cost per iteration, (T(n) - T(1)) / (n - 1),
+	// each time the best of k runs.
+	iterCost := func(run func(n int) time.Duration) float64 {
 		return perUnit(minOf(k, func() time.Duration { return run(n) })-minOf(k, func() time.Duration { return run(1) }), n-1)
+	}
+	vmProcIter := func(file string) float64 {
+		return iterCost(func(n int) time.Duration {
+			return timeCmd(exec.Command(self, "-vm", file, "-n", fmt.Sprint(n)), dir, false).wall
+		})
 	}
 
 	type mode struct {
@@ -205,20 +189,15 @@ func main() {
 	for r := 1; r <= *rounds; r++ {
 		logf("round %d of %d", r, *rounds)
 		inProc(n) // warm
-		base := perUnit(minOf(k, func() time.Duration { return inProc(n) })-minOf(k, func() time.Duration { return inProc(1) }), n-1)
+		base := iterCost(inProc)
 		inProcRuns = append(inProcRuns, base)
 		vmBase := vmProcIter(loop)
 		vmProcRuns, vmProcVsInProc = append(vmProcRuns, vmBase), append(vmProcVsInProc, vmBase/base)
 		cliIter := func(m mode, file string) float64 {
-			args := append([]string{"run", "--input", ""}, m.args...)
-			args = append(args, file)
-			one := append([]string(nil), args...)
-			one[2] = "n=1"
-			many := append([]string(nil), args...)
-			many[2] = fmt.Sprintf("n=%d", n)
-			t1 := minOf(k, func() time.Duration { return timeRun(exe, dir, one, m.tty).wall })
-			tn := minOf(k, func() time.Duration { return timeRun(exe, dir, many, m.tty).wall })
-			return perUnit(tn-t1, n-1)
+			return iterCost(func(n int) time.Duration {
+				args := append([]string{"run", "--input", fmt.Sprintf("n=%d", n)}, m.args...)
+				return timeRun(exe, dir, append(args, file), m.tty).wall
+			})
 		}
 		for _, m := range modes {
 			v := cliIter(m, loop)
@@ -227,7 +206,7 @@ func main() {
 			procRatios[m.name] = append(procRatios[m.name], v/vmBase)
 		}
 		inProcDict(n) // warm
-		dictBase := perUnit(minOf(k, func() time.Duration { return inProcDict(n) })-minOf(k, func() time.Duration { return inProcDict(1) }), n-1)
+		dictBase := iterCost(inProcDict)
 		dictRuns, dictVsInt = append(dictRuns, dictBase), append(dictVsInt, dictBase/base)
 		vmDictBase := vmProcIter(loopDict)
 		vmProcDictRuns, vmProcDictVsInt = append(vmProcDictRuns, vmDictBase), append(vmProcDictVsInt, vmDictBase/vmBase)
@@ -339,19 +318,31 @@ func main() {
 	logf("wrote %s", *out)
 }
 
-// vmAlone loads file, runs it once with input n by the VM alone, as the
-// in-process baseline does but in a process of its own, and exits.
-func vmAlone(file string, n int) {
+// vmAlone loads file and runs it once with input n by the VM alone, as
+// the in-process baseline does but in a process of its own.
+func vmAlone(file string, n int) { loadLoop(file)(n) }
+
+// loadLoop loads and prepares the loop flow in file, once, and returns
+// what runs it by the VM with input n and times the run; a run that
+// does not succeed is fatal.
+func loadLoop(file string) func(n int) time.Duration {
 	g, err := lang.Load(file, lang.Options{})
 	if err != nil {
 		fatal(err)
 	}
-	in, err := vm.BindInputs(g, map[string]starlark.Value{"n": starlark.MakeInt(n)})
-	if err != nil {
-		fatal(err)
-	}
-	if res := vm.Prepare(g).Run(context.Background(), in, vm.Options{Parallel: 1}); res.Status != vm.Succeeded {
-		fatal(fmt.Errorf("%s: %s", filepath.Base(file), res.Status))
+	prog := vm.Prepare(g)
+	return func(n int) time.Duration {
+		in, err := vm.BindInputs(g, map[string]starlark.Value{"n": starlark.MakeInt(n)})
+		if err != nil {
+			fatal(err)
+		}
+		t0 := time.Now()
+		res := prog.Run(context.Background(), in, vm.Options{Parallel: 1})
+		d := time.Since(t0)
+		if res.Status != vm.Succeeded {
+			fatal(fmt.Errorf("loop %s: %s", filepath.Base(file), res.Status))
+		}
+		return d
 	}
 }
 

@@ -95,6 +95,20 @@ func (term *terminal) expect(s string) {
 	term.t.Fatalf("no %q in the output after %d bytes:\n%q", s, term.mark, term.out.String())
 }
 
+// interruptLine types text and then Ctrl-C, once the editor has echoed
+// text. liner writes a prompt before it turns the terminal's signals off
+// for the line, so a Ctrl-C sent as soon as the prompt shows can reach
+// the terminal while they are on: the kernel then sends SIGINT and drops
+// the typed text, and the session waits at the prompt for good. The echo
+// is liner's own (the terminal's is off), so seeing it means the line is
+// being read with the signals off.
+func (term *terminal) interruptLine(text string) {
+	term.t.Helper()
+	term.send(text)
+	term.expect(text)
+	term.send(keyCtrlC)
+}
+
 // exit types Ctrl-D and waits for the session to end with status 0.
 func (term *terminal) exit() {
 	term.t.Helper()
@@ -138,12 +152,12 @@ func TestREPLTerminal(t *testing.T) {
 
 	// Ctrl-C drops the line being typed, and a compound statement.
 	term.expect(">>> ")
-	term.send("this is not starlark(" + keyCtrlC)
+	term.interruptLine("this is not starlark(")
 	term.expect("^C")
 	term.expect(">>> ")
 	term.send("def f():\r")
 	term.expect("... ")
-	term.send("    return 1" + keyCtrlC)
+	term.interruptLine("    return 1")
 	term.expect(">>> ")
 	term.send("def nine():\r")
 	term.expect("... ")
